@@ -1,0 +1,120 @@
+"""The exception tree of perfmodel.
+
+Every error a user can cause (bad file, bad option, unknown name) is a
+:class:`PerfmodelError`; the CLI turns it into a one-paragraph message and exit
+code 2, the app into ``st.error``. Anything else is a bug and is allowed to
+surface with its traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+__all__ = [
+    "PerfmodelError",
+    "ValidationError",
+    "ImportFormatError",
+    "UnknownNameError",
+    "StoreError",
+    "NotFoundError",
+    "Problem",
+]
+
+
+class PerfmodelError(Exception):
+    """Base class of every error caused by user input or configuration."""
+
+
+class Problem:
+    """One located problem: where (file, row, column) and what was expected.
+
+    Parameters
+    ----------
+    message
+        What is wrong and what was expected, in plain words.
+    file, row, column
+        Where, as precisely as known. ``row`` is 1-based as a user would count
+        it in the source (the data row for CSV, the record for JSON lists).
+    """
+
+    __slots__ = ("message", "file", "row", "column")
+
+    def __init__(self, message: str, *, file: str | None = None, row: int | None = None,
+                 column: str | None = None) -> None:
+        self.message = message
+        self.file = file
+        self.row = row
+        self.column = column
+
+    def where(self) -> str:
+        parts = []
+        if self.file:
+            parts.append(str(self.file))
+        if self.row is not None:
+            parts.append(f"row {self.row}")
+        if self.column:
+            parts.append(f"column {self.column!r}")
+        return ", ".join(parts)
+
+    def __str__(self) -> str:
+        w = self.where()
+        return f"{w}: {self.message}" if w else self.message
+
+    def __repr__(self) -> str:
+        return f"Problem({str(self)!r})"
+
+
+def _summarise(problems: Sequence[Problem], limit: int) -> str:
+    lines = [str(p) for p in problems[:limit]]
+    if len(problems) > limit:
+        lines.append(f"... and {len(problems) - limit} more problem(s)")
+    return "\n".join(f"  - {line}" for line in lines)
+
+
+class ValidationError(PerfmodelError):
+    """A table or a set of options failed validation; lists every problem found.
+
+    Attributes
+    ----------
+    problems
+        Every :class:`Problem`, in the order found.
+    """
+
+    def __init__(self, headline: str, problems: Iterable[Problem] = (), *, limit: int = 20) -> None:
+        self.problems: list[Problem] = list(problems)
+        self.headline = headline
+        body = _summarise(self.problems, limit)
+        super().__init__(f"{headline}\n{body}" if body else headline)
+
+
+class ImportFormatError(PerfmodelError):
+    """A file could not be read as any (or the requested) benchmark format."""
+
+
+class UnknownNameError(PerfmodelError, KeyError):
+    """A hardware, model or option name is not known; the message lists close matches."""
+
+    def __init__(self, kind: str, name: str, suggestions: Sequence[str] = (), *, hint: str = "") -> None:
+        self.kind = kind
+        self.name = name
+        self.suggestions = list(suggestions)
+        msg = f"unknown {kind} {name!r}"
+        if self.suggestions:
+            msg += "; closest known: " + ", ".join(self.suggestions)
+        if hint:
+            msg += f". {hint}"
+        super().__init__(msg)
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+class StoreError(PerfmodelError):
+    """The data store could not complete an operation (nothing was changed)."""
+
+
+class NotFoundError(StoreError, KeyError):
+    """A dataset, model or analysis id/name does not exist in the store."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])

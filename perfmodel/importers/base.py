@@ -1,0 +1,588 @@
+"""Importer contract, registry, content sniffing and the shared finishing step.
+
+An importer turns one file into *raw* canonical rows (:class:`Parsed`): canonical
+column names, but hardware and model still as written in the file
+(``hardware_raw``, ``model_raw``) and metadata possibly missing. The shared
+:func:`finalize` then applies what the user supplied (:class:`ImportMeta`),
+resolves names through the catalogs, derives the throughput columns that
+follow exactly from the lengths, checks every row with
+:func:`perfmodel.schema.check_runs`, drops invalid rows into row-level
+:class:`Issue` records, and returns an :class:`ImportResult`.
+
+Formats are chosen by content, not by file name: every importer scores a
+:class:`Sample` of the file with :meth:`Importer.sniff`, and the best score wins.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import ImportFormatError, PerfmodelError, Problem, UnknownNameError
+from ..schema import check_runs, coerce_runs
+
+__all__ = [
+    "Issue",
+    "ImportMeta",
+    "Parsed",
+    "ImportResult",
+    "Sample",
+    "Importer",
+    "register",
+    "registry",
+    "detect_format",
+    "read_file",
+    "finalize",
+    "loads_lenient",
+    "ms_to_s",
+]
+
+HEAD_BYTES = 256 * 1024
+MAX_ISSUES_PER_FILE = 1000
+
+Severity = Literal["error", "warning", "info"]
+
+
+@dataclass(frozen=True)
+class Issue:
+    """A row-level (or file-level, ``row=None``) import issue.
+
+    ``severity="error"`` means the row was dropped; ``"warning"`` that it was
+    kept but something was assumed or looks wrong; ``"info"`` a note.
+    """
+
+    file: str
+    row: int | None
+    column: str | None
+    message: str
+    severity: Severity = "error"
+
+    def __str__(self) -> str:
+        return str(Problem(self.message, file=self.file, row=self.row, column=self.column))
+
+    @classmethod
+    def from_problem(cls, p: Problem, severity: Severity = "error") -> Issue:
+        return cls(file=p.file or "", row=p.row, column=p.column, message=p.message, severity=severity)
+
+
+class ImportMeta(BaseModel):
+    """What the user knows about a file that the file may not say.
+
+    Values given here override the file's own (a disagreement is reported as a
+    warning). ``column_map`` (canonical column -> source column) is used by the
+    generic CSV importer; ``latency_unit`` tells it how latency columns are written.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    hardware: str | None = Field(None, description="hardware name or alias from the catalog")
+    model: str | None = Field(None, description="model name or alias from the catalog")
+    framework: str | None = None
+    framework_version: str | None = None
+    device_count: int | None = Field(None, gt=0)
+    tp_size: int | None = Field(None, gt=0)
+    pp_size: int | None = Field(None, gt=0)
+    weight_dtype: str | None = None
+    kv_cache_dtype: str | None = None
+    quantization: str | None = None
+    repeat_idx: int | None = Field(None, ge=0)
+    column_map: dict[str, str] | None = Field(None, description="canonical column -> source column (generic CSV)")
+    latency_unit: Literal["s", "ms"] | None = Field(None, description="unit of latency columns (generic CSV)")
+
+
+@dataclass
+class Parsed:
+    """What an importer's ``parse`` returns: raw canonical rows plus issues.
+
+    ``runs`` uses canonical column names; hardware and model go in
+    ``hardware_raw``/``model_raw`` (or are left out when the file does not say);
+    ``source_row`` names each row as the user would count it. ``allow_empty``
+    marks a file that legitimately holds zero successful points (e.g. every
+    request failed): it imports as zero rows with the warning in ``issues``.
+    """
+
+    runs: pd.DataFrame
+    issues: list[Issue] = field(default_factory=list)
+    allow_empty: bool = False
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """A file imported into canonical runs.
+
+    Attributes
+    ----------
+    runs
+        Valid canonical rows (invalid rows were dropped into ``issues``).
+    issues
+        Row- and file-level issues, errors first.
+    format
+        The importer's format id.
+    file
+        The file's base name.
+    sha256
+        Hex digest of the file's bytes (content address).
+    provenance
+        Extra facts about the source (client version, date, command line...).
+    """
+
+    runs: pd.DataFrame
+    issues: tuple[Issue, ...]
+    format: str
+    file: str
+    sha256: str
+    provenance: Mapping[str, Any]
+
+    @property
+    def n_dropped(self) -> int:
+        return len({i.row for i in self.issues if i.severity == "error" and i.row is not None})
+
+
+class Sample:
+    """Lazily decoded views of a file for sniffing and parsing (each computed once)."""
+
+    def __init__(self, path: Path, data: bytes | None = None) -> None:
+        self.path = Path(path)
+        self.name = self.path.name
+        self._data = data
+
+    @cached_property
+    def data(self) -> bytes:
+        if self._data is not None:
+            return self._data
+        try:
+            return self.path.read_bytes()
+        except OSError as exc:
+            raise ImportFormatError(f"{self.name}: cannot read the file ({exc.strerror or exc})") from exc
+
+    @cached_property
+    def head(self) -> bytes:
+        if self._data is not None:
+            return self._data[:HEAD_BYTES]
+        try:
+            with open(self.path, "rb") as fh:
+                return fh.read(HEAD_BYTES)
+        except OSError as exc:
+            raise ImportFormatError(f"{self.name}: cannot read the file ({exc.strerror or exc})") from exc
+
+    @cached_property
+    def is_binary(self) -> bool:
+        if b"\x00" in self.head:
+            return True
+        try:
+            self.head.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            # A multi-byte character cut at the end of the head is fine.
+            return exc.start < len(self.head) - 4
+        return False
+
+    @cached_property
+    def text_head(self) -> str:
+        return self.head.decode("utf-8", errors="replace").lstrip("\ufeff")
+
+    @cached_property
+    def text(self) -> str:
+        try:
+            return self.data.decode("utf-8").lstrip("\ufeff")
+        except UnicodeDecodeError as exc:
+            raise ImportFormatError(
+                f"{self.name}: not UTF-8 text (bad byte at offset {exc.start}); expected a CSV, JSON, "
+                "JSONL, YAML or text report") from exc
+
+    @cached_property
+    def first_char(self) -> str:
+        s = self.text_head.lstrip()
+        return s[:1]
+
+    @cached_property
+    def json_doc(self) -> Any:
+        """The whole file as one JSON document (``Infinity``/``NaN`` allowed), or None."""
+        if self.is_binary or self.first_char not in ("{", "["):
+            return None
+        try:
+            return loads_lenient(self.text)
+        except (ValueError, ImportFormatError):
+            return None
+
+    @cached_property
+    def jsonl_records(self) -> list[Any] | None:
+        """Every non-blank line parsed as JSON, or None if any line is not JSON."""
+        if self.is_binary or self.first_char != "{":
+            return None
+        recs = []
+        for line in self.text.splitlines():
+            if not line.strip():
+                continue
+            try:
+                recs.append(loads_lenient(line))
+            except ValueError:
+                return None
+        return recs or None
+
+    @cached_property
+    def records(self) -> list[dict[str, Any]] | None:
+        """JSON objects of the file: the document if an object, its items if a list
+        of objects, the lines of a JSONL file; None if not JSON."""
+        doc = self.json_doc
+        if isinstance(doc, dict):
+            return [doc]
+        if isinstance(doc, list):
+            return doc if all(isinstance(d, dict) for d in doc) and doc else None
+        recs = self.jsonl_records
+        if recs and all(isinstance(r, dict) for r in recs):
+            return recs
+        return None
+
+    @cached_property
+    def csv_header(self) -> list[str] | None:
+        """The first non-blank line split as CSV (stripped), or None for JSON/binary."""
+        if self.is_binary or self.first_char in ("{", "["):
+            return None
+        for line in self.text_head.splitlines():
+            if line.strip():
+                try:
+                    row = next(csv.reader(io.StringIO(line)))
+                except (csv.Error, StopIteration):
+                    return None
+                return [c.strip() for c in row] if len(row) > 1 else None
+        return None
+
+
+def loads_lenient(text: str) -> Any:
+    """``json.loads`` that also accepts bare ``Infinity``/``-Infinity``/``NaN`` (Python's
+    default) and reports errors with line and column."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+    except RecursionError as exc:
+        raise ValueError("JSON nested too deeply") from exc
+
+
+def ms_to_s(v: Any) -> float:
+    """Milliseconds to seconds; ``None``/non-numbers become NaN."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return math.nan
+    return f / 1000.0
+
+
+class Importer(ABC):
+    """One source format.
+
+    Subclasses set ``name`` (the ``--format`` id), ``label`` (human name) and
+    ``description``, and implement :meth:`sniff` and :meth:`parse`.
+    """
+
+    name: ClassVar[str]
+    label: ClassVar[str]
+    description: ClassVar[str] = ""
+    #: True when the format names the hardware / model in the file itself.
+    has_hardware: ClassVar[bool] = False
+    has_model: ClassVar[bool] = False
+
+    @abstractmethod
+    def sniff(self, sample: Sample) -> float:
+        """Confidence in [0, 1] that ``sample`` is this format (0: certainly not)."""
+
+    @abstractmethod
+    def parse(self, sample: Sample, meta: ImportMeta) -> Parsed:
+        """Read the file into raw canonical rows.
+
+        Raises
+        ------
+        ImportFormatError
+            When the file is this format but broken as a whole (say which field
+            and what was expected).
+        """
+
+
+_REGISTRY: dict[str, Importer] = {}
+
+
+def register(cls: type[Importer]) -> type[Importer]:
+    """Class decorator adding an importer to the registry under ``cls.name``."""
+    if cls.name in _REGISTRY:
+        raise RuntimeError(f"importer {cls.name!r} registered twice")
+    _REGISTRY[cls.name] = cls()
+    return cls
+
+
+def registry() -> dict[str, Importer]:
+    """All registered importers by format id (importing every importer module first)."""
+    from . import _load_all
+
+    _load_all()
+    return dict(_REGISTRY)
+
+
+def detect_format(sample: Sample) -> Importer:
+    """Pick the importer whose sniff scores ``sample`` highest.
+
+    Raises
+    ------
+    ImportFormatError
+        When the file is binary, empty, or no importer recognises it (the
+        message lists the formats known), or two formats tie.
+    """
+    imps = registry()
+    if not sample.head.strip():
+        raise ImportFormatError(f"{sample.name}: the file is empty")
+    if sample.is_binary:
+        raise ImportFormatError(
+            f"{sample.name}: binary data (NUL bytes or invalid UTF-8 at the start); expected a CSV, JSON, "
+            "JSONL, YAML or text report from a benchmark client")
+    scores = []
+    for imp in imps.values():
+        try:
+            s = float(imp.sniff(sample))
+        except PerfmodelError:
+            s = 0.0
+        if s > 0:
+            scores.append((s, imp.name))
+    scores.sort(reverse=True)
+    if not scores:
+        raise ImportFormatError(
+            f"{sample.name}: not a recognised benchmark result file. Known formats: "
+            + ", ".join(sorted(imps)) + ". For any other CSV pass --format csv with --map "
+            "canonical=column options.")
+    if len(scores) > 1 and scores[0][0] == scores[1][0]:
+        raise ImportFormatError(
+            f"{sample.name}: matches several formats equally ({scores[0][1]}, {scores[1][1]}); "
+            "choose one with --format")
+    return imps[scores[0][1]]
+
+
+def read_file(path: str | Path, *, format: str | None = None, meta: ImportMeta | None = None,
+              data: bytes | None = None, name: str | None = None) -> ImportResult:
+    """Import one file into canonical runs (nothing is stored).
+
+    Parameters
+    ----------
+    path
+        The file. With ``data`` given, only its name is used.
+    format
+        Format id to force; auto-detected from the content when None.
+    meta
+        What the user supplies (hardware, model, ...), overriding the file.
+    data
+        The file's bytes when they are already in memory (uploads).
+    name
+        Display name for messages (defaults to the path's base name).
+
+    Returns
+    -------
+    ImportResult
+
+    Raises
+    ------
+    ImportFormatError
+        The file is unreadable, unrecognised, or broken as a whole.
+    UnknownNameError
+        An unknown ``format`` or a hardware/model name not in the catalog.
+    """
+    meta = meta or ImportMeta()
+    p = Path(path)
+    sample = Sample(p, data)
+    if name:
+        sample.name = name
+    if format is not None:
+        imps = registry()
+        if format not in imps:
+            from difflib import get_close_matches
+
+            raise UnknownNameError("format", format, get_close_matches(format, list(imps), n=5, cutoff=0.3)
+                                   or sorted(imps))
+        imp = imps[format]
+        if not sample.head.strip():
+            raise ImportFormatError(f"{sample.name}: the file is empty")
+        if sample.is_binary:
+            raise ImportFormatError(f"{sample.name}: binary data; expected a {imp.label} file")
+    else:
+        imp = detect_format(sample)
+    try:
+        parsed = imp.parse(sample, meta)
+    except PerfmodelError:
+        raise
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, csv.Error,
+            UnicodeDecodeError, RecursionError, OverflowError) as exc:
+        # A file that looked like this format but whose structure is not what the
+        # format promises: say so in one paragraph, never a traceback.
+        raise ImportFormatError(
+            f"{sample.name}: looks like a {imp.label} file but could not be read "
+            f"({type(exc).__name__}: {exc}); expected the structure described for format "
+            f"{imp.name!r}. Pass --format to choose another format.") from exc
+    digest = hashlib.sha256(sample.data).hexdigest()
+    return finalize(parsed, meta=meta, fmt=imp.name, file=sample.name, sha256=digest,
+                    has_hardware=imp.has_hardware, has_model=imp.has_model)
+
+
+def _override(runs: pd.DataFrame, col: str, value: Any, issues: list[Issue], file: str) -> None:
+    if value is None:
+        return
+    if col in runs.columns:
+        existing = runs[col].dropna().astype(str).unique()
+        differing = [e for e in existing if str(e) != str(value)]
+        if differing:
+            issues.append(Issue(file, None, col, f"the file says {differing[0]!r}; using the supplied "
+                                f"{value!r}", "warning"))
+    runs[col] = value
+
+
+def finalize(parsed: Parsed, *, meta: ImportMeta, fmt: str, file: str, sha256: str,
+             has_hardware: bool = False, has_model: bool = False,
+             resolve: bool = True) -> ImportResult:
+    """Apply metadata, resolve names, derive throughputs and check every row.
+
+    Rows that fail :func:`perfmodel.schema.check_runs` are dropped and kept as
+    ``error`` issues. A file with no valid rows raises unless the parser
+    marked it ``allow_empty``.
+
+    Raises
+    ------
+    ImportFormatError
+        No valid row remains (the message names the first problems).
+    UnknownNameError
+        Hardware or model not in the catalog (the message lists close names and
+        the option to pass).
+    """
+    from .. import catalog
+
+    runs = parsed.runs.copy()
+    issues = list(parsed.issues)
+    n = len(runs)
+    if "source_row" not in runs.columns:
+        runs["source_row"] = np.arange(1, n + 1)
+
+    # --- user-supplied metadata wins over the file
+    if meta.hardware is not None:
+        _override(runs, "hardware_raw", meta.hardware, issues, file)
+    if meta.model is not None:
+        _override(runs, "model_raw", meta.model, issues, file)
+    for col in ("framework", "framework_version", "device_count", "tp_size", "pp_size", "weight_dtype",
+                "kv_cache_dtype", "quantization", "repeat_idx"):
+        _override(runs, col, getattr(meta, col), issues, file)
+
+    if n:
+        # --- names through the catalogs (unique values only: fast on a million rows)
+        for raw_col, col, kind, opt in (("hardware_raw", "hardware", "hardware", "--hardware"),
+                                        ("model_raw", "model", "model", "--model")):
+            if raw_col not in runs.columns or runs[raw_col].isna().all():
+                raise ImportFormatError(
+                    f"{file}: the file does not say which {kind} it ran on; supply it with {opt} NAME "
+                    f"(CLI) or the {kind} field of the upload form")
+            missing = runs[raw_col].isna()
+            if missing.any():
+                first = int(runs.loc[missing, "source_row"].iloc[0])
+                raise ImportFormatError(
+                    f"{file}: row {first} has no {kind}; supply it with {opt} NAME")
+            if resolve:
+                resolver: Callable[[str], Any] = (catalog.resolve_hardware if kind == "hardware"
+                                                  else catalog.resolve_model)
+                mapping = {}
+                for raw in runs[raw_col].astype(str).unique():
+                    try:
+                        mapping[raw] = resolver(raw).key
+                    except UnknownNameError as exc:
+                        raise UnknownNameError(
+                            kind, raw, exc.suggestions,
+                            hint=f"in {file}; pass {opt} with a catalog name, or add the {kind} to a "
+                                 f"catalog YAML file (see `perfmodel catalog --help`)") from None
+                runs[col] = runs[raw_col].astype(str).map(mapping)
+        if "framework" in runs.columns:
+            fw = runs["framework"].astype("string")
+            uniq = {v: catalog.canonical_framework(v) for v in fw.dropna().unique()}
+            runs["framework"] = fw.map(lambda v: uniq.get(v, v) if isinstance(v, str) else v)
+        else:
+            runs["framework"] = "unknown"
+            issues.append(Issue(file, None, "framework",
+                                "the file does not say which framework served it; recorded as 'unknown' "
+                                "(pass --framework)", "warning"))
+        runs["framework"] = runs["framework"].fillna("unknown")
+        if "device_count" not in runs.columns or runs["device_count"].isna().any():
+            fill = 1
+            if "tp_size" in runs.columns:
+                tp = pd.to_numeric(runs["tp_size"], errors="coerce")
+                pp = pd.to_numeric(runs["pp_size"], errors="coerce") if "pp_size" in runs.columns else 1
+                guess = (tp * pp).astype("float64")
+            else:
+                guess = pd.Series(np.nan, index=runs.index)
+            dc = pd.to_numeric(runs.get("device_count", pd.Series(np.nan, index=runs.index)),
+                               errors="coerce").astype("float64")
+            filled = dc.fillna(guess).fillna(fill)
+            if dc.isna().any():
+                issues.append(Issue(file, None, "device_count",
+                                    "the file does not say how many devices were used; assumed tp × pp or 1 "
+                                    "(pass --device-count)", "warning"))
+            runs["device_count"] = filled
+        if "repeat_idx" not in runs.columns:
+            runs["repeat_idx"] = 0
+        runs["repeat_idx"] = pd.to_numeric(runs["repeat_idx"], errors="coerce").fillna(0)
+        _derive_throughputs(runs)
+    runs["source_format"] = fmt
+    runs["source_file"] = file
+    if "throughput_basis" not in runs.columns:
+        runs["throughput_basis"] = "none"
+
+    table, problems = coerce_runs(runs, file=file)
+    # Column-level problems (no row) are fatal: the importer produced a wrong table.
+    fatal = [p for p in problems if p.row is None]
+    if fatal:
+        raise ImportFormatError(f"{file}: " + "; ".join(p.message + f" ({p.column})" for p in fatal))
+    problems += check_runs(table, file=file)
+    bad_rows = {p.row for p in problems}
+    if bad_rows:
+        keep = ~table["source_row"].isin(list(bad_rows)).to_numpy()
+        table = table.loc[keep].reset_index(drop=True)
+    row_issues = [Issue.from_problem(p, "error") for p in problems]
+    if len(row_issues) > MAX_ISSUES_PER_FILE:
+        extra = len(row_issues) - MAX_ISSUES_PER_FILE
+        row_issues = row_issues[:MAX_ISSUES_PER_FILE] + [
+            Issue(file, None, None, f"{extra} more row issue(s) not listed", "error")]
+    issues = row_issues + issues
+    if table.empty and not parsed.allow_empty:
+        detail = "; ".join(str(i) for i in row_issues[:3]) or "the file holds no measurements"
+        raise ImportFormatError(f"{file}: no valid measurement could be imported ({detail})")
+    order = {"error": 0, "warning": 1, "info": 2}
+    issues.sort(key=lambda i: order[i.severity])
+    return ImportResult(runs=table, issues=tuple(issues), format=fmt, file=file, sha256=sha256,
+                        provenance=dict(parsed.provenance))
+
+
+def _derive_throughputs(runs: pd.DataFrame) -> None:
+    """Fill throughput columns that follow exactly from the others and the mean lengths."""
+    def col(name: str) -> pd.Series:
+        if name in runs.columns:
+            return pd.to_numeric(runs[name], errors="coerce").astype("float64")
+        return pd.Series(np.nan, index=runs.index)
+
+    ii, oo = col("input_len_tok"), col("output_len_tok")
+    out, tot, req = col("output_throughput_tok_s"), col("total_throughput_tok_s"), col("request_throughput_rps")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = (ii + oo) / oo
+        out2 = out.fillna(tot / ratio).fillna(req * oo)
+        tot2 = tot.fillna(out2 * ratio)
+        req2 = req.fillna(out2 / oo)
+    runs["output_throughput_tok_s"] = out2
+    runs["total_throughput_tok_s"] = tot2
+    runs["request_throughput_rps"] = req2
+
+
+def records_frame(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """A DataFrame from row dicts (helper for importers)."""
+    return pd.DataFrame.from_records(list(records))

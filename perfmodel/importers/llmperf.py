@@ -1,0 +1,1 @@
+"""(placeholder: importer not written yet)."""
