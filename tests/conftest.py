@@ -1,0 +1,57 @@
+"""Shared fixtures.
+
+The real public measurements live beside the repository in ``../shared/data``;
+tests that need them skip with a clear reason when it is absent (they are never
+copied into the repository).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+FORMATS = SHARED_DATA / "formats"
+LLM_BENCH = SHARED_DATA / "llm-inference-bench"
+ALL_RESULTS = LLM_BENCH / "All_results.csv"
+
+
+def _need(path: Path) -> Path:
+    if not path.exists():
+        pytest.skip(f"needs the shared data set at {path} (../shared/data beside the repository)")
+    return path
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """``../shared/data``; skips the test when absent."""
+    return _need(SHARED_DATA)
+
+
+@pytest.fixture
+def formats_dir() -> Path:
+    """``../shared/data/formats``; skips the test when absent."""
+    return _need(FORMATS)
+
+
+@pytest.fixture
+def llm_bench_dir() -> Path:
+    """``../shared/data/llm-inference-bench``; skips the test when absent."""
+    return _need(LLM_BENCH)
+
+
+@pytest.fixture
+def all_results_csv() -> Path:
+    """``All_results.csv`` (4,772 rows); skips the test when absent."""
+    return _need(ALL_RESULTS)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own empty PERFMODEL_HOME so nothing touches ~/.perfmodel."""
+    home = tmp_path_factory.mktemp("perfmodel-home")
+    monkeypatch.setenv("PERFMODEL_HOME", str(home))
+    monkeypatch.delenv("PERFMODEL_CATALOG", raising=False)
+    return home
