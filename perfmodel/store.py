@@ -1,0 +1,625 @@
+"""The embedded store: datasets of canonical runs in one SQLite file.
+
+The store lives in ``<home>/perfmodel.sqlite`` (``home`` defaults to
+:func:`perfmodel.config.home_dir`). It runs in WAL mode so that readers (the app,
+a second CLI) see either the state before or after an import, never half of it,
+while one writer inserts.
+
+Layout (schema version in ``PRAGMA user_version``, upgraded by :data:`_MIGRATIONS`):
+
+``datasets``
+    one row per dataset: content id, unique name, counts, files, formats,
+    provenance JSON and the ordered list of extra (``fw_``/``hw_``) columns.
+``runs``
+    one typed column per canonical column (:data:`perfmodel.schema.COLUMNS`)
+    plus ``dataset_id`` and ``run_idx`` (the row order); timestamps as ISO-8601
+    text. Floats are SQLite REAL (IEEE float64), so values round-trip exactly
+    (NaN is stored as NULL; ``-0.0`` comes back as ``0.0``, which SQLite cannot
+    tell apart).
+``extras``
+    long table ``(dataset_id, run_idx, name, value)`` of the ``fw_``/``hw_``
+    columns, only non-missing cells. Chosen over a JSON column because values
+    stay typed REAL (exact, no text round trip) and a sparse set of framework
+    metrics costs nothing on the rows that lack them; on 100,000 rows x 5 extras
+    it inserts in about the same time as serialising a JSON column per row.
+``issues``
+    the import issues of every file.
+``models``, ``analyses``
+    reserved (empty) for fitted models and saved analyses.
+
+An import is one transaction (``BEGIN IMMEDIATE``): all of a dataset's rows,
+its issues and its ``datasets`` row are committed together or not at all.
+
+Test hook: when the environment variable ``PERFMODEL_TEST_PAUSE_BEFORE_COMMIT``
+holds a number of seconds, :meth:`Store.add_dataset` prints
+``PERFMODEL_TEST_PAUSE_BEFORE_COMMIT: pausing`` on stderr and sleeps that long
+just before committing, so a test can kill the process mid-import.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .errors import NotFoundError, StoreError
+from .importers.base import ImportMeta, ImportResult
+from .schema import COLUMNS, empty_runs, is_extra_column
+
+__all__ = ["DatasetInfo", "Store", "STORE_FILENAME", "SCHEMA_VERSION", "PAUSE_ENV", "content_id"]
+
+STORE_FILENAME = "perfmodel.sqlite"
+PAUSE_ENV = "PERFMODEL_TEST_PAUSE_BEFORE_COMMIT"
+# Long enough for an import by another process to finish; short enough that a
+# stuck writer is reported instead of hanging the app.
+BUSY_TIMEOUT_MS = 30_000
+# Rows converted to Python objects per executemany call: bounds peak memory on
+# million-row imports while keeping the per-call overhead negligible.
+CHUNK_ROWS = 50_000
+MIN_PREFIX = 4
+
+_SQL_TYPE = {"str": "TEXT", "int": "INTEGER", "float": "REAL", "datetime": "TEXT"}
+_CANON = [c.name for c in COLUMNS]
+_KIND = {c.name: c.kind for c in COLUMNS}
+
+
+def _q(name: str) -> str:
+    """Quote an identifier (``model`` and ``timestamp`` are SQL words)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _migrate_v1(con: sqlite3.Connection) -> None:
+    cols = ",\n  ".join(f"{_q(c.name)} {_SQL_TYPE[c.kind]}" for c in COLUMNS)
+    # executescript() would COMMIT first; run the statements inside the caller's transaction.
+    script = f"""
+CREATE TABLE datasets (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  created_at TEXT NOT NULL,
+  n_runs INTEGER NOT NULL,
+  n_issues INTEGER NOT NULL,
+  files TEXT NOT NULL,
+  formats TEXT NOT NULL,
+  provenance TEXT NOT NULL,
+  extra_columns TEXT NOT NULL
+);
+CREATE TABLE runs (
+  dataset_id TEXT NOT NULL,
+  run_idx INTEGER NOT NULL,
+  {cols},
+  PRIMARY KEY (dataset_id, run_idx)
+) WITHOUT ROWID;
+CREATE TABLE extras (
+  dataset_id TEXT NOT NULL,
+  run_idx INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  value REAL,
+  PRIMARY KEY (dataset_id, run_idx, name)
+) WITHOUT ROWID;
+CREATE TABLE issues (
+  dataset_id TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  file TEXT,
+  "row" INTEGER,
+  "column" TEXT,
+  message TEXT NOT NULL,
+  severity TEXT NOT NULL,
+  PRIMARY KEY (dataset_id, idx)
+) WITHOUT ROWID;
+CREATE TABLE models (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  payload TEXT NOT NULL
+);
+CREATE TABLE analyses (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  payload TEXT NOT NULL
+);
+"""
+    for statement in script.split(";"):
+        if statement.strip():
+            con.execute(statement)
+
+
+#: Schema upgrades; entry ``i`` takes a store from version ``i`` to ``i + 1``.
+#: Append a function to change the layout; never edit a released one.
+_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_v1,)
+SCHEMA_VERSION = len(_MIGRATIONS)
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """One stored dataset.
+
+    Attributes
+    ----------
+    id
+        Content address: 16 hex characters of SHA-256 over the sorted file
+        digests (with their formats) and the import metadata JSON.
+    name
+        Unique human name.
+    created_at
+        ISO-8601 UTC time of the import.
+    n_runs, n_issues
+        Stored rows and import issues (all severities).
+    files, formats
+        Base names of the imported files and their format ids, in import order.
+    provenance
+        ``{"files": [per-file facts], "meta": supplied metadata, "perfmodel_version": ...}``.
+    """
+
+    id: str
+    name: str
+    created_at: str
+    n_runs: int
+    n_issues: int
+    files: tuple[str, ...]
+    formats: tuple[str, ...]
+    provenance: Mapping[str, Any]
+
+
+def content_id(results: Sequence[ImportResult], meta: ImportMeta | None) -> str:
+    """The content address of an import: same files + same metadata -> same id.
+
+    Parameters
+    ----------
+    results
+        The imported files.
+    meta
+        The metadata supplied with them.
+
+    Returns
+    -------
+    str
+        16 lower-case hex characters.
+    """
+    meta_json = _meta_dict(meta)
+    digests = sorted(f"{r.sha256}:{r.format}" for r in results)
+    material = json.dumps({"files": digests, "meta": meta_json}, sort_keys=True)
+    return hashlib.sha256(material.encode()).hexdigest()[:16]
+
+
+def _meta_dict(meta: ImportMeta | None) -> dict[str, Any]:
+    if meta is None:
+        return {}
+    return meta.model_dump(mode="json", exclude_none=True)
+
+
+def _json_default(o: Any) -> Any:
+    # Provenance comes from many importers; anything JSON cannot hold is kept as text.
+    if isinstance(o, np.generic):
+        return o.item()
+    return str(o)
+
+
+def _py_floats(values: np.ndarray) -> list[Any]:
+    # NaN binds as NULL in SQLite, so a plain float list is enough.
+    return values.astype("float64", copy=False).tolist()
+
+
+def _column_lists(df: pd.DataFrame, cols: Sequence[str]) -> list[list[Any]]:
+    out: list[list[Any]] = []
+    for name in cols:
+        s = df[name]
+        kind = _KIND.get(name, "float")
+        if kind == "float":
+            out.append(_py_floats(s.to_numpy(dtype="float64", na_value=np.nan)))
+        elif kind == "datetime":
+            ts = pd.to_datetime(s, utc=True)
+            text = ts.astype(str).str.replace(" ", "T", n=1, regex=False)
+            out.append(text.where(ts.notna(), None).to_numpy(dtype=object).tolist())
+        else:
+            out.append(s.to_numpy(dtype=object, na_value=None).tolist())
+    return out
+
+
+class Store:
+    """The SQLite store of datasets.
+
+    Parameters
+    ----------
+    home
+        Data directory (created if missing); defaults to
+        :func:`perfmodel.config.home_dir`. The database is ``home/perfmodel.sqlite``.
+
+    Raises
+    ------
+    StoreError
+        The file exists but is not a perfmodel store, or was written by a newer
+        perfmodel (schema version too high).
+    """
+
+    def __init__(self, home: str | Path | None = None) -> None:
+        if home is None:
+            from .config import home_dir
+
+            home_path = home_dir()
+        else:
+            home_path = Path(home).expanduser()
+            try:
+                home_path.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the data directory {home_path}: {exc.strerror or exc}") from exc
+        self.path: Path = home_path / STORE_FILENAME
+        self._init_schema()
+
+    # ------------------------------------------------------------------ plumbing
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            con = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            con.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            con.execute("PRAGMA journal_mode = WAL")
+            # NORMAL is safe in WAL mode: a crash loses at most the last commit, never consistency.
+            con.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: cannot open the store ({exc}); is it a perfmodel.sqlite file? "
+                             "Move it away to start a new store.") from exc
+        return con
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        con = self._connect()
+        try:
+            # One read transaction: every query sees the same snapshot.
+            con.execute("BEGIN")
+            yield con
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: reading the store failed ({exc})") from exc
+        finally:
+            try:
+                con.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            con.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        con = self._connect()
+        try:
+            try:
+                con.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise StoreError(f"{self.path}: the store is busy or locked ({exc}); nothing was changed. "
+                                 "Retry when the other import has finished.") from exc
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: writing to the store failed ({exc}); nothing was changed") from exc
+        finally:
+            con.close()
+
+    def _init_schema(self) -> None:
+        with self._write() as con:
+            version = con.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path}: the store has schema version {version}, this perfmodel knows up to "
+                    f"{SCHEMA_VERSION}; upgrade perfmodel or use another --home")
+            for step in range(version, SCHEMA_VERSION):
+                _MIGRATIONS[step](con)
+            if version != SCHEMA_VERSION:
+                con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    # ------------------------------------------------------------------ datasets
+    @staticmethod
+    def _info(row: Sequence[Any]) -> DatasetInfo:
+        return DatasetInfo(id=row[0], name=row[1], created_at=row[2], n_runs=int(row[3]), n_issues=int(row[4]),
+                           files=tuple(json.loads(row[5])), formats=tuple(json.loads(row[6])),
+                           provenance=json.loads(row[7]))
+
+    _INFO_COLS = "id, name, created_at, n_runs, n_issues, files, formats, provenance"
+
+    def datasets(self) -> list[DatasetInfo]:
+        """Every stored dataset, oldest first.
+
+        Returns
+        -------
+        list of DatasetInfo
+        """
+        with self._read() as con:
+            rows = con.execute(f"SELECT {self._INFO_COLS} FROM datasets ORDER BY created_at, rowid").fetchall()
+        return [self._info(r) for r in rows]
+
+    def _resolve(self, con: sqlite3.Connection, ref: str) -> tuple[DatasetInfo, list[str]]:
+        ref = str(ref).strip()
+        sel = f"SELECT {self._INFO_COLS}, extra_columns FROM datasets"
+        row = con.execute(f"{sel} WHERE id = ?", (ref,)).fetchone()
+        if row is None:
+            row = con.execute(f"{sel} WHERE name = ?", (ref,)).fetchone()
+        if row is None and len(ref) >= MIN_PREFIX and all(ch in "0123456789abcdef" for ch in ref.lower()):
+            hits = con.execute(f"{sel} WHERE id LIKE ? ESCAPE '\\'", (ref.lower() + "%",)).fetchall()
+            if len(hits) > 1:
+                raise NotFoundError(f"dataset id prefix {ref!r} matches {len(hits)} datasets ("
+                                    + ", ".join(f"{h[0]} {h[1]!r}" for h in hits)
+                                    + "); give more characters of the id")
+            row = hits[0] if hits else None
+        if row is None:
+            names = [r[0] for r in con.execute("SELECT name FROM datasets ORDER BY created_at, rowid")]
+            known = ", ".join(repr(n) for n in names) if names else "none (the store is empty)"
+            raise NotFoundError(f"no dataset {ref!r} in {self.path} (by id, id prefix of at least "
+                                f"{MIN_PREFIX} characters, or name); known datasets: {known}")
+        return self._info(row), json.loads(row[8])
+
+    def dataset(self, ref: str) -> DatasetInfo:
+        """Look a dataset up by id, unique id prefix (at least 4 characters) or name.
+
+        Parameters
+        ----------
+        ref
+            Id, id prefix or name.
+
+        Returns
+        -------
+        DatasetInfo
+
+        Raises
+        ------
+        NotFoundError
+            No such dataset (the message lists the known names), or the prefix is ambiguous.
+        """
+        with self._read() as con:
+            return self._resolve(con, ref)[0]
+
+    def runs(self, ref: str) -> pd.DataFrame:
+        """The runs of a dataset in canonical dtypes, extras after the canonical columns.
+
+        Parameters
+        ----------
+        ref
+            Id, id prefix or name.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Rows in stored order, index 0..n-1.
+
+        Raises
+        ------
+        NotFoundError
+            No such dataset.
+        """
+        with self._read() as con:
+            info, extra_cols = self._resolve(con, ref)
+            cur = con.execute(f"SELECT {', '.join(_q(c) for c in _CANON)} FROM runs WHERE dataset_id = ? "
+                              "ORDER BY run_idx", (info.id,))
+            rows = cur.fetchall()
+            ex = con.execute("SELECT run_idx, name, value FROM extras WHERE dataset_id = ?",
+                             (info.id,)).fetchall() if extra_cols else []
+        df = _frame_from_rows(rows)
+        if extra_cols:
+            n = len(df)
+            by_name: dict[str, np.ndarray] = {c: np.full(n, np.nan) for c in extra_cols}
+            for idx, name, value in ex:
+                if name in by_name and value is not None:
+                    by_name[name][idx] = value
+            for c in extra_cols:
+                df[c] = by_name[c]
+        return df
+
+    def issues(self, ref: str) -> pd.DataFrame:
+        """The import issues of a dataset.
+
+        Parameters
+        ----------
+        ref
+            Id, id prefix or name.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``file, row, column, message, severity`` (``row`` is nullable Int64).
+
+        Raises
+        ------
+        NotFoundError
+            No such dataset.
+        """
+        with self._read() as con:
+            info, _ = self._resolve(con, ref)
+            rows = con.execute('SELECT file, "row", "column", message, severity FROM issues '
+                               "WHERE dataset_id = ? ORDER BY idx", (info.id,)).fetchall()
+        cols = list(zip(*rows, strict=True)) if rows else [[], [], [], [], []]
+        return pd.DataFrame({
+            "file": pd.array(list(cols[0]), dtype="string"),
+            "row": pd.array(list(cols[1]), dtype="Int64"),
+            "column": pd.array(list(cols[2]), dtype="string"),
+            "message": pd.array(list(cols[3]), dtype="string"),
+            "severity": pd.array(list(cols[4]), dtype="string"),
+        })
+
+    def delete_dataset(self, ref: str) -> None:
+        """Delete a dataset with its runs and issues (one transaction).
+
+        Parameters
+        ----------
+        ref
+            Id, id prefix or name.
+
+        Raises
+        ------
+        NotFoundError
+            No such dataset.
+        """
+        with self._write() as con:
+            info, _ = self._resolve(con, ref)
+            for table in ("runs", "extras", "issues"):
+                con.execute(f"DELETE FROM {table} WHERE dataset_id = ?", (info.id,))
+            con.execute("DELETE FROM datasets WHERE id = ?", (info.id,))
+
+    def rename_dataset(self, ref: str, name: str) -> DatasetInfo:
+        """Give a dataset a new (unique, non-empty) name.
+
+        Parameters
+        ----------
+        ref
+            Id, id prefix or current name.
+        name
+            The new name.
+
+        Returns
+        -------
+        DatasetInfo
+            The renamed dataset.
+
+        Raises
+        ------
+        NotFoundError
+            No such dataset.
+        StoreError
+            The name is empty or already used by another dataset.
+        """
+        name = str(name).strip()
+        if not name:
+            raise StoreError("a dataset name cannot be empty")
+        with self._write() as con:
+            info, _ = self._resolve(con, ref)
+            other = con.execute("SELECT id FROM datasets WHERE name = ? AND id != ?", (name, info.id)).fetchone()
+            if other:
+                raise StoreError(f"a dataset named {name!r} already exists (id {other[0]}); choose another name")
+            con.execute("UPDATE datasets SET name = ? WHERE id = ?", (name, info.id))
+        return DatasetInfo(**{**info.__dict__, "name": name})
+
+    # ------------------------------------------------------------------ import
+    def add_dataset(self, results: Sequence[ImportResult], *, name: str | None = None,
+                    meta: ImportMeta | None = None) -> DatasetInfo:
+        """Store imported files as one dataset, in one transaction.
+
+        Parameters
+        ----------
+        results
+            The imported files (at least one), rows stored in this order.
+        name
+            Dataset name; defaults to the first file's stem. A name already in use
+            gets `` (2)``, `` (3)``... appended.
+        meta
+            The metadata supplied with the import (part of the content id).
+
+        Returns
+        -------
+        DatasetInfo
+            The new dataset, or the existing one unchanged when the same content
+            (same files, formats and metadata) is already stored.
+
+        Raises
+        ------
+        StoreError
+            Nothing to store, or the database could not be written (nothing was changed).
+        """
+        results = list(results)
+        if not results:
+            raise StoreError("nothing to store: no imported file was given")
+        ds_id = content_id(results, meta)
+        base_name = (name or "").strip() or Path(results[0].file).stem or "dataset"
+        frames = [r.runs for r in results]
+        extra_cols: list[str] = []
+        for f in frames:
+            extra_cols += [c for c in f.columns if is_extra_column(c) and c not in extra_cols]
+        unknown = [c for f in frames for c in f.columns if c not in _KIND and not is_extra_column(c)]
+        if unknown:
+            raise StoreError(f"cannot store column(s) {sorted(set(unknown))}: not canonical and not fw_/hw_ extras")
+        n_runs = sum(len(f) for f in frames)
+        issues = [i for r in results for i in r.issues]
+        from . import __version__
+
+        provenance = {
+            "files": [{"file": r.file, "format": r.format, "sha256": r.sha256, "n_runs": len(r.runs),
+                       "n_issues": len(r.issues), **dict(r.provenance)} for r in results],
+            "meta": _meta_dict(meta),
+            "perfmodel_version": __version__,
+        }
+        prov_json = json.dumps(provenance, default=_json_default, allow_nan=True)
+        created = datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+        with self._write() as con:
+            row = con.execute(f"SELECT {self._INFO_COLS} FROM datasets WHERE id = ?", (ds_id,)).fetchone()
+            if row is not None:
+                return self._info(row)
+            final_name = base_name
+            k = 2
+            while con.execute("SELECT 1 FROM datasets WHERE name = ?", (final_name,)).fetchone():
+                final_name = f"{base_name} ({k})"
+                k += 1
+            offset = 0
+            for f in frames:
+                self._insert_runs(con, ds_id, f, offset)
+                offset += len(f)
+            con.executemany(
+                'INSERT INTO issues (dataset_id, idx, file, "row", "column", message, severity) '
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                ((ds_id, k, i.file, i.row, i.column, i.message, i.severity) for k, i in enumerate(issues)))
+            con.execute(
+                "INSERT INTO datasets (id, name, created_at, n_runs, n_issues, files, formats, provenance, "
+                "extra_columns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (ds_id, final_name, created, n_runs, len(issues), json.dumps([r.file for r in results]),
+                 json.dumps([r.format for r in results]), prov_json, json.dumps(extra_cols)))
+            pause = os.environ.get(PAUSE_ENV)
+            if pause:
+                print(f"{PAUSE_ENV}: pausing {pause} s before commit", file=sys.stderr, flush=True)
+                time.sleep(float(pause))
+        return DatasetInfo(id=ds_id, name=final_name, created_at=created, n_runs=n_runs, n_issues=len(issues),
+                           files=tuple(r.file for r in results), formats=tuple(r.format for r in results),
+                           provenance=json.loads(prov_json))
+
+    @staticmethod
+    def _insert_runs(con: sqlite3.Connection, ds_id: str, df: pd.DataFrame, offset: int) -> None:
+        n = len(df)
+        if n == 0:
+            return
+        # Columns that are empty in the whole frame are left to their NULL default:
+        # binding fewer parameters is most of the insert speed.
+        cols = [c for c in _CANON if c in df.columns and df[c].notna().any()]
+        sql = (f"INSERT INTO runs (dataset_id, run_idx{''.join(', ' + _q(c) for c in cols)}) "
+               f"VALUES (?, ?{', ?' * len(cols)})")
+        extras = [c for c in df.columns if is_extra_column(c)]
+        for start in range(0, n, CHUNK_ROWS):
+            part = df.iloc[start:start + CHUNK_ROWS]
+            m = len(part)
+            idx = range(offset + start, offset + start + m)
+            lists = _column_lists(part, cols)
+            con.executemany(sql, zip([ds_id] * m, idx, *lists, strict=True))
+            for c in extras:
+                v = part[c].to_numpy(dtype="float64", na_value=np.nan)
+                keep = np.flatnonzero(~np.isnan(v))
+                if len(keep):
+                    con.executemany("INSERT INTO extras (dataset_id, run_idx, name, value) VALUES (?, ?, ?, ?)",
+                                    zip([ds_id] * len(keep), (keep + offset + start).tolist(), [c] * len(keep),
+                                        v[keep].tolist(), strict=True))
+
+
+def _frame_from_rows(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
+    if not rows:
+        return empty_runs()
+    cols = list(zip(*rows, strict=True))
+    out: dict[str, Any] = {}
+    for name, values in zip(_CANON, cols, strict=True):
+        kind = _KIND[name]
+        if kind == "float":
+            out[name] = np.array(values, dtype="float64")
+        elif kind == "int":
+            out[name] = pd.array(values, dtype="Int64")
+        elif kind == "str":
+            out[name] = pd.array(values, dtype="string")
+        else:
+            out[name] = pd.to_datetime(pd.Series(values, dtype=object), utc=True, format="ISO8601") \
+                .astype("datetime64[ns, UTC]")
+    return pd.DataFrame(out)
