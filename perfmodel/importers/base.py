@@ -118,6 +118,9 @@ class Parsed:
     issues: list[Issue] = field(default_factory=list)
     allow_empty: bool = False
     provenance: dict[str, Any] = field(default_factory=dict)
+    #: Keep the ``source_format``/``source_file`` values the rows already carry
+    #: (perfmodel's own export re-imported), filling only missing cells.
+    keep_source: bool = False
 
 
 @dataclass(frozen=True)
@@ -295,6 +298,8 @@ class Importer(ABC):
     #: True when the format names the hardware / model in the file itself.
     has_hardware: ClassVar[bool] = False
     has_model: ClassVar[bool] = False
+    #: True when the format may be binary (Parquet): sniffed and parsed even with NUL bytes.
+    binary: ClassVar[bool] = False
 
     @abstractmethod
     def sniff(self, sample: Sample) -> float:
@@ -344,9 +349,15 @@ def detect_format(sample: Sample) -> Importer:
     if not sample.head.strip():
         raise ImportFormatError(f"{sample.name}: the file is empty")
     if sample.is_binary:
+        for imp in imps.values():
+            try:
+                if imp.binary and float(imp.sniff(sample)) > 0:
+                    return imp
+            except PerfmodelError:
+                pass
         raise ImportFormatError(
             f"{sample.name}: binary data (NUL bytes or invalid UTF-8 at the start); expected a CSV, JSON, "
-            "JSONL, YAML or text report from a benchmark client")
+            "JSONL, YAML or text report from a benchmark client, or a perfmodel Parquet export")
     scores = []
     for imp in imps.values():
         try:
@@ -411,7 +422,7 @@ def read_file(path: str | Path, *, format: str | None = None, meta: ImportMeta |
         imp = imps[format]
         if not sample.head.strip():
             raise ImportFormatError(f"{sample.name}: the file is empty")
-        if sample.is_binary:
+        if sample.is_binary and not imp.binary:
             raise ImportFormatError(f"{sample.name}: binary data; expected a {imp.label} file")
     else:
         imp = detect_format(sample)
@@ -534,8 +545,11 @@ def finalize(parsed: Parsed, *, meta: ImportMeta, fmt: str, file: str, sha256: s
             runs["repeat_idx"] = 0
         runs["repeat_idx"] = pd.to_numeric(runs["repeat_idx"], errors="coerce").fillna(0)
         _derive_throughputs(runs)
-    runs["source_format"] = fmt
-    runs["source_file"] = file
+    for col, value in (("source_format", fmt), ("source_file", file)):
+        if parsed.keep_source and col in runs.columns:
+            runs[col] = runs[col].astype("string").fillna(value)
+        else:
+            runs[col] = value
     if "throughput_basis" not in runs.columns:
         runs["throughput_basis"] = "none"
 
