@@ -1,0 +1,66 @@
+"""Layering: Streamlit is imported only by perfmodel/ui/, app.py and pages/.
+
+The core must stay usable from a notebook or the CLI without Streamlit, so a
+``import streamlit`` that creeps into ``perfmodel/`` outside ``ui/`` fails here.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "perfmodel"
+UI = PACKAGE / "ui"
+
+
+def _streamlit_imports(path: Path) -> list[int]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""] if node.level == 0 else []
+        else:
+            continue
+        if any(n == "streamlit" or n.startswith("streamlit.") for n in names):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_scanner_finds_streamlit_imports(tmp_path: Path) -> None:
+    f = tmp_path / "m.py"
+    f.write_text("import os\nfrom streamlit.testing.v1 import AppTest\ndef f():\n    import streamlit as st\n")
+    assert _streamlit_imports(f) == [2, 4]
+
+
+def test_no_streamlit_outside_ui() -> None:
+    offenders = []
+    files = [p for p in PACKAGE.rglob("*.py") if UI not in p.parents]
+    assert len(files) > 10, "the package scan found too few modules; is the path right?"
+    for path in files:
+        for line in _streamlit_imports(path):
+            offenders.append(f"{path.relative_to(REPO)}:{line}")
+    assert not offenders, ("Streamlit may only be imported in perfmodel/ui/, app.py and pages/; found in: "
+                           + ", ".join(offenders))
+
+
+def test_app_and_pages_use_streamlit_through_ui() -> None:
+    assert _streamlit_imports(REPO / "app.py")
+    for page in (REPO / "pages").glob("*.py"):
+        assert "from perfmodel import ui" in page.read_text(encoding="utf-8"), f"{page.name} bypasses perfmodel.ui"
+
+
+def test_importing_the_core_does_not_load_streamlit() -> None:
+    code = ("import sys\n"
+            "import perfmodel, perfmodel.schema, perfmodel.plots, perfmodel.store, perfmodel.api\n"
+            "from perfmodel.importers import registry\n"
+            "registry()\n"
+            "bad = sorted(m for m in sys.modules if m == 'streamlit' or m.startswith('streamlit.'))\n"
+            "print(len(bad))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "0", "importing the core pulled in Streamlit"
