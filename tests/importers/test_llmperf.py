@@ -1,0 +1,104 @@
+"""llmperf: golden values pinned from ../shared/data/formats/llmperf (leaderboard summary and
+individual-responses files)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from perfmodel import catalog
+from perfmodel.errors import ImportFormatError
+from perfmodel.importers.base import Importer, ImportMeta, ImportResult, Parsed, Sample, finalize
+from perfmodel.importers.llmperf import LlmperfIndividual, LlmperfSummary
+
+SUMMARY, INDIVIDUAL = LlmperfSummary(), LlmperfIndividual()
+
+def parse(imp: Importer, path: Path, meta: ImportMeta | None = None) -> Parsed:
+    return imp.parse(Sample(path), meta or ImportMeta())
+
+
+def finish(imp: Importer, path: Path, monkeypatch: pytest.MonkeyPatch, meta: ImportMeta | None = None) -> ImportResult:
+    """parse + finalize without the catalog (resolve=False; the framework canonicaliser stubbed), so
+    these tests pin the importer alone while the catalog is written concurrently."""
+    monkeypatch.setattr(catalog, "canonical_framework", lambda v: str(v).lower(), raising=False)
+    meta = meta or ImportMeta()
+    parsed = parse(imp, path, meta)
+    if len(parsed.runs):
+        if "hardware_raw" not in parsed.runs.columns and meta.hardware is None:
+            raise ImportFormatError(f"{path.name}: the file does not say which hardware")
+        parsed.runs["hardware"] = meta.hardware or parsed.runs.get("hardware_raw")
+        parsed.runs["model"] = meta.model or parsed.runs.get("model_raw")
+    return finalize(parsed, meta=meta, fmt=imp.name, file=path.name, sha256="0",
+                    has_hardware=imp.has_hardware, has_model=imp.has_model, resolve=False)
+
+
+def _p(formats_dir: Path, name: str) -> Path:
+    return formats_dir / "llmperf" / f"llmperf-leaderboard__{name}.json"
+
+
+@pytest.mark.parametrize(("name", "model", "out_tp", "ttft_s", "out_len"), [
+    ("anyscale_70b_summary", "meta-llama/Llama-2-70b-chat-hf", 207.52121071152493, 0.24890269464666667,
+     146.94666666666666),
+    ("groq_70b_summary", "llama2-70b-4096", 441.84737788500206, 0.22786034579078357, 150.0),
+])
+def test_summary(formats_dir: Path, monkeypatch: pytest.MonkeyPatch, name: str, model: str, out_tp: float,
+                 ttft_s: float, out_len: float) -> None:
+    path = _p(formats_dir, name)
+    assert SUMMARY.sniff(Sample(path)) > 0.9 and INDIVIDUAL.sniff(Sample(path)) == 0
+    res = finish(SUMMARY, path, monkeypatch, ImportMeta(hardware="A100-80GB"))
+    assert len(res.runs) == 1 and not [i for i in res.issues if i.severity == "error"]
+    r = res.runs.iloc[0]
+    assert r["model_raw"] == model and r["load_kind"] == "concurrency" and r["batch_size"] == 5
+    assert r["n_requests"] == 150 and r["n_failed"] == 0
+    assert r["input_len_tok"] == 550 and r["output_len_tok"] == pytest.approx(out_len)
+    assert r["output_throughput_tok_s"] == pytest.approx(out_tp) and r["throughput_basis"] == "output"
+    assert r["ttft_s"] == pytest.approx(ttft_s)
+    assert "framework" not in SUMMARY.parse(Sample(path), ImportMeta()).runs.columns  # provider, not engine
+
+
+def test_summary_without_hardware_asks_for_it(formats_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ImportFormatError, match="hardware"):
+        finish(SUMMARY, _p(formats_dir, "groq_70b_summary"), monkeypatch)
+
+
+def test_individual_aggregates_to_one_point_matching_summary(formats_dir: Path) -> None:
+    path = _p(formats_dir, "anyscale_70b_individual_responses")
+    assert INDIVIDUAL.sniff(Sample(path)) > 0.9 and SUMMARY.sniff(Sample(path)) == 0
+    p = parse(INDIVIDUAL, path)
+    assert len(p.runs) == 1
+    r = p.runs.iloc[0].to_dict()
+    summ = json.loads(_p(formats_dir, "anyscale_70b_summary").read_text())
+    assert r["n_requests"] == 150 and r["n_failed"] == 0 and r["throughput_basis"] == "none"
+    assert r["ttft_s"] == pytest.approx(0.24890269464666667)
+    assert r["e2e_latency_p90_s"] == pytest.approx(summ["results_end_to_end_latency_s_quantiles_p90"])
+    assert r["itl_p99_s"] == pytest.approx(summ["results_inter_token_latency_s_quantiles_p99"])
+    assert r["output_len_tok"] == pytest.approx(146.94666666666666)
+    assert "output_throughput_tok_s" not in r
+    w = [i for i in p.issues if i.column == "output_throughput_tok_s"]
+    assert w and "no timestamps" in w[0].message and w[0].severity == "warning"
+
+
+def test_individual_errors_counted_and_wrong_type(tmp_path: Path, formats_dir: Path) -> None:
+    recs = json.loads(_p(formats_dir, "anyscale_70b_individual_responses").read_text())[:4]
+    recs[1] = dict(recs[1], error_code=429, error_msg="rate limited")
+    recs[2] = dict(recs[2], ttft_s="slow")
+    f = tmp_path / "ind.json"
+    f.write_text(json.dumps(recs))
+    p = parse(INDIVIDUAL, f)
+    r = p.runs.iloc[0]
+    assert r["n_requests"] == 2 and r["n_failed"] == 1
+    (err,) = [i for i in p.issues if i.severity == "error"]
+    assert err.row == 3 and err.column == "ttft_s"
+
+
+def test_truncated(tmp_path: Path, formats_dir: Path) -> None:
+    text = _p(formats_dir, "groq_70b_summary").read_text()
+    f = tmp_path / "cut.json"
+    f.write_text(text[:1000])
+    assert SUMMARY.sniff(Sample(f)) > 0
+    with pytest.raises(ImportFormatError, match=r"cut\.json: invalid JSON at line \d+ column \d+"):
+        parse(SUMMARY, f)
+    assert math.isfinite(SUMMARY.sniff(Sample(f)))

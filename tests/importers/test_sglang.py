@@ -1,0 +1,126 @@
+"""SGLang clients: bench_serving JSONL golden values pinned from ../shared/data/formats/sglang-bench-serving,
+and bench_one_batch from tests/data/sglang/bench_one_batch_handmade.jsonl.
+
+No real bench_one_batch result file was found, so that sample is HAND-MADE from the record schema of
+sglang/bench_one_batch.py (run_name, batch_size, input_len, output_len, prefill_latency, prefill_throughput,
+median_decode_latency, median_decode_throughput, total_latency, overall_throughput; values invented but
+self-consistent: overall_throughput = (input_len + output_len) x batch_size / total_latency).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from perfmodel import catalog
+from perfmodel.errors import ImportFormatError
+from perfmodel.importers.base import Importer, ImportMeta, ImportResult, Parsed, Sample, finalize
+from perfmodel.importers.sglang import SglangBenchOneBatch, SglangBenchServing
+from perfmodel.importers.vllm_bench import VllmBenchServe
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "sglang"
+SERVING, ONE_BATCH = SglangBenchServing(), SglangBenchOneBatch()
+
+def parse(imp: Importer, path: Path, meta: ImportMeta | None = None) -> Parsed:
+    return imp.parse(Sample(path), meta or ImportMeta())
+
+
+def finish(imp: Importer, path: Path, monkeypatch: pytest.MonkeyPatch, meta: ImportMeta | None = None) -> ImportResult:
+    """parse + finalize without the catalog (resolve=False; the framework canonicaliser stubbed), so
+    these tests pin the importer alone while the catalog is written concurrently."""
+    monkeypatch.setattr(catalog, "canonical_framework", lambda v: str(v).lower(), raising=False)
+    meta = meta or ImportMeta()
+    parsed = parse(imp, path, meta)
+    if len(parsed.runs):
+        if "hardware_raw" not in parsed.runs.columns and meta.hardware is None:
+            raise ImportFormatError(f"{path.name}: the file does not say which hardware")
+        parsed.runs["hardware"] = meta.hardware or parsed.runs.get("hardware_raw")
+        parsed.runs["model"] = meta.model or parsed.runs.get("model_raw")
+    return finalize(parsed, meta=meta, fmt=imp.name, file=path.name, sha256="0",
+                    has_hardware=imp.has_hardware, has_model=imp.has_model, resolve=False)
+
+
+def _path(formats_dir: Path, tag: str) -> Path:
+    return formats_dir / "sglang-bench-serving" / f"tonyli15-sglang-benchmark__{tag}.jsonl"
+
+
+@pytest.mark.parametrize(("tag", "conc", "out_tp", "ttft_ms", "measured"), [
+    ("agg_n100_in512_out128_c8", 8, 1418.5390725642164, 28.438684605062008, 7.762507194459916),
+    ("agg_n100_in512_out128_c32", 32, 3151.4394910675514, 42.448918260633945, 28.450295820896617),
+])
+def test_aggregated_runs(formats_dir: Path, monkeypatch: pytest.MonkeyPatch, tag: str, conc: int,
+                         out_tp: float, ttft_ms: float, measured: float) -> None:
+    path = _path(formats_dir, tag)
+    assert SERVING.sniff(Sample(path)) > 0.9 and VllmBenchServe().sniff(Sample(path)) == 0
+    res = finish(SERVING, path, monkeypatch, ImportMeta(hardware="GH200"))
+    assert len(res.runs) == 1
+    r = res.runs.iloc[0]
+    assert r["framework"] == "sglang" and r["framework_version"] == "0.5.5.post3"
+    assert r["tp_size"] == 1 and r["device_count"] == 1 and r["model_raw"] == "Qwen/Qwen2.5-3B-Instruct"
+    assert r["load_kind"] == "concurrency" and r["batch_size"] == conc and math.isinf(r["request_rate_rps"])
+    assert r["measured_concurrency"] == pytest.approx(measured)  # measured, not the limit
+    # random_range_ratio 0.0: the measured mean (26497/100), not the nominal 512
+    assert r["input_len_tok"] == pytest.approx(264.97) and r["output_len_tok"] == pytest.approx(61.8)
+    assert r["output_throughput_tok_s"] == pytest.approx(out_tp) and r["throughput_basis"] == "output+total"
+    assert r["ttft_s"] == pytest.approx(ttft_ms / 1000)
+    assert any(i.column == "input_len_tok" and "265.0" in i.message for i in res.issues)
+
+
+def test_pd_disaggregated_run_recorded_honestly(formats_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _path(formats_dir, "pd_1p2d_n100_in2048_out512_c128")
+    p = parse(SERVING, path)
+    r = p.runs.iloc[0].to_dict()
+    assert "device_count" not in r and "tp_size" not in r and "framework_version" not in r
+    assert r["batch_size"] == 128 and r["input_len_tok"] == pytest.approx(1089.29)
+    assert r["output_throughput_tok_s"] == pytest.approx(665.4595335245467)
+    assert r["e2e_latency_p99_s"] == pytest.approx(38.82572670622729)
+    server = p.provenance["records"][0]["server"]
+    assert server["disaggregated"] and server["prefill"][0]["version"] == "0.5.5.post3"
+    assert server["decode"][0]["version"] == "0.5.6"
+    (w,) = [i for i in p.issues if i.column == "device_count"]
+    assert "disaggregated" in w.message and "versions differ" in w.message
+    res = finish(SERVING, path, monkeypatch, ImportMeta(hardware="GH200", device_count=3))
+    assert res.runs["device_count"].iloc[0] == 3
+
+
+def test_bare_infinity_and_wrong_type(tmp_path: Path, formats_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    line = _path(formats_dir, "agg_n100_in512_out128_c8").read_text().splitlines()[0]
+    assert '"request_rate": Infinity' in line
+    rec = json.loads(line)
+    rec["output_throughput"] = "1418.5"
+    bad = tmp_path / "two_runs.jsonl"
+    bad.write_text(line + "\n" + json.dumps(rec) + "\n")
+    res = finish(SERVING, bad, monkeypatch, ImportMeta(hardware="GH200"))
+    assert len(res.runs) == 1
+    (err,) = [i for i in res.issues if i.severity == "error"]
+    assert err.row == 2 and err.column == "output_throughput" and "'1418.5'" in err.message
+
+
+def test_truncated_jsonl_names_line(tmp_path: Path, formats_dir: Path) -> None:
+    line = _path(formats_dir, "agg_n100_in512_out128_c8").read_text().splitlines()[0]
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text(line + "\n" + line[:5000])
+    with pytest.raises(ImportFormatError, match=r"cut\.jsonl: invalid JSON at line 2 column"):
+        parse(SERVING, cut)
+
+
+def test_bench_one_batch_handmade(monkeypatch: pytest.MonkeyPatch) -> None:
+    path = DATA / "bench_one_batch_handmade.jsonl"
+    assert ONE_BATCH.sniff(Sample(path)) > 0.9 and SERVING.sniff(Sample(path)) == 0
+    res = finish(ONE_BATCH, path, monkeypatch, ImportMeta(hardware="H100", model="llama"))
+    assert len(res.runs) == 3 and not res.issues or all(i.severity != "error" for i in res.issues)
+    r = res.runs.set_index("source_row")
+    assert r.loc[2, "load_kind"] == "static_batch" and r.loc[2, "batch_size"] == 8
+    assert r.loc[2, "ttft_s"] == 0.4 and r.loc[2, "tpot_p50_s"] == 0.01 and r.loc[2, "e2e_latency_s"] == 2.96
+    assert r.loc[2, "total_throughput_tok_s"] == pytest.approx((1024 + 256) * 8 / 2.96)
+    # finalize derives the output share exactly from the lengths
+    assert r.loc[2, "output_throughput_tok_s"] == pytest.approx(256 * 8 / 2.96)
+    assert math.isnan(r.loc[1, "tpot_p50_s"])  # output_len 1: no decode step
+
+
+def test_bench_one_batch_needs_hardware_and_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ImportFormatError, match="hardware"):
+        finish(ONE_BATCH, DATA / "bench_one_batch_handmade.jsonl", monkeypatch)
