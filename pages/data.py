@@ -1,0 +1,109 @@
+"""Data: import benchmark result files, browse datasets, look at their runs."""
+
+import streamlit as st
+
+from perfmodel import ui
+from perfmodel.errors import PerfmodelError
+from perfmodel.plots import COLOR_OPTIONS, LOAD_AXES, THROUGHPUT_METRICS, axis_title
+from perfmodel.ui import state as K
+from perfmodel.ui import tables
+
+home = ui.home()
+st.title("Data", anchor=False)
+ui.sample_notice()
+
+# --- import -------------------------------------------------------------------------------------
+importer = st.expander("Import benchmark result files", icon=":material/upload_file:",
+                       expanded=bool(st.session_state.get(K.LAST_IMPORT)) or not ui.selected_dataset())
+with importer:
+    submitted, files, form = ui.upload_form(home)
+    if submitted:
+        try:
+            info, _ = ui.import_uploads(files, form, ui.open_store(home))
+        except PerfmodelError as exc:
+            ui.show_error(exc, what="Nothing was imported")
+        else:
+            ui.clear_store_caches()
+            st.session_state[K.LAST_IMPORT] = info.id
+            ui.select_dataset(info.id)
+            for key in K.FILTER.values():  # the old filters mean nothing in the new dataset
+                st.session_state.pop(key, None)
+
+stamp = ui.store_stamp(home)
+datasets = ui.datasets_table(home, stamp)
+with importer:
+    last = st.session_state.get(K.LAST_IMPORT)
+    if last in set(datasets["id"]):
+        row = datasets.set_index("id").loc[last]
+        st.success(f"Imported **{row['rows']:,}** run(s) into dataset **{row['name']}** (`{last}`) with "
+                   f"**{row['issues']:,}** issue(s).", icon=":material/check_circle:")
+        last_issues = ui.dataset_issues(home, last, stamp)
+        st.dataframe(tables.per_file_counts(ui.dataset_runs(home, last, stamp), last_issues),
+                     hide_index=True, width="content")
+        ui.issues_table(last_issues, key=K.IMPORT_ISSUE_SEVERITY)
+
+# --- browse -------------------------------------------------------------------------------------
+st.header("Datasets", anchor=False)
+if datasets.empty:
+    ui.write_link(None, {})
+    st.info("No dataset yet: import benchmark result files above.", icon=":material/info:")
+    st.stop()
+ids = datasets["id"].tolist()
+names = dict(zip(ids, datasets["name"], strict=True))
+ui.restore_from_link(ids, names)
+if (warning := ui.link_warning()) is not None:
+    st.warning(warning, icon=":material/link_off:")
+st.dataframe(datasets, hide_index=True, column_order=("name", "rows", "issues", "formats", "created", "id"),
+             column_config={"created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
+
+if ui.selected_dataset() not in names:
+    ui.select_dataset(ids[0], forget_link=False)
+st.session_state[K.DATASET_WIDGET] = ui.selected_dataset()
+selected = st.selectbox("Dataset", ids, key=K.DATASET_WIDGET, format_func=lambda i: f"{names[i]} ({i})",
+                        on_change=lambda: ui.select_dataset(st.session_state[K.DATASET_WIDGET]))
+runs = ui.dataset_runs(home, selected, stamp)
+
+choices = ui.filter_choices(home, selected, stamp)
+filters: dict[str, list[str]] = {}
+for col, name in zip(st.columns(len(tables.FILTER_COLUMNS)), tables.FILTER_COLUMNS, strict=True):
+    ui.keep_valid(K.FILTER[name], choices[name])
+    filters[name] = col.multiselect(name.replace("lengths", "input/output lengths"), choices[name],
+                                    key=K.FILTER[name], placeholder="all")
+ui.write_link(selected, filters)
+fkey = ui.filters_json(filters)
+shown = ui.filtered_runs(home, selected, stamp, fkey)
+issues = ui.dataset_issues(home, selected, stamp)
+st.caption(f"{len(shown):,} of {len(runs):,} runs match the filters.")
+
+chart_tab, runs_tab, issues_tab = st.tabs(["Chart", "Runs", f"Issues ({len(issues):,})"])
+with chart_tab:
+    c1, c2, c3, c4 = st.columns([2, 2, 2, 1], vertical_alignment="bottom")
+    x = c1.selectbox("x", LOAD_AXES, index=LOAD_AXES.index(tables.default_x(shown)), key=K.X_AXIS,
+                     format_func=axis_title)
+    y = c2.selectbox("y", THROUGHPUT_METRICS, key=K.Y_AXIS, format_func=axis_title)
+    color = c3.selectbox("Colour by", COLOR_OPTIONS, key=K.COLOR)
+    log_x = c4.toggle("log x", value=True, key=K.LOG_X)
+    st.plotly_chart(ui.runs_figure(home, selected, stamp, fkey, x, y, color, log_x), key="data.chart")
+with runs_tab:
+    all_cols = [c for c in shown.columns if c != "lengths"]
+    ui.keep_valid(K.COLUMNS, all_cols)
+    cols = st.multiselect("Columns", all_cols, default=tables.default_columns(shown), key=K.COLUMNS)
+    st.dataframe(shown[cols or all_cols], hide_index=True)
+    st.download_button("Download filtered runs (CSV)", ui.filtered_csv(home, selected, stamp, fkey),
+                       file_name=f"{names[selected]}-runs.csv".replace(" ", "_"), mime="text/csv",
+                       icon=":material/download:", on_click="ignore")
+with issues_tab:
+    ui.issues_table(issues, key=K.ISSUE_SEVERITY)
+
+with st.expander("Delete this dataset", icon=":material/delete:"):
+    st.write(f"Deletes **{names[selected]}** (`{selected}`) and its runs from `{home}`.")
+    if st.button("Delete", key=K.DELETE_CONFIRM, type="secondary"):
+        try:
+            ui.open_store(home).delete_dataset(selected)
+        except PerfmodelError as exc:
+            ui.show_error(exc, what="Not deleted")
+        else:
+            ui.clear_store_caches()
+            ui.select_dataset(None)
+            st.session_state.pop(K.LAST_IMPORT, None)
+            st.rerun()

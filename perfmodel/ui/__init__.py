@@ -1,0 +1,75 @@
+"""The Streamlit layer: the only package of perfmodel that imports Streamlit.
+
+Pages call the public core through the cached wrappers here (keys are
+primitives), keep only selections in ``st.session_state`` (keys in
+:mod:`perfmodel.ui.state`), and draw with the shared widgets.
+"""
+
+from __future__ import annotations
+
+from . import state
+from .cached import (
+    clear_store_caches,
+    dataset_issues,
+    dataset_runs,
+    datasets_table,
+    filter_choices,
+    filtered_csv,
+    filtered_runs,
+    filters_json,
+    format_choices,
+    hardware_choices,
+    home,
+    model_choices,
+    open_store,
+    runs_figure,
+    store_stamp,
+)
+from .forms import AS_IN_FILE, AUTO_FORMAT, UploadForm, import_uploads, to_meta
+from .links import link_warning, restore_from_link, select_dataset, selected_dataset, write_link
+from .samples import SAMPLE_DATASET_NAME, ensure_sample_data, sample_files
+from .shell import PAGE_SPECS, PAGE_TITLE, PageSpec, pages, sidebar, startup
+from .widgets import issues_table, keep_valid, sample_notice, show_error, upload_form
+
+__all__ = [
+    "state",
+    "clear_store_caches",
+    "dataset_issues",
+    "dataset_runs",
+    "datasets_table",
+    "filter_choices",
+    "filtered_csv",
+    "filtered_runs",
+    "filters_json",
+    "format_choices",
+    "hardware_choices",
+    "home",
+    "model_choices",
+    "open_store",
+    "runs_figure",
+    "store_stamp",
+    "AS_IN_FILE",
+    "AUTO_FORMAT",
+    "UploadForm",
+    "import_uploads",
+    "to_meta",
+    "link_warning",
+    "restore_from_link",
+    "select_dataset",
+    "selected_dataset",
+    "write_link",
+    "SAMPLE_DATASET_NAME",
+    "ensure_sample_data",
+    "sample_files",
+    "PAGE_SPECS",
+    "PAGE_TITLE",
+    "PageSpec",
+    "pages",
+    "sidebar",
+    "startup",
+    "issues_table",
+    "keep_valid",
+    "sample_notice",
+    "show_error",
+    "upload_form",
+]

@@ -1,0 +1,160 @@
+"""The upload form's values and what the Import button does with them.
+
+Pure Python (no Streamlit): the page reads the widgets into an
+:class:`UploadForm` and calls :func:`import_uploads`, so the whole import path
+is testable without a browser.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+import pydantic
+
+from ..errors import ImportFormatError, Problem, ValidationError
+
+if TYPE_CHECKING:
+    from ..importers import ImportMeta, ImportResult
+    from ..store import DatasetInfo, Store
+
+__all__ = ["AUTO_FORMAT", "AS_IN_FILE", "UploadForm", "to_meta", "import_uploads"]
+
+AUTO_FORMAT = "auto"
+"""Format choice meaning: detect each file's format from its content."""
+AS_IN_FILE = "as in file"
+"""Choice meaning: take the value from the file itself."""
+
+_META_FIELDS = ("hardware", "model", "framework", "framework_version", "device_count", "tp_size", "pp_size",
+                "weight_dtype", "kv_cache_dtype", "quantization")
+
+
+@dataclass(frozen=True)
+class UploadForm:
+    """What the user entered in the upload form (``None``: as in the file).
+
+    Attributes
+    ----------
+    format
+        A registry format id, or :data:`AUTO_FORMAT`.
+    hardware, model
+        Catalog keys (or names/aliases the catalog resolves).
+    framework, framework_version, weight_dtype, kv_cache_dtype, quantization
+        Free text; blank means as in the file.
+    device_count, tp_size, pp_size
+        Positive integers.
+    name
+        Dataset name; blank lets the store choose one from the file names.
+    """
+
+    format: str = AUTO_FORMAT
+    hardware: str | None = None
+    model: str | None = None
+    framework: str | None = None
+    framework_version: str | None = None
+    device_count: int | None = None
+    tp_size: int | None = None
+    pp_size: int | None = None
+    weight_dtype: str | None = None
+    kv_cache_dtype: str | None = None
+    quantization: str | None = None
+    name: str | None = None
+
+    @classmethod
+    def from_values(cls, values: dict[str, Any]) -> UploadForm:
+        """Build a form from raw widget values, treating blanks and "as in file" as unset.
+
+        Parameters
+        ----------
+        values
+            Field name -> widget value; unknown names are ignored.
+
+        Returns
+        -------
+        UploadForm
+        """
+        known = {f.name for f in fields(cls)}
+        clean: dict[str, Any] = {}
+        for key, value in values.items():
+            if key not in known:
+                continue
+            if isinstance(value, str):
+                value = value.strip()
+                if value == "" or value == AS_IN_FILE:
+                    value = None
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            if value is None and key == "format":
+                value = AUTO_FORMAT
+            clean[key] = value
+        return cls(**clean)
+
+
+def to_meta(form: UploadForm) -> ImportMeta | None:
+    """The :class:`~perfmodel.importers.ImportMeta` a form asks for (``None`` if nothing set).
+
+    Parameters
+    ----------
+    form
+        The form values.
+
+    Returns
+    -------
+    ImportMeta or None
+
+    Raises
+    ------
+    ValidationError
+        A value is out of range (e.g. a device count of 0); the message names the field.
+    """
+    from ..importers import ImportMeta
+
+    given = {k: getattr(form, k) for k in _META_FIELDS if getattr(form, k) is not None}
+    if not given:
+        return None
+    try:
+        return ImportMeta(**given)
+    except pydantic.ValidationError as exc:
+        problems = [Problem(f"{err['msg']} (got {err.get('input')!r})",
+                            column=".".join(str(p) for p in err["loc"])) for err in exc.errors()]
+        raise ValidationError("the upload form has invalid values:", problems) from None
+
+
+def import_uploads(files: Sequence[tuple[str, bytes]], form: UploadForm, store: Store,
+                   ) -> tuple[DatasetInfo, list[ImportResult]]:
+    """Import uploaded files into one new dataset, as the Import button does.
+
+    Nothing is stored when any file fails: the whole upload is one dataset.
+
+    Parameters
+    ----------
+    files
+        ``(file name, content)`` pairs.
+    form
+        The form values (format, metadata, dataset name).
+    store
+        Where to store the dataset.
+
+    Returns
+    -------
+    (DatasetInfo, list of ImportResult)
+        The new dataset and one result per file (runs and row-level issues).
+
+    Raises
+    ------
+    ImportFormatError
+        No file was given, or a file is unreadable or not the chosen format.
+    ValidationError
+        The form holds an invalid value.
+    UnknownNameError
+        An unknown format, hardware or model.
+    """
+    from ..api import import_bytes
+
+    if not files:
+        raise ImportFormatError("no file to import: choose one or more result files first")
+    meta = to_meta(form)
+    fmt = None if form.format in (AUTO_FORMAT, "", None) else form.format
+    return import_bytes([(name, bytes(data)) for name, data in files], format=fmt, meta=meta,
+                        name=form.name or None, store=store)

@@ -1,0 +1,109 @@
+"""Shareable links: the selected dataset and filters live in the URL.
+
+A reload or a copied link starts a new session, so anything a link must
+restore is read from ``st.query_params`` on the session's first run of a page
+and written back on every run (``?dataset=<id>&hardware=...``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import streamlit as st
+
+from . import state as K
+
+__all__ = ["restore_from_link", "write_link", "selected_dataset", "select_dataset", "link_warning"]
+
+_CHECKED = "ui.link_checked"
+_BAD_LINK = "ui.bad_link"
+
+
+def selected_dataset() -> str | None:
+    """The dataset id selected in this session (shared by every page), or None."""
+    value = st.session_state.get(K.DATASET)
+    return str(value) if value is not None else None
+
+
+def select_dataset(dataset_id: str | None, *, forget_link: bool = True) -> None:
+    """Select a dataset for every page.
+
+    Parameters
+    ----------
+    dataset_id
+        The id, or None to select nothing.
+    forget_link
+        Also drop the warning about a bad link (the user chose something else).
+    """
+    st.session_state[K.DATASET] = dataset_id
+    if forget_link:
+        st.session_state.pop(_BAD_LINK, None)
+
+
+def restore_from_link(ids: Sequence[str], names: Mapping[str, str]) -> None:
+    """On the session's first run, take the dataset and filters from the URL.
+
+    An id not in ``ids`` (also tried as a dataset name) is remembered so that
+    :func:`link_warning` can say so; nothing is selected from it.
+
+    Parameters
+    ----------
+    ids
+        Ids of the datasets in the store.
+    names
+        Id -> dataset name.
+    """
+    if st.session_state.get(_CHECKED):
+        return
+    st.session_state[_CHECKED] = True
+    ref = st.query_params.get(K.QP_DATASET)
+    if ref:
+        by_name = {name: i for i, name in names.items()}
+        if ref in ids:
+            st.session_state[K.DATASET] = ref
+        elif ref in by_name:
+            st.session_state[K.DATASET] = by_name[ref]
+        else:
+            st.session_state[_BAD_LINK] = ref
+            return
+    for name, qp in K.QP_FILTER.items():
+        values = st.query_params.get_all(qp)
+        if values:
+            st.session_state[K.FILTER[name]] = list(values)
+
+
+def link_warning() -> str | None:
+    """The warning to show when the link named a dataset that is not in the store."""
+    ref = st.session_state.get(_BAD_LINK)
+    if not ref:
+        return None
+    return (f"The link asks for dataset {ref!r}, which is not in this store (it may have been deleted, "
+            "or the link comes from another machine). Showing another dataset instead.")
+
+
+def write_link(dataset_id: str | None, filters: Mapping[str, Sequence[str]]) -> None:
+    """Put the selection in the URL so that a copied link reopens it.
+
+    Parameters
+    ----------
+    dataset_id
+        The selected dataset (``None`` removes it).
+    filters
+        Filter column -> chosen values (empty removes the parameter).
+    """
+    wanted: dict[str, list[str]] = {}
+    if dataset_id:
+        wanted[K.QP_DATASET] = [dataset_id]
+    for name, qp in K.QP_FILTER.items():
+        vals = [str(v) for v in filters.get(name, ())]
+        if vals:
+            wanted[qp] = vals
+    managed = {K.QP_DATASET, *K.QP_FILTER.values()}
+    current = {k: st.query_params.get_all(k) for k in st.query_params.keys() if k in managed}
+    if current == wanted:
+        return  # writing an unchanged URL would still send a message to the browser
+    for k in managed - wanted.keys():
+        if k in st.query_params:
+            del st.query_params[k]
+    for k, vals in wanted.items():
+        st.query_params[k] = vals if len(vals) > 1 else vals[0]

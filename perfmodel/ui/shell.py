@@ -1,0 +1,79 @@
+"""The app shell: pages, the shared sidebar and the start-up step.
+
+Later issues add pages by appending to :data:`PAGE_SPECS`; ``app.py`` only
+wires these together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from .. import __version__
+from ..errors import PerfmodelError
+from . import cached
+from . import state as K
+from .samples import ensure_sample_data
+
+__all__ = ["PageSpec", "PAGE_SPECS", "pages", "sidebar", "startup", "PAGE_TITLE"]
+
+PAGE_TITLE = "perfmodel"
+
+
+@dataclass(frozen=True)
+class PageSpec:
+    """One page of the app: its script (relative to ``app.py``), title, icon, section, URL."""
+
+    path: str
+    title: str
+    icon: str
+    section: str
+    url_path: str | None = None
+    default: bool = False
+
+
+#: Every page, in menu order, grouped by section. The first default page is served at ``/``.
+PAGE_SPECS: tuple[PageSpec, ...] = (
+    PageSpec("pages/data.py", "Data", ":material/database:", "Data", "data", default=True),
+)
+
+
+def pages() -> dict[str, list[st.Page]]:
+    """The ``st.navigation`` argument: section -> pages.
+
+    Returns
+    -------
+    dict
+    """
+    out: dict[str, list[st.Page]] = {}
+    for spec in PAGE_SPECS:
+        out.setdefault(spec.section, []).append(
+            st.Page(spec.path, title=spec.title, icon=spec.icon, url_path=spec.url_path,
+                    default=spec.default))
+    return out
+
+
+def startup() -> None:
+    """Once per session: fill an empty store with the sample data (and remember to say so)."""
+    if st.session_state.get(K.SAMPLE_CHECKED):
+        return
+    st.session_state[K.SAMPLE_CHECKED] = True
+    home = cached.home()
+    try:
+        names = ensure_sample_data(cached.open_store(home))
+    except PerfmodelError as exc:
+        st.error(f"Could not import the sample data: {exc}", icon=":material/error:")
+        return
+    if names:
+        st.session_state[K.SAMPLE_NOTICE] = names
+        cached.clear_store_caches()
+
+
+def sidebar() -> None:
+    """The sidebar shared by every page: what the app is and where its data lives."""
+    home = cached.home()
+    with st.sidebar:
+        st.caption(f"perfmodel {__version__}: predict and explain LLM inference throughput")
+        n = len(cached.datasets_table(home, cached.store_stamp(home)))
+        st.caption(f"{n} dataset(s) in `{home}`")

@@ -1,0 +1,64 @@
+"""Session-state and URL keys of the app, in one place.
+
+Every widget key starts with its page's prefix (``data.``) so pages never
+collide; ``st.session_state`` holds these selections only, never results.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "QP_DATASET",
+    "QP_FILTER",
+    "DATASET",
+    "DATASET_WIDGET",
+    "FILTER",
+    "X_AXIS",
+    "Y_AXIS",
+    "COLOR",
+    "LOG_X",
+    "COLUMNS",
+    "ISSUE_SEVERITY",
+    "IMPORT_ISSUE_SEVERITY",
+    "LAST_IMPORT",
+    "UPLOAD_FORM",
+    "UPLOAD_FILES",
+    "UPLOAD_SUBMIT",
+    "FORM_FIELD",
+    "SAMPLE_NOTICE",
+    "SAMPLE_CHECKED",
+    "DELETE_CONFIRM",
+]
+
+# --- URL query parameters (what a copied link restores in a new session)
+QP_DATASET = "dataset"
+#: One query parameter per filter, repeated for several values: ``?hardware=a100&hardware=h100``.
+QP_FILTER = {"hardware": "hardware", "model": "model", "framework": "framework", "lengths": "lengths"}
+
+# --- Data page selections
+#: The selected dataset id, shared by every page (not a widget key, so it survives page switches).
+DATASET = "ui.dataset"
+DATASET_WIDGET = "data.dataset"
+FILTER = {name: f"data.filter.{name}" for name in QP_FILTER}
+X_AXIS = "data.x"
+Y_AXIS = "data.y"
+COLOR = "data.color"
+LOG_X = "data.log_x"
+COLUMNS = "data.columns"
+ISSUE_SEVERITY = "data.issue_severity"
+IMPORT_ISSUE_SEVERITY = "data.import_issue_severity"
+#: Id of the dataset the last Import in this session created (to show its counts and issues).
+LAST_IMPORT = "data.last_import"
+DELETE_CONFIRM = "data.delete_confirm"
+
+# --- upload form
+UPLOAD_FORM = "data.upload"
+UPLOAD_FILES = "data.upload.files"
+UPLOAD_SUBMIT = "data.upload.submit"
+FORM_FIELD = {name: f"data.upload.{name}" for name in (
+    "format", "hardware", "model", "framework", "framework_version", "device_count", "tp_size",
+    "pp_size", "weight_dtype", "kv_cache_dtype", "quantization", "name")}
+
+# --- app-wide
+#: File names of the sample data imported into an empty store in this session.
+SAMPLE_NOTICE = "ui.sample_notice"
+SAMPLE_CHECKED = "ui.sample_checked"

@@ -1,0 +1,270 @@
+"""Table shaping for the pages: dataset lists, filters, column choices, CSV export.
+
+Pure pandas (no Streamlit), so the page logic is tested without running the app.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from ..plots import LOAD_AXES, with_lengths
+from ..schema import COLUMN_NAMES
+
+if TYPE_CHECKING:
+    from ..store import DatasetInfo
+
+__all__ = [
+    "DATASET_COLUMNS",
+    "ISSUE_COLUMNS",
+    "SEVERITIES",
+    "FILTER_COLUMNS",
+    "DEFAULT_RUN_COLUMNS",
+    "datasets_frame",
+    "filter_options",
+    "filter_runs",
+    "default_columns",
+    "runs_csv_bytes",
+    "issues_frame",
+    "severity_counts",
+    "default_x",
+    "per_file_counts",
+]
+
+DATASET_COLUMNS = ("id", "name", "rows", "issues", "formats", "created")
+ISSUE_COLUMNS = ("file", "row", "column", "message", "severity")
+SEVERITIES = ("error", "warning", "info")
+FILTER_COLUMNS = ("hardware", "model", "framework", "lengths")
+"""Columns the runs table can be filtered on (``lengths`` is ``input/output``)."""
+
+DEFAULT_RUN_COLUMNS = ("hardware", "model", "framework", "device_count", "tp_size", "input_len_tok",
+                       "output_len_tok", "load_kind", "batch_size", "request_rate_rps",
+                       "output_throughput_tok_s", "total_throughput_tok_s", "request_throughput_rps",
+                       "e2e_latency_s", "ttft_s", "tpot_s", "source_file", "source_row")
+"""Columns shown in the runs table until the user picks others (those with values only)."""
+
+
+def datasets_frame(infos: Sequence[DatasetInfo]) -> pd.DataFrame:
+    """One row per dataset for the browse table, newest first.
+
+    Parameters
+    ----------
+    infos
+        What ``Store.datasets()`` returns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`DATASET_COLUMNS`.
+    """
+    rows = [{
+        "id": str(d.id),
+        "name": str(d.name),
+        "rows": int(d.n_runs),
+        "issues": int(d.n_issues),
+        "formats": ", ".join(str(f) for f in (d.formats or ())),
+        "created": pd.Timestamp(d.created_at) if d.created_at is not None else pd.NaT,
+    } for d in infos]
+    df = pd.DataFrame(rows, columns=list(DATASET_COLUMNS))
+    if not df.empty:
+        df = df.sort_values("created", ascending=False, kind="stable").reset_index(drop=True)
+    return df
+
+
+def filter_options(runs: pd.DataFrame) -> dict[str, list[str]]:
+    """The distinct values each filter can take in ``runs`` (sorted, as text).
+
+    Parameters
+    ----------
+    runs
+        A runs table.
+
+    Returns
+    -------
+    dict
+        Filter column -> sorted distinct values (empty values left out).
+    """
+    df = with_lengths(runs)
+    out: dict[str, list[str]] = {}
+    for col in FILTER_COLUMNS:
+        if col not in df.columns:
+            out[col] = []
+            continue
+        vals = df[col].dropna().astype(str).unique().tolist()
+        out[col] = sorted(vals, key=_natural_key)
+    return out
+
+
+def _natural_key(s: str) -> tuple[object, ...]:
+    # "128/2048" must sort before "1024/128": compare numbers as numbers.
+    parts: list[object] = []
+    for piece in s.replace("/", " / ").split():
+        try:
+            parts.append((0, float(piece), ""))
+        except ValueError:
+            parts.append((1, 0.0, piece))
+    return tuple(parts)
+
+
+def filter_runs(runs: pd.DataFrame, filters: Mapping[str, Sequence[str]]) -> pd.DataFrame:
+    """Rows of ``runs`` whose filter columns take one of the chosen values.
+
+    An empty or missing selection for a column keeps every row (no filter).
+
+    Parameters
+    ----------
+    runs
+        A runs table.
+    filters
+        Filter column (:data:`FILTER_COLUMNS`) -> chosen values (as text).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The kept rows (with the derived ``lengths`` column), index reset.
+
+    Raises
+    ------
+    ValueError
+        A filter names a column that is not in :data:`FILTER_COLUMNS`.
+    """
+    df = with_lengths(runs)
+    keep = pd.Series(True, index=df.index)
+    for col, chosen in filters.items():
+        if col not in FILTER_COLUMNS:
+            raise ValueError(f"cannot filter on {col!r}; choose from {FILTER_COLUMNS}")
+        if not chosen or col not in df.columns:
+            continue
+        keep &= df[col].astype("string").isin([str(c) for c in chosen]).fillna(False)
+    return df.loc[keep.to_numpy()].reset_index(drop=True)
+
+
+def default_columns(runs: pd.DataFrame) -> list[str]:
+    """The columns to show first: :data:`DEFAULT_RUN_COLUMNS` that hold any value.
+
+    Parameters
+    ----------
+    runs
+        A runs table.
+
+    Returns
+    -------
+    list of str
+    """
+    return [c for c in DEFAULT_RUN_COLUMNS if c in runs.columns and runs[c].notna().any()]
+
+
+def runs_csv_bytes(runs: pd.DataFrame) -> bytes:
+    """The runs as UTF-8 CSV in canonical column order (derived helper columns dropped).
+
+    Parameters
+    ----------
+    runs
+        A runs table, possibly with the derived ``lengths`` column.
+
+    Returns
+    -------
+    bytes
+    """
+    canonical = [c for c in COLUMN_NAMES if c in runs.columns]
+    extras = [c for c in runs.columns if c not in COLUMN_NAMES and c != "lengths"]
+    return runs[canonical + extras].to_csv(index=False).encode("utf-8")
+
+
+def issues_frame(issues: pd.DataFrame | Sequence[object], severities: Sequence[str] | None = None,
+                 ) -> pd.DataFrame:
+    """Issues as a table (file, row, column, message, severity), optionally by severity.
+
+    Parameters
+    ----------
+    issues
+        What ``Store.issues()`` returns, or a sequence of
+        :class:`~perfmodel.importers.Issue` objects.
+    severities
+        Keep only these severities; ``None`` or empty keeps all.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`ISSUE_COLUMNS`, errors first.
+    """
+    if isinstance(issues, pd.DataFrame):
+        df = issues.copy()
+    else:
+        df = pd.DataFrame([{c: getattr(i, c, None) for c in ISSUE_COLUMNS} for i in issues])
+    for col in ISSUE_COLUMNS:
+        if col not in df.columns:
+            df[col] = pd.Series(pd.NA, index=df.index, dtype="object")
+    df = df[list(ISSUE_COLUMNS)]
+    df["row"] = pd.to_numeric(df["row"], errors="coerce").astype("Int64")
+    if severities:
+        df = df[df["severity"].isin(list(severities)).fillna(False)]
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    rank = df["severity"].map(lambda s: order.get(s, len(order)))
+    df = df.assign(_rank=rank).sort_values(["_rank", "file", "row"], kind="stable", na_position="first")
+    return df.drop(columns="_rank").reset_index(drop=True)
+
+
+def severity_counts(issues: pd.DataFrame) -> dict[str, int]:
+    """How many issues of each severity (every severity present, zero when none).
+
+    Parameters
+    ----------
+    issues
+        An issues table with a ``severity`` column.
+
+    Returns
+    -------
+    dict
+    """
+    counts = {s: 0 for s in SEVERITIES}
+    if "severity" in issues.columns:
+        for sev, n in issues["severity"].value_counts().items():
+            counts[str(sev)] = int(n)
+    return counts
+
+
+def default_x(runs: pd.DataFrame) -> str:
+    """The load axis to plot first: the first of :data:`~perfmodel.plots.LOAD_AXES` with values.
+
+    Parameters
+    ----------
+    runs
+        A runs table.
+
+    Returns
+    -------
+    str
+        ``batch_size`` when no load column has a value.
+    """
+    for col in LOAD_AXES:
+        if col in runs.columns and runs[col].notna().any():
+            return col
+    return LOAD_AXES[0]
+
+
+def per_file_counts(runs: pd.DataFrame, issues: pd.DataFrame) -> pd.DataFrame:
+    """Runs imported and issues by severity, per source file.
+
+    Parameters
+    ----------
+    runs
+        A dataset's runs (``source_file`` column).
+    issues
+        Its issues (``file``, ``severity`` columns).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns file, runs, error, warning, info; one row per file seen in either.
+    """
+    n_runs = runs["source_file"].value_counts() if "source_file" in runs.columns else pd.Series(dtype=int)
+    files = sorted({*map(str, n_runs.index), *map(str, issues.get("file", pd.Series(dtype=str)).dropna())})
+    rows = []
+    for f in files:
+        sev = issues.loc[issues["file"] == f, "severity"].value_counts() if len(issues) else {}
+        rows.append({"file": f, "runs": int(n_runs.get(f, 0)),
+                     **{s: int(sev.get(s, 0)) for s in SEVERITIES}})
+    return pd.DataFrame(rows, columns=["file", "runs", *SEVERITIES])

@@ -1,0 +1,145 @@
+"""Shared widgets: components that draw and return what the user chose.
+
+They never call the store themselves except through :mod:`perfmodel.ui.cached`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from ..errors import PerfmodelError
+from . import cached, tables
+from . import state as K
+from .forms import AS_IN_FILE, AUTO_FORMAT, UploadForm
+from .samples import sample_notice_text
+
+__all__ = ["show_error", "upload_form", "issues_table", "sample_notice", "keep_valid", "DTYPE_CHOICES"]
+
+DTYPE_CHOICES = ("bf16", "fp16", "fp32", "fp8", "int8", "int4")
+"""Common dtypes offered in the form (any other can be typed)."""
+
+
+def show_error(exc: PerfmodelError, *, what: str = "") -> None:
+    """Show a user error as one ``st.error`` paragraph (no traceback).
+
+    Parameters
+    ----------
+    exc
+        The error.
+    what
+        What was being done, e.g. ``"Import failed"``.
+    """
+    text = str(exc)
+    head, _, rest = text.partition("\n")
+    body = f"**{what}:** {head}" if what else head
+    if rest:
+        body += "\n\n" + rest.replace("\n  - ", "\n- ").lstrip()
+    st.error(body, icon=":material/error:")
+
+
+def keep_valid(key: str, options: Sequence[Any]) -> None:
+    """Drop values no longer among ``options`` from a multiselect's state (before drawing it).
+
+    Parameters
+    ----------
+    key
+        The widget key.
+    options
+        The options the widget is about to get.
+    """
+    if key in st.session_state:
+        allowed = set(options)
+        cur = st.session_state[key]
+        if isinstance(cur, list):
+            st.session_state[key] = [v for v in cur if v in allowed]
+
+
+def upload_form(home: str) -> tuple[bool, list[tuple[str, bytes]], UploadForm]:
+    """Draw the upload form: files, format, metadata, dataset name, Import button.
+
+    Parameters
+    ----------
+    home
+        The data directory (for the catalog choices).
+
+    Returns
+    -------
+    (submitted, files, form)
+        Whether Import was pressed on this run, the ``(name, bytes)`` of the
+        chosen files, and the form values.
+    """
+    formats = cached.format_choices()
+    hardware = cached.hardware_choices(home)
+    models = cached.model_choices(home)
+    f = K.FORM_FIELD
+    with st.form(K.UPLOAD_FORM, border=True):
+        uploaded = st.file_uploader(
+            "Benchmark result files", accept_multiple_files=True, key=K.UPLOAD_FILES,
+            help="CSV, JSON, JSONL, YAML or text reports of benchmark clients (vLLM, SGLang, GuideLLM, "
+                 "genai-perf/AIPerf, llmperf, TensorRT-LLM, LLM-Inference-Bench, ...). All files of one "
+                 "upload become one dataset.")
+        c1, c2, c3 = st.columns(3)
+        values: dict[str, Any] = {}
+        values["format"] = c1.selectbox(
+            "Format", [AUTO_FORMAT, *formats], key=f["format"],
+            format_func=lambda v: "auto-detect from content" if v == AUTO_FORMAT else f"{formats[v]} ({v})")
+        values["hardware"] = c2.selectbox(
+            "Hardware", [AS_IN_FILE, *hardware], key=f["hardware"],
+            format_func=lambda v: v if v == AS_IN_FILE else hardware.get(v, v))
+        values["model"] = c3.selectbox(
+            "Model", [AS_IN_FILE, *models], key=f["model"],
+            format_func=lambda v: v if v == AS_IN_FILE else models.get(v, v))
+        c1, c2, c3, c4 = st.columns(4)
+        values["framework"] = c1.text_input("Framework", key=f["framework"], placeholder=AS_IN_FILE)
+        values["framework_version"] = c2.text_input("Framework version", key=f["framework_version"],
+                                                    placeholder=AS_IN_FILE)
+        values["weight_dtype"] = c3.selectbox("Weight dtype", [AS_IN_FILE, *DTYPE_CHOICES],
+                                              key=f["weight_dtype"], accept_new_options=True)
+        values["kv_cache_dtype"] = c4.selectbox("KV-cache dtype", [AS_IN_FILE, *DTYPE_CHOICES],
+                                                key=f["kv_cache_dtype"], accept_new_options=True)
+        c1, c2, c3, c4 = st.columns(4)
+        for col, field, label in ((c1, "device_count", "Devices"), (c2, "tp_size", "Tensor parallel"),
+                                  (c3, "pp_size", "Pipeline parallel")):
+            values[field] = col.number_input(label, min_value=1, value=None, step=1, key=f[field],
+                                             placeholder=AS_IN_FILE)
+        values["quantization"] = c4.text_input("Quantization", key=f["quantization"], placeholder=AS_IN_FILE)
+        values["name"] = st.text_input("Dataset name", key=f["name"], placeholder="from the file names")
+        submitted = st.form_submit_button("Import", type="primary", icon=":material/upload:",
+                                          key=K.UPLOAD_SUBMIT)
+    files = [(u.name, u.getvalue()) for u in (uploaded or [])]
+    return bool(submitted), files, UploadForm.from_values(values)
+
+
+def issues_table(issues: pd.DataFrame, *, key: str) -> None:
+    """Draw row-level import issues with a filter by severity.
+
+    Parameters
+    ----------
+    issues
+        Columns file, row, column, message, severity.
+    key
+        Widget key of the severity filter.
+    """
+    counts = tables.severity_counts(issues)
+    if not len(issues):
+        st.caption("No import issues.")
+        return
+    present = [s for s in tables.SEVERITIES if counts[s]]
+    chosen = st.multiselect("Severity", tables.SEVERITIES, default=present, key=key, placeholder="all",
+                            format_func=lambda s: f"{s} ({counts[s]})",
+                            help="error: the row was dropped; warning: the row was kept but something was "
+                                 "assumed or looks wrong; info: a note. Empty shows all.")
+    shown = tables.issues_frame(issues, chosen)
+    st.dataframe(shown, hide_index=True, width="stretch",
+                 column_config={"message": st.column_config.TextColumn(width="large")})
+
+
+def sample_notice() -> None:
+    """Show, once per session, that the sample data was imported into an empty store."""
+    names = st.session_state.get(K.SAMPLE_NOTICE)
+    if names:
+        st.info(sample_notice_text(names), icon=":material/science:")

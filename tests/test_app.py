@@ -1,0 +1,276 @@
+"""The Streamlit app, headless: AppTest drives app.py and the Data page.
+
+Every test runs in its own empty PERFMODEL_HOME (tests/conftest.py); the sample
+directory is pointed at a test directory so that the shipped sample files do
+not change what these tests see (one test runs the real ``sample_runs/``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from perfmodel.api import import_bytes, import_files
+from perfmodel.errors import ImportFormatError, ValidationError
+from perfmodel.store import Store
+from perfmodel.ui import samples, tables
+from perfmodel.ui import state as K
+from perfmodel.ui.forms import UploadForm, import_uploads, to_meta
+
+REPO = Path(__file__).resolve().parents[1]
+APP = str(REPO / "app.py")
+UI_RUNS = REPO / "tests" / "data" / "ui" / "ui_runs.csv"
+TIMEOUT_S = 60  # the first run imports plotly and the importers
+
+
+@pytest.fixture(autouse=True)
+def no_samples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty sample directory unless a test points it elsewhere."""
+    d = tmp_path / "no-samples"
+    d.mkdir()
+    monkeypatch.setattr(samples, "SAMPLE_DIR", d)
+    return d
+
+
+def _app(**query: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT_S)
+    for k, v in query.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def _no_exception(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def _texts(elements: object) -> list[str]:
+    return [e.value for e in elements]  # type: ignore[attr-defined]
+
+
+def _figure(at: AppTest) -> dict:
+    charts = at.get("plotly_chart")
+    assert charts, "no plotly chart on the page"
+    return json.loads(charts[0].proto.spec)
+
+
+def _store_ui_runs() -> str:
+    info, _ = import_files([UI_RUNS], store=Store())
+    return info.id
+
+
+# --------------------------------------------------------------------------------------------------
+# pure helpers behind the page
+
+
+def test_form_values_become_import_meta() -> None:
+    form = UploadForm.from_values({"format": "auto", "hardware": "as in file", "model": "llama-3.1-8b",
+                                   "framework": "  ", "device_count": 8.0, "tp_size": None, "name": ""})
+    assert form.format == "auto" and form.hardware is None and form.framework is None and form.name is None
+    meta = to_meta(form)
+    assert meta is not None and meta.model == "llama-3.1-8b" and meta.device_count == 8
+    assert to_meta(UploadForm()) is None
+    with pytest.raises(ValidationError, match="device_count"):
+        to_meta(UploadForm(device_count=0))
+
+
+def test_import_uploads_stores_one_dataset_or_nothing() -> None:
+    store = Store()
+    with pytest.raises(ImportFormatError, match="no file to import"):
+        import_uploads([], UploadForm(), store)
+    good = UI_RUNS.read_bytes()
+    with pytest.raises(ImportFormatError):
+        import_uploads([("ui_runs.csv", good), ("junk.bin", b"\x00\x01\x02binary")], UploadForm(), store)
+    assert store.datasets() == []  # all files or none
+    info, results = import_uploads([("ui_runs.csv", good)], UploadForm(name="mine"), store)
+    assert (info.name, info.n_runs, len(results)) == ("mine", 12, 1)
+    issues = tables.issues_frame(store.issues(info.id))
+    err = issues[issues["severity"] == "error"]
+    assert err[["file", "row", "column"]].values.tolist() == [["ui_runs.csv", 13, "load_kind"]]
+
+
+def test_form_metadata_fills_what_the_file_does_not_say(formats_dir: Path) -> None:
+    # vLLM's bench-serve JSON names neither the GPU nor (resolvably) the serving hardware.
+    path = formats_dir / "vllm-bench-serve" / "er0080-vllm-benchmarking__bench_serve_v0.25.1.json"
+    form = UploadForm(hardware="h100-sxm", device_count=1)
+    info, results = import_uploads([(path.name, path.read_bytes())], form, Store())
+    runs = Store().runs(info.id)
+    assert set(runs["hardware"]) == {"h100-sxm"} and info.formats == (results[0].format,)
+
+
+def test_table_helpers() -> None:
+    runs = import_bytes([("ui_runs.csv", UI_RUNS.read_bytes())], store=Store())[0]
+    df = Store().runs(runs.id)
+    opts = tables.filter_options(df)
+    assert opts["lengths"] == ["128/128", "128/1024"]
+    assert opts["hardware"] == ["a100-80gb", "h100-sxm"]
+    kept = tables.filter_runs(df, {"hardware": ["a100-80gb"], "lengths": ["128/1024"]})
+    assert kept["output_throughput_tok_s"].tolist() == [88.5, 320.0, 1010.25]
+    assert len(tables.filter_runs(df, {"hardware": []})) == 12  # empty selection: no filter
+    with pytest.raises(ValueError, match="cannot filter"):
+        tables.filter_runs(df, {"batch_size": ["1"]})
+    assert tables.default_x(df) == "batch_size"
+    # The CSV download re-imports as the canonical format with the same rows.
+    again, res = import_bytes([("again.csv", tables.runs_csv_bytes(kept))], store=Store())
+    assert res[0].format == "canonical" and again.n_runs == 3
+
+
+def test_ensure_sample_data_fills_only_an_empty_store(tmp_path: Path) -> None:
+    d = tmp_path / "samples"
+    d.mkdir()
+    (d / "cpu_sweep.csv").write_bytes(UI_RUNS.read_bytes())
+    store = Store()
+    assert samples.ensure_sample_data(store, d) == ["cpu_sweep.csv"]
+    (info,) = store.datasets()
+    assert (info.name, info.n_runs) == (samples.SAMPLE_DATASET_NAME, 12)
+    assert samples.ensure_sample_data(store, d) == []  # not twice
+    assert len(store.datasets()) == 1
+
+
+# --------------------------------------------------------------------------------------------------
+# the app
+
+
+def test_empty_store_imports_the_samples_and_shows_them(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    d = tmp_path / "samples"
+    d.mkdir()
+    (d / "cpu_sweep.csv").write_bytes(UI_RUNS.read_bytes())
+    monkeypatch.setattr(samples, "SAMPLE_DIR", d)
+    at = _app()
+    _no_exception(at)
+    info = " ".join(_texts(at.info))
+    assert "cpu_sweep.csv" in info and "real CPU measurements made by perfmodel's local engine" in info
+    (ds,) = Store().datasets()
+    assert at.selectbox(key=K.DATASET_WIDGET).value == ds.id
+    assert at.query_params["dataset"] == ds.id
+    fig = _figure(at)
+    assert {t["name"] for t in fig["data"]} == {"a100-80gb", "h100-sxm"}
+    # A second run in the same session says it again but imports nothing more.
+    at.run()
+    assert len(Store().datasets()) == 1
+
+
+def test_real_sample_runs_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    files = sorted((REPO / "sample_runs").glob("*.csv"))
+    if not files:
+        pytest.skip("sample_runs/ holds no CSV file yet")
+    monkeypatch.setattr(samples, "SAMPLE_DIR", REPO / "sample_runs")
+    at = _app()
+    _no_exception(at)
+    (ds,) = Store().datasets()
+    n_rows = sum(len(pd.read_csv(f)) for f in files)
+    assert ds.n_runs == n_rows  # perfmodel's own measurements import without a dropped row
+    assert all(f.name in " ".join(_texts(at.info)) for f in files)
+    assert _figure(at)["data"], "the sample data plots nothing"
+
+
+def test_empty_store_without_samples_says_what_to_do() -> None:
+    at = _app()
+    _no_exception(at)
+    assert any("No dataset yet" in t for t in _texts(at.info))
+    assert not at.get("plotly_chart")
+
+
+def test_upload_import_shows_counts_and_issues() -> None:
+    at = _app()
+    at.file_uploader(key=K.UPLOAD_FILES).set_value([("ui_runs.csv", UI_RUNS.read_bytes(), "text/csv")])
+    at.text_input(key=K.FORM_FIELD["name"]).input("uploaded runs")
+    at.button(key=K.UPLOAD_SUBMIT).click().run()
+    _no_exception(at)
+    assert not at.error
+    (ds,) = Store().datasets()
+    success = " ".join(_texts(at.success))
+    assert "**12**" in success and "uploaded runs" in success and "**1**" in success
+    # The per-file counts and the issues table of the import.
+    frames = [d.value for d in at.dataframe]
+    counts = next(f for f in frames if list(f.columns) == ["file", "runs", "error", "warning", "info"])
+    assert counts.iloc[0].tolist() == ["ui_runs.csv", 12, 1, 0, 0]
+    issue_tables = [f for f in frames if list(f.columns) == list(tables.ISSUE_COLUMNS)]
+    assert issue_tables[0][["row", "column"]].values.tolist() == [[13, "load_kind"]]
+    assert "'warmup' is not one of" in issue_tables[0].iloc[0]["message"]
+    # The new dataset is selected and in the link.
+    assert at.selectbox(key=K.DATASET_WIDGET).value == ds.id
+    assert at.query_params["dataset"] == ds.id
+    # Filtering the issues by severity.
+    at.multiselect(key=K.IMPORT_ISSUE_SEVERITY).set_value(["warning", "info"]).run()
+    frames = [d.value for d in at.dataframe if list(d.value.columns) == list(tables.ISSUE_COLUMNS)]
+    assert [len(f) for f in frames] == [0, 1]  # the dataset's own Issues tab keeps its selection
+
+
+def test_upload_error_is_shown_and_nothing_is_stored() -> None:
+    at = _app()
+    at.file_uploader(key=K.UPLOAD_FILES).set_value([("notes.txt", b"hello, this is not a benchmark\n",
+                                                      "text/plain")])
+    at.button(key=K.UPLOAD_SUBMIT).click().run()
+    _no_exception(at)
+    assert at.error and "Nothing was imported" in at.error[0].value and "notes.txt" in at.error[0].value
+    assert Store().datasets() == []
+
+
+def test_upload_with_unknown_hardware_is_a_clear_error() -> None:
+    at = _app()
+    text = UI_RUNS.read_text().replace("h100-sxm", "Quantum Abacus 9000")
+    at.file_uploader(key=K.UPLOAD_FILES).set_value([("odd.csv", text.encode(), "text/csv")])
+    at.button(key=K.UPLOAD_SUBMIT).click().run()
+    _no_exception(at)
+    assert at.error and "Quantum Abacus 9000" in at.error[0].value
+    assert Store().datasets() == []
+
+
+def test_deep_link_restores_dataset_and_filters() -> None:
+    first = _store_ui_runs()
+    # Same content and metadata is the same dataset, so the second one leaves out the bad row.
+    other_bytes = b"\n".join(UI_RUNS.read_bytes().splitlines()[:-1])
+    other, _ = import_bytes([("b.csv", other_bytes)], name="second", store=Store())
+    at = _app(dataset=first, hardware="h100-sxm")
+    _no_exception(at)
+    assert not at.warning
+    assert at.selectbox(key=K.DATASET_WIDGET).value == first != other.id
+    assert at.multiselect(key=K.FILTER["hardware"]).value == ["h100-sxm"]
+    fig = _figure(at)
+    assert [t["name"] for t in fig["data"]] == ["h100-sxm"]
+    # Choosing another dataset updates the link.
+    at.selectbox(key=K.DATASET_WIDGET).select(other.id).run()
+    assert at.query_params["dataset"] == other.id
+
+
+def test_unknown_dataset_in_link_warns_and_shows_another() -> None:
+    ds = _store_ui_runs()
+    at = _app(dataset="0123456789abcdef")
+    _no_exception(at)
+    assert at.warning and "0123456789abcdef" in at.warning[0].value
+    assert at.selectbox(key=K.DATASET_WIDGET).value == ds
+    assert _figure(at)["data"]
+
+
+def test_chart_controls_colour_and_log_axis() -> None:
+    _store_ui_runs()
+    at = _app()
+    at.selectbox(key=K.COLOR).select("lengths").run()
+    at.toggle(key=K.LOG_X).set_value(False).run()
+    _no_exception(at)
+    fig = _figure(at)
+    assert sorted(t["name"] for t in fig["data"]) == ["128/1024", "128/128"]
+    assert fig["layout"]["xaxis"].get("type") != "log"
+    trace = next(t for t in fig["data"] if t["name"] == "128/128")
+    assert [x for x in trace["x"] if x is not None] == [1, 4, 16, 1, 4, 16]
+    assert "hardware: a100-80gb" in trace["text"][0]
+    # Filters narrow the chart and the runs table.
+    at.multiselect(key=K.FILTER["lengths"]).select("128/1024").run()
+    fig = _figure(at)
+    assert [t["name"] for t in fig["data"]] == ["128/1024"]
+    runs_table = next(d.value for d in at.dataframe if "output_throughput_tok_s" in d.value.columns)
+    assert len(runs_table) == 6
+
+
+def test_delete_dataset() -> None:
+    _store_ui_runs()
+    at = _app()
+    at.button(key=K.DELETE_CONFIRM).click().run()
+    _no_exception(at)
+    assert Store().datasets() == [] and "dataset" not in at.query_params
+    assert any("No dataset yet" in t for t in _texts(at.info))
