@@ -1,0 +1,138 @@
+"""optimum-benchmark: golden values from the two real report + config pairs (Llama-3.1-8B bf16
+and AWQ-INT4 on one A100-SXM4-80GB), the config-alone error, a report without its config,
+and the combined ``{"config", "report"}`` document built in the test from the real pair."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from perfmodel import catalog
+from perfmodel.errors import ImportFormatError
+from perfmodel.importers import ImportMeta, ImportResult, Sample, detect_format, finalize, read_file
+from perfmodel.importers.optimum_benchmark import read_report_with_config
+
+PFX = "hf-quant-bench-derekliu35__"
+META = ImportMeta(hardware="NVIDIA A100-SXM4-80GB", model="meta-llama/Llama-3.1-8B-Instruct")
+
+
+def _catalog_ready() -> bool:
+    try:
+        catalog.resolve_hardware("H100-80GB-SXM")
+        catalog.resolve_model("meta-llama/Llama-3.1-8B-Instruct")
+        catalog.canonical_framework("vllm")
+    except Exception:  # noqa: BLE001 - the catalog is written concurrently; fall back below
+        return False
+    return True
+
+
+def import_file(path: Path, meta: ImportMeta, monkeypatch: pytest.MonkeyPatch) -> ImportResult:
+    """``read_file`` once the catalog resolves names; until then parse + finalize(resolve=False)."""
+    if _catalog_ready():
+        return read_file(path, meta=meta)
+    monkeypatch.setattr(catalog, "canonical_framework", lambda v: str(v).lower(), raising=False)
+    sample = Sample(path)
+    imp = detect_format(sample)
+    parsed = imp.parse(sample, meta)
+    # resolve=False leaves the canonical ids unset: stand in with the supplied names.
+    for col, given in (("hardware", meta.hardware), ("model", meta.model)):
+        parsed.runs[col] = given if given is not None else parsed.runs.get(f"{col}_raw")
+    return finalize(parsed, meta=meta, fmt=imp.name, file=path.name, sha256="0" * 64, resolve=False)
+
+
+
+
+def _parse(path: Path):
+    sample = Sample(path)
+    imp = detect_format(sample)
+    assert imp.name == "optimum-benchmark"
+    return imp.parse(sample, ImportMeta())
+
+
+def test_report_with_sibling_config_golden(formats_dir: Path) -> None:
+    p = _parse(formats_dir / "optimum-benchmark" / f"{PFX}cuda_pytorch_llama__benchmark_report.json")
+    assert len(p.runs) == 1
+    r = p.runs.iloc[0]
+    assert r["load_kind"] == "static_batch" and r["batch_size"] == 1
+    assert r["input_len_tok"] == 64 and r["output_len_tok"] == 64
+    assert r["output_throughput_tok_s"] == pytest.approx(38.821440532429996)  # decode tokens/s
+    assert r["throughput_basis"] == "output"
+    assert r["ttft_s"] == pytest.approx(0.026584511947631832)  # prefill latency
+    assert r["tpot_p99_s"] == pytest.approx(0.02690559959411621)  # per_token latency
+    assert r["e2e_latency_s"] == pytest.approx(0.026584511947631832 + 1.6228145874023436)
+    # prefill is samples/s; tokens/s only because the config gives sequence_length=64
+    assert r["fw_prefill_throughput_samples_s"] == pytest.approx(37.61588709884444)
+    assert r["fw_prefill_throughput_tok_s"] == pytest.approx(37.61588709884444 * 64)
+    assert r["model_raw"] == "meta-llama/Llama-3.1-8B-Instruct"
+    assert r["hardware_raw"] == "NVIDIA A100-SXM4-80GB" and r["device_count"] == 1
+    assert r["framework"] == "transformers" and r["weight_dtype"] == "bfloat16"
+    assert [i.severity for i in p.issues] == ["info"]
+    assert p.provenance["client_version"] == "0.5.0"
+
+    q = _parse(formats_dir / "optimum-benchmark" / f"{PFX}llama_awq__benchmark_report.json").runs.iloc[0]
+    assert q["quantization"] == "awq" and q["model_raw"] == "hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4"
+    assert q["output_throughput_tok_s"] == pytest.approx(43.089241533217766)
+    assert q["framework_version"] == "4.47.1"
+
+
+def test_config_alone_is_a_clear_error(formats_dir: Path) -> None:
+    f = formats_dir / "optimum-benchmark" / f"{PFX}llama_awq__benchmark_config.json"
+    with pytest.raises(ImportFormatError) as ei:
+        read_file(f, meta=META)
+    assert f.name in str(ei.value) and "config" in str(ei.value) and "benchmark_report.json" in str(ei.value)
+
+
+def test_report_without_config(tmp_path: Path, formats_dir: Path) -> None:
+    f = tmp_path / "benchmark_report.json"
+    shutil.copyfile(formats_dir / "optimum-benchmark" / f"{PFX}llama_awq__benchmark_report.json", f)
+    with pytest.raises(ImportFormatError, match="alone does not say the prompt length"):
+        read_file(f, meta=META)
+    # an upload (bytes only) never looks at the disk
+    data = (formats_dir / "optimum-benchmark" / f"{PFX}llama_awq__benchmark_report.json").read_bytes()
+    with pytest.raises(ImportFormatError, match="together with the benchmark_config.json"):
+        read_file(formats_dir / "optimum-benchmark" / f"{PFX}llama_awq__benchmark_report.json", data=data,
+                  meta=META)
+
+
+def test_combined_and_explicit_pair(tmp_path: Path, formats_dir: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = formats_dir / "optimum-benchmark"
+    rep = json.loads((folder / f"{PFX}llama_awq__benchmark_report.json").read_text())
+    cfg = json.loads((folder / f"{PFX}llama_awq__benchmark_config.json").read_text())
+    f = tmp_path / "benchmark.json"
+    f.write_text(json.dumps({"config": cfg, "report": rep}))
+    r = _parse(f).runs.iloc[0]
+    assert r["quantization"] == "awq" and r["input_len_tok"] == 64
+    res = import_file(f, META, monkeypatch)
+    assert len(res.runs) == 1
+    res2 = read_report_with_config(folder / f"{PFX}llama_awq__benchmark_report.json",
+                                   folder / f"{PFX}llama_awq__benchmark_config.json", meta=META,
+                                   resolve=_catalog_ready())
+    assert res2.runs["output_throughput_tok_s"].iloc[0] == pytest.approx(43.089241533217766)
+    with pytest.raises(ImportFormatError, match="not an optimum-benchmark benchmark_config.json"):
+        read_report_with_config(folder / f"{PFX}llama_awq__benchmark_report.json",
+                                folder / f"{PFX}llama_awq__benchmark_report.json", meta=META)
+
+
+def test_full_import(formats_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    res = import_file(formats_dir / "optimum-benchmark" / f"{PFX}cuda_pytorch_llama__benchmark_report.json",
+                      META, monkeypatch)
+    assert len(res.runs) == 1 and res.runs["batch_size"].iloc[0] == 1
+
+
+def test_truncated_and_wrong_type(tmp_path: Path, formats_dir: Path) -> None:
+    folder = formats_dir / "optimum-benchmark"
+    f = tmp_path / "benchmark_report.json"
+    f.write_text((folder / f"{PFX}llama_awq__benchmark_report.json").read_text()[:2000])
+    with pytest.raises(ImportFormatError, match="not readable as JSON"):
+        read_file(f, format="optimum-benchmark", meta=META)
+    rep = json.loads((folder / f"{PFX}llama_awq__benchmark_report.json").read_text())
+    cfg = json.loads((folder / f"{PFX}llama_awq__benchmark_config.json").read_text())
+    rep["decode"]["throughput"]["unit"] = "samples/s"
+    g = tmp_path / "benchmark.json"
+    g.write_text(json.dumps({"config": cfg, "report": rep}))
+    with pytest.raises(ImportFormatError, match="decode.throughput.unit is 'samples/s'"):
+        read_file(g, meta=META)
