@@ -2,15 +2,17 @@
 
 Two report schemas are read, from JSON or the identical-content YAML:
 
-* **v0.3/v0.4 ("args" schema)**: ``benchmarks[]`` with ``args.strategy``,
+* **"args" schema (guidellm 0.3.x)**: ``benchmarks[]`` with ``args.strategy``,
   ``worker.backend_model``/``backend_target``, ``request_totals`` and
   ``metrics`` (each metric split by status ``successful``/``errored``/
   ``incomplete``/``total``, each a distribution with ``mean``, ``median`` and
   ``percentiles{p90, p99, ...}``).
-* **v2 ("config" schema, guidellm >= 0.8)**: top-level ``metadata{version: 2,
-  guidellm_version}`` and ``benchmarks[]`` with ``config{strategy, backend{kind,
-  target, model}, ...}``, ``metrics{request_totals, ...}`` and percentiles that
-  include ``p50``.
+* **"config" schema (guidellm 0.4.0 on; "version 2" with ``metadata{version: 2,
+  guidellm_version}`` in 0.8)**: ``benchmarks[]`` with ``config{strategy,
+  backend{kind, target, model}, ...}``, ``metrics{request_totals, ...}`` and
+  percentiles that include ``p50``; top-level ``args`` (0.4) or ``config`` (0.8)
+  hold the run's arguments (their ``model`` is used when a benchmark's backend
+  does not name one).
 
 One row per benchmark (``source_row`` = 1-based position in ``benchmarks``).
 Statistics are those of the *successful* requests; ``n_failed`` is the errored
@@ -120,12 +122,12 @@ def _scaled(v: Any, divisor: float) -> Any:
 
 @register
 class GuideLLMImporter(Importer):
-    """GuideLLM report (v0.3/v0.4 ``args`` schema and v2 ``config`` schema), JSON or YAML."""
+    """GuideLLM report (0.3 ``args`` schema and 0.4+ ``config`` schema), JSON or YAML."""
 
     name = "guidellm"
     label = "GuideLLM report"
     description = ("guidellm benchmark report (benchmarks.json / .yaml): one row per benchmark of the "
-                   "sweep; v0.3/v0.4 and v2 (guidellm >= 0.8) schemas")
+                   "sweep; guidellm 0.3 (args) and 0.4+ (config, report version 2) schemas")
     has_hardware = False
     has_model = True
 
@@ -168,12 +170,13 @@ class GuideLLMImporter(Importer):
         rows: list[dict[str, Any]] = []
         backends: set[tuple[str, str, str]] = set()
         incomplete_total = 0
+        run_model = _dig(doc, "args", "model") or _dig(doc, "config", "model")
         for i, b in enumerate(doc["benchmarks"], start=1):
             if not isinstance(b, dict):
                 issues.append(Issue(file, i, None, f"benchmark {i} is a {type(b).__name__}, "
                                     "expected an object", "error"))
                 continue
-            row, backend, n_incomplete = self._row(b, i, file, issues)
+            row, backend, n_incomplete = self._row(b, i, file, issues, run_model)
             if row is None:
                 continue
             rows.append(row)
@@ -184,8 +187,8 @@ class GuideLLMImporter(Importer):
         prov: dict[str, Any] = {"client": "guidellm", "n_benchmarks": len(doc["benchmarks"])}
         version = _dig(doc, "metadata", "guidellm_version")
         schema_version = _dig(doc, "metadata", "version")
-        prov["schema"] = "v2" if schema_version is not None or _dig(doc["benchmarks"][0], "config") \
-            else "v0.3"
+        prov["schema"] = "config" if schema_version is not None or _dig(doc["benchmarks"][0], "config") \
+            else "args"
         if version is not None:
             prov["client_version"] = str(version)
         if schema_version is not None:
@@ -208,10 +211,10 @@ class GuideLLMImporter(Importer):
         runs = records_frame(rows)
         return Parsed(runs=runs, issues=issues, provenance=prov)
 
-    def _row(self, b: dict[str, Any], i: int, file: str,
-             issues: list[Issue]) -> tuple[dict[str, Any] | None, tuple[str, str, str], int | None]:
-        v2 = isinstance(b.get("config"), dict)
-        if v2:
+    def _row(self, b: dict[str, Any], i: int, file: str, issues: list[Issue],
+             run_model: Any = None) -> tuple[dict[str, Any] | None, tuple[str, str, str], int | None]:
+        cfg_schema = isinstance(b.get("config"), dict)
+        if cfg_schema:
             strategy = _dig(b, "config", "strategy")
             backend = _dig(b, "config", "backend") or {}
             b_type, b_target, b_model = backend.get("kind"), backend.get("target"), backend.get("model")
@@ -226,7 +229,7 @@ class GuideLLMImporter(Importer):
             issues.append(Issue(file, i, "metrics", "benchmark has no 'metrics' object", "error"))
             return None, backend_key, None
         if not isinstance(strategy, dict) or not isinstance(strategy.get("type_"), str):
-            where = "config.strategy.type_" if v2 else "args.strategy.type_"
+            where = "config.strategy.type_" if cfg_schema else "args.strategy.type_"
             issues.append(Issue(file, i, where, "missing scheduling strategy; expected one of "
                                 + ", ".join(STRATEGY_LOAD_KINDS), "error"))
             return None, backend_key, None
@@ -251,12 +254,12 @@ class GuideLLMImporter(Importer):
         else:  # trace replay: the rate follows the trace
             issues.append(Issue(file, i, "request_rate_rps", "trace replay has no single request rate; "
                                 "left empty", "warning"))
-        model = _model_name(b_model)
+        model = _model_name(b_model) or _model_name(run_model)
         if model is not None:
             row["model_raw"] = model
         if b_type in ("vllm_python", "vllm_python_async", "vllm_python_batch"):
             row["framework"] = "vllm"  # the engine ran inside GuideLLM
-        totals = metrics.get("request_totals") if v2 else b.get("request_totals")
+        totals = metrics.get("request_totals") if cfg_schema else b.get("request_totals")
         if not isinstance(totals, dict):
             totals = _dig(b, "run_stats", "requests_made") or {}
         n_ok = totals.get("successful")

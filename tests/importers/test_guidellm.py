@@ -1,5 +1,5 @@
-"""GuideLLM reports: golden values from the real v0.3 test asset (JSON and YAML), and a
-hand-made v2 (guidellm 0.8) report.
+"""GuideLLM reports: golden values from the real 0.3 ("args" schema) test asset (JSON and YAML),
+and a hand-made "config"-schema (guidellm 0.8, report version 2) report.
 
 ``tests/data/guidellm/guidellm_v2_benchmarks.json`` was written by hand from guidellm
 0.8.1's report schema (``GenerativeBenchmarksReport``: ``metadata``, ``benchmarks[]`` with
@@ -73,7 +73,7 @@ def test_real_json_golden(formats_dir: Path) -> None:
     assert r["throughput_basis"] == "output+total"
     assert "model_raw" not in p.runs.columns  # backend anonymised as example_model
     assert [i.severity for i in p.issues] == ["warning", "info"]
-    assert p.provenance["n_incomplete"] == 1 and p.provenance["schema"] == "v0.3"
+    assert p.provenance["n_incomplete"] == 1 and p.provenance["schema"] == "args"
     assert abs(p.runs["timestamp"].iloc[0] - pd.Timestamp("2025-06-05 20:59:28.1827", tz="UTC")) < pd.Timedelta("1ms")
 
 
@@ -101,7 +101,7 @@ def test_v2_report() -> None:
     assert (runs["model_raw"] == "meta-llama/Llama-3.1-8B-Instruct").all()
     assert runs["ttft_p50_s"].iloc[0] == pytest.approx(40.0 * 0.98 / 1000)  # v2 percentiles.p50
     assert runs["e2e_latency_p99_s"].iloc[1] == pytest.approx(0.65 * 1.3)
-    assert p.provenance["client_version"] == "0.8.1" and p.provenance["schema"] == "v2"
+    assert p.provenance["client_version"] == "0.8.1" and p.provenance["schema"] == "config"
     assert not p.issues
 
 
