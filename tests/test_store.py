@@ -258,3 +258,20 @@ def test_inf_and_nan_are_distinct(tmp_path: Path) -> None:
     res.runs.loc[1, "request_rate_rps"] = np.nan
     back = store.runs(store.add_dataset([res]).id)
     assert back.loc[0, "request_rate_rps"] == math.inf and np.isnan(back.loc[1, "request_rate_rps"])
+
+
+HARDWARE_NAMES = ("H100-80GB-SXM", "A100-80GB")
+MODEL_NAMES = ("meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-2-70b-chat-hf")
+
+
+def write_canonical_csv(path: Path, n: int, seed: int = 0) -> Path:
+    """A canonical CSV as a user (or an older export) would write it: catalog names
+    as raw hardware/model, canonical column names, fw_/hw_ extras."""
+    df = make_runs(n, seed)
+    rng = np.random.default_rng(seed + 1000)
+    df["hardware_raw"] = rng.choice(HARDWARE_NAMES, n)
+    df["hardware"] = df["hardware_raw"]
+    df["model_raw"] = rng.choice(MODEL_NAMES, n)
+    df["model"] = df["model_raw"]
+    df.to_csv(path, index=False)
+    return path

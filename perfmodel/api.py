@@ -1,0 +1,162 @@
+"""The public import/load/export API shared by the CLI and the app.
+
+>>> from perfmodel.api import import_files, load_runs
+>>> info, results = import_files(["bench.json"], meta=ImportMeta(hardware="H100-80GB-SXM"))  # doctest: +SKIP
+>>> runs = load_runs(info.id)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from .errors import ImportFormatError, PerfmodelError
+from .importers.base import ImportMeta, ImportResult, read_file
+from .store import DatasetInfo, Store
+
+__all__ = ["import_files", "import_bytes", "load_runs", "export_runs", "EXPORT_SUFFIXES"]
+
+EXPORT_SUFFIXES = (".csv", ".parquet")
+
+
+def _store(store: Store | None) -> Store:
+    return store if store is not None else Store()
+
+
+def import_files(paths: Sequence[str | Path], *, format: str | None = None, meta: ImportMeta | None = None,
+                 name: str | None = None, store: Store | None = None) -> tuple[DatasetInfo, list[ImportResult]]:
+    """Import result files and store them as one dataset (all files or none).
+
+    Parameters
+    ----------
+    paths
+        The files; each file's format is detected from its content unless ``format`` is given.
+    format
+        Format id to force for every file (see ``perfmodel formats``).
+    meta
+        What the user supplies (hardware, model, ...), applied to every file.
+    name
+        Dataset name (defaults to the first file's stem; made unique).
+    store
+        Store to write to (default: the store in :func:`perfmodel.config.home_dir`).
+
+    Returns
+    -------
+    (DatasetInfo, list of ImportResult)
+        The stored dataset (the existing one when the same content was imported
+        before) and each file's import result with its issues.
+
+    Raises
+    ------
+    ImportFormatError
+        No file given, or a file is unreadable, unrecognised or holds no valid row.
+    UnknownNameError
+        Unknown format id, hardware or model.
+    StoreError
+        The store could not be written (nothing was changed).
+    """
+    if not paths:
+        raise ImportFormatError("no file to import: give at least one result file")
+    meta = meta or ImportMeta()
+    results = [read_file(p, format=format, meta=meta) for p in paths]
+    info = _store(store).add_dataset(results, name=name, meta=meta)
+    return info, results
+
+
+def import_bytes(files: Sequence[tuple[str, bytes]], *, format: str | None = None, meta: ImportMeta | None = None,
+                 name: str | None = None, store: Store | None = None) -> tuple[DatasetInfo, list[ImportResult]]:
+    """Import uploaded files (name and bytes) as one dataset; see :func:`import_files`.
+
+    Parameters
+    ----------
+    files
+        ``(file name, content)`` pairs; the name is used in messages and provenance.
+    format, meta, name, store
+        As for :func:`import_files`.
+
+    Returns
+    -------
+    (DatasetInfo, list of ImportResult)
+
+    Raises
+    ------
+    ImportFormatError, UnknownNameError, StoreError
+        As for :func:`import_files`.
+    """
+    if not files:
+        raise ImportFormatError("no file to import: upload at least one result file")
+    meta = meta or ImportMeta()
+    results = []
+    for file_name, data in files:
+        base = Path(str(file_name)).name or "upload"
+        results.append(read_file(Path(base), format=format, meta=meta, data=bytes(data), name=base))
+    info = _store(store).add_dataset(results, name=name, meta=meta)
+    return info, results
+
+
+def load_runs(ref: str, *, store: Store | None = None) -> pd.DataFrame:
+    """The canonical runs of a stored dataset.
+
+    Parameters
+    ----------
+    ref
+        Dataset id, unique id prefix (at least 4 characters) or name.
+    store
+        Store to read (default store when None).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Canonical columns and dtypes, then ``fw_``/``hw_`` extras, in stored order.
+
+    Raises
+    ------
+    NotFoundError
+        No such dataset (the message lists the known names).
+    """
+    return _store(store).runs(ref)
+
+
+def export_runs(ref: str, path: str | Path, *, store: Store | None = None) -> Path:
+    """Write a dataset's runs to ``.csv`` or ``.parquet`` (chosen by the suffix).
+
+    The file re-imports unchanged with ``perfmodel import`` (format ``canonical``).
+
+    Parameters
+    ----------
+    ref
+        Dataset id, id prefix or name.
+    path
+        Output file; its suffix picks the format.
+    store
+        Store to read (default store when None).
+
+    Returns
+    -------
+    pathlib.Path
+        The written file.
+
+    Raises
+    ------
+    PerfmodelError
+        The suffix is not ``.csv`` or ``.parquet``, or the file cannot be written.
+    NotFoundError
+        No such dataset.
+    """
+    out = Path(path).expanduser()
+    suffix = out.suffix.lower()
+    if suffix not in EXPORT_SUFFIXES:
+        raise PerfmodelError(f"cannot export to {out.name!r}: the file name must end in "
+                             + " or ".join(EXPORT_SUFFIXES) + " (the suffix picks the format)")
+    df = _store(store).runs(ref)
+    try:
+        if suffix == ".csv":
+            # float_format=None writes the shortest repr that reads back bit-exactly.
+            df.to_csv(out, index=False)
+        else:
+            df.to_parquet(out, index=False)
+    except OSError as exc:
+        raise PerfmodelError(f"cannot write {out}: {exc.strerror or exc}") from exc
+    return out

@@ -1,0 +1,285 @@
+"""The ``perfmodel`` command line: a thin client of :mod:`perfmodel.api`.
+
+Exit codes: 0 success; 2 a problem with the user's input (any
+:class:`~perfmodel.errors.PerfmodelError` or a usage error), printed to stderr
+as one paragraph prefixed ``error:``; 1 a bug (the traceback is shown).
+Later commands are added to :data:`main` with ``@main.command()``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .config import HOME_ENV
+from .errors import PerfmodelError
+
+__all__ = ["main", "USER_ERROR", "find_app"]
+
+USER_ERROR = 2
+LATENCY_UNITS = ("s", "ms")
+ISSUES_SHOWN = 5
+
+
+class _Group(click.Group):
+    """A click group that turns every :class:`PerfmodelError` into ``error: ...`` and exit 2."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except PerfmodelError as exc:
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(USER_ERROR)
+
+
+class _FormatType(click.ParamType):
+    """A format id, checked against the importer registry (loaded only when used)."""
+
+    name = "format"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from .importers import registry
+
+        ids = sorted(registry())
+        if value not in ids:
+            self.fail(f"{value!r} is not a known format; valid formats: {', '.join(ids)}", param, ctx)
+        return str(value)
+
+
+def _parse_map(values: Sequence[str]) -> dict[str, str] | None:
+    out: dict[str, str] = {}
+    for v in values:
+        canon, sep, source = v.partition("=")
+        if not sep or not canon.strip() or not source.strip():
+            raise click.BadParameter(f"{v!r} is not CANONICAL=SOURCE (e.g. batch_size=concurrency)",
+                                     param_hint="--map")
+        out[canon.strip()] = source.strip()
+    return out or None
+
+
+def _want_json(ctx: click.Context, local: bool) -> bool:
+    return local or bool(ctx.find_root().params.get("json_output"))
+
+
+def _echo_json(obj: Any) -> None:
+    click.echo(json.dumps(obj, indent=2, default=str, allow_nan=False))
+
+
+def _info_dict(info: Any) -> dict[str, Any]:
+    return {"id": info.id, "name": info.name, "created_at": info.created_at, "n_runs": info.n_runs,
+            "n_issues": info.n_issues, "files": list(info.files), "formats": list(info.formats)}
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--home", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Data directory (sets PERFMODEL_HOME; default ~/.perfmodel).")
+@click.option("--json", "json_output", is_flag=True, help="Machine-readable JSON output where supported.")
+@click.version_option(package_name="perfmodel")
+def main(home: Path | None, json_output: bool) -> None:
+    """perfmodel: predict and explain LLM inference throughput."""
+    if home is not None:
+        os.environ[HOME_ENV] = str(home.expanduser())
+
+
+@main.command("import")
+@click.argument("files", nargs=-1, required=True,
+                type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--format", "fmt", type=_FormatType(), default=None,
+              help="Format id (see `perfmodel formats`); detected from the content when omitted.")
+@click.option("--hardware", help="Hardware name or alias from the catalog.")
+@click.option("--model", help="Model name or alias from the catalog.")
+@click.option("--framework", help="Serving framework (vllm, sglang, trtllm, ...).")
+@click.option("--framework-version", help="Framework version.")
+@click.option("--device-count", type=click.IntRange(min=1), help="Accelerators used by the deployment.")
+@click.option("--tp", "tp_size", type=click.IntRange(min=1), help="Tensor-parallel size.")
+@click.option("--pp", "pp_size", type=click.IntRange(min=1), help="Pipeline-parallel size.")
+@click.option("--weight-dtype", help="Weight dtype (bf16, fp8, int4, ...).")
+@click.option("--kv-cache-dtype", help="KV-cache dtype.")
+@click.option("--quantization", help="Quantization scheme (awq, gptq, fp8, ...).")
+@click.option("--map", "maps", multiple=True, metavar="CANONICAL=SOURCE",
+              help="Column mapping for generic CSV files (repeatable).")
+@click.option("--latency-unit", type=click.Choice(LATENCY_UNITS), default=None,
+              help="Unit of latency columns in generic CSV files.")
+@click.option("--dataset", "dataset_name", help="Dataset name (default: the first file's name).")
+@click.option("--json", "as_json", is_flag=True, help="JSON output.")
+@click.pass_context
+def import_cmd(ctx: click.Context, files: tuple[Path, ...], fmt: str | None, hardware: str | None,
+               model: str | None, framework: str | None, framework_version: str | None,
+               device_count: int | None, tp_size: int | None, pp_size: int | None, weight_dtype: str | None,
+               kv_cache_dtype: str | None, quantization: str | None, maps: tuple[str, ...],
+               latency_unit: str | None, dataset_name: str | None, as_json: bool) -> None:
+    """Import benchmark result FILE(s) into the store as one dataset."""
+    from pydantic import ValidationError as PydanticError
+
+    from .api import import_files
+    from .importers import ImportMeta
+
+    try:
+        meta = ImportMeta(hardware=hardware, model=model, framework=framework,
+                          framework_version=framework_version, device_count=device_count, tp_size=tp_size,
+                          pp_size=pp_size, weight_dtype=weight_dtype, kv_cache_dtype=kv_cache_dtype,
+                          quantization=quantization, column_map=_parse_map(maps),
+                          latency_unit=latency_unit)  # type: ignore[arg-type]
+    except PydanticError as exc:
+        raise click.UsageError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) \
+            from exc
+    info, results = import_files(list(files), format=fmt, meta=meta, name=dataset_name)
+    issues = [i for r in results for i in r.issues]
+    counts = {s: sum(1 for i in issues if i.severity == s) for s in ("error", "warning", "info")}
+    if _want_json(ctx, as_json):
+        _echo_json({
+            "dataset": _info_dict(info),
+            "files": [{"file": r.file, "format": r.format, "rows": len(r.runs),
+                       "issues": {s: sum(1 for i in r.issues if i.severity == s) for s in counts}}
+                      for r in results],
+            "issue_counts": counts,
+            "issues": [{"file": i.file, "row": i.row, "column": i.column, "message": i.message,
+                        "severity": i.severity} for i in issues[:20]],
+        })
+        return
+    click.echo(f"dataset {info.id}  {info.name!r}: {info.n_runs} rows from {len(results)} file(s)")
+    for r in results:
+        click.echo(f"  {r.file}: format {r.format}, {len(r.runs)} rows, {len(r.issues)} issue(s)")
+    click.echo("issues: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
+    for i in issues[:ISSUES_SHOWN]:
+        click.echo(f"  [{i.severity}] {i}")
+    if len(issues) > ISSUES_SHOWN:
+        click.echo(f"  ... {len(issues) - ISSUES_SHOWN} more (perfmodel show {info.id[:8]} --issues)")
+
+
+@main.command("datasets")
+@click.option("--json", "as_json", is_flag=True, help="JSON output.")
+@click.pass_context
+def datasets_cmd(ctx: click.Context, as_json: bool) -> None:
+    """List the stored datasets."""
+    from .store import Store
+
+    infos = Store().datasets()
+    if _want_json(ctx, as_json):
+        _echo_json([_info_dict(i) for i in infos])
+        return
+    if not infos:
+        click.echo("no datasets yet: add one with `perfmodel import FILE`")
+        return
+    rows = [(i.id, i.name, str(i.n_runs), str(i.n_issues), ",".join(sorted(set(i.formats))), i.created_at[:19])
+            for i in infos]
+    _table(("id", "name", "runs", "issues", "formats", "created (UTC)"), rows)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    widths = [max([len(h)] + [len(r[k]) for r in rows]) for k, h in enumerate(header)]
+    click.echo("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())
+    for r in rows:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+
+
+@main.command("show")
+@click.argument("dataset")
+@click.option("--issues", "show_issues", is_flag=True, help="Show the import issues instead of the runs.")
+@click.option("--head", "head_n", type=click.IntRange(min=0), default=10, show_default=True,
+              help="Rows to show.")
+@click.option("--json", "as_json", is_flag=True, help="JSON output.")
+@click.pass_context
+def show_cmd(ctx: click.Context, dataset: str, show_issues: bool, head_n: int, as_json: bool) -> None:
+    """Show a DATASET (id, id prefix or name): summary and first runs or issues."""
+    import pandas as pd
+
+    from .store import Store
+
+    store = Store()
+    info = store.dataset(dataset)
+    table = store.issues(info.id) if show_issues else store.runs(info.id)
+    head = table.head(head_n)
+    if _want_json(ctx, as_json):
+        records = json.loads(head.to_json(orient="records", date_format="iso"))
+        _echo_json({"dataset": {**_info_dict(info), "provenance": info.provenance},
+                    "issues" if show_issues else "runs": records})
+        return
+    click.echo(f"dataset {info.id}  {info.name!r}  ({info.n_runs} runs, {info.n_issues} issues, "
+               f"files: {', '.join(info.files)})")
+    if head.empty:
+        click.echo("(no issues)" if show_issues else "(no runs)")
+        return
+    if not show_issues:
+        head = head.loc[:, head.notna().any()]
+    with pd.option_context("display.width", 200, "display.max_columns", 40, "display.max_colwidth", 80):
+        click.echo(head.to_string(index=False))
+    if len(table) > head_n:
+        click.echo(f"... {len(table) - head_n} more row(s) (--head N)")
+
+
+@main.command("export")
+@click.argument("dataset")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Output file ending in .csv or .parquet.")
+def export_cmd(dataset: str, output: Path) -> None:
+    """Write the runs of DATASET to a CSV or Parquet file (re-imports unchanged)."""
+    from .api import export_runs
+
+    out = export_runs(dataset, output)
+    click.echo(f"wrote {out}")
+
+
+@main.command("formats")
+@click.option("--json", "as_json", is_flag=True, help="JSON output.")
+@click.pass_context
+def formats_cmd(ctx: click.Context, as_json: bool) -> None:
+    """List the supported file formats."""
+    from .importers import registry
+
+    imps = sorted(registry().values(), key=lambda i: i.name)
+    if _want_json(ctx, as_json):
+        _echo_json([{"id": i.name, "label": i.label, "has_hardware": i.has_hardware, "has_model": i.has_model,
+                     "description": i.description} for i in imps])
+        return
+    yn = {True: "yes", False: "no"}
+    _table(("id", "label", "hardware in file", "model in file"),
+           [(i.name, i.label, yn[i.has_hardware], yn[i.has_model]) for i in imps])
+
+
+@main.command("delete")
+@click.argument("dataset")
+def delete_cmd(dataset: str) -> None:
+    """Delete DATASET (id, id prefix or name) with its runs and issues."""
+    from .store import Store
+
+    store = Store()
+    info = store.dataset(dataset)
+    store.delete_dataset(info.id)
+    click.echo(f"deleted dataset {info.id} {info.name!r} ({info.n_runs} runs)")
+
+
+def find_app() -> Path:
+    """Locate ``app.py``: beside the package (source checkout), else in the working directory.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    PerfmodelError
+        No ``app.py`` in either place.
+    """
+    candidates = [Path(__file__).resolve().parent.parent / "app.py", Path.cwd() / "app.py"]
+    for c in candidates:
+        if c.is_file():
+            return c
+    raise PerfmodelError("cannot find the Streamlit app: looked for " + " and ".join(str(c) for c in candidates)
+                         + "; run `perfmodel app` from the perfmodel source checkout")
+
+
+@main.command("app", context_settings={"ignore_unknown_options": True})
+@click.argument("streamlit_args", nargs=-1, type=click.UNPROCESSED)
+def app_cmd(streamlit_args: tuple[str, ...]) -> None:
+    """Start the web app (`streamlit run app.py`); extra arguments go to streamlit."""
+    app = find_app()
+    cmd = [sys.executable, "-m", "streamlit", "run", str(app), *streamlit_args]
+    raise SystemExit(subprocess.call(cmd))
