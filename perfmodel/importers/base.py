@@ -598,9 +598,16 @@ def _derive_throughputs(runs: pd.DataFrame) -> None:
         out2 = out.fillna(tot / ratio).fillna(req * oo)
         tot2 = tot.fillna(out2 * ratio)
         req2 = req.fillna(out2 / oo)
-    runs["output_throughput_tok_s"] = out2
-    runs["total_throughput_tok_s"] = tot2
-    runs["request_throughput_rps"] = req2
+    # Only fill what is missing: a value that is present but not a number must
+    # reach coerce_runs unchanged, so it is reported as such instead of vanishing.
+    for name, derived in (("output_throughput_tok_s", out2), ("total_throughput_tok_s", tot2),
+                          ("request_throughput_rps", req2)):
+        if name in runs.columns:
+            orig = runs[name]
+            if orig.isna().any():
+                runs[name] = orig.astype(object).where(orig.notna(), derived)
+        elif derived.notna().any():
+            runs[name] = derived
 
 
 def records_frame(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
