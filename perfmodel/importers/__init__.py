@@ -44,6 +44,7 @@ IMPORTER_MODULES = (
     "generic_csv",
     "neuralmagic_csv",
     "trtllm_bench",
+    "guidellm_csv",
     "aiperf",
     "genai_perf",
     "guidellm",

@@ -1,1 +1,295 @@
-"""(placeholder: importer not written yet)."""
+"""Generic CSV importer (format ``csv``) and the CSV reading helper of the CSV family.
+
+A plain CSV is only read this way when the user forces ``--format csv`` and says
+which source column holds which canonical column (``ImportMeta.column_map``);
+:meth:`GenericCsvImporter.sniff` therefore always returns 0.
+
+:func:`read_csv_rows` is shared by the CSV-family importers: it reads a file
+vectorised (pandas' C parser) while keeping every physical line, so blank
+lines, short rows and rows with too many fields can be reported by the row
+number a user sees. Row numbers are line numbers relative to the header: data
+row ``N`` is line ``N + 1`` of a file whose header is on line 1 (blank lines
+count, as in an editor or a spreadsheet).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ImportFormatError
+from ..schema import COLUMN_NAMES, LATENCY_COLUMNS, is_extra_column
+from .base import Importer, ImportMeta, Issue, Parsed, Sample, register
+
+__all__ = [
+    "GenericCsvImporter",
+    "CsvRows",
+    "read_csv_rows",
+    "numeric_column",
+    "MISSING_TOKENS",
+]
+
+#: Cell texts that mean "no value" in the CSV family (besides an empty cell).
+MISSING_TOKENS: tuple[str, ...] = ("-", "N/A", "n/a", "NA", "nan", "NaN", "None", "null")
+
+# Extra slack columns so rows with a few fields too many still parse on the fast path.
+_PAD_COLUMNS = 4
+
+
+@dataclass
+class CsvRows:
+    """A CSV file read line by line into positional columns.
+
+    Attributes
+    ----------
+    header
+        Header names as written, stripped of surrounding spaces.
+    frame
+        One row per physical line after the header (blank lines included), columns
+        ``c0 .. c{k}``: the header's columns then slack columns that are only
+        filled by rows with too many fields.
+    source_row
+        1-based row number of each frame row (line number minus the header line).
+    blank
+        True for blank (or all-empty) lines.
+    too_long
+        True for rows with more fields than the header.
+    """
+
+    header: list[str]
+    frame: pd.DataFrame
+    source_row: np.ndarray
+    blank: np.ndarray
+    too_long: np.ndarray
+
+    def col(self, name: str) -> pd.Series:
+        """The column under header ``name`` (as written, stripped)."""
+        return self.frame[f"c{self.header.index(name)}"]
+
+    def fields(self, i: int) -> list[str]:
+        """The fields of frame row ``i`` as text (trailing empty fields dropped)."""
+        vals = self.frame.iloc[i].tolist()
+        out = ["" if _isna(v) else _text(v) for v in vals]
+        while out and out[-1] == "":
+            out.pop()
+        return out
+
+
+def _isna(v: object) -> bool:
+    try:
+        return bool(pd.isna(v))
+    except (TypeError, ValueError):
+        return False
+
+
+def _text(v: object) -> str:
+    # Floats parsed by pandas print back exactly with repr; whole floats lose the ".0".
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def read_csv_rows(sample: Sample, *, text_columns: Iterable[str] = (), all_text: bool = False) -> CsvRows:
+    """Read a CSV file vectorised, keeping blank, short and long lines visible.
+
+    Parameters
+    ----------
+    sample
+        The file.
+    text_columns
+        Header names (as written, stripped) to read as text even when they look numeric.
+    all_text
+        Read every column as text (for small files whose cells mix numbers and markers).
+
+    Returns
+    -------
+    CsvRows
+
+    Raises
+    ------
+    ImportFormatError
+        The file has no header line, or is not UTF-8 text.
+    """
+    lines_before = 0
+    header_line = None
+    for line in io.StringIO(sample.text_head):
+        if line.strip():
+            header_line = line
+            break
+        lines_before += 1
+    if header_line is None:
+        raise ImportFormatError(f"{sample.name}: the file is empty; expected a CSV with a header line")
+    try:
+        header = [h.strip() for h in next(csv.reader([header_line]))]
+    except (csv.Error, StopIteration) as exc:
+        raise ImportFormatError(f"{sample.name}: the header line is not valid CSV ({exc})") from exc
+    ncols = len(header)
+    names = [f"c{i}" for i in range(ncols + _PAD_COLUMNS)]
+    text_set = set(text_columns)
+    if all_text:
+        dtype: object = str
+    else:
+        dtype = {f"c{i}": str for i, h in enumerate(header) if h in text_set}
+    try:
+        # Bytes, not decoded text: the C parser decodes faster than a StringIO feeds it.
+        frame = pd.read_csv(io.BytesIO(sample.data), header=None, names=names, skiprows=lines_before + 1,
+                            skip_blank_lines=False, dtype=dtype, engine="c", keep_default_na=False,
+                            na_values=[""], quotechar='"')
+    except pd.errors.ParserError:
+        frame = _read_slow(sample.text, lines_before + 1, ncols)
+    except pd.errors.EmptyDataError:
+        frame = pd.DataFrame({c: pd.Series(dtype=str) for c in names})
+    if all_text:
+        frame = frame.astype(object)
+    n = len(frame)
+    blank = frame.isna().all(axis=1).to_numpy()
+    extra = [c for c in frame.columns if int(c[1:]) >= ncols]
+    too_long = frame[extra].notna().any(axis=1).to_numpy() if extra else np.zeros(n, dtype=bool)
+    return CsvRows(header=header, frame=frame, source_row=np.arange(1, n + 1), blank=blank, too_long=too_long)
+
+
+def _read_slow(text: str, skip: int, ncols: int) -> pd.DataFrame:
+    """Line-by-line fallback for files with rows far longer than the header."""
+    body = io.StringIO(text)
+    for _ in range(skip):
+        body.readline()
+    rows = [r for r in csv.reader(body)]
+    width = max([ncols + _PAD_COLUMNS] + [len(r) for r in rows])
+    data = [[(v if v.strip() != "" else None) for v in r] + [None] * (width - len(r)) for r in rows]
+    return pd.DataFrame(data, columns=[f"c{i}" for i in range(width)], dtype=object)
+
+
+def numeric_column(s: pd.Series, *, missing: Iterable[str] = MISSING_TOKENS) -> tuple[pd.Series, np.ndarray]:
+    """A column as float64 plus a mask of cells that held text that is not a number.
+
+    Parameters
+    ----------
+    s
+        The column as read (numbers or text).
+    missing
+        Cell texts that mean "no value" (become NaN without being flagged).
+
+    Returns
+    -------
+    (values, bad)
+        ``values`` as float64 (NaN where missing or bad); ``bad`` True where the
+        cell held something that is neither a number nor a missing marker.
+    """
+    if pd.api.types.is_numeric_dtype(s.dtype):
+        return s.astype("float64"), np.zeros(len(s), dtype=bool)
+    txt = s.astype("string").str.strip()
+    is_missing = txt.isna() | (txt == "") | txt.isin(list(missing))
+    num = pd.to_numeric(txt.where(~is_missing), errors="coerce").astype("float64")
+    bad = (num.isna() & ~is_missing).fillna(False).to_numpy(dtype=bool)
+    return num, bad
+
+
+@register
+class GenericCsvImporter(Importer):
+    """Any CSV with a user-given mapping of canonical columns to source columns."""
+
+    name = "csv"
+    label = "generic CSV (column mapping)"
+    description = ("Any CSV: pass --map canonical=source for each column (and --latency-unit s|ms); "
+                   "hardware/model/framework may be supplied instead of mapped.")
+    has_hardware = True
+    has_model = True
+
+    def sniff(self, sample: Sample) -> float:
+        # A plain CSV is only read this way when forced: guessing a mapping would be silent guessing.
+        return 0.0
+
+    def parse(self, sample: Sample, meta: ImportMeta) -> Parsed:
+        """Read the mapped columns; missing required ones are an error listing every gap.
+
+        Raises
+        ------
+        ImportFormatError
+            No ``column_map``; a mapped source column is not in the file; a required
+            canonical column is neither mapped nor supplied (the message lists every
+            missing mapping and the file's columns).
+        """
+        rows = read_csv_rows(sample, all_text=True)
+        available = rows.header
+        cmap: Mapping[str, str] = meta.column_map or {}
+        avail_txt = ", ".join(repr(h) for h in available)
+        if not cmap:
+            raise ImportFormatError(
+                f"{sample.name}: format 'csv' needs a column mapping (--map canonical=source, e.g. "
+                f"--map output_throughput_tok_s=tput). Columns in the file: {avail_txt}")
+        problems: list[str] = []
+        unknown = [c for c in cmap if c not in COLUMN_NAMES and not is_extra_column(c)]
+        if unknown:
+            problems.append("not canonical column(s): " + ", ".join(repr(c) for c in unknown)
+                            + " (use a canonical name, or a fw_/hw_ prefix for extras)")
+        absent = [f"{c}={s!r}" for c, s in cmap.items() if s.strip() not in available]
+        if absent:
+            problems.append("mapped source column(s) not in the file: " + ", ".join(absent))
+        supplied = {"hardware_raw": meta.hardware, "model_raw": meta.model, "framework": meta.framework}
+        mapped = {("hardware_raw" if c == "hardware" else "model_raw" if c == "model" else c): s
+                  for c, s in cmap.items()}
+        required = ("hardware_raw", "model_raw", "framework", "input_len_tok", "output_len_tok", "load_kind")
+        missing = [c for c in required if c not in mapped and supplied.get(c) is None
+                   and c != "load_kind"]
+        has_tput = any(c in mapped for c in ("output_throughput_tok_s", "total_throughput_tok_s",
+                                            "request_throughput_rps"))
+        if not has_tput:
+            missing.append("output_throughput_tok_s (or total_throughput_tok_s / request_throughput_rps)")
+        if missing:
+            hint = {"hardware_raw": "hardware (or --hardware)", "model_raw": "model (or --model)",
+                    "framework": "framework (or --framework)"}
+            problems.append("required canonical column(s) not mapped: "
+                            + ", ".join(hint.get(m, m) for m in missing))
+        if problems:
+            raise ImportFormatError(f"{sample.name}: cannot read with format 'csv': " + "; ".join(problems)
+                                    + f". Columns in the file: {avail_txt}")
+
+        keep = ~rows.blank
+        issues = [Issue(sample.name, int(r), None, "blank line skipped", "info")
+                  for r in rows.source_row[rows.blank]]
+        for i in np.flatnonzero(rows.too_long & keep):
+            issues.append(Issue(sample.name, int(rows.source_row[i]), None,
+                                f"expected {len(available)} fields, found {len(rows.fields(i))}; row skipped"))
+            keep[i] = False
+        out: dict[str, pd.Series] = {}
+        scale = 1e-3 if meta.latency_unit == "ms" else 1.0
+        for canon, src in mapped.items():
+            s = rows.col(src.strip())
+            if canon in COLUMN_NAMES and _is_text_column(canon):
+                out[canon] = s.astype("string").str.strip()
+                continue
+            num, bad = numeric_column(s)
+            for i in np.flatnonzero(bad & keep)[:50]:
+                issues.append(Issue(sample.name, int(rows.source_row[i]), src,
+                                    f"expected a number for {canon}, got {s.iloc[i]!r}; row skipped"))
+            keep &= ~bad
+            if canon in LATENCY_COLUMNS:
+                num = num * scale
+            out[canon] = num
+        if meta.latency_unit is None and any(c in LATENCY_COLUMNS for c in mapped):
+            issues.append(Issue(sample.name, None, None, "latency unit not given; latency columns read as "
+                                "seconds (pass --latency-unit ms if they are milliseconds)", "warning"))
+        runs = pd.DataFrame(out)
+        runs["source_row"] = rows.source_row
+        if "load_kind" not in runs.columns:
+            runs["load_kind"] = "concurrency" if "batch_size" in runs.columns else "offline"
+            issues.append(Issue(sample.name, None, "load_kind", f"load kind not mapped; assumed "
+                                f"{runs['load_kind'].iloc[0] if len(runs) else 'offline'!r}", "warning"))
+        if "throughput_basis" not in runs.columns:
+            outp = "output_throughput_tok_s" in runs.columns
+            tot = "total_throughput_tok_s" in runs.columns
+            runs["throughput_basis"] = ("output+total" if outp and tot else "output" if outp
+                                        else "total" if tot else "none")
+        runs = runs.loc[keep].reset_index(drop=True)
+        return Parsed(runs=runs, issues=issues, provenance={"column_map": dict(cmap)})
+
+
+def _is_text_column(name: str) -> bool:
+    from ..schema import column
+
+    return column(name).kind in ("str", "datetime")
