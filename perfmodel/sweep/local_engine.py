@@ -28,11 +28,9 @@ from __future__ import annotations
 import importlib
 import math
 import os
-import platform
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -163,17 +161,6 @@ def count_parameters(model_config: Mapping[str, Any] | None = None) -> int:
     with torch.device("meta"):
         model = transformers.LlamaForCausalLM(config)
     return int(sum(p.numel() for p in model.parameters()))
-
-
-def _cpu_name() -> str:
-    """The CPU model name as the OS reports it (``/proc/cpuinfo`` on Linux)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown CPU"
 
 
 class LocalEngine:
@@ -458,14 +445,16 @@ class LocalEngine:
         weight_dtype = DTYPES[self.dtype]
         return {
             "hardware": self.hardware,
-            "hardware_raw": f"{_cpu_name()} ({os.cpu_count()} logical CPUs, {self.device})",
+            # The engine is told the catalog keys; writing them as the raw names keeps a
+            # re-import (canonical CSV) resolving to the same entries.
+            "hardware_raw": self.hardware,
             "device_count": 1,
             "tp_size": 1,
             "pp_size": 1,
             "framework": ENGINE_FRAMEWORK,
             "framework_version": str(transformers.__version__),
             "model": self.model,
-            "model_raw": f"LlamaForCausalLM random weights, {self.n_parameters_} params",
+            "model_raw": self.model,
             "weight_dtype": weight_dtype,
             "kv_cache_dtype": weight_dtype,
             "input_len_tok": float(n_in),
