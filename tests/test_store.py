@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
+import os
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -217,37 +217,47 @@ import sys, time
 from perfmodel.store import Store
 store = Store(sys.argv[1])
 deadline = time.time() + float(sys.argv[2])
-seen = set()
+states = {}
 while time.time() < deadline:
+    names = []
     for info in store.datasets():
         n = len(store.runs(info.id))
-        assert n == info.n_runs, (n, info.n_runs)
-        seen.add(info.name)
-print(",".join(sorted(seen)))
+        assert n == info.n_runs, (info.name, n, info.n_runs)
+        names.append(info.name)
+    key = ",".join(sorted(names))
+    if not states:
+        print("ready", flush=True)
+    states[key] = states.get(key, 0) + 1
+    if "new" in names:
+        break
+print(" ".join(sorted(states)), flush=True)
 """
 
 
 @pytest.mark.slow
-def test_wal_reader_never_sees_half_a_dataset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A reader process polling while another process writes sees the old list, then the new one."""
+def test_wal_reader_never_sees_half_a_dataset(tmp_path: Path) -> None:
+    """A reader process polling while another process writes sees the old list, then the new one,
+    and every dataset it lists has all its rows."""
     store = Store(tmp_path)
     store.add_dataset([make_result(50, seed=10)], name="old")
-    reader = subprocess.Popen([sys.executable, "-c", _READER, str(tmp_path), "6"],
+    reader = subprocess.Popen([sys.executable, "-c", _READER, str(tmp_path), "50"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert reader.stdout is not None
+    assert reader.stdout.readline().strip() == "ready"
     writer_code = (
         "import sys; sys.path.insert(0, sys.argv[2]);"
         "from test_store import make_result; from perfmodel.store import Store;"
         "Store(sys.argv[1]).add_dataset([make_result(20000, seed=11)], name='new')"
     )
-    env = {"PERFMODEL_TEST_PAUSE_BEFORE_COMMIT": "2"}
-    t0 = time.time()
+    env = {**os.environ, "PERFMODEL_TEST_PAUSE_BEFORE_COMMIT": "1"}
     writer = subprocess.run([sys.executable, "-c", writer_code, str(tmp_path), str(REPO / "tests")],
-                            capture_output=True, text=True, env={**__import__("os").environ, **env}, timeout=60)
+                            capture_output=True, text=True, env=env, timeout=60)
     assert writer.returncode == 0, writer.stderr
-    assert time.time() - t0 >= 2
+    assert "pausing" in writer.stderr
     out, err = reader.communicate(timeout=60)
     assert reader.returncode == 0, err
-    assert out.strip() == "new,old"
+    # Two states only: before (old) and after (new,old).
+    assert out.split() == ["new,old", "old"]
     assert store.dataset("new").n_runs == 20000
 
 
