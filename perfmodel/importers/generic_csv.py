@@ -230,7 +230,8 @@ class GenericCsvImporter(Importer):
         absent = [f"{c}={s!r}" for c, s in cmap.items() if s.strip() not in available]
         if absent:
             problems.append("mapped source column(s) not in the file: " + ", ".join(absent))
-        supplied = {"hardware_raw": meta.hardware, "model_raw": meta.model, "framework": meta.framework}
+        supplied = {"hardware_raw": meta.hardware, "model_raw": meta.model, "framework": meta.framework,
+                    "input_len_tok": meta.input_len_tok, "output_len_tok": meta.output_len_tok}
         mapped = {("hardware_raw" if c == "hardware" else "model_raw" if c == "model" else c): s
                   for c, s in cmap.items()}
         required = ("hardware_raw", "model_raw", "framework", "input_len_tok", "output_len_tok", "load_kind")
@@ -276,7 +277,7 @@ class GenericCsvImporter(Importer):
                                 "seconds (pass --latency-unit ms if they are milliseconds)", "warning"))
         runs = pd.DataFrame(out)
         runs["source_row"] = rows.source_row
-        if "load_kind" not in runs.columns:
+        if "load_kind" not in runs.columns and meta.load_kind is None:
             runs["load_kind"] = "concurrency" if "batch_size" in runs.columns else "offline"
             issues.append(Issue(sample.name, None, "load_kind", f"load kind not mapped; assumed "
                                 f"{runs['load_kind'].iloc[0] if len(runs) else 'offline'!r}", "warning"))
