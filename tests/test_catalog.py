@@ -211,7 +211,7 @@ def test_unknown_model_suggests_close_names() -> None:
         catalog.resolve_model("example_model")
     # A base version that is not catalogued must not silently map to a neighbour.
     with pytest.raises(UnknownNameError):
-        catalog.resolve_model("Mistral-7B-Instruct-v0.2")
+        catalog.resolve_model("Mistral-7B-Instruct-v0.4")
 
 
 # --------------------------------------------------------------------------- coverage and sources

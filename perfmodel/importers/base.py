@@ -51,6 +51,13 @@ __all__ = [
 ]
 
 HEAD_BYTES = 256 * 1024
+
+#: CLI option that supplies each canonical column a file may omit (for messages).
+META_OPTIONS = {
+    "hardware": "--hardware", "model": "--model", "framework": "--framework",
+    "device_count": "--device-count", "input_len_tok": "--input-len", "output_len_tok": "--output-len",
+    "batch_size": "--batch-size", "load_kind": "--load-kind", "throughput_basis": "--format",
+}
 MAX_ISSUES_PER_FILE = 1000
 
 Severity = Literal["error", "warning", "info"]
@@ -563,7 +570,14 @@ def finalize(parsed: Parsed, *, meta: ImportMeta, fmt: str, file: str, sha256: s
     # Column-level problems (no row) are fatal: the importer produced a wrong table.
     fatal = [p for p in problems if p.row is None]
     if fatal:
-        raise ImportFormatError(f"{file}: " + "; ".join(p.message + f" ({p.column})" for p in fatal))
+        parts = []
+        for p in fatal:
+            opt = META_OPTIONS.get(p.column or "")
+            if "missing" in p.message and opt:
+                parts.append(f"the file does not record {p.column}; supply it with {opt} (CLI) or the upload form")
+            else:
+                parts.append(f"column {p.column!r}: {p.message}")
+        raise ImportFormatError(f"{file}: " + "; ".join(parts))
     problems += check_runs(table, file=file)
     bad_rows = {p.row for p in problems}
     if bad_rows:
