@@ -149,3 +149,40 @@ def test_parquet_garbage_is_a_clear_error(tmp_path: Path) -> None:
         read_file(p)
     with pytest.raises(ImportFormatError, match="x.parquet"):
         read_file(p, format="canonical")
+
+
+def test_all_results_imports_resolves_and_round_trips(all_results_csv: Path, tmp_path: Path, store: Store) -> None:
+    """LLM-Inference-Bench All_results.csv: 4,772 rows, all resolved to catalog keys, and
+    store -> `perfmodel export` (CSV and Parquet) -> import gives the same frame."""
+    from click.testing import CliRunner
+
+    from perfmodel import catalog
+    from perfmodel.cli import main
+
+    info, results = import_files([all_results_csv], store=store)
+    assert info.n_runs == 4772 and results[0].format == "llm-inference-bench"
+    runs = load_runs(info.id, store=store)
+    assert len(runs) == 4772
+    assert set(runs["hardware"]) <= set(catalog.hardware_catalog())
+    assert set(runs["model"]) <= set(catalog.model_catalog())
+    for raw, key in runs[["hardware_raw", "hardware"]].drop_duplicates().itertuples(index=False):
+        assert catalog.resolve_hardware(raw).key == key
+    for raw, key in runs[["model_raw", "model"]].drop_duplicates().itertuples(index=False):
+        assert catalog.resolve_model(raw).key == key
+    assert runs["hardware_raw"].nunique() == 9 and runs["model_raw"].nunique() == 15
+    # Golden values: first and last rows of the file.
+    first, last = runs.iloc[0], runs.iloc[-1]
+    assert first["hardware_raw"] == "Nvidia GH200 GPU" and first["model_raw"] == "mistralai/Mistral-7B-v0.1"
+    assert first["e2e_latency_s"] == 0.688306736946106 and first["batch_size"] == 1
+    assert first["total_throughput_tok_s"] == 371.92720375776975
+    assert last["framework"] == "llama.cpp" and last["e2e_latency_s"] == 21.112430727
+    assert last["throughput_basis"] == "total_per_sequence" and last["batch_size"] == 64
+
+    runner = CliRunner()
+    for suffix in (".csv", ".parquet"):
+        out = tmp_path / f"all{suffix}"
+        res = runner.invoke(main, ["--home", str(store.path.parent), "export", info.id, "-o", str(out)])
+        assert res.exit_code == 0, res.output
+        info2, _ = import_files([out], store=store)
+        assert info2.n_runs == 4772
+        assert_frame_equal(load_runs(info2.id, store=store), runs, check_exact=True)
