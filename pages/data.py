@@ -28,6 +28,7 @@ with importer:
             ui.select_dataset(info.id)
             for key in K.FILTER.values():  # the old filters mean nothing in the new dataset
                 st.session_state.pop(key, None)
+            st.rerun()  # so that the sidebar, drawn before this page, counts the new dataset
 
 stamp = ui.store_stamp(home)
 datasets = ui.datasets_table(home, stamp)

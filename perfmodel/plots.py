@@ -239,8 +239,19 @@ def throughput_figure(runs: pd.DataFrame, *, x: str = "batch_size", y: str = "ou
     if note:
         heading += f"<br><sup>{note}</sup>"
     fig.update_layout(title={"text": heading}, xaxis_title=axis_title(x), yaxis_title=axis_title(y),
-                      legend_title_text=color, template="plotly_white", hovermode="closest",
+                      legend_title_text=color, template="plotly_white", hovermode="closest", height=520,
                       margin={"l": 60, "r": 20, "t": 70, "b": 50})
     if log_x:
-        fig.update_xaxes(type="log")
+        fig.update_xaxes(type="log", **_log_ticks(df["_x"]))
     return fig
+
+
+def _log_ticks(x: pd.Series) -> dict[str, object]:
+    # Load levels are usually powers of two: label exactly those instead of plotly's 2..9 minor labels.
+    lo, hi = float(x.min()), float(x.max())
+    if lo <= 0 or not np.isfinite(hi):
+        return {}
+    powers = [2.0 ** k for k in range(int(np.floor(np.log2(lo))), int(np.ceil(np.log2(hi))) + 1)]
+    if len(powers) > 14:
+        powers = powers[::2]
+    return {"tickvals": powers, "ticktext": [f"{p:g}" for p in powers]}

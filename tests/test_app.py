@@ -274,3 +274,16 @@ def test_delete_dataset() -> None:
     _no_exception(at)
     assert Store().datasets() == [] and "dataset" not in at.query_params
     assert any("No dataset yet" in t for t in _texts(at.info))
+
+
+def test_broken_sample_file_is_reported_not_raised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    d = tmp_path / "samples"
+    d.mkdir()
+    (d / "broken.csv").write_text(UI_RUNS.read_text().replace("h100-sxm", "Quantum Abacus 9000"))
+    monkeypatch.setattr(samples, "SAMPLE_DIR", d)
+    at = _app()
+    _no_exception(at)
+    assert any("sample data could not be imported" in t and "Quantum Abacus 9000" in t for t in _texts(at.error))
+    at.run()  # still said on the next rerun
+    assert any("sample data could not be imported" in t for t in _texts(at.error))
+    assert Store().datasets() == []

@@ -63,7 +63,7 @@ def startup() -> None:
     try:
         names = ensure_sample_data(cached.open_store(home))
     except PerfmodelError as exc:
-        st.error(f"Could not import the sample data: {exc}", icon=":material/error:")
+        st.session_state[K.SAMPLE_ERROR] = str(exc)
         return
     if names:
         st.session_state[K.SAMPLE_NOTICE] = names

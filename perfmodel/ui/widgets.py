@@ -139,7 +139,10 @@ def issues_table(issues: pd.DataFrame, *, key: str) -> None:
 
 
 def sample_notice() -> None:
-    """Show, once per session, that the sample data was imported into an empty store."""
+    """Say that the sample data was imported into an empty store (or why it could not be)."""
     names = st.session_state.get(K.SAMPLE_NOTICE)
     if names:
         st.info(sample_notice_text(names), icon=":material/science:")
+    error = st.session_state.get(K.SAMPLE_ERROR)
+    if error:
+        st.error(f"**The sample data could not be imported:** {error}", icon=":material/error:")

@@ -1,0 +1,111 @@
+"""The main journey in a real browser: load the app, upload a file, Import, see the plot.
+
+Starts ``streamlit run app.py`` on a free port with its own PERFMODEL_HOME and
+drives Debian's chromium through Python playwright (no ``playwright install``).
+Install the browser with ``apt-get install -y chromium chromium-driver``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+SCREENSHOT = Path("/tmp/perfmodel-data-page.png")
+START_TIMEOUT_S = 90
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def app_url(_isolated_home: Path, tmp_path: Path) -> Iterator[str]:
+    if not CHROMIUM.exists():
+        pytest.skip(f"needs Debian's chromium at {CHROMIUM} (apt-get install -y chromium chromium-driver)")
+    pytest.importorskip("playwright.sync_api", reason="needs playwright (pip install perfmodel[browser])")
+    port = _free_port()
+    env = {**os.environ, "PERFMODEL_HOME": str(_isolated_home)}
+    log = (tmp_path / "streamlit.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+         "--server.fileWatcherType", "none"],
+        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                log.flush()
+                pytest.fail("streamlit did not start:\n" + (tmp_path / "streamlit.log").read_text()[-3000:])
+            time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def test_upload_import_and_plot(app_url: str, all_results_csv: Path) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=60_000)  # the first run imports plotly and the importers
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1100})
+            page.set_default_timeout(60_000)
+            page.goto(app_url)
+            expect(page.get_by_role("heading", name="Data", exact=True)).to_be_visible()
+            expander = page.locator('[data-testid="stExpander"]').filter(has_text="Import benchmark result files")
+            if expander.locator("details").get_attribute("open") is None:
+                expander.locator("summary").click()
+            page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(
+                str(all_results_csv))
+            expect(page.get_by_text(all_results_csv.name).first).to_be_visible()
+            page.locator('[data-testid="stBaseButton-primaryFormSubmit"]').click()
+            expect(page.locator('[data-testid="stAlertContentSuccess"]')).to_contain_text("Imported")
+            # The page may still show the sample dataset's chart while it reruns: wait for this file's.
+            expect(page.get_by_text("4,772 of 4,772 runs match")).to_be_visible()
+            plot = page.locator(".js-plotly-plot").first
+            expect(plot.locator(".legend")).to_contain_text("gaudi2")
+            points = plot.locator(".scatterlayer .point")
+            page.wait_for_function(
+                "() => document.querySelectorAll('.js-plotly-plot .scatterlayer .point').length > 1000")
+            n_points = points.count()
+            # Streamlit scrolls inside its own container: a tall viewport shows the whole page.
+            page.set_viewport_size({"width": 1400, "height": 3400})
+            page.wait_for_timeout(1000)
+            page.screenshot(path=str(SCREENSHOT))
+            plot.screenshot(path=str(SCREENSHOT.with_name("perfmodel-data-chart.png")))
+        finally:
+            browser.close()
+    # LLM-Inference-Bench's All_results.csv holds 4,772 measurements; most have a batch size.
+    assert n_points > 1000
