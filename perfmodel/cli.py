@@ -9,6 +9,7 @@ Later commands are added to :data:`main` with ``@main.command()``.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -68,8 +69,19 @@ def _want_json(ctx: click.Context, local: bool) -> bool:
     return local or bool(ctx.find_root().params.get("json_output"))
 
 
+def _finite(obj: Any) -> Any:
+    # NaN/inf are not JSON; scripts reading our output should get null.
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
+
+
 def _echo_json(obj: Any) -> None:
-    click.echo(json.dumps(obj, indent=2, default=str, allow_nan=False))
+    click.echo(json.dumps(_finite(obj), indent=2, default=str, allow_nan=False))
 
 
 def _info_dict(info: Any) -> dict[str, Any]:

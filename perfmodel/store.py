@@ -442,7 +442,7 @@ class Store:
             info, _ = self._resolve(con, ref)
             rows = con.execute('SELECT file, "row", "column", message, severity FROM issues '
                                "WHERE dataset_id = ? ORDER BY idx", (info.id,)).fetchall()
-        cols = list(zip(*rows, strict=True)) if rows else [[], [], [], [], []]
+        cols: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [(), (), (), (), ()]
         return pd.DataFrame({
             "file": pd.array(list(cols[0]), dtype="string"),
             "row": pd.array(list(cols[1]), dtype="Int64"),
