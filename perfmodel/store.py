@@ -313,6 +313,16 @@ class Store:
             con.close()
 
     def _init_schema(self) -> None:
+        # Check the version without the write lock: opening a store must not wait
+        # for another process's import to finish.
+        with self._read() as con:
+            version = con.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path}: the store has schema version {version}, this perfmodel knows up to "
+                f"{SCHEMA_VERSION}; upgrade perfmodel or use another --home")
+        if version == SCHEMA_VERSION:
+            return
         with self._write() as con:
             version = con.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:

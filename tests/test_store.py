@@ -215,12 +215,16 @@ def test_default_home_is_perfmodel_home(tmp_path: Path, monkeypatch: pytest.Monk
 _READER = r"""
 import sys, time
 from perfmodel.store import Store
-store = Store(sys.argv[1])
 deadline = time.time() + float(sys.argv[2])
 states = {}
+slowest_open_s = 0.0
 while time.time() < deadline:
     names = []
-    for info in store.datasets():
+    t0 = time.time()
+    store = Store(sys.argv[1])  # opening the store and listing must not wait for the writer
+    infos = store.datasets()
+    slowest_open_s = max(slowest_open_s, time.time() - t0)
+    for info in infos:
         n = len(store.runs(info.id))
         assert n == info.n_runs, (info.name, n, info.n_runs)
         names.append(info.name)
@@ -231,6 +235,7 @@ while time.time() < deadline:
     if "new" in names:
         break
 print(" ".join(sorted(states)), flush=True)
+print(slowest_open_s, flush=True)
 """
 
 
@@ -249,15 +254,18 @@ def test_wal_reader_never_sees_half_a_dataset(tmp_path: Path) -> None:
         "from test_store import make_result; from perfmodel.store import Store;"
         "Store(sys.argv[1]).add_dataset([make_result(20000, seed=11)], name='new')"
     )
-    env = {**os.environ, "PERFMODEL_TEST_PAUSE_BEFORE_COMMIT": "1"}
+    env = {**os.environ, "PERFMODEL_TEST_PAUSE_BEFORE_COMMIT": "3"}
     writer = subprocess.run([sys.executable, "-c", writer_code, str(tmp_path), str(REPO / "tests")],
                             capture_output=True, text=True, env=env, timeout=60)
     assert writer.returncode == 0, writer.stderr
     assert "pausing" in writer.stderr
     out, err = reader.communicate(timeout=60)
     assert reader.returncode == 0, err
+    states, slowest_open_s = out.strip().splitlines()
     # Two states only: before (old) and after (new,old).
-    assert out.split() == ["new,old", "old"]
+    assert states.split() == ["new,old", "old"]
+    # The writer held its transaction open for 3 s; the reader never waited for it.
+    assert float(slowest_open_s) < 2.0
     assert store.dataset("new").n_runs == 20000
 
 
