@@ -20,8 +20,9 @@ Layout (schema version in ``PRAGMA user_version``, upgraded by :data:`_MIGRATION
     long table ``(dataset_id, run_idx, name, value)`` of the ``fw_``/``hw_``
     columns, only non-missing cells. Chosen over a JSON column because values
     stay typed REAL (exact, no text round trip) and a sparse set of framework
-    metrics costs nothing on the rows that lack them; on 100,000 rows x 5 extras
-    it inserts in about the same time as serialising a JSON column per row.
+    metrics costs nothing on the rows that lack them. Measured on 100,000 rows x
+    5 extras (2 shared cores): long table 1.6 s to write, 0.45 s to read; a JSON
+    column 1.3 s to write, 0.9 s to read and parse.
 ``issues``
     the import issues of every file.
 ``models``, ``analyses``
