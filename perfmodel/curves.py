@@ -1,0 +1,1347 @@
+"""Saturation curves: throughput versus batch size, fitted per configuration.
+
+Shapes are plain numpy functions shared by the fitter, the plots and the tests:
+
+``exp``
+    throughput(B) = c - a * exp(-b * B), with a, b, c >= 0. ``c`` is the plateau
+    (maximum sustainable throughput), ``a`` the rise from batch 0, ``b`` how fast
+    the curve saturates (per sequence of batch).
+``piecewise``
+    a continuous piecewise-linear function of log2(batch) whose slope changes at
+    one or two breakpoints; the breakpoints are searched on the observed batch
+    grid, so they are always batch sizes that were measured. Large batches often
+    bend again when memory or cache limits bite; this shape captures that.
+``loglin``
+    throughput(B) = alpha + beta * log2(B); used only as the honestly labelled
+    fallback when the exponential fit fails, or when asked for.
+
+Fitting (:func:`fit_curve`)
+    The exponential is fitted by bounded robust least squares
+    (``scipy.optimize.least_squares``, trust-region reflective, analytic
+    Jacobian, ``loss="soft_l1"``) on data scaled to unit batch and unit
+    throughput, so the result is exactly equivariant to the units. The solver is
+    a vectorised projected Levenberg-Marquardt (:func:`_lm_exp`) that solves every
+    curve of a data set, and every bootstrap replicate, in one numpy pass; it
+    minimises the same cost as ``scipy.optimize.least_squares(loss=..., f_scale=...,
+    bounds=...)`` and the tests check that both agree on real curves (scipy's
+    per-call overhead, about 1 ms per iteration, made a data set take ten times
+    the 2 s budget). Initial values
+    come from the data's quantiles (:func:`quantile_init`). ``f_scale`` (the
+    residual size beyond which a point counts as an outlier) is 1.4826 x the
+    median absolute residual of a first plain least-squares fit, floored at 1% of
+    the median throughput; with fewer than two residual degrees of freedom the
+    robust stage is skipped because no noise estimate exists. Repeats of a
+    batch size are *pooled*: every repeat is one point with equal weight (so a
+    batch measured three times counts three times); ``weights`` lets a caller
+    weight points otherwise. Bounds: a, b, c >= 0, and a, c <= ``PLATEAU_MAX_FACTOR``
+    x the largest throughput (a curve still rising linearly has its optimum at
+    infinity; the message says so). When the first fit fails (not converged or
+    R^2 < ``R2_MIN_SUCCESS``), :data:`N_RESTARTS` other saturation rates are tried
+    at once and the best kept; when all fail, the log-linear fallback is fitted
+    and labelled ``shape="loglin"``.
+
+Shape choice (``shape="auto"``)
+    Every eligible candidate is fitted and scored by AICc and BIC (Gaussian,
+    from the residual sum of squares); the piecewise form replaces the
+    exponential only when its AICc is lower by more than :data:`AICC_MARGIN`.
+    The scores of all candidates and the reason are in the result.
+
+Intervals
+    ``"bootstrap"`` (default): a wild bootstrap over residuals (Rademacher signs,
+    residuals inflated by sqrt(n / (n - p))), refitted with a vectorised,
+    warm-started Levenberg-Marquardt with the same robust loss and bounds;
+    percentile intervals; fixed seed. ``"asymptotic"``: Wald intervals from the
+    Jacobian at the optimum (cheap, symmetric, no knee intervals). ``"none"``.
+    With no residual degrees of freedom (as many points as parameters) no
+    interval is reported rather than a zero-width one.
+
+Knees
+    The knee is the Kneedle point (Satopaa et al. 2011) computed on the *fitted*
+    curve, not on the raw points (with 3-7 points per curve, Kneedle on the
+    points can only return a measured batch): the fitted curve is evaluated on a
+    dense grid uniform in batch over the measured range, both axes are
+    normalised to [0, 1], and the knee is where the normalised curve lies
+    furthest above its chord, i.e. where the marginal gain falls to the average
+    gain over the range. The axis is linear in batch, as marginal gain is per
+    added sequence (on a log axis a curve still rising linearly looks convex and
+    has no knee). A curve whose
+    largest distance is below :data:`KNEE_MIN_DISTANCE` has no knee. This matches
+    ``kneed.KneeLocator(curve="concave", direction="increasing")`` on the same
+    dense curve (tested) without making ``kneed`` a dependency, and is cheap to
+    evaluate on every bootstrap replicate at once, which gives the knee its
+    interval. On piecewise fits every breakpoint where the slope falls is a knee.
+    ``b90`` / ``b95`` are the batch sizes where the curve reaches 90% / 95% of
+    its plateau: of ``c`` for the exponential (analytic, may lie beyond the
+    measured range: see ``plateau_reached``), of the highest fitted value over
+    the measured range for the other shapes.
+
+All scipy warnings and exceptions are caught and turned into the result's
+``message``; only invalid input raises (a :class:`~perfmodel.errors.PerfmodelError`).
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .errors import PerfmodelError, Problem, UnknownNameError, ValidationError
+
+__all__ = [
+    "SHAPES",
+    "INTERVAL_METHODS",
+    "INIT_METHODS",
+    "LOSSES",
+    "DEFAULT_BY",
+    "OPTIONAL_BY",
+    "MIN_BATCHES",
+    "R2_MIN_SUCCESS",
+    "REPEAT_SPREAD_MAX",
+    "KNEE_MIN_DISTANCE",
+    "AICC_MARGIN",
+    "N_RESTARTS",
+    "CurveFit",
+    "saturating_exp",
+    "loglinear",
+    "piecewise_loglinear",
+    "quantile_init",
+    "naive_init",
+    "kneedle_knee",
+    "exp_batch_at_fraction",
+    "fit_curve",
+    "fit_curves",
+]
+
+SHAPES = ("auto", "exp", "piecewise", "loglin")
+"""Allowed ``shape`` values; ``auto`` chooses between ``exp`` and ``piecewise`` by AICc."""
+INTERVAL_METHODS = ("bootstrap", "asymptotic", "none")
+"""Allowed ``intervals`` values."""
+INIT_METHODS = ("quantile", "naive")
+"""``quantile``: initial values from data quantiles (the default); ``naive``: a = b = c = 1,
+which is what ``scipy.optimize.curve_fit`` does without ``p0`` (kept for comparison)."""
+LOSSES = ("soft_l1", "huber", "cauchy", "linear")
+"""Robust losses accepted (those of ``scipy.optimize.least_squares`` that we also bootstrap)."""
+
+DEFAULT_BY = ("hardware", "device_count", "framework", "model", "input_len_tok", "output_len_tok")
+"""Columns that always identify a configuration."""
+OPTIONAL_BY = ("weight_dtype", "kv_cache_dtype", "tp_size", "pp_size")
+"""Added to the default grouping when present with at least one value."""
+
+MIN_BATCHES = 3
+"""A 3-parameter curve needs at least three distinct batch sizes."""
+R2_MIN_SUCCESS = 0.5
+"""A converged fit explaining less than half the variance is not a usable curve
+(a stuck optimiser returns a flat line at the mean with R^2 near 0)."""
+R2_POOR = 0.9
+"""Below this R^2 a successful fit is flagged ``poor_fit`` for review."""
+REPEAT_SPREAD_MAX = 3.0
+"""Repeats of one batch size whose max/min throughput ratio exceeds this are contradictory."""
+KNEE_MIN_DISTANCE = 0.05
+"""Smallest normalised distance above the chord that counts as a knee (Kneedle)."""
+AICC_MARGIN = 2.0
+"""AICc improvement the piecewise shape needs over the exponential to be chosen."""
+N_RESTARTS = 4
+PLATEAU_MAX_FACTOR = 10.0
+"""Upper bound of ``a`` and ``c`` as a multiple of the largest measured throughput. A curve
+still rising linearly has its optimum at infinity (c, a -> inf, b -> 0); the bound keeps the
+optimiser finite and a fit that ends on it says the plateau is not identifiable."""
+RATE_MAX = 1e3
+"""Upper bound of ``b`` times the largest measured batch (saturation within 0.1% of the range)."""
+"""Extra starts (other saturation rates) tried when the first exponential fit fails."""
+KNEE_GRID_POINTS = 256
+_TINY = 1e-12
+_UPPER = np.array([PLATEAU_MAX_FACTOR, RATE_MAX, PLATEAU_MAX_FACTOR])
+_MAX_PIECES = 2
+
+
+# --------------------------------------------------------------------------- shapes
+
+
+def saturating_exp(batch: Any, a: float, b: float, c: float) -> np.ndarray:
+    """The generalized exponential saturation curve ``c - a * exp(-b * batch)``.
+
+    Parameters
+    ----------
+    batch
+        Batch sizes (array-like).
+    a, b, c
+        Rise from batch 0 (tok/s), saturation rate (1/sequence), plateau (tok/s).
+
+    Returns
+    -------
+    numpy.ndarray
+        Throughput at each batch size.
+    """
+    x = np.asarray(batch, dtype=float)
+    return c - a * np.exp(-b * x)
+
+
+def loglinear(batch: Any, alpha: float, beta: float) -> np.ndarray:
+    """``alpha + beta * log2(batch)``.
+
+    Parameters
+    ----------
+    batch
+        Batch sizes (> 0).
+    alpha, beta
+        Throughput at batch 1 and gain per doubling of the batch (tok/s).
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    return alpha + beta * np.log2(np.asarray(batch, dtype=float))
+
+
+def _pw_design(u: np.ndarray, knots_log2: Sequence[float]) -> np.ndarray:
+    cols = [np.ones_like(u), u] + [np.maximum(u - t, 0.0) for t in knots_log2]
+    return np.column_stack(cols)
+
+
+def piecewise_loglinear(batch: Any, intercept: float, slopes: Sequence[float],
+                        breakpoints: Sequence[float]) -> np.ndarray:
+    """Continuous piecewise-linear function of log2(batch).
+
+    Parameters
+    ----------
+    batch
+        Batch sizes (> 0).
+    intercept
+        Value at batch 1 of the first segment's line (tok/s).
+    slopes
+        Slope of each segment in tok/s per doubling; ``len(breakpoints) + 1`` values.
+    breakpoints
+        Batch sizes where the slope changes, increasing.
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Raises
+    ------
+    PerfmodelError
+        When the number of slopes does not match the breakpoints.
+    """
+    if len(slopes) != len(breakpoints) + 1:
+        raise PerfmodelError(f"piecewise curve: expected {len(breakpoints) + 1} slopes for "
+                             f"{len(breakpoints)} breakpoint(s), got {len(slopes)}")
+    u = np.log2(np.asarray(batch, dtype=float))
+    knots = np.log2(np.asarray(breakpoints, dtype=float))
+    coef = [intercept, slopes[0]] + [slopes[i + 1] - slopes[i] for i in range(len(breakpoints))]
+    return _pw_design(np.atleast_1d(u), knots) @ np.asarray(coef, dtype=float)
+
+
+def quantile_init(batch: Any, throughput: Any) -> tuple[float, float, float]:
+    """Initial (a, b, c) from the data's quantiles.
+
+    ``a0 = max(q90 - q10, 1e-5)``, ``b0 = 1 / max(B90 - B10, 1e-5)``,
+    ``c0 = max(q90, 1e-5)``, where q are throughput and B batch percentiles.
+
+    Parameters
+    ----------
+    batch, throughput
+        The points (same length, at least one).
+
+    Returns
+    -------
+    (a0, b0, c0)
+    """
+    x = np.asarray(batch, dtype=float)
+    y = np.asarray(throughput, dtype=float)
+    q10, q90 = np.percentile(y, [10, 90])
+    b10, b90 = np.percentile(x, [10, 90])
+    return max(q90 - q10, 1e-5), 1.0 / max(b90 - b10, 1e-5), max(q90, 1e-5)
+
+
+def naive_init(batch: Any, throughput: Any) -> tuple[float, float, float]:
+    """(1, 1, 1): ``curve_fit``'s default start, kept to show why quantiles matter.
+
+    Parameters
+    ----------
+    batch, throughput
+        Ignored (same signature as :func:`quantile_init`).
+
+    Returns
+    -------
+    (1.0, 1.0, 1.0)
+    """
+    return 1.0, 1.0, 1.0
+
+
+def exp_batch_at_fraction(a: Any, b: Any, c: Any, fraction: float) -> np.ndarray:
+    """Batch where ``c - a exp(-b B)`` reaches ``fraction`` of the plateau ``c``.
+
+    Parameters
+    ----------
+    a, b, c
+        Curve parameters (scalars or arrays that broadcast).
+    fraction
+        In (0, 1).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``ln(a / ((1 - fraction) c)) / b``; 0 when the curve starts above the
+        target; ``inf`` when it never gets there (b = 0 or c = 0).
+    """
+    a, b, c = (np.asarray(v, dtype=float) for v in (a, b, c))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = a / ((1.0 - fraction) * c)
+        out = np.log(ratio) / b
+    out = np.where(ratio <= 1.0, 0.0, out)
+    out = np.where((b <= 0) | (c <= 0) | ~np.isfinite(out), np.inf, out)
+    out = np.where(np.isnan(a) | np.isnan(b) | np.isnan(c), np.nan, out)
+    return out
+
+
+def kneedle_knee(batch_grid: np.ndarray, curves: np.ndarray,
+                 min_distance: float = KNEE_MIN_DISTANCE, axis: str = "linear") -> np.ndarray:
+    """Kneedle knee of one or many increasing concave curves on a shared grid.
+
+    Parameters
+    ----------
+    batch_grid
+        Increasing batch sizes (length m), usually uniform in log2.
+    curves
+        Curve values, shape (m,) or (r, m).
+    min_distance
+        Knees whose normalised distance above the chord is smaller are dropped.
+    axis
+        ``"linear"`` (default) normalises batch itself, ``"log"`` normalises log2(batch).
+
+    Returns
+    -------
+    numpy.ndarray
+        Knee batch per curve (shape () or (r,)); NaN where there is no knee
+        (flat, decreasing or nearly straight curve).
+    """
+    grid = np.asarray(batch_grid, dtype=float)
+    ys = np.atleast_2d(np.asarray(curves, dtype=float))
+    u = np.log2(grid) if axis == "log" else grid
+    xn = (u - u[0]) / max(u[-1] - u[0], _TINY)
+    lo, hi = ys[:, :1], ys[:, -1:]
+    span = hi - lo
+    with np.errstate(divide="ignore", invalid="ignore"):
+        yn = (ys - lo) / span
+    diff = yn - xn
+    diff = np.where(np.isfinite(diff), diff, -np.inf)
+    idx = np.argmax(diff, axis=1)
+    best = diff[np.arange(len(ys)), idx]
+    knee = np.where((span[:, 0] > 0) & (best >= min_distance), grid[idx], np.nan)
+    return knee[0] if np.ndim(curves) == 1 else knee
+
+
+# --------------------------------------------------------------------------- result
+
+
+@dataclass(frozen=True, eq=False)
+class CurveFit:
+    """A fitted saturation curve (modelled on lmfit's ``MinimizerResult``).
+
+    Attributes
+    ----------
+    shape
+        ``exp``, ``piecewise``, ``loglin`` or ``none`` (nothing fitted).
+    params
+        Parameter values. exp: ``a, b, c``; loglin: ``alpha, beta``; piecewise:
+        ``intercept, slope_1..slope_k+1, break_1..break_k`` (breakpoints in batch units).
+    ci
+        ``(low, high)`` per parameter at ``ci_level``; NaN when unavailable.
+    ci_level
+        Confidence level of every interval.
+    interval_method
+        How intervals were computed (``bootstrap``, ``asymptotic``, ``none``), in words.
+    r2, rmse
+        Coefficient of determination and root mean squared residual (tok/s).
+    residuals
+        Observed minus fitted for the points used (invalid points dropped), in
+        order of increasing batch, ties by throughput.
+    n_points, n_batches
+        Points used and distinct batch sizes among them.
+    success
+        The fit converged, explains the data (R^2 >= R2_MIN_SUCCESS) and the data are consistent.
+    message
+        What happened, in plain words (fallbacks, dropped points, warnings).
+    knees, knee_ci
+        Knee batch sizes (increasing) and their intervals.
+    b90, b90_ci, b95, b95_ci
+        Batch reaching 90% / 95% of the plateau and intervals.
+    plateau_reached
+        ``b95`` lies within the measured batch range.
+    poor_fit
+        A successful fit with R^2 below R2_POOR.
+    criteria
+        Per candidate shape: ``{"aicc": .., "bic": .., "aic": .., "k": ..}``.
+    shape_reason
+        Why this shape was used.
+    batch_range
+        (min, max) measured batch.
+    init
+        Initialisation used for the exponential (``quantile`` or ``naive``).
+    nfev
+        Function evaluations of the final optimisation.
+    """
+
+    shape: str
+    params: Mapping[str, float]
+    ci: Mapping[str, tuple[float, float]]
+    ci_level: float
+    interval_method: str
+    r2: float
+    rmse: float
+    residuals: np.ndarray = field(repr=False)
+    n_points: int
+    n_batches: int
+    success: bool
+    message: str
+    knees: tuple[float, ...] = ()
+    knee_ci: tuple[tuple[float, float], ...] = ()
+    b90: float = math.nan
+    b90_ci: tuple[float, float] = (math.nan, math.nan)
+    b95: float = math.nan
+    b95_ci: tuple[float, float] = (math.nan, math.nan)
+    plateau_reached: bool = False
+    poor_fit: bool = False
+    criteria: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    shape_reason: str = ""
+    batch_range: tuple[float, float] = (math.nan, math.nan)
+    init: str = "quantile"
+    nfev: int = 0
+    _boot: np.ndarray | None = field(default=None, repr=False)
+
+    def predict(self, batch: Any) -> np.ndarray:
+        """Fitted throughput at ``batch`` (NaN everywhere when nothing was fitted).
+
+        Parameters
+        ----------
+        batch
+            Batch sizes (> 0).
+
+        Returns
+        -------
+        numpy.ndarray
+        """
+        return _evaluate(self.shape, self.params, np.atleast_1d(np.asarray(batch, dtype=float)))
+
+    def band(self, batch: Any, level: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Pointwise confidence band of the fitted curve from the bootstrap replicates.
+
+        Parameters
+        ----------
+        batch
+            Batch sizes (> 0).
+        level
+            Confidence level in (0, 1); defaults to ``ci_level``.
+
+        Returns
+        -------
+        (low, high)
+            Arrays like ``batch``; NaN when no bootstrap replicates exist
+            (``intervals`` other than ``bootstrap``, too few points, failed fit).
+        """
+        x = np.atleast_1d(np.asarray(batch, dtype=float))
+        lvl = self.ci_level if level is None else float(level)
+        if not 0 < lvl < 1:
+            raise PerfmodelError(f"band level must be in (0, 1), got {level!r}")
+        if self._boot is None or len(self._boot) == 0:
+            nan = np.full(x.shape, np.nan)
+            return nan, nan.copy()
+        if self.shape == "piecewise":
+            curves = self._boot_curves_piecewise(x)
+        else:
+            curves = _curve_matrix(self.shape, self._boot, x)
+        q = (1 - lvl) / 2
+        lo, hi = np.nanquantile(curves, [q, 1 - q], axis=0)
+        return lo, hi
+
+    def _boot_curves_piecewise(self, x: np.ndarray) -> np.ndarray:
+        assert self._boot is not None
+        # replicate rows: [coef..., knot_log2...] padded with NaN knots
+        k = (self._boot.shape[1] - 2) // 2
+        out = np.empty((len(self._boot), len(x)))
+        u = np.log2(x)
+        for i, row in enumerate(self._boot):
+            coef = row[: 2 + k]
+            knots = row[2 + k:]
+            d = _pw_design(u, [t if np.isfinite(t) else 1e9 for t in knots])
+            out[i] = d @ np.nan_to_num(coef)
+        return out
+
+    def as_row(self) -> dict[str, Any]:
+        """One flat dict for the fits table (see :func:`fit_curves` for the columns).
+
+        Returns
+        -------
+        dict
+        """
+        row: dict[str, Any] = {"shape": self.shape}
+        for name in ("a", "b", "c"):
+            v = self.params.get(name, math.nan) if self.shape == "exp" else math.nan
+            lo, hi = self.ci.get(name, (math.nan, math.nan)) if self.shape == "exp" else (math.nan, math.nan)
+            row[name] = v
+            row[f"{name}_lo"] = lo
+            row[f"{name}_hi"] = hi
+        row["plateau_tok_s"] = row["c"]
+        row["breakpoints"] = ";".join(f"{self.params[k]:g}" for k in sorted(self.params) if k.startswith("break_"))
+        row.update(r2=self.r2, rmse=self.rmse, n_points=self.n_points, n_batches=self.n_batches,
+                   success=self.success, poor_fit=self.poor_fit, message=self.message)
+        for j in range(_MAX_PIECES):
+            if j < len(self.knees):
+                row[f"knee_{j + 1}"] = self.knees[j]
+                row[f"knee_{j + 1}_lo"], row[f"knee_{j + 1}_hi"] = self.knee_ci[j]
+            else:
+                row[f"knee_{j + 1}"] = row[f"knee_{j + 1}_lo"] = row[f"knee_{j + 1}_hi"] = math.nan
+        row.update(b90=self.b90, b90_lo=self.b90_ci[0], b90_hi=self.b90_ci[1],
+                   b95=self.b95, b95_lo=self.b95_ci[0], b95_hi=self.b95_ci[1],
+                   plateau_reached=self.plateau_reached)
+        for cand in ("exp", "piecewise", "loglin"):
+            crit = self.criteria.get(cand, {})
+            row[f"aicc_{cand}"] = crit.get("aicc", math.nan)
+            row[f"bic_{cand}"] = crit.get("bic", math.nan)
+        row.update(shape_reason=self.shape_reason, interval_method=self.interval_method,
+                   ci_level=self.ci_level, init=self.init, batch_min=self.batch_range[0],
+                   batch_max=self.batch_range[1])
+        return row
+
+
+def _evaluate(shape: str, params: Mapping[str, float], x: np.ndarray) -> np.ndarray:
+    if shape == "exp":
+        return saturating_exp(x, params["a"], params["b"], params["c"])
+    if shape == "loglin":
+        return loglinear(x, params["alpha"], params["beta"])
+    if shape == "piecewise":
+        k = sum(1 for n in params if n.startswith("break_"))
+        return piecewise_loglinear(x, params["intercept"], [params[f"slope_{i + 1}"] for i in range(k + 1)],
+                                   [params[f"break_{i + 1}"] for i in range(k)])
+    return np.full(x.shape, np.nan)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _criteria(rss: float, n: int, k: int, ss_scale: float) -> dict[str, float]:
+    # floor the RSS relative to the data's scale so an exact fit gives a finite score
+    rss = max(rss, ss_scale * 1e-12, _TINY)
+    aic = n * math.log(rss / n) + 2 * k
+    bic = n * math.log(rss / n) + k * math.log(n)
+    aicc = aic + 2 * k * (k + 1) / (n - k - 1) if n - k - 1 > 0 else math.nan
+    return {"aic": aic, "aicc": aicc, "bic": bic, "k": float(k)}
+
+
+def _r2(y: np.ndarray, resid: np.ndarray) -> float:
+    ss_tot = float(np.sum((y - y.mean()) ** 2))
+    ss_res = float(np.sum(resid ** 2))
+    if ss_tot <= 0:
+        return 1.0 if ss_res <= _TINY else 0.0
+    return 1.0 - ss_res / ss_tot
+
+
+def _irls_weights(r: np.ndarray, loss: str, f_scale: Any) -> np.ndarray:
+    """rho'(z) with z = (r/f)^2: the IRLS weight matching least_squares' robust loss."""
+    if loss == "linear":
+        return np.ones_like(r)
+    z = (r / f_scale) ** 2
+    if loss == "soft_l1":
+        return 1.0 / np.sqrt(1.0 + z)
+    if loss == "huber":
+        return np.where(z <= 1.0, 1.0, 1.0 / np.sqrt(np.maximum(z, _TINY)))
+    return 1.0 / (1.0 + z)  # cauchy
+
+
+def _rho(z: np.ndarray, loss: str) -> np.ndarray:
+    if loss == "linear":
+        return z
+    if loss == "soft_l1":
+        return 2 * (np.sqrt(1 + z) - 1)
+    if loss == "huber":
+        return np.where(z <= 1, z, 2 * np.sqrt(np.maximum(z, 0)) - 1)
+    return np.log1p(z)
+
+
+def _lm_exp(x: np.ndarray, ys: np.ndarray, w: np.ndarray, p0: np.ndarray, loss: str,
+            f_scale: Any, iters: int = 200) -> tuple[np.ndarray, np.ndarray, int]:
+    """Fit ``c - a exp(-b x)`` to many rows at once (scaled units).
+
+    Projected Levenberg-Marquardt: analytic Jacobian, IRLS weights rho'(z) so the
+    robust loss has exactly the gradient of ``least_squares``' cost (same fixed
+    point), bounds enforced by projection. Rows are independent problems (curves
+    padded with zero weight, or bootstrap replicates); ``x``/``w`` broadcast to
+    ``ys`` (rows, points), ``p0`` is (3,) or (rows, 3), ``f_scale`` scalar or (rows,).
+
+    Returns
+    -------
+    (params, converged, iterations)
+    """
+    n_rows = ys.shape[0]
+    x2 = np.broadcast_to(x, ys.shape)
+    sw = np.sqrt(np.broadcast_to(w, ys.shape))
+    ys = np.asarray(ys, dtype=float)
+    p = np.array(np.broadcast_to(np.asarray(p0, dtype=float), (n_rows, 3)))
+    p = np.clip(p, 0.0, _UPPER)
+    fs = np.array(np.broadcast_to(np.asarray(f_scale, dtype=float), (n_rows,)))[:, None]
+    lam = np.full(n_rows, 1e-3)
+    done = np.zeros(n_rows, dtype=bool)
+
+    def resid(pp: np.ndarray, rows: Any) -> tuple[np.ndarray, np.ndarray]:
+        e = np.exp(-pp[:, 1:2] * x2[rows])
+        return (pp[:, 2:3] - pp[:, 0:1] * e - ys[rows]) * sw[rows], e
+
+    def cost(r: np.ndarray, rows: Any) -> np.ndarray:
+        f = fs[rows]
+        return np.sum(_rho((r / f) ** 2, loss), axis=1) * f[:, 0] ** 2
+
+    r, e = resid(p, slice(None))
+    cur = cost(r, slice(None))
+    eye = np.eye(3)[None]
+    it = 0
+    for it in range(1, iters + 1):  # noqa: B007 - the count is returned
+        # only rows still moving are computed; converged rows are frozen
+        act = np.flatnonzero(~done)
+        pa, ea, ra, sa, xa = p[act], e[act], r[act], sw[act], x2[act]
+        jw = np.empty(ra.shape + (3,))
+        jw[:, :, 0] = -ea * sa
+        jw[:, :, 1] = pa[:, 0:1] * xa * ea * sa
+        jw[:, :, 2] = sa
+        wt = _irls_weights(ra, loss, fs[act])
+        jtw = np.transpose(jw * wt[:, :, None], (0, 2, 1))
+        jtj = jtw @ jw
+        g = (jtw @ ra[:, :, None])[:, :, 0]
+        diag = np.maximum(np.diagonal(jtj, axis1=1, axis2=2), _TINY)
+        mat = jtj + lam[act, None, None] * eye * diag[:, None, :]
+        bad = ~np.isfinite(mat).all(axis=(1, 2)) | ~np.isfinite(g).all(axis=1)
+        mat[bad] = np.eye(3)
+        g[bad] = 0.0
+        try:
+            step = np.linalg.solve(mat, -g[:, :, None])[:, :, 0]
+        except np.linalg.LinAlgError:
+            step = -g / diag
+        newp = np.clip(pa + step, 0.0, _UPPER)
+        nr, ne = resid(newp, act)
+        nc = cost(nr, act)
+        ca = cur[act]
+        better = np.isfinite(nc) & (nc <= ca)
+        rel = np.where(better, (ca - nc) / np.maximum(ca, _TINY), 0.0)
+        small_step = np.max(np.abs(newp - pa) / (np.abs(pa) + 1e-8), axis=1) < 1e-9
+        p[act] = np.where(better[:, None], newp, pa)
+        r[act] = np.where(better[:, None], nr, ra)
+        e[act] = np.where(better[:, None], ne, ea)
+        cur[act] = np.where(better, nc, ca)
+        lam_a = np.where(better, np.maximum(lam[act] / 3.0, 1e-12), lam[act] * 4.0)
+        lam[act] = lam_a
+        done[act] = (better & ((rel < 1e-9) | small_step)) | (lam_a > 1e10) | (cur[act] <= _TINY) | bad
+        if done.all():
+            break
+    return p, done, it
+
+
+# --------------------------------------------------------------------------- fitting one curve
+
+
+def _validate_option(value: str, allowed: Sequence[str], what: str) -> None:
+    if value not in allowed:
+        raise UnknownNameError(what, value, list(allowed), hint=f"valid values: {', '.join(allowed)}")
+
+
+def _not_enough(n: int, nb: int, x: np.ndarray, msg: str, level: float, method: str, init: str) -> CurveFit:
+    rng = (float(x.min()), float(x.max())) if len(x) else (math.nan, math.nan)
+    return CurveFit(shape="none", params={}, ci={}, ci_level=level, interval_method=method, r2=math.nan,
+                    rmse=math.nan, residuals=np.full(n, np.nan), n_points=n, n_batches=nb, success=False,
+                    message=msg, batch_range=rng, init=init, shape_reason="nothing fitted")
+
+
+def fit_curve(batch: Any, throughput: Any, *, shape: str = "auto", weights: Any = None,
+              intervals: str = "bootstrap", n_boot: int = 200, level: float = 0.95, seed: int = 0,
+              init: str = "quantile", loss: str = "soft_l1", restarts: bool = True,
+              fallback: bool = True, _pre_exp: Mapping[str, Any] | None = None) -> CurveFit:
+    """Fit one saturation curve of throughput against batch size.
+
+    Parameters
+    ----------
+    batch, throughput
+        The measured points (1-D, same length). Repeats of a batch size are pooled.
+        Points with NaN, zero or negative throughput, or a non-positive batch, are
+        dropped and counted in the message.
+    shape
+        One of :data:`SHAPES`.
+    weights
+        Optional non-negative weight per point (e.g. inverse variance); default equal.
+    intervals
+        One of :data:`INTERVAL_METHODS`.
+    n_boot
+        Bootstrap replicates (``intervals="bootstrap"``).
+    level
+        Confidence level of every interval, in (0, 1).
+    seed
+        Seed of the bootstrap (results are reproducible).
+    init
+        One of :data:`INIT_METHODS`.
+    loss
+        One of :data:`LOSSES` (robust loss of the exponential fit).
+    restarts, fallback
+        Allow the multi-start and the log-linear fallback (switch off to measure
+        a single start, as the benchmark does).
+    _pre_exp
+        Private: the exponential point fit already computed for this curve by
+        :func:`fit_curves`' vectorised pass (same solver, same result).
+
+    Returns
+    -------
+    CurveFit
+        Always a result: ``success`` False with a message when the data do not
+        allow a curve (fewer than 3 batch sizes, contradictory repeats, failed fit).
+
+    Raises
+    ------
+    ValidationError
+        Inputs of different lengths, not 1-D, or bad weights.
+    UnknownNameError
+        An option outside its allowed values.
+    PerfmodelError
+        ``level`` outside (0, 1) or ``n_boot`` < 0.
+    """
+    _validate_option(shape, SHAPES, "curve shape")
+    _validate_option(intervals, INTERVAL_METHODS, "interval method")
+    _validate_option(init, INIT_METHODS, "initialisation")
+    _validate_option(loss, LOSSES, "loss")
+    if not 0 < level < 1:
+        raise PerfmodelError(f"level must be in (0, 1), got {level!r}")
+    if n_boot < 0:
+        raise PerfmodelError(f"n_boot must be >= 0, got {n_boot!r}")
+    try:
+        x_all = np.asarray(batch, dtype=float)
+        y_all = np.asarray(throughput, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError("fit_curve: batch and throughput must be numbers",
+                              [Problem(str(exc), column="batch/throughput")]) from exc
+    problems = []
+    if x_all.ndim != 1 or y_all.ndim != 1:
+        problems.append(Problem(f"expected 1-D arrays, got shapes {x_all.shape} and {y_all.shape}"))
+    elif len(x_all) != len(y_all):
+        problems.append(Problem(f"batch has {len(x_all)} values but throughput has {len(y_all)}"))
+    w_all = np.ones_like(x_all) if weights is None else np.asarray(weights, dtype=float)
+    if not problems and w_all.shape != x_all.shape:
+        problems.append(Problem(f"weights has {w_all.size} values, expected {len(x_all)}", column="weights"))
+    elif not problems and np.any(~np.isfinite(w_all) | (w_all < 0)):
+        problems.append(Problem("weights must be finite and >= 0", column="weights"))
+    if problems:
+        raise ValidationError("fit_curve: invalid input", problems)
+
+    ok = _usable(x_all, y_all) & (w_all > 0)
+    notes: list[str] = []
+    if not ok.all():
+        bad = int((~ok).sum())
+        notes.append(f"dropped {bad} point(s) with NaN, zero or negative throughput or batch")
+    x, y, w = x_all[ok], y_all[ok], w_all[ok]
+    # A canonical point order (batch, then throughput) makes the bootstrap draws,
+    # and so the intervals, independent of the order rows arrived in.
+    order = np.lexsort((w, y, x))
+    x, y, w = x[order], y[order], w[order]
+    n = len(x)
+    uniq = np.unique(x)
+    nb = len(uniq)
+    method = "none" if intervals == "none" else (
+        f"wild bootstrap over residuals ({n_boot} replicates, seed {seed}), percentile"
+        if intervals == "bootstrap" else "asymptotic (Wald, from the Jacobian)")
+    if nb < MIN_BATCHES:
+        msg = (f"not enough points: {nb} distinct batch size(s) ({n} point(s)); a saturation curve "
+               f"needs at least {MIN_BATCHES}")
+        return _not_enough(n, nb, x, "; ".join([msg, *notes]), level, method, init)
+
+    # Contradictory repeats: the same batch measured at wildly different throughput.
+    spread_msgs = []
+    for b_val in uniq:
+        yy = y[x == b_val]
+        if len(yy) > 1 and yy.max() / yy.min() > REPEAT_SPREAD_MAX:
+            spread_msgs.append(f"batch {b_val:g}: {yy.min():.4g} to {yy.max():.4g} tok/s "
+                               f"({yy.max() / yy.min():.1f}x)")
+    consistent = not spread_msgs
+    if spread_msgs:
+        notes.insert(0, "repeats disagree by more than " f"{REPEAT_SPREAD_MAX:g}x (" + "; ".join(spread_msgs[:3])
+                     + "); check the data")
+
+    # Scale to unit batch and throughput: makes the optimiser's tolerances unit-free
+    # and the fit exactly equivariant to rescaling (guarded by tests).
+    xs_scale = float(np.max(x))
+    ys_scale = float(np.max(y))
+    xs, ysn = x / xs_scale, y / ys_scale
+    rng_seed = np.random.default_rng(seed)
+    ss_tot = float(np.sum((ysn - ysn.mean()) ** 2))
+    candidates: dict[str, dict[str, Any]] = {}
+    criteria: dict[str, dict[str, float]] = {}
+
+    want_exp = shape in ("auto", "exp")
+    want_pw = shape in ("auto", "piecewise")
+    if want_exp:
+        exp_res = _fit_exp(xs, ysn, w, lambda: _scaled_init(init, x, y, xs_scale, ys_scale), loss, restarts,
+                           _pre_exp)
+        candidates["exp"] = exp_res
+        criteria["exp"] = _criteria(exp_res["rss_ls"], n, 3, ss_tot)
+    if want_pw:
+        pw_res = _fit_piecewise(np.log2(x), ysn, w)
+        if pw_res is not None:
+            candidates["piecewise"] = pw_res
+            criteria["piecewise"] = _criteria(pw_res["rss"], n, pw_res["k"], ss_tot)
+        elif shape == "piecewise":
+            notes.append("piecewise shape needs at least 5 batch sizes and 6 points; "
+                         "fitted the exponential instead")
+            exp_res = _fit_exp(xs, ysn, w, lambda: _scaled_init(init, x, y, xs_scale, ys_scale), loss,
+                               restarts, _pre_exp)
+            candidates["exp"] = exp_res
+            criteria["exp"] = _criteria(exp_res["rss_ls"], n, 3, ss_tot)
+    if shape == "loglin":
+        candidates["loglin"] = _fit_loglin(np.log2(x), ysn, w)
+        criteria["loglin"] = _criteria(candidates["loglin"]["rss"], n, 2, ss_tot)
+
+    # Which shape: reported, never silent.
+    chosen, reason = _choose(shape, candidates, criteria)
+    if chosen is None and fallback:
+        candidates["loglin"] = _fit_loglin(np.log2(x), ysn, w)
+        criteria["loglin"] = _criteria(candidates["loglin"]["rss"], n, 2, ss_tot)
+        chosen = "loglin"
+        reason = "the exponential fit failed from every start; log-linear fallback"
+    if chosen is None:
+        exp_note = candidates.get("exp", {}).get("note", "")
+        return _not_enough(n, nb, x, "; ".join(["exponential fit failed" + (f" ({exp_note})" if exp_note else ""),
+                                                *notes]), level, method, init)
+    cand = candidates[chosen]
+    if cand.get("note"):
+        notes.append(cand["note"])
+    fitted_scaled = cand["predict"](xs, np.log2(x))
+    resid_scaled = ysn - fitted_scaled
+    resid = resid_scaled * ys_scale
+    r2 = _r2(ysn, resid_scaled)  # in scaled units: no overflow for huge throughputs
+    rmse = float(np.sqrt(np.mean(resid_scaled ** 2)) * ys_scale)
+    params = cand["to_params"](xs_scale, ys_scale)
+    n_par = int(criteria[chosen]["k"])
+
+    # Intervals, knees and b90/b95.
+    ci: dict[str, tuple[float, float]] = {p: (math.nan, math.nan) for p in params}
+    boot: np.ndarray | None = None
+    dof = n - n_par
+    q_lo, q_hi = (1 - level) / 2, 1 - (1 - level) / 2
+    grid = np.linspace(x.min(), x.max(), KNEE_GRID_POINTS)
+    if intervals != "none" and dof <= 0:
+        notes.append(f"no intervals: {n} points for {n_par} parameters leave no residual degrees of freedom")
+    elif intervals == "bootstrap" and n_boot > 0:
+        resid_s = ysn - fitted_scaled
+        infl = math.sqrt(n / dof)
+        signs = rng_seed.choice(np.array([-1.0, 1.0]), size=(n_boot, n))
+        ystar = fitted_scaled[None, :] + signs * resid_s[None, :] * infl
+        boot = cand["boot"](xs, np.log2(x), ystar, w)
+        boot_params = cand["boot_to_params"](boot, xs_scale, ys_scale)
+        for name, vals in boot_params.items():
+            if name in ci:
+                fin = vals[np.isfinite(vals)]
+                if len(fin):
+                    ci[name] = (float(np.quantile(fin, q_lo)), float(np.quantile(fin, q_hi)))
+        boot = cand["boot_store"](boot, xs_scale, ys_scale)
+    elif intervals == "asymptotic" and "jac" in cand:
+        ci = _wald(cand, params, dof, level, xs_scale, ys_scale)
+        notes.append("knee and b90/b95 intervals need the bootstrap")
+
+    knees, knee_ci = _knees(chosen, params, grid, boot, q_lo, q_hi)
+    b90, b95, b90_ci, b95_ci = _fractions(chosen, params, grid, boot, q_lo, q_hi)
+    converged = cand.get("converged", True)
+    success = bool(converged and consistent and r2 >= R2_MIN_SUCCESS and np.isfinite(r2))
+    if converged and r2 < R2_MIN_SUCCESS:
+        notes.insert(0, f"fit explains too little of the data (R^2 = {r2:.2f} < {R2_MIN_SUCCESS})")
+    poor = bool(success and r2 < R2_POOR)
+    if poor:
+        notes.append(f"poor fit (R^2 = {r2:.2f})")
+    if chosen == "exp" and np.isfinite(b95) and b95 > x.max():
+        notes.append(f"plateau not reached in the measured range (95% of it at batch {b95:.3g} > {x.max():g})")
+    head = f"{chosen} fit" + (" converged" if success else " failed") + f" ({reason})"
+    return CurveFit(shape=chosen, params=params, ci=ci, ci_level=level, interval_method=method, r2=r2,
+                    rmse=rmse, residuals=resid, n_points=n, n_batches=nb, success=success,
+                    message="; ".join([head, *notes]), knees=knees, knee_ci=knee_ci, b90=b90,
+                    b90_ci=b90_ci, b95=b95, b95_ci=b95_ci,
+                    plateau_reached=bool(np.isfinite(b95) and b95 <= x.max()), poor_fit=poor,
+                    criteria=criteria, shape_reason=reason, batch_range=(float(x.min()), float(x.max())),
+                    init=init, nfev=int(cand.get("nfev", 0)), _boot=boot)
+
+
+def _choose(shape: str, candidates: Mapping[str, Any], criteria: Mapping[str, Mapping[str, float]]
+            ) -> tuple[str | None, str]:
+    ok = {k: v for k, v in candidates.items() if v.get("converged", True)}
+    if shape == "loglin":
+        return "loglin", "log-linear shape requested"
+    if shape == "piecewise" and "piecewise" in ok:
+        return "piecewise", f"piecewise shape requested ({candidates['piecewise']['k_breaks']} breakpoint(s))"
+    if "exp" not in ok:
+        if "piecewise" in ok:
+            return "piecewise", "exponential fit failed; piecewise fit used"
+        return None, ""
+    if shape == "exp" or "piecewise" not in ok:
+        return "exp", ("exponential shape requested" if shape == "exp"
+                       else "exponential (too few points for the piecewise shape)")
+    ae, ap = criteria["exp"]["aicc"], criteria["piecewise"]["aicc"]
+    if not np.isfinite(ae):
+        return "exp", "exponential by default: too few points to compare shapes by AICc"
+    if np.isfinite(ap) and ap < ae - AICC_MARGIN:
+        return "piecewise", f"piecewise chosen by AICc ({ap:.1f} vs {ae:.1f} for the exponential)"
+    return "exp", f"exponential chosen by AICc ({ae:.1f} vs {ap:.1f} for piecewise)"
+
+
+def _scaled_init(init: str, x: np.ndarray, y: np.ndarray, xsc: float, ysc: float) -> np.ndarray:
+    """Initial (a, b, c) in scaled units; naive starts are (1, 1, 1) in the data's own units."""
+    a0, b0, c0 = quantile_init(x, y) if init == "quantile" else naive_init(x, y)
+    return np.array([a0 / ysc, b0 * xsc, c0 / ysc])
+
+
+def _exp_point_fits(xs2: np.ndarray, ys2: np.ndarray, w2: np.ndarray, p0: np.ndarray,
+                    loss: str) -> dict[str, np.ndarray]:
+    """Least squares, then the noise scale, then the robust fit, for every row at once.
+
+    Rows are curves in scaled units padded with zero weight. The robust stage runs
+    only where the least-squares fit converged and leaves at least two residual
+    degrees of freedom (otherwise no noise estimate exists).
+    """
+    n_rows = ys2.shape[0]
+    with np.errstate(all="ignore"):
+        p_ls, conv_ls, it1 = _lm_exp(xs2, ys2, w2, p0, "linear", 1.0)
+        valid = w2 > 0
+        fitted = p_ls[:, 2:3] - p_ls[:, 0:1] * np.exp(-p_ls[:, 1:2] * xs2)
+        resid = np.where(valid, ys2 - fitted, np.nan)
+        rss_ls = np.nansum(w2 * np.where(valid, resid, 0.0) ** 2, axis=1)
+        n_valid = valid.sum(axis=1)
+        med = np.nanmedian(resid, axis=1)
+        mad = 1.4826 * np.nanmedian(np.abs(resid - med[:, None]), axis=1)
+        ymed = np.nanmedian(np.where(valid, ys2, np.nan), axis=1)
+        fsc = np.maximum(np.maximum(mad, 0.01 * ymed), _TINY)
+        p_fin = p_ls.copy()
+        conv = conv_ls.copy()
+        used_robust = np.zeros(n_rows, dtype=bool)
+        rows = conv_ls & (n_valid - 3 >= 2) & np.isfinite(fsc) & (loss != "linear")
+        it2 = 0
+        if rows.any():
+            pr, cr, it2 = _lm_exp(xs2[rows], ys2[rows], w2[rows], p_ls[rows], loss, fsc[rows])
+            ok = cr & np.isfinite(pr).all(axis=1)
+            sub = np.flatnonzero(rows)
+            p_fin[sub[ok]] = pr[ok]
+            used_robust[sub[ok]] = True
+    return {"p": p_fin, "converged": conv, "rss_ls": rss_ls, "p_ls": p_ls, "robust": used_robust,
+            "f_scale": np.where(used_robust, fsc, 1.0), "iterations": np.full(n_rows, it1 + it2)}
+
+
+def _fit_exp(xs: np.ndarray, ys: np.ndarray, w: np.ndarray, p0: Callable[[], np.ndarray], loss: str,
+             restarts: bool, pre: Mapping[str, Any] | None) -> dict[str, Any]:
+    n = len(xs)
+    if pre is None:
+        res = _exp_point_fits(xs[None, :], ys[None, :], w[None, :], p0(), loss)
+        pre = {k: v[0] for k, v in res.items()}
+
+    def r2_of(pp: np.ndarray) -> float:
+        return _r2(ys, ys - (pp[2] - pp[0] * np.exp(-pp[1] * xs)))
+
+    p = np.asarray(pre["p"], dtype=float)
+    converged = bool(pre["converged"]) and bool(np.all(np.isfinite(p))) and r2_of(p) >= R2_MIN_SUCCESS
+    used_loss = loss if bool(pre["robust"]) else "linear"
+    fscale = float(pre["f_scale"])
+    rss_ls = float(pre["rss_ls"])
+    nfev = int(pre["iterations"])
+    note = ""
+    if restarts and not converged:
+        # The data's start failed: start again from saturation rates spread over
+        # three decades of the (scaled) batch range, all at once, and keep the best.
+        rates = np.array([1.0, 0.3, 3.0, 30.0, 0.03])[: N_RESTARTS + 1]
+        starts = np.column_stack([np.full(len(rates), max(ys.max() - ys.min(), 1e-5)), rates,
+                                  np.full(len(rates), ys.max())])
+        res = _exp_point_fits(np.tile(xs, (len(rates), 1)), np.tile(ys, (len(rates), 1)),
+                              np.tile(w, (len(rates), 1)), starts, loss)
+        r2s = np.array([r2_of(pp) if np.all(np.isfinite(pp)) else -np.inf for pp in res["p"]])
+        ok = res["converged"] & (r2s >= R2_MIN_SUCCESS)
+        if ok.any():
+            i = int(np.argmin(np.where(ok, res["rss_ls"], np.inf)))
+            p, converged = res["p"][i], True
+            used_loss = loss if bool(res["robust"][i]) else "linear"
+            fscale, rss_ls = float(res["f_scale"][i]), float(res["rss_ls"][i])
+            nfev += int(res["iterations"][i])
+            note = f"needed a restart (saturation rate start {rates[i]:g} / largest batch)"
+    p = np.asarray(p, dtype=float).copy()
+    resid_s = ys - (p[2] - p[0] * np.exp(-p[1] * xs))
+    if converged and (p[2] >= PLATEAU_MAX_FACTOR * 0.999 or p[0] >= PLATEAU_MAX_FACTOR * 0.999):
+        note = "; ".join(filter(None, [note, f"plateau not identifiable: still rising at the largest batch "
+                                              f"(c at its bound, {PLATEAU_MAX_FACTOR:g}x the largest throughput)"]))
+    e = np.exp(-p[1] * xs)
+    jac = np.column_stack([-e, p[0] * xs * e, np.ones_like(xs)]) * np.sqrt(w)[:, None]
+
+    def to_params(xsc: float, ysc: float) -> dict[str, float]:
+        return {"a": float(p[0] * ysc), "b": float(p[1] / xsc), "c": float(p[2] * ysc)}
+
+    def boot(xs_: np.ndarray, u: np.ndarray, ystar: np.ndarray, w_: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return _lm_exp(xs_, ystar, w_, p, used_loss, fscale, iters=60)[0]
+
+    def boot_to_params(bt: np.ndarray, xsc: float, ysc: float) -> dict[str, np.ndarray]:
+        return {"a": bt[:, 0] * ysc, "b": bt[:, 1] / xsc, "c": bt[:, 2] * ysc}
+
+    def boot_store(bt: np.ndarray, xsc: float, ysc: float) -> np.ndarray:
+        return np.column_stack([bt[:, 0] * ysc, bt[:, 1] / xsc, bt[:, 2] * ysc])
+
+    return {"rss": float(np.sum(w * resid_s ** 2)), "rss_ls": rss_ls, "converged": converged, "note": note,
+            "nfev": nfev, "predict": lambda xs_, u: p[2] - p[0] * np.exp(-p[1] * xs_), "to_params": to_params,
+            "boot": boot, "boot_to_params": boot_to_params, "boot_store": boot_store,
+            "jac": jac, "p_scaled": p, "n": n, "loss": used_loss}
+
+
+def _fit_loglin(u: np.ndarray, ys: np.ndarray, w: np.ndarray) -> dict[str, Any]:
+    design = np.column_stack([np.ones_like(u), u])
+    sw = np.sqrt(w)
+    coef, *_ = np.linalg.lstsq(design * sw[:, None], ys * sw, rcond=None)
+    resid = ys - design @ coef
+
+    def boot(xs_: np.ndarray, u_: np.ndarray, ystar: np.ndarray, w_: np.ndarray) -> np.ndarray:
+        pinv = np.linalg.pinv(design * sw[:, None])
+        return (pinv @ (ystar * sw[None, :]).T).T
+
+    return {"rss": float(np.sum(w * resid ** 2)), "converged": True, "k": 2,
+            "predict": lambda xs_, u_: coef[0] + coef[1] * u_,
+            "to_params": lambda xsc, ysc: {"alpha": float(coef[0] * ysc), "beta": float(coef[1] * ysc)},
+            "boot": boot,
+            "boot_to_params": lambda bt, xsc, ysc: {"alpha": bt[:, 0] * ysc, "beta": bt[:, 1] * ysc},
+            "boot_store": lambda bt, xsc, ysc: bt * ysc,
+            "jac": design * sw[:, None], "p_scaled": coef}
+
+
+def _pw_candidates(u: np.ndarray) -> list[tuple[float, ...]]:
+    uniq = np.unique(u)
+    interior = uniq[1:-1]
+    out: list[tuple[float, ...]] = []
+    for k in range(1, _MAX_PIECES + 1):
+        # k breakpoints need k + 3 distinct batches (two per end segment, one between)
+        # and 2 + 2k parameters (coefficients and breakpoints) plus two degrees of freedom.
+        if len(uniq) < k + 4 or len(u) < 2 * k + 4:
+            continue
+        for combo in combinations(interior, k):
+            out.append(tuple(float(t) for t in combo))
+    return out
+
+
+def _pw_best(u: np.ndarray, ys: np.ndarray, w: np.ndarray, combos: list[tuple[float, ...]]
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Best breakpoints per replicate column of ys (n, r): returns (combo index, coef list, rss)."""
+    sw = np.sqrt(w)[:, None]
+    n_par_penalty = []
+    rss_all = []
+    coefs = []
+    for combo in combos:
+        design = _pw_design(u, combo)
+        pinv = np.linalg.pinv(design * sw)
+        coef = pinv @ (ys * sw)
+        rss = np.sum(w[:, None] * (ys - design @ coef) ** 2, axis=0)
+        n = len(u)
+        k = 2 + 2 * len(combo)
+        n_par_penalty.append(k)
+        # compare different numbers of breakpoints by AICc, same number by RSS
+        rss_all.append(n * np.log(np.maximum(rss, _TINY) / n) + 2 * k + 2 * k * (k + 1) / max(n - k - 1, 1))
+        coefs.append(coef)
+    score = np.array(rss_all)
+    idx = np.argmin(score, axis=0)
+    return idx, np.array(coefs, dtype=object), score
+
+
+def _fit_piecewise(u: np.ndarray, ys: np.ndarray, w: np.ndarray) -> dict[str, Any] | None:
+    combos = _pw_candidates(u)
+    if not combos:
+        return None
+    idx, _, _ = _pw_best(u, ys[:, None], w, combos)
+    combo = combos[int(idx[0])]
+    design = _pw_design(u, combo)
+    sw = np.sqrt(w)
+    coef, *_ = np.linalg.lstsq(design * sw[:, None], ys * sw, rcond=None)
+    resid = ys - design @ coef
+    kb = len(combo)
+
+    def to_params(xsc: float, ysc: float) -> dict[str, float]:
+        out = {"intercept": float(coef[0] * ysc)}
+        slope = coef[1]
+        out["slope_1"] = float(slope * ysc)
+        for i in range(kb):
+            slope = slope + coef[2 + i]
+            out[f"slope_{i + 2}"] = float(slope * ysc)
+        for i, t in enumerate(combo):
+            out[f"break_{i + 1}"] = float(2.0 ** t)
+        return out
+
+    def boot(xs_: np.ndarray, u_: np.ndarray, ystar: np.ndarray, w_: np.ndarray) -> np.ndarray:
+        bidx, bcoefs, _ = _pw_best(u_, ystar.T, w_, combos)
+        kmax = max(len(c) for c in combos)
+        rows = np.full((ystar.shape[0], 2 + 2 * kmax), np.nan)
+        for j, ci_ in enumerate(bidx):
+            cf = bcoefs[ci_][:, j]
+            rows[j, : len(cf)] = cf
+            kn = combos[ci_]
+            rows[j, 2 + kmax: 2 + kmax + len(kn)] = kn
+            # pad missing coefficients with zero (no slope change) for evaluation
+            rows[j, len(cf): 2 + kmax] = 0.0
+        return rows
+
+    def boot_to_params(bt: np.ndarray, xsc: float, ysc: float) -> dict[str, np.ndarray]:
+        kmax = (bt.shape[1] - 2) // 2
+        out = {"intercept": bt[:, 0] * ysc, "slope_1": bt[:, 1] * ysc}
+        slope = bt[:, 1].copy()
+        for i in range(kmax):
+            slope = slope + bt[:, 2 + i]
+            out[f"slope_{i + 2}"] = slope * ysc
+        knots = np.sort(bt[:, 2 + kmax:], axis=1)
+        for i in range(kb):
+            # breakpoint i of the chosen fit matched to the replicate's i-th breakpoint
+            col = knots[:, i] if i < knots.shape[1] else np.full(len(bt), np.nan)
+            out[f"break_{i + 1}"] = np.exp2(col)
+        return out
+
+    def boot_store(bt: np.ndarray, xsc: float, ysc: float) -> np.ndarray:
+        kmax = (bt.shape[1] - 2) // 2
+        out = bt.copy()
+        out[:, : 2 + kmax] *= ysc
+        return out
+
+    return {"rss": float(np.sum(w * resid ** 2)), "converged": True, "k": 2 + 2 * kb, "k_breaks": kb,
+            "predict": lambda xs_, u_: _pw_design(u_, combo) @ coef, "to_params": to_params,
+            "boot": boot, "boot_to_params": boot_to_params, "boot_store": boot_store, "combo": combo}
+
+
+def _wald(cand: Mapping[str, Any], params: Mapping[str, float], dof: int, level: float,
+          xsc: float, ysc: float) -> dict[str, tuple[float, float]]:
+    from scipy.stats import t as student_t
+
+    jac = np.asarray(cand["jac"], dtype=float)
+    names = list(params)
+    out = {p: (math.nan, math.nan) for p in names}
+    p_scaled = np.asarray(cand["p_scaled"], dtype=float)
+    try:
+        cov = np.linalg.pinv(jac.T @ jac) * (cand["rss"] / dof)
+    except np.linalg.LinAlgError:
+        return out
+    tq = float(student_t.ppf(1 - (1 - level) / 2, dof))
+    se = np.sqrt(np.clip(np.diag(cov), 0, None))
+    scale = [ysc, 1.0 / xsc, ysc] if names == ["a", "b", "c"] else [ysc] * len(names)
+    for i, name in enumerate(names[: len(se)]):
+        v = p_scaled[i] * scale[i]
+        half = tq * se[i] * scale[i]
+        lo = v - half
+        if names == ["a", "b", "c"]:
+            lo = max(lo, 0.0)  # parameters are bounded at zero
+        out[name] = (float(lo), float(v + half))
+    return out
+
+
+def _curve_matrix(shape: str, boot: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    if shape == "exp":
+        return boot[:, 2:3] - boot[:, 0:1] * np.exp(-boot[:, 1:2] * grid[None, :])
+    if shape == "loglin":
+        return boot[:, 0:1] + boot[:, 1:2] * np.log2(grid)[None, :]
+    return np.full((len(boot), len(grid)), np.nan)
+
+
+def _interval(vals: np.ndarray, q_lo: float, q_hi: float) -> tuple[float, float]:
+    fin = vals[np.isfinite(vals)]
+    if len(fin) < max(10, 0.5 * len(vals)):
+        # most replicates have no knee (or no finite b90): the interval is unbounded
+        return (math.nan, math.nan)
+    return float(np.quantile(fin, q_lo)), float(np.quantile(fin, q_hi))
+
+
+def _knees(shape: str, params: Mapping[str, float], grid: np.ndarray, boot: np.ndarray | None,
+           q_lo: float, q_hi: float) -> tuple[tuple[float, ...], tuple[tuple[float, float], ...]]:
+    if shape == "piecewise":
+        k = sum(1 for p in params if p.startswith("break_"))
+        knees, cis = [], []
+        for i in range(k):
+            if params[f"slope_{i + 2}"] < params[f"slope_{i + 1}"]:
+                knees.append(params[f"break_{i + 1}"])
+                if boot is not None:
+                    kmax = (boot.shape[1] - 2) // 2
+                    knots = np.sort(boot[:, 2 + kmax:], axis=1)
+                    col = np.exp2(knots[:, i]) if i < knots.shape[1] else np.full(len(boot), np.nan)
+                    cis.append(_interval(col, q_lo, q_hi))
+                else:
+                    cis.append((math.nan, math.nan))
+        return tuple(knees), tuple(cis)
+    knee = float(kneedle_knee(grid, _evaluate(shape, params, grid)))
+    if not np.isfinite(knee):
+        return (), ()
+    ci = (math.nan, math.nan)
+    if boot is not None:
+        ci = _interval(kneedle_knee(grid, _curve_matrix(shape, boot, grid)), q_lo, q_hi)
+    return (knee,), (ci,)
+
+
+def _fractions(shape: str, params: Mapping[str, float], grid: np.ndarray, boot: np.ndarray | None,
+               q_lo: float, q_hi: float) -> tuple[float, float, tuple[float, float], tuple[float, float]]:
+    nan2 = (math.nan, math.nan)
+    if shape == "exp":
+        a, b, c = params["a"], params["b"], params["c"]
+        b90 = float(exp_batch_at_fraction(a, b, c, 0.90))
+        b95 = float(exp_batch_at_fraction(a, b, c, 0.95))
+        if boot is None:
+            return b90, b95, nan2, nan2
+        ci90 = _interval(exp_batch_at_fraction(boot[:, 0], boot[:, 1], boot[:, 2], 0.90), q_lo, q_hi)
+        ci95 = _interval(exp_batch_at_fraction(boot[:, 0], boot[:, 1], boot[:, 2], 0.95), q_lo, q_hi)
+        return b90, b95, ci90, ci95
+
+    def first_reach(curves: np.ndarray, frac: float) -> np.ndarray:
+        top = np.max(curves, axis=1, keepdims=True)
+        hit = curves >= frac * top
+        idx = np.argmax(hit, axis=1)
+        return np.where(hit.any(axis=1), grid[idx], np.nan)
+
+    curve = _evaluate(shape, params, grid)[None, :]
+    b90 = float(first_reach(curve, 0.90)[0])
+    b95 = float(first_reach(curve, 0.95)[0])
+    if boot is None:
+        return b90, b95, nan2, nan2
+    cm = _curve_matrix(shape, boot, grid)
+    return b90, b95, _interval(first_reach(cm, 0.90), q_lo, q_hi), _interval(first_reach(cm, 0.95), q_lo, q_hi)
+
+
+# --------------------------------------------------------------------------- many curves
+
+
+def _resolve_by(runs: pd.DataFrame, by: Sequence[str] | None) -> list[str]:
+    if by is None or tuple(by) == DEFAULT_BY:
+        cols = list(DEFAULT_BY) + [c for c in OPTIONAL_BY if c in runs.columns and runs[c].notna().any()]
+        missing = [c for c in DEFAULT_BY if c not in runs.columns]
+    else:
+        cols = list(by)
+        missing = [c for c in cols if c not in runs.columns]
+    if missing:
+        raise ValidationError("fit_curves: grouping column(s) not in the runs table",
+                              [Problem(f"no column {c!r}; available: {', '.join(map(str, runs.columns))}",
+                                       column=c) for c in missing])
+    return cols
+
+
+def fit_curves(runs: pd.DataFrame, by: Sequence[str] | None = DEFAULT_BY, *, shape: str = "auto",
+               x: str = "batch_size", y: str = "output_throughput_tok_s", intervals: str = "bootstrap",
+               n_boot: int = 200, level: float = 0.95, seed: int = 0, init: str = "quantile",
+               loss: str = "soft_l1", restarts: bool = True, fallback: bool = True,
+               return_fits: bool = False) -> pd.DataFrame | tuple[pd.DataFrame, dict[tuple[Any, ...], CurveFit]]:
+    """Fit one saturation curve per configuration of a runs table.
+
+    Parameters
+    ----------
+    runs
+        Canonical runs table (or any frame with the ``by``, ``x`` and ``y`` columns).
+    by
+        Columns identifying a configuration. The default :data:`DEFAULT_BY` also
+        adds the :data:`OPTIONAL_BY` columns that are present with values.
+        Missing key values (NaN) form their own group.
+    shape, intervals, n_boot, level, init, loss, restarts, fallback
+        As in :func:`fit_curve`.
+    x, y
+        Batch and throughput columns.
+    seed
+        Base seed; each configuration's bootstrap seed is derived from it and the
+        configuration's key, so results do not depend on row or group order.
+    return_fits
+        Also return the :class:`CurveFit` objects keyed by configuration.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per configuration, sorted by the keys: the key columns, ``shape``,
+        ``a, b, c`` (exp only) with ``_lo``/``_hi`` bounds, ``plateau_tok_s``,
+        ``breakpoints`` (piecewise), ``r2, rmse, n_points, n_batches, success,
+        poor_fit, message``, ``knee_1, knee_2`` with bounds, ``b90, b95`` with
+        bounds, ``plateau_reached``, ``aicc_*``/``bic_*`` of the candidate shapes,
+        ``shape_reason, interval_method, ci_level, init, batch_min, batch_max``.
+        With ``return_fits``, a tuple ``(table, fits)``.
+
+    Raises
+    ------
+    ValidationError
+        A grouping, batch or throughput column is missing or not numeric.
+    UnknownNameError
+        An option outside its allowed values.
+    """
+    _validate_option(shape, SHAPES, "curve shape")
+    _validate_option(intervals, INTERVAL_METHODS, "interval method")
+    _validate_option(init, INIT_METHODS, "initialisation")
+    _validate_option(loss, LOSSES, "loss")
+    cols = _resolve_by(runs, by)
+    problems = [Problem(f"no column {c!r}", column=c) for c in (x, y) if c not in runs.columns]
+    if problems:
+        raise ValidationError("fit_curves: the runs table lacks the columns to fit", problems)
+    try:
+        xv = pd.to_numeric(runs[x], errors="raise").to_numpy(dtype=float, na_value=np.nan)
+        yv = pd.to_numeric(runs[y], errors="raise").to_numpy(dtype=float, na_value=np.nan)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError("fit_curves: batch and throughput columns must be numeric",
+                              [Problem(str(exc), column=f"{x}/{y}")]) from exc
+    rows: list[dict[str, Any]] = []
+    fits: dict[tuple[Any, ...], CurveFit] = {}
+    if len(runs) == 0:
+        empty = pd.DataFrame(columns=cols + list(_empty_row().keys()))
+        return (empty, fits) if return_fits else empty
+    groups = runs.groupby(cols, dropna=False, sort=True).indices
+    pre = _vectorised_exp_pass(groups, xv, yv, init, loss) if shape != "loglin" else {}
+    for key, idx in groups.items():
+        key_t = key if isinstance(key, tuple) else (key,)
+        gseed = (seed * 1_000_003 + zlib.crc32(repr(tuple(_plain(k) for k in key_t)).encode())) % (2 ** 32)
+        fit = fit_curve(xv[idx], yv[idx], shape=shape, intervals=intervals, n_boot=n_boot, level=level,
+                        seed=gseed, init=init, loss=loss, restarts=restarts, fallback=fallback,
+                        _pre_exp=pre.get(key))
+        row = dict(zip(cols, key_t, strict=True))
+        row.update(fit.as_row())
+        rows.append(row)
+        if return_fits:
+            fits[key_t] = fit
+    table = pd.DataFrame(rows)
+    return (table, fits) if return_fits else table
+
+
+def _usable(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Points a curve can use: finite, positive batch and throughput."""
+    return np.isfinite(x) & (x > 0) & np.isfinite(y) & (y > 0)
+
+
+def _vectorised_exp_pass(groups: Mapping[Any, np.ndarray], xv: np.ndarray, yv: np.ndarray, init: str,
+                         loss: str) -> dict[Any, dict[str, Any]]:
+    """The exponential point fit of every curve in one padded, vectorised solve.
+
+    Per-curve Python calls into scipy cost about a millisecond per iteration;
+    solving all curves together is what keeps a whole data set under two seconds.
+    Each curve is prepared exactly as :func:`fit_curve` prepares it, so the
+    result is the same as fitting it alone.
+    """
+    items = []
+    for key, idx in groups.items():
+        x, y = xv[idx], yv[idx]
+        ok = _usable(x, y)
+        x, y = x[ok], y[ok]
+        if len(np.unique(x)) < MIN_BATCHES:
+            continue
+        xsc, ysc = float(x.max()), float(y.max())
+        items.append((key, x / xsc, y / ysc, _scaled_init(init, x, y, xsc, ysc)))
+    if not items:
+        return {}
+    n_max = max(len(it[1]) for it in items)
+    xs2 = np.ones((len(items), n_max))
+    ys2 = np.zeros((len(items), n_max))
+    w2 = np.zeros((len(items), n_max))
+    for i, (_, xs, ys, _p0) in enumerate(items):
+        xs2[i, : len(xs)] = xs
+        ys2[i, : len(ys)] = ys
+        w2[i, : len(xs)] = 1.0
+    p0 = np.array([it[3] for it in items])
+    res = _exp_point_fits(xs2, ys2, w2, p0, loss)
+    return {it[0]: {k: v[i] for k, v in res.items()} for i, it in enumerate(items)}
+
+
+def _plain(v: Any) -> Any:
+    if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA:
+        return None
+    if isinstance(v, (np.integer, np.floating)):
+        return v.item()
+    return v
+
+
+def _empty_row() -> dict[str, Any]:
+    return _not_enough(0, 0, np.array([]), "", 0.95, "none", "quantile").as_row()

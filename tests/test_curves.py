@@ -1,0 +1,346 @@
+"""Saturation curves: known answers, invariances, bad input, real data (perfmodel.curves)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.optimize import least_squares
+
+from perfmodel.curves import (
+    DEFAULT_BY,
+    R2_MIN_SUCCESS,
+    CurveFit,
+    _exp_point_fits,
+    exp_batch_at_fraction,
+    fit_curve,
+    fit_curves,
+    kneedle_knee,
+    piecewise_loglinear,
+    quantile_init,
+    saturating_exp,
+)
+from perfmodel.errors import PerfmodelError, UnknownNameError, ValidationError
+
+GRID = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256], dtype=float)
+B3 = np.repeat(GRID, 3)
+PW_GRID = 2.0 ** np.arange(0, 11)  # 1 .. 1024
+
+
+def noisy_exp(a: float, b: float, c: float, noise: float, seed: int, batch: np.ndarray = B3) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return saturating_exp(batch, a, b, c) * (1 + noise * rng.standard_normal(len(batch)))
+
+
+def runs_frame(seed: int = 0) -> pd.DataFrame:
+    """Three configurations in the canonical schema's column names."""
+    rows = []
+    for hw, (a, b, c) in {"h100": (9000, 0.03, 10000), "a100": (4000, 0.05, 4500),
+                          "mi300x": (12000, 0.02, 13000)}.items():
+        y = noisy_exp(a, b, c, 0.05, seed + len(hw))
+        for bs, tput in zip(B3, y, strict=True):
+            rows.append({"hardware": hw, "device_count": 1, "framework": "vllm", "model": "llama-3-8b",
+                         "input_len_tok": 128.0, "output_len_tok": 128.0, "batch_size": bs,
+                         "output_throughput_tok_s": tput, "load_kind": "static_batch"})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- known answers
+
+@pytest.mark.parametrize("abc", [(9000.0, 0.03, 10000.0), (500.0, 0.1, 600.0)])
+@pytest.mark.parametrize("noise", [0.05, 0.10, 0.20])
+def test_known_parameters_recovered(abc: tuple[float, float, float], noise: float) -> None:
+    # Tolerances (relative, every one of 5 seeds): a and c within 1.25 x noise,
+    # b within 4 x noise (the saturation rate is the least determined parameter).
+    a, b, c = abc
+    for seed in range(5):
+        fit = fit_curve(B3, noisy_exp(a, b, c, noise, seed), shape="exp", intervals="none")
+        assert fit.success, fit.message
+        assert fit.params["c"] == pytest.approx(c, rel=1.25 * noise)
+        assert fit.params["a"] == pytest.approx(a, rel=1.25 * noise)
+        assert fit.params["b"] == pytest.approx(b, rel=4 * noise)
+
+
+def test_bootstrap_interval_covers_true_plateau() -> None:
+    # Guards intervals that are far too narrow (e.g. residuals not inflated, or
+    # replicates refitted from scratch and stuck at the start).
+    covered = 0
+    for seed in range(10):
+        fit = fit_curve(B3, noisy_exp(9000, 0.03, 10000, 0.1, seed), shape="exp", seed=seed)
+        lo, hi = fit.ci["c"]
+        assert lo < fit.params["c"] < hi
+        covered += lo <= 10000 <= hi
+    assert covered >= 8
+
+
+def test_quantile_init_formula() -> None:
+    x = np.array([1, 16, 32, 64.0])
+    y = np.array([100, 1000, 1500, 1800.0])
+    a0, b0, c0 = quantile_init(x, y)
+    q10, q90 = np.percentile(y, [10, 90])
+    b10, b90 = np.percentile(x, [10, 90])
+    assert (a0, b0, c0) == pytest.approx((q90 - q10, 1 / (b90 - b10), q90))
+    assert quantile_init([4, 4, 4], [5, 5, 5]) == pytest.approx((1e-5, 1e5, 5))
+
+
+def test_b90_b95_analytic() -> None:
+    fit = fit_curve(B3, saturating_exp(B3, 9000, 0.03, 10000), shape="exp", intervals="none")
+    assert fit.b90 == pytest.approx(np.log(9000 / 1000) / 0.03, rel=1e-4)
+    assert fit.b95 == pytest.approx(np.log(9000 / 500) / 0.03, rel=1e-4)
+    assert fit.plateau_reached
+    assert exp_batch_at_fraction(50, 0.1, 1000, 0.9) == 0.0  # already above 90% at batch 0
+    assert np.isinf(exp_batch_at_fraction(100, 0.0, 1000, 0.95))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_piecewise_knees_at_true_breakpoints(seed: int) -> None:
+    # 2% noise: both knees (64 and 256) found within one grid step (a factor 2).
+    y_true = piecewise_loglinear(np.repeat(PW_GRID, 3), 100, [200, 80, -20], [64, 256])
+    rng = np.random.default_rng(seed)
+    y = y_true * (1 + 0.02 * rng.standard_normal(len(y_true)))
+    fit = fit_curve(np.repeat(PW_GRID, 3), y, n_boot=100, seed=seed)
+    assert fit.shape == "piecewise", fit.message
+    assert "AICc" in fit.shape_reason
+    assert len(fit.knees) == 2
+    assert 32 <= fit.knees[0] <= 128 and 128 <= fit.knees[1] <= 512
+    for knee, (lo, hi) in zip(fit.knees, fit.knee_ci, strict=True):
+        assert lo <= knee <= hi
+
+
+def test_piecewise_main_knee_with_5pct_noise() -> None:
+    hits = 0
+    for seed in range(10):
+        b = np.repeat(PW_GRID, 3)
+        y = piecewise_loglinear(b, 100, [200, 80, -20], [64, 256])
+        y = y * (1 + 0.05 * np.random.default_rng(seed).standard_normal(len(b)))
+        fit = fit_curve(b, y, shape="piecewise", intervals="none")
+        hits += bool(fit.knees) and 32 <= fit.knees[0] <= 128
+    assert hits >= 8
+
+
+def test_auto_prefers_exponential_on_exponential_data() -> None:
+    # Guards a shape criterion biased towards the flexible piecewise form.
+    shapes = [fit_curve(B3, noisy_exp(9000, 0.03, 10000, 0.05, s), intervals="none").shape for s in range(10)]
+    assert shapes.count("exp") >= 8
+    fit = fit_curve(B3, noisy_exp(9000, 0.03, 10000, 0.05, 0), intervals="none")
+    assert set(fit.criteria) == {"exp", "piecewise"}
+    assert np.isfinite(fit.criteria["exp"]["aicc"]) and np.isfinite(fit.criteria["piecewise"]["bic"])
+
+
+def test_kneedle_matches_kneed_on_fitted_curve() -> None:
+    kneed = pytest.importorskip("kneed")
+    fit = fit_curve(B3, noisy_exp(9000, 0.03, 10000, 0.05, 1), shape="exp", intervals="none")
+    grid = np.linspace(1, 256, 256)
+    ours = float(kneedle_knee(grid, fit.predict(grid)))
+    theirs = kneed.KneeLocator(grid, fit.predict(grid), curve="concave", direction="increasing").knee
+    assert ours == pytest.approx(theirs, abs=grid[1] - grid[0])
+    assert fit.knees[0] == pytest.approx(ours, abs=grid[1] - grid[0])
+
+
+def test_straight_line_has_no_knee() -> None:
+    grid = np.linspace(1, 64, 64)
+    assert np.isnan(kneedle_knee(grid, 3 * grid + 1))
+
+
+def test_vectorised_solver_matches_scipy_least_squares() -> None:
+    # The fitter's own LM must reach scipy's optimum for the same robust cost.
+    for seed in range(5):
+        y = noisy_exp(9000, 0.03, 10000, 0.1, seed)
+        xs, ys = B3 / B3.max(), y / y.max()
+        res = _exp_point_fits(xs[None], ys[None], np.ones((1, len(xs))),
+                              np.array(quantile_init(xs, ys)), "soft_l1")
+        p, fsc = res["p"][0], res["f_scale"][0]
+        ref = least_squares(lambda q, xs=xs, ys=ys: q[2] - q[0] * np.exp(-q[1] * xs) - ys, res["p_ls"][0],
+                            bounds=(0, [10, 1e3, 10]), loss="soft_l1", f_scale=fsc)
+        assert p == pytest.approx(ref.x, rel=1e-4)
+
+
+# --------------------------------------------------------------------------- invariances
+
+def _core(table: pd.DataFrame) -> pd.DataFrame:
+    return table[["hardware", "shape", "a", "b", "c", "r2", "knee_1", "b90", "c_lo", "c_hi"]].reset_index(drop=True)
+
+
+def test_shuffling_rows_changes_nothing() -> None:
+    # Guards bootstrap seeds or point order that depend on row or group order.
+    runs = runs_frame()
+    base = fit_curves(runs, n_boot=50)
+    shuffled = fit_curves(runs.sample(frac=1.0, random_state=3), n_boot=50)
+    pd.testing.assert_frame_equal(_core(base), _core(shuffled), rtol=1e-6)
+
+
+def test_duplicating_data_keeps_the_fit() -> None:
+    # Guards repeats weighted inconsistently (pooled points must give the same optimum).
+    runs = runs_frame()
+    base = fit_curves(runs, intervals="none")
+    doubled = fit_curves(pd.concat([runs, runs]), intervals="none")
+    cols = ["a", "b", "c", "r2", "knee_1", "b90"]
+    np.testing.assert_allclose(base[cols].to_numpy(float), doubled[cols].to_numpy(float), rtol=1e-5)
+    assert (doubled["n_points"] == 2 * base["n_points"]).all()
+
+
+@pytest.mark.parametrize("k", [1e-3, 7.0, 1e4])
+def test_scaling_throughput_scales_plateau(k: float) -> None:
+    # Guards absolute tolerances or bounds that make the fit depend on units.
+    y = noisy_exp(9000, 0.03, 10000, 0.1, 2)
+    f1 = fit_curve(B3, y, shape="exp", n_boot=50)
+    fk = fit_curve(B3, k * y, shape="exp", n_boot=50)
+    assert fk.params["c"] == pytest.approx(k * f1.params["c"], rel=1e-6)
+    assert fk.params["a"] == pytest.approx(k * f1.params["a"], rel=1e-6)
+    assert fk.params["b"] == pytest.approx(f1.params["b"], rel=1e-6)
+    assert fk.ci["c"][1] == pytest.approx(k * f1.ci["c"][1], rel=1e-6)
+    assert fk.knees == pytest.approx(f1.knees, rel=1e-6)
+    assert fk.b90 == pytest.approx(f1.b90, rel=1e-6)
+
+
+def test_scaling_batch_scales_rate() -> None:
+    y = noisy_exp(9000, 0.03, 10000, 0.1, 4)
+    f1 = fit_curve(B3, y, shape="exp", intervals="none")
+    f2 = fit_curve(2 * B3, y, shape="exp", intervals="none")
+    assert f2.params["b"] == pytest.approx(f1.params["b"] / 2, rel=1e-6)
+    assert f2.b90 == pytest.approx(2 * f1.b90, rel=1e-6)
+
+
+def test_fit_curves_matches_fit_curve() -> None:
+    # Guards the vectorised pass drifting from the single-curve path.
+    runs = runs_frame()
+    table, fits = fit_curves(runs, n_boot=50, return_fits=True)
+    sub = runs[runs["hardware"] == "h100"]
+    one = fit_curve(sub["batch_size"], sub["output_throughput_tok_s"], n_boot=50)
+    row = table[table["hardware"] == "h100"].iloc[0]
+    assert row["c"] == pytest.approx(one.params["c"], rel=1e-9)
+    assert len(fits) == 3 and all(isinstance(f, CurveFit) for f in fits.values())
+
+
+# --------------------------------------------------------------------------- results and bad input
+
+def test_result_object() -> None:
+    fit = fit_curve(B3, noisy_exp(9000, 0.03, 10000, 0.05, 0), shape="exp", n_boot=100)
+    assert fit.n_points == 27 and fit.n_batches == 9 and fit.residuals.shape == (27,)
+    assert fit.r2 > 0.95 and fit.success and "converged" in fit.message
+    assert "bootstrap" in fit.interval_method
+    x = np.array([1.0, 50.0, 256.0])
+    lo, hi = fit.band(x)
+    assert np.all(lo <= fit.predict(x) + 1e-6) and np.all(fit.predict(x) <= hi + 1e-6)
+    lo80, hi80 = fit.band(x, 0.8)
+    assert np.all(hi80 - lo80 <= hi - lo + 1e-9)
+    with pytest.raises(AttributeError):
+        fit.shape = "x"  # type: ignore[misc]
+    asym = fit_curve(B3, noisy_exp(9000, 0.03, 10000, 0.05, 0), shape="exp", intervals="asymptotic")
+    assert asym.ci["c"][0] < asym.params["c"] < asym.ci["c"][1]
+    assert np.isnan(asym.band(x)[0]).all()
+
+
+@pytest.mark.parametrize("batch,tput", [([8], [100.0]), ([8, 8, 8], [100, 101, 99]), ([1, 16], [10, 90])])
+def test_not_enough_points(batch: list[float], tput: list[float]) -> None:
+    fit = fit_curve(batch, tput)
+    assert not fit.success and fit.shape == "none"
+    assert "not enough points" in fit.message
+    assert np.isnan(fit.predict([1, 2])).all()
+
+
+def test_exact_three_points_has_no_intervals() -> None:
+    fit = fit_curve([1, 16, 64], [100, 1200, 2000])
+    assert fit.success
+    assert "no residual degrees of freedom" in fit.message
+    assert np.isnan(fit.ci["c"][0])
+
+
+def test_bad_values_dropped_with_message() -> None:
+    y = saturating_exp(GRID, 9000, 0.03, 10000)
+    y_bad = np.concatenate([y, [np.nan, 0.0, -5.0]])
+    b_bad = np.concatenate([GRID, [8, 16, 32]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit = fit_curve(b_bad, y_bad, intervals="none")
+    assert fit.success and fit.n_points == 9
+    assert "dropped 3 point(s)" in fit.message
+    allbad = fit_curve(GRID, np.full(len(GRID), np.nan))
+    assert not allbad.success and "not enough points" in allbad.message
+
+
+def test_contradictory_repeats_flagged() -> None:
+    y = saturating_exp(B3, 9000, 0.03, 10000)
+    y[3] *= 5  # batch 2 measured once at five times the others
+    fit = fit_curve(B3, y, intervals="none")
+    assert not fit.success
+    assert "repeats disagree" in fit.message and "batch 2" in fit.message
+
+
+def test_flat_or_falling_data_never_raises() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        flat = fit_curve(GRID, np.full(len(GRID), 500.0))
+        falling = fit_curve(GRID, 1000.0 / GRID)
+        huge = fit_curve(GRID, 1e300 * np.linspace(1, 2, len(GRID)))
+    for fit in (flat, falling, huge):
+        assert isinstance(fit.message, str) and fit.message
+    # a falling curve is no saturation curve: the exponential is reported as failed
+    assert not falling.success or "exponential fit failed" in falling.shape_reason
+    assert huge.success and huge.predict([256])[0] == pytest.approx(2e300, rel=0.05)
+
+
+def test_invalid_arguments_raise_perfmodel_errors() -> None:
+    with pytest.raises(ValidationError, match="batch has 3 values but throughput has 2"):
+        fit_curve([1, 2, 3], [1, 2])
+    with pytest.raises(UnknownNameError, match="valid values: auto, exp, piecewise, loglin"):
+        fit_curve(GRID, GRID, shape="hill")
+    with pytest.raises(PerfmodelError):
+        fit_curve(GRID, GRID, level=1.5)
+    with pytest.raises(ValidationError, match="weights"):
+        fit_curve(GRID, GRID, weights=[1.0])
+    with pytest.raises(ValidationError, match="'nope'"):
+        fit_curves(runs_frame(), by=["nope"])
+    with pytest.raises(ValidationError, match="output_throughput_tok_s"):
+        fit_curves(runs_frame().drop(columns="output_throughput_tok_s"))
+    with pytest.raises(ValidationError):
+        fit_curves(runs_frame().assign(batch_size="many"))
+
+
+def test_table_columns_and_optional_keys() -> None:
+    runs = runs_frame().assign(weight_dtype="bf16")
+    table = fit_curves(runs, intervals="none")
+    assert list(table.columns[: len(DEFAULT_BY) + 1]) == [*DEFAULT_BY, "weight_dtype"]
+    for col in ("shape", "a_lo", "c_hi", "r2", "n_batches", "success", "message", "knee_1", "knee_1_lo",
+                "b90_hi", "b95", "aicc_exp", "bic_piecewise", "interval_method"):
+        assert col in table.columns
+    assert len(table) == 3 and table["success"].all()
+    assert len(fit_curves(runs.iloc[:0])) == 0
+
+
+# --------------------------------------------------------------------------- real data
+
+_RUNS_CACHE: dict[str, pd.DataFrame] = {}
+
+
+@pytest.fixture
+def all_results_runs(all_results_csv) -> pd.DataFrame:
+    from perfmodel.importers import read_file
+
+    key = str(all_results_csv)
+    if key not in _RUNS_CACHE:
+        _RUNS_CACHE[key] = read_file(all_results_csv, format="llm-inference-bench").runs
+    return _RUNS_CACHE[key]
+
+
+def test_all_results_golden(all_results_runs: pd.DataFrame) -> None:
+    by = ["hardware", "device_count", "framework", "model", "input_len_tok", "output_len_tok"]
+    table = fit_curves(all_results_runs, by, intervals="none")
+    assert len(table) == 1202
+    enough = table["n_batches"] >= 3
+    assert int(enough.sum()) == 1080
+    assert table.loc[enough, "success"].mean() >= 0.99
+    assert (table.loc[~enough, "message"].str.startswith("not enough points")).all()
+    assert table.loc[enough & table["success"], "r2"].median() > 0.99
+    assert (table.loc[table["success"], "r2"] >= R2_MIN_SUCCESS).all()
+    # GH200 / TensorRT-LLM / Mistral-7B / 128 tokens: batches 1..64, still rising
+    raw = all_results_runs
+    m = ((raw["hardware_raw"] == "Nvidia GH200 GPU") & (raw["framework"].str.lower().str.contains("tensorrt"))
+         & (raw["model_raw"] == "mistralai/Mistral-7B-v0.1") & (raw["input_len_tok"] == 128))
+    sub = raw[m]
+    assert sorted(sub["batch_size"].unique()) == [1, 16, 32, 64]
+    fit = fit_curve(sub["batch_size"], sub["output_throughput_tok_s"], intervals="none")
+    assert fit.success and fit.shape == "exp"
+    assert fit.predict([64])[0] == pytest.approx(15306.2 / 2, rel=0.05)
