@@ -254,13 +254,14 @@ class Store:
         if home is None:
             from .config import home_dir
 
-            home_path = home_dir()
+            home_path = home_dir(create=False)
         else:
             home_path = Path(home).expanduser()
-            try:
-                home_path.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise StoreError(f"cannot create the data directory {home_path}: {exc.strerror or exc}") from exc
+        try:
+            home_path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the data directory {home_path}: {exc.strerror or exc}; "
+                             "set PERFMODEL_HOME or pass --home") from exc
         self.path: Path = home_path / STORE_FILENAME
         self._init_schema()
 

@@ -210,6 +210,10 @@ def test_schema_version_and_bad_files(tmp_path: Path) -> None:
 def test_default_home_is_perfmodel_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PERFMODEL_HOME", str(tmp_path / "h"))
     assert Store().path == tmp_path / "h" / "perfmodel.sqlite"
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("PERFMODEL_HOME", str(tmp_path / "file" / "sub"))
+    with pytest.raises(StoreError, match="cannot create the data directory"):
+        Store()
 
 
 _READER = r"""
