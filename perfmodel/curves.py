@@ -16,16 +16,15 @@ Shapes are plain numpy functions shared by the fitter, the plots and the tests:
     fallback when the exponential fit fails, or when asked for.
 
 Fitting (:func:`fit_curve`)
-    The exponential is fitted by bounded robust least squares
-    (``scipy.optimize.least_squares``, trust-region reflective, analytic
-    Jacobian, ``loss="soft_l1"``) on data scaled to unit batch and unit
-    throughput, so the result is exactly equivariant to the units. The solver is
-    a vectorised projected Levenberg-Marquardt (:func:`_lm_exp`) that solves every
-    curve of a data set, and every bootstrap replicate, in one numpy pass; it
-    minimises the same cost as ``scipy.optimize.least_squares(loss=..., f_scale=...,
-    bounds=...)`` and the tests check that both agree on real curves (scipy's
-    per-call overhead, about 1 ms per iteration, made a data set take ten times
-    the 2 s budget). Initial values
+    The exponential is fitted by bounded robust least squares (analytic
+    Jacobian, ``loss="soft_l1"`` by default) on data scaled to unit batch and
+    unit throughput, so the result is exactly equivariant to the units. The
+    solver is a vectorised projected Levenberg-Marquardt (``_lm_exp``) that
+    solves every curve of a data set, and every bootstrap replicate, in one
+    numpy pass; it minimises the same cost as ``scipy.optimize.least_squares(
+    loss=..., f_scale=..., bounds=...)`` and a test checks that both reach the
+    same optimum (scipy's per-call overhead, about 1 ms per iteration, made a
+    data set take several times the 2 s budget). Initial values
     come from the data's quantiles (:func:`quantile_init`). ``f_scale`` (the
     residual size beyond which a point counts as an outlier) is 1.4826 x the
     median absolute residual of a first plain least-squares fit, floored at 1% of
