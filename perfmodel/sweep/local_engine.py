@@ -26,6 +26,7 @@ reported through an ``on_progress(done, total, row)`` callback.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import math
 import os
 import time
@@ -102,11 +103,24 @@ def _require_engine() -> tuple[ModuleType, ModuleType]:
     """Import torch and transformers, or explain how to install them."""
     missing: list[str] = []
     mods: dict[str, ModuleType] = {}
-    for name in ("torch", "transformers"):
+    try:
+        mods["torch"] = importlib.import_module("torch")
+    except ImportError:
+        missing.append("torch")
+    if missing:
+        # Importing transformers without torch would make it remember torch as
+        # unavailable for the rest of the process; only look for it.
         try:
-            mods[name] = importlib.import_module(name)
+            found = importlib.util.find_spec("transformers") is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append("transformers")
+    else:
+        try:
+            mods["transformers"] = importlib.import_module("transformers")
         except ImportError:
-            missing.append(name)
+            missing.append("transformers")
     if missing:
         raise EngineUnavailableError(
             f"the local engine needs {' and '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} "

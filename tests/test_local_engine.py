@@ -1,0 +1,231 @@
+"""The local engine: real random-weight Llama static batches as canonical runs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfmodel.errors import PerfmodelError, ValidationError
+from perfmodel.schema import COLUMN_NAMES, validate_runs
+from perfmodel.sweep import (
+    ENGINE_SOURCE_FORMAT,
+    TINY_LLAMA_CONFIG,
+    EngineUnavailableError,
+    LocalEngine,
+    StaticBatchPoint,
+    count_parameters,
+    run_static_batches,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+
+# A model small enough that three batch sizes run in about a second on one thread.
+SMALL_CONFIG: dict[str, Any] = {
+    "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "head_dim": 16, "intermediate_size": 128, "vocab_size": 256, "tie_word_embeddings": False,
+    "max_position_embeddings": 128,
+}
+BATCHES = (1, 4, 16)
+IN_TOK, OUT_TOK, REPEATS = 12, 6, 2
+
+
+def _need_engine() -> None:
+    for name in ("torch", "transformers"):
+        pytest.importorskip(name, reason=f"the local engine needs {name} (pip install perfmodel[engine])")
+
+
+@pytest.fixture(scope="module")
+def small_runs() -> tuple[pd.DataFrame, list[tuple[int, int]]]:
+    _need_engine()
+    calls: list[tuple[int, int]] = []
+    df = run_static_batches(
+        [{"batch_size": b, "input_len_tok": IN_TOK, "output_len_tok": OUT_TOK} for b in BATCHES],
+        repeats=REPEATS, on_progress=lambda done, total, row: calls.append((done, total)),
+        model_config=SMALL_CONFIG, model="test-small-llama", hardware="test-cpu", warmup_output_len_tok=2)
+    return df, calls
+
+
+# ---------------------------------------------------------------- without torch
+
+def test_missing_torch_raises_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    # None in sys.modules makes `import torch` raise ImportError, as if it were not installed.
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(EngineUnavailableError) as info:
+        LocalEngine(model_config=SMALL_CONFIG).load()
+    assert isinstance(info.value, PerfmodelError)
+    msg = str(info.value)
+    assert "torch" in msg and "pip install perfmodel[engine]" in msg
+    assert "transformers" not in msg.split("install")[0]  # names only what is missing
+
+
+def test_missing_torch_and_transformers_are_both_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    with pytest.raises(EngineUnavailableError, match=r"needs torch and transformers.*pip install perfmodel\[engine\]"):
+        run_static_batches([{"batch_size": 1, "input_len_tok": 4, "output_len_tok": 2}], model_config=SMALL_CONFIG)
+
+
+def test_importing_sweep_does_not_import_torch() -> None:
+    code = "import sys, perfmodel.sweep; print('torch' in sys.modules, 'transformers' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.parametrize("point, column", [
+    ({"batch_size": 0, "input_len_tok": 8, "output_len_tok": 4}, "batch_size"),
+    ({"batch_size": 2, "input_len_tok": 8, "output_len_tok": 0}, "output_len_tok"),
+    ({"batch_size": 2, "input_len_tok": 8, "output_len_tok": 4, "prompt": "x"}, "prompt"),
+])
+def test_invalid_point_is_a_validation_error_naming_the_field(point: dict[str, Any], column: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        run_static_batches([point], model_config=SMALL_CONFIG)
+    assert any(p.column == column for p in info.value.problems), str(info.value)
+
+
+def test_invalid_settings_list_every_problem() -> None:
+    with pytest.raises(ValidationError) as info:
+        LocalEngine(model_config={**SMALL_CONFIG, "hidden_size": 0}, num_threads=0, dtype="int3").load()
+    columns = {p.column for p in info.value.problems}
+    assert {"num_threads", "dtype", "model_config.hidden_size"} <= columns
+    assert "float32" in str(info.value)  # names the valid options
+
+
+# ---------------------------------------------------------------- with torch
+
+def test_sample_model_parameter_count() -> None:
+    _need_engine()
+    # The catalog entry of perfmodel-tiny-llama is written from this number.
+    assert count_parameters(TINY_LLAMA_CONFIG) == 12_587_904
+
+
+def test_rows_are_valid_canonical_runs(small_runs: tuple[pd.DataFrame, list[tuple[int, int]]]) -> None:
+    df, _ = small_runs
+    assert len(df) == len(BATCHES) * REPEATS
+    again = validate_runs(df)  # raises on any schema problem
+    assert list(again.columns[: len(COLUMN_NAMES)]) == list(COLUMN_NAMES)
+    extras = list(df.columns[len(COLUMN_NAMES):])
+    assert extras and all(c.startswith(("fw_", "hw_")) for c in extras)
+    assert set(df["load_kind"]) == {"static_batch"}
+    assert set(df["framework"]) == {"transformers"}
+    assert set(df["source_format"]) == {ENGINE_SOURCE_FORMAT}
+    assert set(df["throughput_basis"]) == {"output+total"}
+    assert set(df["model"]) == {"test-small-llama"} and set(df["hardware"]) == {"test-cpu"}
+    import transformers
+    assert set(df["framework_version"]) == {transformers.__version__}
+    assert sorted(df["batch_size"].unique()) == list(BATCHES)
+    assert df.groupby("batch_size")["repeat_idx"].apply(sorted).map(list).tolist() == [[0, 1]] * len(BATCHES)
+    assert (df["input_len_tok"] == IN_TOK).all() and (df["output_len_tok"] == OUT_TOK).all()
+    assert df["timestamp"].notna().all()
+
+
+def test_throughput_and_latency_arithmetic(small_runs: tuple[pd.DataFrame, list[tuple[int, int]]]) -> None:
+    df, _ = small_runs
+    b, e2e = df["batch_size"].to_numpy(float), df["e2e_latency_s"].to_numpy(float)
+    np.testing.assert_allclose(df["output_throughput_tok_s"], b * OUT_TOK / e2e, rtol=1e-12)
+    np.testing.assert_allclose(df["total_throughput_tok_s"], b * (IN_TOK + OUT_TOK) / e2e, rtol=1e-12)
+    np.testing.assert_allclose(df["request_throughput_rps"], b / e2e, rtol=1e-12)
+    ttft, decode = df["ttft_s"].to_numpy(float), df["fw_decode_s"].to_numpy(float)
+    assert (ttft > 0).all() and (decode > 0).all()
+    # prefill + decode happen inside the same generate call, so they cannot exceed it
+    assert (ttft + decode <= e2e + 1e-9).all()
+    np.testing.assert_allclose(df["tpot_s"], decode / (OUT_TOK - 1), rtol=1e-12)
+    assert (df["itl_p50_s"] <= df["itl_p99_s"]).all()
+
+
+def test_throughput_rises_with_batch(small_runs: tuple[pd.DataFrame, list[tuple[int, int]]]) -> None:
+    df, _ = small_runs
+    med = df.groupby("batch_size")["output_throughput_tok_s"].median()
+    assert med[16] > med[1], med.to_dict()
+
+
+def test_progress_callback_counts_every_repeat(small_runs: tuple[pd.DataFrame, list[tuple[int, int]]]) -> None:
+    _, calls = small_runs
+    total = len(BATCHES) * REPEATS
+    assert calls == [(i, total) for i in range(1, total + 1)]
+
+
+def test_output_length_is_honoured_even_when_greedy_would_emit_eos() -> None:
+    _need_engine()
+    import torch
+
+    engine = LocalEngine(model_config=SMALL_CONFIG, warmup_runs=0).load()
+    point = StaticBatchPoint(batch_size=1, input_len_tok=IN_TOK, output_len_tok=5)
+    ids = engine._prompts(point)
+    with torch.inference_mode():
+        first = int(engine.model_(input_ids=ids).logits[0, -1].argmax())
+    # Make the token greedy decoding picks first the EOS: only min_new_tokens keeps it going.
+    engine.model_.generation_config.eos_token_id = first
+    timing, n_generated = engine._generate(ids, 5)
+    assert n_generated == 5
+    assert len(timing.step_gaps_s) == 4
+    rows = engine.measure(point, repeats=1)
+    assert rows[0]["output_len_tok"] == 5.0
+
+
+def test_thread_setting_is_restored() -> None:
+    _need_engine()
+    import torch
+
+    before = torch.get_num_threads()
+    engine = LocalEngine(model_config=SMALL_CONFIG, num_threads=1, warmup_runs=0)
+    rows = engine.measure({"batch_size": 2, "input_len_tok": 4, "output_len_tok": 2}, repeats=1)
+    assert torch.get_num_threads() == before
+    assert rows[0]["fw_num_threads"] == 1.0
+
+
+def test_point_longer_than_the_model_context_is_rejected() -> None:
+    _need_engine()
+    engine = LocalEngine(model_config=SMALL_CONFIG)
+    with pytest.raises(ValidationError, match="max_position_embeddings"):
+        engine.run([{"batch_size": 1, "input_len_tok": 100, "output_len_tok": 100}])
+
+
+# ---------------------------------------------------------------- bundled sample runs (no torch needed)
+
+SAMPLE_CSV = REPO / "sample_runs" / "perfmodel-tiny-llama_cpu-x86-2vcpu.csv"
+
+
+def test_bundled_sample_runs_are_valid_and_pinned() -> None:
+    raw = pd.read_csv(SAMPLE_CSV)
+    df = validate_runs(raw, file=SAMPLE_CSV.name)
+    assert list(raw.columns[: len(COLUMN_NAMES)]) == list(COLUMN_NAMES)
+    assert len(df) == 96  # 8 batch sizes x 2 input x 2 output lengths x 3 repeats
+    assert set(df["model"]) == {"perfmodel-tiny-llama"} and set(df["hardware"]) == {"cpu-x86-2vcpu"}
+    assert set(df["source_format"]) == {ENGINE_SOURCE_FORMAT}
+    assert sorted(df["batch_size"].unique()) == [1, 2, 4, 8, 16, 32, 64, 128]
+    assert df.groupby(["batch_size", "input_len_tok", "output_len_tok"]).size().eq(3).all()
+    # golden values from the measured file
+    first, last = df.iloc[0], df.iloc[-1]
+    assert (first["batch_size"], first["input_len_tok"], first["output_len_tok"]) == (1, 64, 32)
+    assert first["output_throughput_tok_s"] == pytest.approx(126.238)
+    assert first["e2e_latency_s"] == pytest.approx(0.25349)
+    assert (last["batch_size"], last["input_len_tok"], last["output_len_tok"]) == (128, 256, 128)
+    assert last["output_throughput_tok_s"] == pytest.approx(488.489)
+    # the measuring thread had its core: the numbers are not contention artefacts
+    assert df["hw_proc_cpu_pct"].min() > 95
+
+
+def test_bundled_sample_runs_rise_then_flatten() -> None:
+    df = pd.read_csv(SAMPLE_CSV)
+    med = df.groupby(["input_len_tok", "output_len_tok", "batch_size"])["output_throughput_tok_s"].median()
+    for (n_in, n_out), curve in med.groupby(level=[0, 1]):
+        tput = curve.droplevel([0, 1])
+        assert tput[16] > 2.5 * tput[1], (n_in, n_out, tput.to_dict())  # batching pays at first ...
+        assert tput[128] < 1.5 * tput[32], (n_in, n_out, tput.to_dict())  # ... then saturates
+
+
+def test_bundled_sample_runs_import_as_canonical() -> None:
+    from perfmodel.importers import read_file
+
+    res = read_file(SAMPLE_CSV)
+    assert res.format == "canonical"
+    assert len(res.runs) == 96
+    assert set(res.runs["hardware"]) == {"cpu-x86-2vcpu"}
+    assert set(res.runs["model"]) == {"perfmodel-tiny-llama"}
