@@ -21,6 +21,7 @@ import click
 
 from .config import HOME_ENV
 from .errors import PerfmodelError
+from .schema import LOAD_KINDS
 
 __all__ = ["main", "USER_ERROR", "find_app"]
 
@@ -115,6 +116,15 @@ def main(home: Path | None, json_output: bool) -> None:
 @click.option("--weight-dtype", help="Weight dtype (bf16, fp8, int4, ...).")
 @click.option("--kv-cache-dtype", help="KV-cache dtype.")
 @click.option("--quantization", help="Quantization scheme (awq, gptq, fp8, ...).")
+@click.option("--input-len", "input_len_tok", type=click.FloatRange(min=0),
+              help="Input tokens per request, for files that do not record it.")
+@click.option("--output-len", "output_len_tok", type=click.FloatRange(min=0, min_open=True),
+              help="Output tokens per request, for files that do not record it.")
+@click.option("--batch-size", type=click.FloatRange(min=0, min_open=True),
+              help="Batch size or concurrency, for files that do not record it.")
+@click.option("--load-kind", type=click.Choice(LOAD_KINDS), default=None,
+              help="What --batch-size means (static_batch, concurrency, request_rate, offline).")
+@click.option("--repeat", "repeat_idx", type=click.IntRange(min=0), help="Repeat index of these files.")
 @click.option("--map", "maps", multiple=True, metavar="CANONICAL=SOURCE",
               help="Column mapping for generic CSV files (repeatable).")
 @click.option("--latency-unit", type=click.Choice(LATENCY_UNITS), default=None,
@@ -125,7 +135,9 @@ def main(home: Path | None, json_output: bool) -> None:
 def import_cmd(ctx: click.Context, files: tuple[Path, ...], fmt: str | None, hardware: str | None,
                model: str | None, framework: str | None, framework_version: str | None,
                device_count: int | None, tp_size: int | None, pp_size: int | None, weight_dtype: str | None,
-               kv_cache_dtype: str | None, quantization: str | None, maps: tuple[str, ...],
+               kv_cache_dtype: str | None, quantization: str | None, input_len_tok: float | None,
+               output_len_tok: float | None, batch_size: float | None, load_kind: str | None,
+               repeat_idx: int | None, maps: tuple[str, ...],
                latency_unit: str | None, dataset_name: str | None, as_json: bool) -> None:
     """Import benchmark result FILE(s) into the store as one dataset."""
     from pydantic import ValidationError as PydanticError
@@ -137,7 +149,9 @@ def import_cmd(ctx: click.Context, files: tuple[Path, ...], fmt: str | None, har
         meta = ImportMeta(hardware=hardware, model=model, framework=framework,
                           framework_version=framework_version, device_count=device_count, tp_size=tp_size,
                           pp_size=pp_size, weight_dtype=weight_dtype, kv_cache_dtype=kv_cache_dtype,
-                          quantization=quantization, column_map=_parse_map(maps),
+                          quantization=quantization, input_len_tok=input_len_tok,
+                          output_len_tok=output_len_tok, batch_size=batch_size, load_kind=load_kind,
+                          repeat_idx=repeat_idx, column_map=_parse_map(maps),
                           latency_unit=latency_unit)  # type: ignore[arg-type]
     except PydanticError as exc:
         raise click.UsageError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) \

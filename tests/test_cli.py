@@ -162,3 +162,21 @@ def test_python_dash_m_and_console_script(tmp_path: Path) -> None:
         res = subprocess.run([str(script), "--home", str(home), "--json", "datasets"], capture_output=True,
                              text=True, timeout=60)
         assert res.returncode == 0 and json.loads(res.stdout) == []
+
+
+def test_missing_lengths_are_asked_for_then_supplied(runner: CliRunner, formats_dir: Path) -> None:
+    """A file without token counts is refused naming the options, and imports once they are given."""
+    src = formats_dir / "vllm-benchmark-serving" / \
+        "vllm-ascend-nightly-nv-action__serving_llama8B_tp1_sharegpt_qps_16.json"
+    code, _, err = invoke(runner, "import", str(src), "--hardware", "Ascend 910B")
+    assert code == 2 and "--input-len" in err and "--output-len" in err and src.name in err
+    code, _, err = invoke(runner, "import", str(src), "--hardware", "Ascend 910B", "--load-kind", "burst")
+    assert code == 2 and "static_batch" in err
+    code, out, err = invoke(runner, "--json", "import", str(src), "--hardware", "Ascend 910B",
+                            "--input-len", "200", "--output-len", "180", "--batch-size", "4",
+                            "--load-kind", "concurrency", "--repeat", "2")
+    assert code == 0, err
+    runs = Store().runs(json.loads(out)["dataset"]["id"])
+    row = runs.iloc[0]
+    assert (row["input_len_tok"], row["output_len_tok"], row["batch_size"]) == (200.0, 180.0, 4.0)
+    assert row["load_kind"] == "concurrency" and row["repeat_idx"] == 2
