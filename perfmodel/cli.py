@@ -309,3 +309,81 @@ def app_cmd(streamlit_args: tuple[str, ...]) -> None:
     app = find_app()
     cmd = [sys.executable, "-m", "streamlit", "run", str(app), *streamlit_args]
     raise SystemExit(subprocess.call(cmd))
+
+
+_SHAPE_ALIASES = {"loglinear": "loglin"}
+MESSAGE_WIDTH = 60
+
+
+def _shape_choices() -> list[str]:
+    from .curves import SHAPES
+
+    return [*SHAPES, *_SHAPE_ALIASES]
+
+
+def _interval_choices() -> list[str]:
+    from .curves import INTERVAL_METHODS
+
+    return list(INTERVAL_METHODS)
+
+
+def _cell(v: Any, fmt: str = "{:,.4g}") -> str:
+    if isinstance(v, float):
+        return fmt.format(v) if math.isfinite(v) else "-"
+    return str(v) if v not in (None, "") else "-"
+
+
+@main.command("fit")
+@click.argument("dataset")
+@click.option("--by", "by", multiple=True, metavar="COL",
+              help="Grouping column (repeatable); default: hardware, device count, framework, model, "
+                   "lengths, and the dtype/parallelism columns with values.")
+@click.option("--shape", type=click.Choice(_shape_choices()), default="auto", show_default=True,
+              help="Curve shape; auto chooses exp or piecewise by AICc.")
+@click.option("--intervals", type=click.Choice(_interval_choices()), default="bootstrap", show_default=True,
+              help="How intervals are computed.")
+@click.option("--n-boot", type=click.IntRange(min=0), default=200, show_default=True,
+              help="Bootstrap replicates.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--x", "x_col", default="batch_size", show_default=True, help="Batch column.")
+@click.option("--y", "y_col", default="output_throughput_tok_s", show_default=True, help="Throughput column.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the full fits table to this CSV file.")
+@click.option("--json", "as_json", is_flag=True, help="JSON output (the full fits table as records).")
+@click.pass_context
+def fit_cmd(ctx: click.Context, dataset: str, by: tuple[str, ...], shape: str, intervals: str, n_boot: int,
+            seed: int, x_col: str, y_col: str, output: Path | None, as_json: bool) -> None:
+    """Fit a saturation curve (throughput vs batch) per configuration of DATASET; report plateaus and knees."""
+    from .curves import fit_curves
+    from .plots import default_curve_by, fits_summary
+    from .store import Store
+
+    want_json = _want_json(ctx, as_json)
+    if want_json and output is not None:
+        raise click.UsageError("choose one of --json and -o/--output")
+    runs = Store().runs(dataset)
+    by_cols = list(by) if by else default_curve_by(runs)
+    table = fit_curves(runs, by_cols, shape=_SHAPE_ALIASES.get(shape, shape), x=x_col, y=y_col,
+                       intervals=intervals, n_boot=n_boot, seed=seed)
+    if want_json:
+        _echo_json(json.loads(table.to_json(orient="records")))
+        return
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(output, index=False)
+    summary = fits_summary(table, by_cols)
+    n_ok = int(summary["success"].sum())
+    click.echo(f"{len(summary)} configuration(s) by {', '.join(by_cols)}: {n_ok} fitted, "
+               f"{len(summary) - n_ok} not ({y_col} vs {x_col}, intervals: {intervals})")
+    rows = []
+    for rec in summary.to_dict("records"):
+        msg = str(rec["message"])
+        rows.append((rec["configuration"], rec["shape"], _cell(rec["plateau_tok_s"]), rec["plateau_ci"] or "-",
+                     rec["knees"] or "-", rec["b90"] or "-", rec["b95"] or "-", _cell(rec["r2"], "{:.3f}"),
+                     str(rec["n_points"]), "yes" if rec["success"] else "NO",
+                     msg if len(msg) <= MESSAGE_WIDTH else msg[: MESSAGE_WIDTH - 3] + "..."))
+    if rows:
+        _table(("configuration", "shape", "c (plateau)", "c interval", "knees [interval]", "b90", "b95", "R2",
+                "n", "ok", "message"), rows)
+    if output is not None:
+        click.echo(f"wrote {len(table)} fit(s) to {output}")

@@ -1,0 +1,139 @@
+"""``perfmodel fit``: saturation curves per configuration from the command line.
+
+The small dataset is generated here from known exponential curves
+(throughput = c - a * exp(-b * batch), 3 repeats with 3% noise), so the
+plateau the command reports can be checked against the truth.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from perfmodel.api import import_files
+from perfmodel.cli import main
+from perfmodel.store import Store
+
+BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+#: hardware -> (a, b, c) of the generating curve; the third configuration has two batch sizes only.
+TRUE_CURVES = {"h100-sxm": (900.0, 0.05, 1000.0), "a100-80gb": (450.0, 0.02, 500.0)}
+NOISE = 0.03
+
+
+def write_known_curves(path: Path, seed: int = 0) -> Path:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for hw, (a, b, c) in TRUE_CURVES.items():
+        for batch in BATCHES:
+            for rep in range(3):
+                tput = (c - a * np.exp(-b * batch)) * (1 + NOISE * rng.standard_normal())
+                rows.append({"hardware": hw, "batch": batch, "rep": rep, "tput": tput, "out": 128})
+    for batch in (1, 2):  # too few batch sizes for a curve
+        rows.append({"hardware": "h100-sxm", "batch": batch, "rep": 0, "tput": 100.0 * batch, "out": 256})
+    df = pd.DataFrame(rows)
+    out = pd.DataFrame({
+        "hardware": df["hardware"], "device_count": 1, "framework": "vllm", "model": "llama-3-8b",
+        "input_len_tok": 512.0, "output_len_tok": df["out"].astype(float), "load_kind": "static_batch",
+        "batch_size": df["batch"].astype(float), "output_throughput_tok_s": df["tput"],
+        "throughput_basis": "output", "repeat_idx": df["rep"], "source_format": "synthetic",
+        "source_file": "known.csv", "source_row": np.arange(1, len(df) + 1)})
+    out.to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture
+def known_dataset(tmp_path: Path) -> str:
+    info, _ = import_files([write_known_curves(tmp_path / "known.csv")], format="canonical", name="known",
+                           store=Store())
+    assert info.n_runs == 2 * len(BATCHES) * 3 + 2
+    return info.id
+
+
+def invoke(runner: CliRunner, *args: str) -> tuple[int, str, str]:
+    res = runner.invoke(main, list(args))
+    if res.exception is not None and not isinstance(res.exception, SystemExit):
+        raise res.exception
+    return res.exit_code, res.stdout, res.stderr
+
+
+def test_fit_json_recovers_known_plateaus(runner: CliRunner, known_dataset: str) -> None:
+    code, out, err = invoke(runner, "fit", "known", "--shape", "exp", "--n-boot", "40", "--json")
+    assert code == 0, err
+    recs = json.loads(out)
+    assert len(recs) == 3
+    by_key = {(r["hardware"], r["output_len_tok"]): r for r in recs}
+    for hw, (_a, _b, c) in TRUE_CURVES.items():
+        r = by_key[(hw, 128.0)]
+        assert r["success"] is True and r["shape"] == "exp"
+        assert r["c"] == pytest.approx(c, rel=0.08)
+        assert r["c_lo"] <= r["c"] <= r["c_hi"]
+        assert r["r2"] > 0.95 and r["n_points"] == 27
+    short = by_key[("h100-sxm", 256.0)]
+    assert short["success"] is False and short["n_batches"] == 2 and "not enough" in short["message"]
+    assert short["c"] is None  # NaN becomes null
+
+
+def test_fit_table_and_csv(runner: CliRunner, known_dataset: str, tmp_path: Path) -> None:
+    dest = tmp_path / "out" / "fits.csv"
+    code, out, err = invoke(runner, "fit", known_dataset[:8], "--by", "hardware", "--by", "output_len_tok",
+                            "--intervals", "asymptotic", "-o", str(dest))
+    assert code == 0, err
+    assert "3 configuration(s) by hardware, output_len_tok: 2 fitted, 1 not" in out
+    header = out.splitlines()[1]
+    for col in ("configuration", "shape", "c (plateau)", "knees", "b90", "b95", "R2", "ok", "message"):
+        assert col in header
+    assert "h100-sxm · out 128" in out and " NO " in out and f"wrote 3 fit(s) to {dest}" in out
+    table = pd.read_csv(dest)
+    assert len(table) == 3 and {"hardware", "output_len_tok", "c", "knee_1", "b90", "r2"} <= set(table.columns)
+    assert table["success"].tolist().count(True) == 2
+
+
+def test_fit_loglinear_alias_and_global_json(runner: CliRunner, known_dataset: str) -> None:
+    code, out, err = invoke(runner, "--json", "fit", "known", "--shape", "loglinear", "--intervals", "none")
+    assert code == 0, err
+    shapes = {r["shape"] for r in json.loads(out)}
+    assert shapes == {"loglin", "none"}
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (("--shape", "cubic"), "'auto', 'exp', 'piecewise', 'loglin'"),
+    (("--intervals", "jackknife"), "'bootstrap', 'asymptotic', 'none'"),
+    (("--n-boot", "-1"), "--n-boot"),
+    (("--by", "gpu_colour"), "gpu_colour"),
+    (("--y", "speed"), "speed"),
+    (("--json", "-o", "x.csv"), "--json"),
+])
+def test_fit_bad_options_exit_2(runner: CliRunner, known_dataset: str, args: tuple[str, ...],
+                                expected: str) -> None:
+    code, out, err = invoke(runner, "fit", "known", *args)
+    assert code == 2
+    assert expected in err and "Traceback" not in err + out
+
+
+def test_fit_unknown_dataset_exit_2(runner: CliRunner) -> None:
+    code, _, err = invoke(runner, "fit", "no-such-dataset")
+    assert code == 2 and err.startswith("error:")
+
+
+def test_fit_all_results(runner: CliRunner, all_results_csv: Path) -> None:
+    info, _ = import_files([all_results_csv], store=Store())
+    code, out, err = invoke(runner, "fit", info.id, "--intervals", "none", "--json")
+    assert code == 0, err
+    recs = pd.DataFrame(json.loads(out))
+    # LLM-Inference-Bench: 1,202 configurations with 1-7 batch sizes each.
+    assert len(recs) == 1202
+    assert recs["n_batches"].between(1, 7).all() and recs["n_batches"].max() == 6
+    enough = recs[recs["n_batches"] >= 3]
+    assert len(enough) == 1080  # pinned from the file: 122 configurations have 1-2 batch sizes
+    assert enough["success"].mean() >= 0.99
+    assert (~recs.loc[recs["n_batches"] < 3, "success"]).all()
