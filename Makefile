@@ -19,7 +19,7 @@ $(VENV)/.core: pyproject.toml | $(BIN)/python
 
 $(VENV)/.test: pyproject.toml $(VENV)/.core
 	$(BIN)/pip install -q "$(TORCH)"
-	$(BIN)/pip install -q -e '.[test,browser,engine]' "$(TORCH)"
+	$(BIN)/pip install -q -e '.[test,browser,engine,explain]' "$(TORCH)"
 	touch $@
 
 setup: $(VENV)/.core
