@@ -13,57 +13,20 @@ with a ``concurrency`` field (the field the importer asks the shared ImportMeta 
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pytest
+from _helpers import MetaWithConcurrency, parse_detected
 
-from perfmodel import catalog
 from perfmodel.errors import ImportFormatError
-from perfmodel.importers import ImportMeta, ImportResult, Sample, detect_format, finalize, read_file
+from perfmodel.importers import ImportMeta, read_file
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "aiperf"
 H100 = "anud18-qwen36-aiperf__h100_chatbot_c8_profile_export_aiperf.csv"
 RTX = "anud18-qwen36-aiperf__rtx5090_chatbot_c8_profile_export_aiperf.csv"
 MODEL = "nvidia/Qwen3.6-35B-A3B-NVFP4"
-
-
-class MetaWithConcurrency(ImportMeta):
-    """ImportMeta plus the field this importer reads when present."""
-
-    concurrency: int | None = None
-
-
-def _catalog_ready() -> bool:
-    try:
-        catalog.resolve_hardware("H100-80GB-SXM")
-        catalog.resolve_model("meta-llama/Llama-3.1-8B-Instruct")
-        catalog.canonical_framework("vllm")
-    except Exception:  # noqa: BLE001 - the catalog is written concurrently; fall back below
-        return False
-    return True
-
-
-def import_file(path: Path, meta: ImportMeta, monkeypatch: pytest.MonkeyPatch) -> ImportResult:
-    """``read_file`` once the catalog resolves names; until then parse + finalize(resolve=False)."""
-    if _catalog_ready():
-        return read_file(path, meta=meta)
-    monkeypatch.setattr(catalog, "canonical_framework", lambda v: str(v).lower(), raising=False)
-    sample = Sample(path)
-    imp = detect_format(sample)
-    parsed = imp.parse(sample, meta)
-    # resolve=False leaves the canonical ids unset: stand in with the supplied names.
-    for col, given in (("hardware", meta.hardware), ("model", meta.model)):
-        parsed.runs[col] = given if given is not None else parsed.runs.get(f"{col}_raw")
-    return finalize(parsed, meta=meta, fmt=imp.name, file=path.name, sha256="0" * 64, resolve=False)
-
-
-
-
-def _parse(path: Path, meta: ImportMeta):
-    sample = Sample(path)
-    imp = detect_format(sample)
-    assert imp.name == "aiperf"
-    return imp.parse(sample, meta)
+_parse = partial(parse_detected, "aiperf")
 
 
 def test_real_csv_golden(formats_dir: Path) -> None:
@@ -92,9 +55,9 @@ def test_real_csv_without_load_setting_is_a_clear_error(formats_dir: Path) -> No
     assert msg.startswith(H100) and "concurrency" in msg and "profile_export_aiperf.json" in msg
 
 
-def test_real_csv_full_import(formats_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_real_csv_full_import(formats_dir: Path) -> None:
     meta = MetaWithConcurrency(hardware="RTX 5090", model=MODEL, concurrency=8)
-    res = import_file(formats_dir / "aiperf" / RTX, meta, monkeypatch)
+    res = read_file(formats_dir / "aiperf" / RTX, meta=meta)
     assert len(res.runs) == 1 and res.runs["batch_size"].iloc[0] == 8
     assert res.runs["ttft_s"].iloc[0] == pytest.approx(0.11806)
 
@@ -108,7 +71,7 @@ def test_csv_with_gpu_telemetry() -> None:
     assert p.provenance["n_gpus_monitored"] == 2
 
 
-def test_json_export(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_json_export() -> None:
     p = _parse(DATA / "profile_export_aiperf.json", ImportMeta())
     r = p.runs.iloc[0]
     assert r["model_raw"] == "Qwen/Qwen3-8B"
@@ -116,12 +79,12 @@ def test_json_export(monkeypatch: pytest.MonkeyPatch) -> None:
     assert r["n_requests"] == 192 and r["n_failed"] == 2
     assert r["ttft_p90_s"] == pytest.approx(0.1304) and r["throughput_basis"] == "output+total"
     assert p.provenance["client_version"] == "0.10.0" and p.provenance["schema_version"] == "1.3"
-    res = import_file(DATA / "profile_export_aiperf.json", ImportMeta(hardware="H100-80GB-SXM",
-                                                                        model="Qwen/Qwen3-8B"), monkeypatch)
+    res = read_file(DATA / "profile_export_aiperf.json",
+                    meta=ImportMeta(hardware="H100-80GB-SXM", model="Qwen/Qwen3-8B"))
     assert len(res.runs) == 1
 
 
-def test_truncated_and_wrong_type(tmp_path: Path, formats_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_truncated_and_wrong_type(tmp_path: Path, formats_dir: Path) -> None:
     text = (formats_dir / "aiperf" / H100).read_text()
     f = tmp_path / "profile_export_aiperf.csv"
     f.write_text(text[:300])  # cut inside the first table: no latency rows
@@ -131,7 +94,7 @@ def test_truncated_and_wrong_type(tmp_path: Path, formats_dir: Path, monkeypatch
     g.write_text(text.replace("Time to First Token (ms),84.82", "Time to First Token (ms),fast"))
     meta = MetaWithConcurrency(hardware="H100-80GB-SXM", model=MODEL, concurrency=8)
     with pytest.raises(ImportFormatError, match="ttft_s.*expected a number, got 'fast'"):
-        import_file(g, meta, monkeypatch)
+        read_file(g, meta=meta)
     h = tmp_path / "profile_export_aiperf.json"
     h.write_text((DATA / "profile_export_aiperf.json").read_text()[:400])
     with pytest.raises(ImportFormatError, match="not readable as JSON"):

@@ -11,56 +11,19 @@ line, a ``Metric,Value`` table, values formatted ``{:,.2f}``):
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from _helpers import MetaWithConcurrency, parse_detected
 
-from perfmodel import catalog
 from perfmodel.errors import ImportFormatError
-from perfmodel.importers import ImportMeta, ImportResult, Sample, detect_format, finalize, read_file
+from perfmodel.importers import ImportMeta, read_file
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "genai-perf"
 META = ImportMeta(hardware="H100-80GB-SXM", model="meta-llama/Llama-3.1-8B-Instruct")
-
-
-class MetaWithConcurrency(ImportMeta):
-    """ImportMeta plus the field this importer reads when present."""
-
-    concurrency: int | None = None
-
-
-def _catalog_ready() -> bool:
-    try:
-        catalog.resolve_hardware("H100-80GB-SXM")
-        catalog.resolve_model("meta-llama/Llama-3.1-8B-Instruct")
-        catalog.canonical_framework("vllm")
-    except Exception:  # noqa: BLE001 - the catalog is written concurrently; fall back below
-        return False
-    return True
-
-
-def import_file(path: Path, meta: ImportMeta, monkeypatch: pytest.MonkeyPatch) -> ImportResult:
-    """``read_file`` once the catalog resolves names; until then parse + finalize(resolve=False)."""
-    if _catalog_ready():
-        return read_file(path, meta=meta)
-    monkeypatch.setattr(catalog, "canonical_framework", lambda v: str(v).lower(), raising=False)
-    sample = Sample(path)
-    imp = detect_format(sample)
-    parsed = imp.parse(sample, meta)
-    # resolve=False leaves the canonical ids unset: stand in with the supplied names.
-    for col, given in (("hardware", meta.hardware), ("model", meta.model)):
-        parsed.runs[col] = given if given is not None else parsed.runs.get(f"{col}_raw")
-    return finalize(parsed, meta=meta, fmt=imp.name, file=path.name, sha256="0" * 64, resolve=False)
-
-
-
-
-def _parse(path: Path, meta: ImportMeta | None = None):
-    sample = Sample(path)
-    imp = detect_format(sample)
-    assert imp.name == "genai-perf"
-    return imp.parse(sample, meta or ImportMeta())
+_parse = partial(parse_detected, "genai-perf")
 
 
 def test_json_export() -> None:
@@ -97,15 +60,15 @@ def test_csv_needs_the_load_setting() -> None:
         read_file(DATA / "profile_export_genai_perf.csv", meta=META)
 
 
-def test_full_import_derives_total(monkeypatch: pytest.MonkeyPatch) -> None:
-    res = import_file(DATA / "profile_export_genai_perf.json", META, monkeypatch)
+def test_full_import_derives_total() -> None:
+    res = read_file(DATA / "profile_export_genai_perf.json", meta=META)
     assert len(res.runs) == 1
     # genai-perf reports output only; the total follows from the mean lengths
     assert res.runs["total_throughput_tok_s"].iloc[0] == pytest.approx(400.0 * (512 + 128) / 128)
     assert isinstance(res.runs["ttft_s"], pd.Series)
 
 
-def test_bad_inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bad_inputs(tmp_path: Path) -> None:
     f = tmp_path / "profile_export_genai_perf.json"
     f.write_text((DATA / "profile_export_genai_perf.json").read_text()[:600])
     with pytest.raises(ImportFormatError, match="not readable as JSON"):
@@ -113,7 +76,7 @@ def test_bad_inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     g = tmp_path / "x_genai_perf.json"
     g.write_text((DATA / "profile_export_genai_perf.json").read_text().replace('"p50": 44.02', '"p50": "44ms"'))
     with pytest.raises(ImportFormatError, match="ttft_p50_s.*expected a number, got '44ms'"):
-        import_file(g, META, monkeypatch)
+        read_file(g, meta=META)
     h = tmp_path / "y_genai_perf.csv"
     h.write_text("Metric,avg,min,max,p99\nRequest Latency (ms),1,2,3,4,5,6\n")
     with pytest.raises(ImportFormatError, match="has 7 cells but its table header has 5"):

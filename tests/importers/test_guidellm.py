@@ -11,50 +11,21 @@ from __future__ import annotations
 
 import json
 import math
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from _helpers import parse_detected
 
-from perfmodel import catalog
 from perfmodel.errors import ImportFormatError
-from perfmodel.importers import ImportMeta, ImportResult, Sample, detect_format, finalize, read_file
+from perfmodel.importers import ImportMeta, read_file
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "guidellm"
 V2 = DATA / "guidellm_v2_benchmarks.json"
 STEM = "neuralmagic-guidellm-testasset__benchmarks_stripped"
 META = ImportMeta(hardware="H100-80GB-SXM", model="meta-llama/Llama-3.1-8B-Instruct")
-
-
-def _catalog_ready() -> bool:
-    try:
-        catalog.resolve_hardware("H100-80GB-SXM")
-        catalog.resolve_model("meta-llama/Llama-3.1-8B-Instruct")
-        catalog.canonical_framework("vllm")
-    except Exception:  # noqa: BLE001 - the catalog is written concurrently; fall back below
-        return False
-    return True
-
-
-def import_file(path: Path, meta: ImportMeta, monkeypatch: pytest.MonkeyPatch) -> ImportResult:
-    """``read_file`` once the catalog resolves names; until then parse + finalize(resolve=False)."""
-    if _catalog_ready():
-        return read_file(path, meta=meta)
-    monkeypatch.setattr(catalog, "canonical_framework", lambda v: str(v).lower(), raising=False)
-    sample = Sample(path)
-    imp = detect_format(sample)
-    parsed = imp.parse(sample, meta)
-    # resolve=False leaves the canonical ids unset: stand in with the supplied names.
-    for col, given in (("hardware", meta.hardware), ("model", meta.model)):
-        parsed.runs[col] = given if given is not None else parsed.runs.get(f"{col}_raw")
-    return finalize(parsed, meta=meta, fmt=imp.name, file=path.name, sha256="0" * 64, resolve=False)
-
-
-def _parse(path: Path, meta: ImportMeta | None = None):
-    sample = Sample(path)
-    imp = detect_format(sample)
-    assert imp.name == "guidellm"
-    return imp.parse(sample, meta or ImportMeta())
+_parse = partial(parse_detected, "guidellm")
 
 
 def test_real_json_golden(formats_dir: Path) -> None:
@@ -83,8 +54,8 @@ def test_yaml_imports_to_the_same_rows(formats_dir: Path) -> None:
     pd.testing.assert_frame_equal(j, y, check_dtype=False)
 
 
-def test_real_file_full_import(formats_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    res = import_file(formats_dir / "guidellm" / f"{STEM}.yaml", META, monkeypatch)
+def test_real_file_full_import(formats_dir: Path) -> None:
+    res = read_file(formats_dir / "guidellm" / f"{STEM}.yaml", meta=META)
     assert len(res.runs) == 1 and res.format == "guidellm"
     assert res.runs["model_raw"].iloc[0] == "meta-llama/Llama-3.1-8B-Instruct"
     assert res.runs["framework"].iloc[0] == "unknown"
@@ -114,13 +85,13 @@ def test_v2_throughput_strategy_is_offline(tmp_path: Path) -> None:
     assert r["load_kind"] == "offline" and math.isinf(r["request_rate_rps"])
 
 
-def test_wrong_type_drops_only_that_benchmark(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_wrong_type_drops_only_that_benchmark(tmp_path: Path) -> None:
     doc = json.loads(V2.read_text())
     doc["benchmarks"][1]["metrics"]["request_latency"]["successful"]["mean"] = "fast"
     doc["benchmarks"][2]["config"]["strategy"] = {"type_": "warp-speed"}
     f = tmp_path / "bad.json"
     f.write_text(json.dumps(doc))
-    res = import_file(f, META, monkeypatch)
+    res = read_file(f, meta=META)
     assert list(res.runs["source_row"]) == [1]
     errs = [(i.row, i.column) for i in res.issues if i.severity == "error"]
     assert (2, "e2e_latency_s") in errs and (3, "strategy") in errs

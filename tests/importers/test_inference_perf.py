@@ -4,51 +4,20 @@ stage lifecycle reports, the summary lifecycle report and the stage-6 Prometheus
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
+from _helpers import parse_detected
 
-from perfmodel import catalog
 from perfmodel.errors import ImportFormatError
-from perfmodel.importers import ImportMeta, ImportResult, Sample, detect_format, finalize, read_file
+from perfmodel.importers import ImportMeta, read_file
 
 STEM = "inference-perf-kubecon25-vllm-h100__"
 META = ImportMeta(hardware="NVIDIA H100 80GB HBM3", model="meta-llama/Meta-Llama-3-8B-Instruct",
                   framework="vllm")
 REQUESTED = [1.0, 31.4, 61.79, 92.19, 122.59, 152.98, 183.38]
-
-
-def _catalog_ready() -> bool:
-    try:
-        catalog.resolve_hardware("H100-80GB-SXM")
-        catalog.resolve_model("meta-llama/Llama-3.1-8B-Instruct")
-        catalog.canonical_framework("vllm")
-    except Exception:  # noqa: BLE001 - the catalog is written concurrently; fall back below
-        return False
-    return True
-
-
-def import_file(path: Path, meta: ImportMeta, monkeypatch: pytest.MonkeyPatch) -> ImportResult:
-    """``read_file`` once the catalog resolves names; until then parse + finalize(resolve=False)."""
-    if _catalog_ready():
-        return read_file(path, meta=meta)
-    monkeypatch.setattr(catalog, "canonical_framework", lambda v: str(v).lower(), raising=False)
-    sample = Sample(path)
-    imp = detect_format(sample)
-    parsed = imp.parse(sample, meta)
-    # resolve=False leaves the canonical ids unset: stand in with the supplied names.
-    for col, given in (("hardware", meta.hardware), ("model", meta.model)):
-        parsed.runs[col] = given if given is not None else parsed.runs.get(f"{col}_raw")
-    return finalize(parsed, meta=meta, fmt=imp.name, file=path.name, sha256="0" * 64, resolve=False)
-
-
-
-
-def _parse(path: Path):
-    sample = Sample(path)
-    imp = detect_format(sample)
-    assert imp.name == "inference-perf"
-    return imp.parse(sample, ImportMeta())
+_parse = partial(parse_detected, "inference-perf")
 
 
 def test_stage_reports_golden(formats_dir: Path) -> None:
@@ -99,25 +68,24 @@ def test_prometheus_report(formats_dir: Path) -> None:
     assert p.provenance["prometheus_prompt_len_mean"] == 18190
 
 
-def test_every_report_full_import(formats_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_report_full_import(formats_dir: Path) -> None:
     files = sorted((formats_dir / "inference-perf").glob(f"{STEM}*.json"))
     assert len(files) == 9
     for f in files:
-        res = import_file(f, META, monkeypatch)
+        res = read_file(f, meta=META)
         assert len(res.runs) == 1, f.name
         assert res.runs["framework"].iloc[0] == "vllm"
         assert not [i for i in res.issues if i.severity == "error"]
     assert "fw_queue_len" in res.runs.columns or f.name.endswith("summary_lifecycle_metrics.json")
 
 
-def test_wrong_type_is_reported_by_row(tmp_path: Path, formats_dir: Path,
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_wrong_type_is_reported_by_row(tmp_path: Path, formats_dir: Path) -> None:
     doc = json.loads((formats_dir / "inference-perf" / f"{STEM}stage_0_lifecycle_metrics.json").read_text())
     doc["successes"]["latency"]["time_to_first_token"]["median"] = "slow"
     f = tmp_path / "stage.json"
     f.write_text(json.dumps(doc))
     with pytest.raises(ImportFormatError, match="ttft_p50_s.*expected a number, got 'slow'"):
-        import_file(f, META, monkeypatch)
+        read_file(f, meta=META)
 
 
 def test_truncated_report(tmp_path: Path, formats_dir: Path) -> None:

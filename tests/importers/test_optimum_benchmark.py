@@ -6,50 +6,19 @@ from __future__ import annotations
 
 import json
 import shutil
+from functools import partial
 from pathlib import Path
 
 import pytest
+from _helpers import parse_detected
 
-from perfmodel import catalog
 from perfmodel.errors import ImportFormatError
-from perfmodel.importers import ImportMeta, ImportResult, Sample, detect_format, finalize, read_file
+from perfmodel.importers import ImportMeta, read_file
 from perfmodel.importers.optimum_benchmark import read_report_with_config
 
 PFX = "hf-quant-bench-derekliu35__"
 META = ImportMeta(hardware="NVIDIA A100-SXM4-80GB", model="meta-llama/Llama-3.1-8B-Instruct")
-
-
-def _catalog_ready() -> bool:
-    try:
-        catalog.resolve_hardware("H100-80GB-SXM")
-        catalog.resolve_model("meta-llama/Llama-3.1-8B-Instruct")
-        catalog.canonical_framework("vllm")
-    except Exception:  # noqa: BLE001 - the catalog is written concurrently; fall back below
-        return False
-    return True
-
-
-def import_file(path: Path, meta: ImportMeta, monkeypatch: pytest.MonkeyPatch) -> ImportResult:
-    """``read_file`` once the catalog resolves names; until then parse + finalize(resolve=False)."""
-    if _catalog_ready():
-        return read_file(path, meta=meta)
-    monkeypatch.setattr(catalog, "canonical_framework", lambda v: str(v).lower(), raising=False)
-    sample = Sample(path)
-    imp = detect_format(sample)
-    parsed = imp.parse(sample, meta)
-    # resolve=False leaves the canonical ids unset: stand in with the supplied names.
-    for col, given in (("hardware", meta.hardware), ("model", meta.model)):
-        parsed.runs[col] = given if given is not None else parsed.runs.get(f"{col}_raw")
-    return finalize(parsed, meta=meta, fmt=imp.name, file=path.name, sha256="0" * 64, resolve=False)
-
-
-
-
-def _parse(path: Path):
-    sample = Sample(path)
-    imp = detect_format(sample)
-    assert imp.name == "optimum-benchmark"
-    return imp.parse(sample, ImportMeta())
+_parse = partial(parse_detected, "optimum-benchmark")
 
 
 def test_report_with_sibling_config_golden(formats_dir: Path) -> None:
@@ -97,8 +66,7 @@ def test_report_without_config(tmp_path: Path, formats_dir: Path) -> None:
                   meta=META)
 
 
-def test_combined_and_explicit_pair(tmp_path: Path, formats_dir: Path,
-                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_combined_and_explicit_pair(tmp_path: Path, formats_dir: Path) -> None:
     folder = formats_dir / "optimum-benchmark"
     rep = json.loads((folder / f"{PFX}llama_awq__benchmark_report.json").read_text())
     cfg = json.loads((folder / f"{PFX}llama_awq__benchmark_config.json").read_text())
@@ -106,20 +74,19 @@ def test_combined_and_explicit_pair(tmp_path: Path, formats_dir: Path,
     f.write_text(json.dumps({"config": cfg, "report": rep}))
     r = _parse(f).runs.iloc[0]
     assert r["quantization"] == "awq" and r["input_len_tok"] == 64
-    res = import_file(f, META, monkeypatch)
+    res = read_file(f, meta=META)
     assert len(res.runs) == 1
     res2 = read_report_with_config(folder / f"{PFX}llama_awq__benchmark_report.json",
-                                   folder / f"{PFX}llama_awq__benchmark_config.json", meta=META,
-                                   resolve=_catalog_ready())
+                                   folder / f"{PFX}llama_awq__benchmark_config.json", meta=META)
     assert res2.runs["output_throughput_tok_s"].iloc[0] == pytest.approx(43.089241533217766)
     with pytest.raises(ImportFormatError, match="not an optimum-benchmark benchmark_config.json"):
         read_report_with_config(folder / f"{PFX}llama_awq__benchmark_report.json",
                                 folder / f"{PFX}llama_awq__benchmark_report.json", meta=META)
 
 
-def test_full_import(formats_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    res = import_file(formats_dir / "optimum-benchmark" / f"{PFX}cuda_pytorch_llama__benchmark_report.json",
-                      META, monkeypatch)
+def test_full_import(formats_dir: Path) -> None:
+    res = read_file(formats_dir / "optimum-benchmark" / f"{PFX}cuda_pytorch_llama__benchmark_report.json",
+                    meta=META)
     assert len(res.runs) == 1 and res.runs["batch_size"].iloc[0] == 1
 
 
