@@ -7,6 +7,7 @@ copied into the repository).
 
 from __future__ import annotations
 
+import types
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,14 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.setenv("PERFMODEL_HOME", str(home))
     monkeypatch.delenv("PERFMODEL_CATALOG", raising=False)
     return home
+
+
+@pytest.fixture
+def stub_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Resolve every name to itself: tests using it pin an importer, not the catalog's content."""
+    from perfmodel import catalog
+
+    key = types.SimpleNamespace
+    monkeypatch.setattr(catalog, "resolve_hardware", lambda v: key(key=str(v).lower()), raising=False)
+    monkeypatch.setattr(catalog, "resolve_model", lambda v: key(key=str(v).lower()), raising=False)
+    monkeypatch.setattr(catalog, "canonical_framework", lambda v: str(v).lower(), raising=False)

@@ -3,24 +3,17 @@
 from __future__ import annotations
 
 import math
-import types
 from pathlib import Path
 
 import pytest
 
-from perfmodel import catalog
 from perfmodel.errors import ImportFormatError
 from perfmodel.importers import ImportMeta, Sample, read_file
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "csv_family" / "generic.csv"
 
-@pytest.fixture(autouse=True)
-def stub_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Resolve every name to itself: these tests pin the importer, not the catalog."""
-    key = types.SimpleNamespace
-    monkeypatch.setattr(catalog, "resolve_hardware", lambda v: key(key=str(v).lower()), raising=False)
-    monkeypatch.setattr(catalog, "resolve_model", lambda v: key(key=str(v).lower()), raising=False)
-    monkeypatch.setattr(catalog, "canonical_framework", lambda v: str(v).lower(), raising=False)
+# these tests pin the importer, not the catalog
+pytestmark = pytest.mark.usefixtures("stub_catalog")
 
 MAP = {"hardware": "gpu", "model": "llm", "input_len_tok": "prompt", "output_len_tok": "gen",
        "batch_size": "conc", "output_throughput_tok_s": "tput", "e2e_latency_s": "lat_ms",

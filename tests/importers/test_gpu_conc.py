@@ -6,41 +6,26 @@ import json
 from pathlib import Path
 
 import pytest
+from _helpers import finish, parse
 
-from perfmodel import catalog
 from perfmodel.errors import ImportFormatError
-from perfmodel.importers.base import Importer, ImportMeta, ImportResult, Parsed, Sample, finalize
+from perfmodel.importers.base import ImportMeta, Sample
 from perfmodel.importers.gpu_conc import GpuConc
 
 GPU = GpuConc()
 
-def parse(imp: Importer, path: Path, meta: ImportMeta | None = None) -> Parsed:
-    return imp.parse(Sample(path), meta or ImportMeta())
-
-
-def finish(imp: Importer, path: Path, monkeypatch: pytest.MonkeyPatch, meta: ImportMeta | None = None) -> ImportResult:
-    """parse + finalize without the catalog (resolve=False; the framework canonicaliser stubbed), so
-    these tests pin the importer alone while the catalog is written concurrently."""
-    monkeypatch.setattr(catalog, "canonical_framework", lambda v: str(v).lower(), raising=False)
-    meta = meta or ImportMeta()
-    parsed = parse(imp, path, meta)
-    if len(parsed.runs):
-        if "hardware_raw" not in parsed.runs.columns and meta.hardware is None:
-            raise ImportFormatError(f"{path.name}: the file does not say which hardware")
-        parsed.runs["hardware"] = meta.hardware or parsed.runs.get("hardware_raw")
-        parsed.runs["model"] = meta.model or parsed.runs.get("model_raw")
-    return finalize(parsed, meta=meta, fmt=imp.name, file=path.name, sha256="0",
-                    has_hardware=imp.has_hardware, has_model=imp.has_model, resolve=False)
+# these tests pin the importer alone, whatever names the catalog knows
+pytestmark = pytest.mark.usefixtures("stub_catalog")
 
 
 def _p(formats_dir: Path, name: str) -> Path:
     return formats_dir / "custom-concurrency-json" / f"gpu_conc__{name}.json"
 
 
-def test_h100_summary(formats_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_h100_summary(formats_dir: Path) -> None:
     path = _p(formats_dir, "H100_benchmark_summary_20250811_091131")
     assert GPU.sniff(Sample(path)) > 0.9
-    res = finish(GPU, path, monkeypatch)
+    res = finish(GPU, path)
     assert len(res.runs) == 10
     assert res.runs["batch_size"].tolist() == [1, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
     assert (res.runs["hardware_raw"] == "NVIDIA H100 PCIe").all() and (res.runs["load_kind"] == "concurrency").all()
@@ -53,9 +38,9 @@ def test_h100_summary(formats_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     assert {i.row for i in warnings if i.column == "failed_requests"} == {8, 10}
 
 
-def test_h200_summary_and_level_file_agree(formats_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    summ = finish(GPU, _p(formats_dir, "H200_benchmark_summary_20250814_182107"), monkeypatch)
-    level = finish(GPU, _p(formats_dir, "H200_benchmark_concurrency_128"), monkeypatch)
+def test_h200_summary_and_level_file_agree(formats_dir: Path) -> None:
+    summ = finish(GPU, _p(formats_dir, "H200_benchmark_summary_20250814_182107"))
+    level = finish(GPU, _p(formats_dir, "H200_benchmark_concurrency_128"))
     assert len(summ.runs) == 10 and len(level.runs) == 1
     r = level.runs.iloc[0]
     assert r["hardware_raw"] == "NVIDIA H200" and r["batch_size"] == 128
@@ -67,14 +52,14 @@ def test_h200_summary_and_level_file_agree(formats_dir: Path, monkeypatch: pytes
     assert s128["output_throughput_tok_s"] == r["output_throughput_tok_s"]
 
 
-def test_unknown_gpu_needs_hardware(formats_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unknown_gpu_needs_hardware(formats_dir: Path) -> None:
     path = _p(formats_dir, "MI300X_benchmark_summary_20250829_110039")
     p = parse(GPU, path)
     assert "hardware_raw" not in p.runs.columns  # "Unknown GPU" is treated as absent
     assert "hw_memory_peak_gb" not in p.runs.columns  # 0.0 = not measured
     with pytest.raises(ImportFormatError, match="hardware"):
-        finish(GPU, path, monkeypatch)
-    res = finish(GPU, path, monkeypatch, ImportMeta(hardware="MI300X"))
+        finish(GPU, path)
+    res = finish(GPU, path, ImportMeta(hardware="MI300X"))
     assert len(res.runs) == 10 and res.runs.set_index("batch_size").loc[1024, "n_failed"] == 244
 
 

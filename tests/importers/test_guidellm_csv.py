@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 import math
-import types
 from pathlib import Path
 
 import pytest
 
-from perfmodel import catalog
 from perfmodel.importers import ImportMeta, Sample, detect_format, read_file
 
-
-@pytest.fixture(autouse=True)
-def stub_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Resolve every name to itself: these tests pin the importer, not the catalog."""
-    key = types.SimpleNamespace
-    monkeypatch.setattr(catalog, "resolve_hardware", lambda v: key(key=str(v).lower()), raising=False)
-    monkeypatch.setattr(catalog, "resolve_model", lambda v: key(key=str(v).lower()), raising=False)
-    monkeypatch.setattr(catalog, "canonical_framework", lambda v: str(v).lower(), raising=False)
+# these tests pin the importer, not the catalog
+pytestmark = pytest.mark.usefixtures("stub_catalog")
 
 META = ImportMeta(hardware="T4", model="Qwen/Qwen3-0.6B", framework="vllm", device_count=2)
 

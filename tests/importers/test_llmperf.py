@@ -8,31 +8,16 @@ import math
 from pathlib import Path
 
 import pytest
+from _helpers import finish, parse
 
-from perfmodel import catalog
 from perfmodel.errors import ImportFormatError
-from perfmodel.importers.base import Importer, ImportMeta, ImportResult, Parsed, Sample, finalize
+from perfmodel.importers.base import ImportMeta, Sample
 from perfmodel.importers.llmperf import LlmperfIndividual, LlmperfSummary
 
 SUMMARY, INDIVIDUAL = LlmperfSummary(), LlmperfIndividual()
 
-def parse(imp: Importer, path: Path, meta: ImportMeta | None = None) -> Parsed:
-    return imp.parse(Sample(path), meta or ImportMeta())
-
-
-def finish(imp: Importer, path: Path, monkeypatch: pytest.MonkeyPatch, meta: ImportMeta | None = None) -> ImportResult:
-    """parse + finalize without the catalog (resolve=False; the framework canonicaliser stubbed), so
-    these tests pin the importer alone while the catalog is written concurrently."""
-    monkeypatch.setattr(catalog, "canonical_framework", lambda v: str(v).lower(), raising=False)
-    meta = meta or ImportMeta()
-    parsed = parse(imp, path, meta)
-    if len(parsed.runs):
-        if "hardware_raw" not in parsed.runs.columns and meta.hardware is None:
-            raise ImportFormatError(f"{path.name}: the file does not say which hardware")
-        parsed.runs["hardware"] = meta.hardware or parsed.runs.get("hardware_raw")
-        parsed.runs["model"] = meta.model or parsed.runs.get("model_raw")
-    return finalize(parsed, meta=meta, fmt=imp.name, file=path.name, sha256="0",
-                    has_hardware=imp.has_hardware, has_model=imp.has_model, resolve=False)
+# these tests pin the importer alone, whatever names the catalog knows
+pytestmark = pytest.mark.usefixtures("stub_catalog")
 
 
 def _p(formats_dir: Path, name: str) -> Path:
@@ -44,11 +29,11 @@ def _p(formats_dir: Path, name: str) -> Path:
      146.94666666666666),
     ("groq_70b_summary", "llama2-70b-4096", 441.84737788500206, 0.22786034579078357, 150.0),
 ])
-def test_summary(formats_dir: Path, monkeypatch: pytest.MonkeyPatch, name: str, model: str, out_tp: float,
+def test_summary(formats_dir: Path, name: str, model: str, out_tp: float,
                  ttft_s: float, out_len: float) -> None:
     path = _p(formats_dir, name)
     assert SUMMARY.sniff(Sample(path)) > 0.9 and INDIVIDUAL.sniff(Sample(path)) == 0
-    res = finish(SUMMARY, path, monkeypatch, ImportMeta(hardware="A100-80GB"))
+    res = finish(SUMMARY, path, ImportMeta(hardware="A100-80GB"))
     assert len(res.runs) == 1 and not [i for i in res.issues if i.severity == "error"]
     r = res.runs.iloc[0]
     assert r["model_raw"] == model and r["load_kind"] == "concurrency" and r["batch_size"] == 5
@@ -59,9 +44,9 @@ def test_summary(formats_dir: Path, monkeypatch: pytest.MonkeyPatch, name: str, 
     assert "framework" not in SUMMARY.parse(Sample(path), ImportMeta()).runs.columns  # provider, not engine
 
 
-def test_summary_without_hardware_asks_for_it(formats_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_summary_without_hardware_asks_for_it(formats_dir: Path) -> None:
     with pytest.raises(ImportFormatError, match="hardware"):
-        finish(SUMMARY, _p(formats_dir, "groq_70b_summary"), monkeypatch)
+        finish(SUMMARY, _p(formats_dir, "groq_70b_summary"))
 
 
 def test_individual_aggregates_to_one_point_matching_summary(formats_dir: Path) -> None:

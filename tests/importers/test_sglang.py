@@ -14,33 +14,18 @@ import math
 from pathlib import Path
 
 import pytest
+from _helpers import finish, parse
 
-from perfmodel import catalog
 from perfmodel.errors import ImportFormatError
-from perfmodel.importers.base import Importer, ImportMeta, ImportResult, Parsed, Sample, finalize
+from perfmodel.importers.base import ImportMeta, Sample
 from perfmodel.importers.sglang import SglangBenchOneBatch, SglangBenchServing
 from perfmodel.importers.vllm_bench import VllmBenchServe
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "sglang"
 SERVING, ONE_BATCH = SglangBenchServing(), SglangBenchOneBatch()
 
-def parse(imp: Importer, path: Path, meta: ImportMeta | None = None) -> Parsed:
-    return imp.parse(Sample(path), meta or ImportMeta())
-
-
-def finish(imp: Importer, path: Path, monkeypatch: pytest.MonkeyPatch, meta: ImportMeta | None = None) -> ImportResult:
-    """parse + finalize without the catalog (resolve=False; the framework canonicaliser stubbed), so
-    these tests pin the importer alone while the catalog is written concurrently."""
-    monkeypatch.setattr(catalog, "canonical_framework", lambda v: str(v).lower(), raising=False)
-    meta = meta or ImportMeta()
-    parsed = parse(imp, path, meta)
-    if len(parsed.runs):
-        if "hardware_raw" not in parsed.runs.columns and meta.hardware is None:
-            raise ImportFormatError(f"{path.name}: the file does not say which hardware")
-        parsed.runs["hardware"] = meta.hardware or parsed.runs.get("hardware_raw")
-        parsed.runs["model"] = meta.model or parsed.runs.get("model_raw")
-    return finalize(parsed, meta=meta, fmt=imp.name, file=path.name, sha256="0",
-                    has_hardware=imp.has_hardware, has_model=imp.has_model, resolve=False)
+# these tests pin the importer alone, whatever names the catalog knows
+pytestmark = pytest.mark.usefixtures("stub_catalog")
 
 
 def _path(formats_dir: Path, tag: str) -> Path:
@@ -51,11 +36,11 @@ def _path(formats_dir: Path, tag: str) -> Path:
     ("agg_n100_in512_out128_c8", 8, 1418.5390725642164, 28.438684605062008, 7.762507194459916),
     ("agg_n100_in512_out128_c32", 32, 3151.4394910675514, 42.448918260633945, 28.450295820896617),
 ])
-def test_aggregated_runs(formats_dir: Path, monkeypatch: pytest.MonkeyPatch, tag: str, conc: int,
+def test_aggregated_runs(formats_dir: Path, tag: str, conc: int,
                          out_tp: float, ttft_ms: float, measured: float) -> None:
     path = _path(formats_dir, tag)
     assert SERVING.sniff(Sample(path)) > 0.9 and VllmBenchServe().sniff(Sample(path)) == 0
-    res = finish(SERVING, path, monkeypatch, ImportMeta(hardware="GH200"))
+    res = finish(SERVING, path, ImportMeta(hardware="GH200"))
     assert len(res.runs) == 1
     r = res.runs.iloc[0]
     assert r["framework"] == "sglang" and r["framework_version"] == "0.5.5.post3"
@@ -69,7 +54,7 @@ def test_aggregated_runs(formats_dir: Path, monkeypatch: pytest.MonkeyPatch, tag
     assert any(i.column == "input_len_tok" and "265.0" in i.message for i in res.issues)
 
 
-def test_pd_disaggregated_run_recorded_honestly(formats_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pd_disaggregated_run_recorded_honestly(formats_dir: Path) -> None:
     path = _path(formats_dir, "pd_1p2d_n100_in2048_out512_c128")
     p = parse(SERVING, path)
     r = p.runs.iloc[0].to_dict()
@@ -82,18 +67,18 @@ def test_pd_disaggregated_run_recorded_honestly(formats_dir: Path, monkeypatch: 
     assert server["decode"][0]["version"] == "0.5.6"
     (w,) = [i for i in p.issues if i.column == "device_count"]
     assert "disaggregated" in w.message and "versions differ" in w.message
-    res = finish(SERVING, path, monkeypatch, ImportMeta(hardware="GH200", device_count=3))
+    res = finish(SERVING, path, ImportMeta(hardware="GH200", device_count=3))
     assert res.runs["device_count"].iloc[0] == 3
 
 
-def test_bare_infinity_and_wrong_type(tmp_path: Path, formats_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bare_infinity_and_wrong_type(tmp_path: Path, formats_dir: Path) -> None:
     line = _path(formats_dir, "agg_n100_in512_out128_c8").read_text().splitlines()[0]
     assert '"request_rate": Infinity' in line
     rec = json.loads(line)
     rec["output_throughput"] = "1418.5"
     bad = tmp_path / "two_runs.jsonl"
     bad.write_text(line + "\n" + json.dumps(rec) + "\n")
-    res = finish(SERVING, bad, monkeypatch, ImportMeta(hardware="GH200"))
+    res = finish(SERVING, bad, ImportMeta(hardware="GH200"))
     assert len(res.runs) == 1
     (err,) = [i for i in res.issues if i.severity == "error"]
     assert err.row == 2 and err.column == "output_throughput" and "'1418.5'" in err.message
@@ -107,10 +92,10 @@ def test_truncated_jsonl_names_line(tmp_path: Path, formats_dir: Path) -> None:
         parse(SERVING, cut)
 
 
-def test_bench_one_batch_handmade(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bench_one_batch_handmade() -> None:
     path = DATA / "bench_one_batch_handmade.jsonl"
     assert ONE_BATCH.sniff(Sample(path)) > 0.9 and SERVING.sniff(Sample(path)) == 0
-    res = finish(ONE_BATCH, path, monkeypatch, ImportMeta(hardware="H100", model="llama"))
+    res = finish(ONE_BATCH, path, ImportMeta(hardware="H100", model="llama"))
     assert len(res.runs) == 3 and not res.issues or all(i.severity != "error" for i in res.issues)
     r = res.runs.set_index("source_row")
     assert r.loc[2, "load_kind"] == "static_batch" and r.loc[2, "batch_size"] == 8
@@ -121,6 +106,6 @@ def test_bench_one_batch_handmade(monkeypatch: pytest.MonkeyPatch) -> None:
     assert math.isnan(r.loc[1, "tpot_p50_s"])  # output_len 1: no decode step
 
 
-def test_bench_one_batch_needs_hardware_and_model(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bench_one_batch_needs_hardware_and_model() -> None:
     with pytest.raises(ImportFormatError, match="hardware"):
-        finish(ONE_BATCH, DATA / "bench_one_batch_handmade.jsonl", monkeypatch)
+        finish(ONE_BATCH, DATA / "bench_one_batch_handmade.jsonl")

@@ -13,10 +13,10 @@ import math
 from pathlib import Path
 
 import pytest
+from _helpers import finish, parse
 
-from perfmodel import catalog
 from perfmodel.errors import ImportFormatError
-from perfmodel.importers.base import Importer, ImportMeta, ImportResult, Parsed, Sample, finalize
+from perfmodel.importers.base import ImportMeta, Parsed, Sample
 from perfmodel.importers.vllm_bench import (
     VllmBenchmarkLatency,
     VllmBenchmarkThroughput,
@@ -28,23 +28,9 @@ from perfmodel.importers.vllm_bench import (
 DATA = Path(__file__).resolve().parents[1] / "data" / "vllm_bench"
 SERVE, THROUGHPUT, LATENCY, LOG = VllmBenchServe(), VllmBenchmarkThroughput(), VllmBenchmarkLatency(), VllmBenchServeLog()
 
-
-def parse(imp: Importer, path: Path, meta: ImportMeta | None = None) -> Parsed:
-    return imp.parse(Sample(path), meta or ImportMeta())
-
-
-def finish(imp: Importer, path: Path, monkeypatch: pytest.MonkeyPatch, meta: ImportMeta | None = None) -> ImportResult:
-    """parse + finalize without the catalog (resolve=False; the framework canonicaliser stubbed), so
-    these tests pin the importer alone while the catalog is written concurrently."""
-    monkeypatch.setattr(catalog, "canonical_framework", lambda v: str(v).lower(), raising=False)
-    meta = meta or ImportMeta(hardware="some-gpu")
-    parsed = parse(imp, path, meta)
-    if len(parsed.runs):
-        # stand-ins for the catalog's canonical ids (resolve=False leaves them to the caller)
-        parsed.runs["hardware"] = meta.hardware or parsed.runs.get("hardware_raw")
-        parsed.runs["model"] = meta.model or parsed.runs.get("model_raw")
-    return finalize(parsed, meta=meta, fmt=imp.name, file=path.name, sha256="0",
-                    has_hardware=imp.has_hardware, has_model=imp.has_model, resolve=False)
+SOME_GPU = ImportMeta(hardware="some-gpu")
+# these tests pin the importer alone, whatever names the catalog knows
+pytestmark = pytest.mark.usefixtures("stub_catalog")
 
 
 def row(parsed: Parsed, i: int = 0) -> dict:
@@ -53,10 +39,10 @@ def row(parsed: Parsed, i: int = 0) -> dict:
 
 # --- vllm bench serve (new CLI)
 
-def test_bench_serve_golden(formats_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bench_serve_golden(formats_dir: Path) -> None:
     path = formats_dir / "vllm-bench-serve" / "er0080-vllm-benchmarking__bench_serve_v0.25.1.json"
     assert SERVE.sniff(Sample(path)) > 0.9
-    res = finish(SERVE, path, monkeypatch)
+    res = finish(SERVE, path, SOME_GPU)
     assert len(res.runs) == 1 and not [i for i in res.issues if i.severity == "error"]
     r = res.runs.iloc[0]
     assert r["model_raw"] == "facebook/opt-125m" and r["framework"] == "vllm"
@@ -71,12 +57,11 @@ def test_bench_serve_golden(formats_dir: Path, monkeypatch: pytest.MonkeyPatch) 
     assert r["n_requests"] == 8 and r["n_failed"] == 0
 
 
-def test_all_requests_failed_is_zero_points_not_zero_throughput(formats_dir: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_all_requests_failed_is_zero_points_not_zero_throughput(formats_dir: Path) -> None:
     path = formats_dir / "vllm-bench-serve" / "er0080-vllm-benchmarking__bench_serve_all_requests_failed_v0.25.1.json"
     p = parse(SERVE, path)
     assert p.allow_empty and len(p.runs) == 0
-    res = finish(SERVE, path, monkeypatch)
+    res = finish(SERVE, path, SOME_GPU)
     assert len(res.runs) == 0
     (w,) = [i for i in res.issues if i.severity == "warning" and i.column == "completed"]
     assert "8 failed" in w.message and "not a zero-throughput point" in w.message
@@ -84,10 +69,10 @@ def test_all_requests_failed_is_zero_points_not_zero_throughput(formats_dir: Pat
 
 # --- vllm bench sweep
 
-def test_sweep_run_and_summary(formats_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sweep_run_and_summary(formats_dir: Path) -> None:
     stem = "er0080-vllm-benchmarking__SERVE--max_num_seqs=4-BENCH--max_concurrency=2-num_prompts=8__"
-    run0 = finish(SERVE, formats_dir / "vllm-bench-sweep" / f"{stem}run=0.json", monkeypatch)
-    summ = finish(SERVE, formats_dir / "vllm-bench-sweep" / f"{stem}summary.json", monkeypatch)
+    run0 = finish(SERVE, formats_dir / "vllm-bench-sweep" / f"{stem}run=0.json", SOME_GPU)
+    summ = finish(SERVE, formats_dir / "vllm-bench-sweep" / f"{stem}summary.json", SOME_GPU)
     assert len(run0.runs) == 1 and len(summ.runs) == 2
     assert list(summ.runs["repeat_idx"]) == [0, 1]
     assert list(summ.runs["fw_max_num_seqs"]) == [4.0, 4.0]  # swept server setting rides along
@@ -112,16 +97,16 @@ def test_ascend_fork_without_throughput_keeps_latencies(formats_dir: Path) -> No
     assert {"output_throughput", "total_input_tokens"} <= cols
 
 
-def test_ascend_fork_missing_lengths_fail_clearly(formats_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ascend_fork_missing_lengths_fail_clearly(formats_dir: Path) -> None:
     # The fork records no token counts at all; until ImportMeta can carry lengths the row is rejected
     # by finalize naming the missing length, not with a traceback.
     path = formats_dir / "vllm-benchmark-serving" / "vllm-ascend-nightly-nv-action__serving_llama8B_tp1_sharegpt_qps_inf.json"
     assert math.isinf(row(parse(SERVE, path))["request_rate_rps"])
     with pytest.raises(ImportFormatError, match="input_len_tok"):
-        finish(SERVE, path, monkeypatch)
+        finish(SERVE, path, SOME_GPU)
 
 
-def test_throughput_basis_none_accepted_by_finalize(formats_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_throughput_basis_none_accepted_by_finalize(formats_dir: Path) -> None:
     # Once lengths are known (here: through a stand-in meta attribute), a latency-only row is valid.
     path = formats_dir / "vllm-benchmark-serving" / "vllm-ascend-nightly-nv-action__serving_llama8B_tp1_sharegpt_qps_1.json"
 
@@ -130,15 +115,15 @@ def test_throughput_basis_none_accepted_by_finalize(formats_dir: Path, monkeypat
         output_len_tok: float | None = None
 
     meta = Meta(hardware="x", input_len_tok=200.0, output_len_tok=180.0)
-    res = finish(SERVE, path, monkeypatch, meta)
+    res = finish(SERVE, path, meta)
     assert len(res.runs) == 1 and res.runs["throughput_basis"].iloc[0] == "none"
     assert math.isnan(res.runs["output_throughput_tok_s"].iloc[0])
 
 
-def test_lambdalabs_per_request_arrays_in_seconds(formats_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_lambdalabs_per_request_arrays_in_seconds(formats_dir: Path) -> None:
     path = formats_dir / "vllm-benchmark-serving" / \
         "lambdalabs-vllm-benchmark__prompt_10_1xH100-80GB-SXM_Meta-Llama-3.1-8B-FP8_tp1_len2048.json"
-    res = finish(SERVE, path, monkeypatch)
+    res = finish(SERVE, path, SOME_GPU)
     r = res.runs.iloc[0]
     assert r["load_kind"] == "request_rate" and math.isinf(r["request_rate_rps"]) and math.isnan(r["batch_size"])
     assert r["input_len_tok"] == pytest.approx(136.9) and r["output_len_tok"] == pytest.approx(44.2)
@@ -159,10 +144,10 @@ def test_lambdalabs_per_request_arrays_in_seconds(formats_dir: Path, monkeypatch
 
 # --- append-mode JSONL, broken inputs
 
-def test_append_result_jsonl_and_wrong_type(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_append_result_jsonl_and_wrong_type() -> None:
     path = DATA / "append_result.jsonl"
     assert SERVE.sniff(Sample(path)) > 0.9
-    res = finish(SERVE, path, monkeypatch)
+    res = finish(SERVE, path, SOME_GPU)
     assert res.runs["source_row"].tolist() == [1, 2]
     assert res.runs["batch_size"].tolist() == [4.0, 8.0]
     assert res.runs["ttft_s"].tolist() == pytest.approx([0.020, 0.040])
@@ -192,10 +177,10 @@ def test_throughput_file(formats_dir: Path) -> None:
     assert "431.0 input+output tokens per request" in w.message
 
 
-def test_latency_file_uses_script_defaults_with_warning(formats_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_latency_file_uses_script_defaults_with_warning(formats_dir: Path) -> None:
     path = formats_dir / "vllm-benchmark-latency" / "vllm-ascend-nightly-nv-action__latency_llama8B_tp1.json"
     assert LATENCY.sniff(Sample(path)) > 0.9
-    res = finish(LATENCY, path, monkeypatch, ImportMeta(hardware="x", model="llama"))
+    res = finish(LATENCY, path, ImportMeta(hardware="x", model="llama"))
     r = res.runs.iloc[0]
     assert r["load_kind"] == "static_batch" and r["batch_size"] == 8
     assert (r["input_len_tok"], r["output_len_tok"]) == (32, 128)
