@@ -10,15 +10,21 @@ the next rerun. Results live here, never in ``st.session_state``.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from .. import config
-from ..plots import throughput_figure
+from ..plots import config_labels, curve_figure, fits_summary, repeat_summary, throughput_figure
 from . import tables
+
+if TYPE_CHECKING:
+    from ..curves import CurveFit
 
 __all__ = [
     "home",
@@ -36,6 +42,11 @@ __all__ = [
     "format_choices",
     "clear_store_caches",
     "filters_json",
+    "CurveView",
+    "curve_options_json",
+    "curve_fits",
+    "curve_chart",
+    "curve_fits_csv",
 ]
 
 
@@ -284,5 +295,126 @@ def format_choices() -> dict[str, str]:
 def clear_store_caches() -> None:
     """Forget cached store reads (after this session imported or deleted a dataset)."""
     for fn in (datasets_table, dataset_runs, dataset_issues, filter_choices, filtered_runs, filtered_csv,
-               runs_figure):
+               runs_figure, curve_fits, curve_chart, curve_fits_csv):
         fn.clear()
+
+
+@dataclass(frozen=True)
+class CurveView:
+    """The fitted curves of one dataset and options, as the Curves page shows them.
+
+    Attributes
+    ----------
+    by
+        Grouping columns.
+    table
+        :func:`perfmodel.curves.fit_curves` output with a ``configuration`` label column first.
+    summary
+        :func:`perfmodel.plots.fits_summary` of the table (same row order).
+    fits
+        Label -> :class:`perfmodel.curves.CurveFit`.
+    points
+        :func:`perfmodel.plots.repeat_summary` with the ``configuration`` label.
+    """
+
+    by: tuple[str, ...]
+    table: pd.DataFrame
+    summary: pd.DataFrame
+    fits: Mapping[str, CurveFit]
+    points: pd.DataFrame
+
+
+def curve_options_json(by: Sequence[str], *, shape: str, intervals: str, n_boot: int, seed: int = 0,
+                       x: str = "batch_size", y: str = "output_throughput_tok_s") -> str:
+    """The canonical JSON string of the Curves page's fit options (a cache key).
+
+    Parameters
+    ----------
+    by
+        Grouping columns (order kept: it is the order of the label parts).
+    shape, intervals, n_boot, seed, x, y
+        As for :func:`perfmodel.curves.fit_curves`.
+
+    Returns
+    -------
+    str
+    """
+    return json.dumps({"by": list(by), "shape": shape, "intervals": intervals, "n_boot": int(n_boot),
+                       "seed": int(seed), "x": x, "y": y}, sort_keys=True)
+
+
+@st.cache_data(show_spinner="Fitting curves...", max_entries=16)
+def curve_fits(home: str, dataset_id: str, stamp: int, options: str) -> CurveView:
+    """Fit every configuration of a dataset (see :func:`perfmodel.curves.fit_curves`).
+
+    Parameters
+    ----------
+    home, dataset_id, stamp
+        As for :func:`dataset_runs`.
+    options
+        :func:`curve_options_json` of the options.
+
+    Returns
+    -------
+    CurveView
+
+    Raises
+    ------
+    PerfmodelError
+        A grouping column is missing, an option is invalid, or the columns are not numeric.
+    """
+    from ..curves import fit_curves
+
+    opts = json.loads(options)
+    by = list(opts["by"])
+    runs = dataset_runs(home, dataset_id, stamp)
+    table, fits = fit_curves(runs, by, shape=opts["shape"], intervals=opts["intervals"], n_boot=opts["n_boot"],
+                             seed=opts["seed"], x=opts["x"], y=opts["y"], return_fits=True)
+    labels = config_labels(table, by) if len(table) else []
+    table.insert(0, "configuration", labels)
+    # fit_curves fills the table and the fits in the same (group) order; matching by key
+    # would miss configurations with a missing key value (NaN != NaN).
+    by_label = dict(zip(labels, fits.values(), strict=True))
+    points = repeat_summary(runs, by, x=opts["x"], y=opts["y"])
+    points = points.merge(table[[*by, "configuration"]], on=by, how="left")
+    return CurveView(by=tuple(by), table=table, summary=fits_summary(table, by), fits=by_label, points=points)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def curve_chart(home: str, dataset_id: str, stamp: int, options: str, configs: str, log_x: bool) -> go.Figure:
+    """The curves figure of the chosen configurations (see :func:`perfmodel.plots.curve_figure`).
+
+    Parameters
+    ----------
+    home, dataset_id, stamp, options
+        As for :func:`curve_fits`.
+    configs
+        JSON list of configuration labels to overlay.
+    log_x
+        Logarithmic batch axis.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    view = curve_fits(home, dataset_id, stamp, options)
+    opts = json.loads(options)
+    labels = [c for c in json.loads(configs) if c in view.fits]
+    return curve_figure([view.fits[c] for c in labels], view.points, labels, x=opts["x"], y=opts["y"],
+                        log_x=log_x)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def curve_fits_csv(home: str, dataset_id: str, stamp: int, options: str) -> bytes:
+    """The full fits table as CSV bytes (for the download button).
+
+    Parameters
+    ----------
+    home, dataset_id, stamp, options
+        As for :func:`curve_fits`.
+
+    Returns
+    -------
+    bytes
+    """
+    return curve_fits(home, dataset_id, stamp, options).table.to_csv(index=False).encode()

@@ -13,10 +13,12 @@ import streamlit as st
 
 from . import state as K
 
-__all__ = ["restore_from_link", "write_link", "selected_dataset", "select_dataset", "link_warning"]
+__all__ = ["restore_from_link", "write_link", "selected_dataset", "select_dataset", "link_warning",
+           "restore_curves_from_link", "write_curves_link"]
 
 _CHECKED = "ui.link_checked"
 _BAD_LINK = "ui.bad_link"
+_CURVES_CHECKED = "ui.curves_link_checked"
 
 
 def selected_dataset() -> str | None:
@@ -102,6 +104,62 @@ def write_link(dataset_id: str | None, filters: Mapping[str, Sequence[str]]) -> 
     current = {k: st.query_params.get_all(k) for k in st.query_params.keys() if k in managed}
     if current == wanted:
         return  # writing an unchanged URL would still send a message to the browser
+    for k in managed - wanted.keys():
+        if k in st.query_params:
+            del st.query_params[k]
+    for k, vals in wanted.items():
+        st.query_params[k] = vals if len(vals) > 1 else vals[0]
+
+
+def restore_curves_from_link() -> None:
+    """On the session's first run of the Curves page, take its grouping, selection and options from the URL.
+
+    Values are put in the widgets' state as they are; the page drops those that
+    are not valid options before drawing the widgets.
+    """
+    if st.session_state.get(_CURVES_CHECKED):
+        return
+    st.session_state[_CURVES_CHECKED] = True
+    qp = K.QP_CURVES
+    by = st.query_params.get_all(qp["by"])
+    if by:
+        st.session_state[K.CURVES_BY] = list(by)
+    configs = st.query_params.get_all(qp["config"])
+    if configs:
+        st.session_state[K.CURVES_CONFIGS] = list(configs)
+    for name, key in (("shape", K.CURVES_SHAPE), ("intervals", K.CURVES_INTERVALS)):
+        value = st.query_params.get(qp[name])
+        if value:
+            st.session_state[key] = value
+
+
+def write_curves_link(dataset_id: str | None, by: Sequence[str], configs: Sequence[str], shape: str,
+                      intervals: str) -> None:
+    """Put the Curves page's view in the URL so that a copied link reopens it.
+
+    Parameters
+    ----------
+    dataset_id
+        The selected dataset.
+    by
+        Grouping columns.
+    configs
+        Labels of the configurations shown.
+    shape, intervals
+        Fit options.
+    """
+    qp = K.QP_CURVES
+    wanted: dict[str, list[str]] = {}
+    if dataset_id:
+        wanted[K.QP_DATASET] = [dataset_id]
+    for name, vals in (("by", list(by)), ("config", list(configs)), ("shape", [shape]),
+                       ("intervals", [intervals])):
+        if vals:
+            wanted[qp[name]] = [str(v) for v in vals]
+    managed = {K.QP_DATASET, *qp.values()}
+    current = {k: st.query_params.get_all(k) for k in st.query_params.keys() if k in managed}
+    if current == wanted:
+        return
     for k in managed - wanted.keys():
         if k in st.query_params:
             del st.query_params[k]

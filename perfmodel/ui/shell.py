@@ -36,6 +36,7 @@ class PageSpec:
 #: Every page, in menu order, grouped by section. The first default page is served at ``/``.
 PAGE_SPECS: tuple[PageSpec, ...] = (
     PageSpec("pages/data.py", "Data", ":material/database:", "Data", "data", default=True),
+    PageSpec("pages/curves.py", "Curves", ":material/show_chart:", "Analyse", "curves"),
 )
 
 

@@ -28,6 +28,16 @@ __all__ = [
     "SAMPLE_CHECKED",
     "SAMPLE_ERROR",
     "DELETE_CONFIRM",
+    "QP_CURVES",
+    "CURVES_DATASET_WIDGET",
+    "CURVES_BY",
+    "CURVES_CONFIGS",
+    "CURVES_SHAPE",
+    "CURVES_INTERVALS",
+    "CURVES_N_BOOT",
+    "CURVES_Y",
+    "CURVES_R2_MIN",
+    "CURVES_LOG_X",
 ]
 
 # --- URL query parameters (what a copied link restores in a new session)
@@ -65,3 +75,17 @@ SAMPLE_NOTICE = "ui.sample_notice"
 SAMPLE_CHECKED = "ui.sample_checked"
 #: Why the sample data could not be imported (shown on the Data page).
 SAMPLE_ERROR = "ui.sample_error"
+
+# --- Curves page selections
+#: URL parameters of the Curves page (``by`` and ``config`` repeat): name -> query parameter.
+QP_CURVES = {"by": "by", "config": "config", "shape": "shape", "intervals": "ci"}
+CURVES_DATASET_WIDGET = "curves.dataset"
+CURVES_BY = "curves.by"
+#: Labels of the configurations overlaid on the chart.
+CURVES_CONFIGS = "curves.configs"
+CURVES_SHAPE = "curves.shape"
+CURVES_INTERVALS = "curves.intervals"
+CURVES_N_BOOT = "curves.n_boot"
+CURVES_Y = "curves.y"
+CURVES_R2_MIN = "curves.r2_min"
+CURVES_LOG_X = "curves.log_x"

@@ -1,0 +1,111 @@
+"""Curves: throughput vs batch per configuration, fitted saturation curves, knees and a fit table."""
+
+import json
+
+import streamlit as st
+
+from perfmodel import ui
+from perfmodel.curves import INTERVAL_METHODS, MIN_BATCHES, R2_POOR, SHAPES
+from perfmodel.errors import PerfmodelError
+from perfmodel.plots import THROUGHPUT_METRICS, axis_title, curve_group_columns, default_curve_by, poor_fits
+from perfmodel.ui import cached, links
+from perfmodel.ui import state as K
+
+N_DEFAULT_CONFIGS = 3
+N_BOOT_DEFAULT = 200
+
+home = ui.home()
+st.title("Curves", anchor=False)
+st.caption("Throughput against batch size for every configuration: the fitted saturation curve with its "
+           "confidence band, the knees (where adding batch stops paying) and the batch reaching 90%/95% of "
+           "the plateau.")
+
+stamp = ui.store_stamp(home)
+datasets = ui.datasets_table(home, stamp)
+if datasets.empty:
+    st.info("No dataset yet: import benchmark result files on the Data page.", icon=":material/info:")
+    st.stop()
+ids = datasets["id"].tolist()
+names = dict(zip(ids, datasets["name"], strict=True))
+ui.restore_from_link(ids, names)
+links.restore_curves_from_link()
+if (warning := ui.link_warning()) is not None:
+    st.warning(warning, icon=":material/link_off:")
+if ui.selected_dataset() not in names:
+    ui.select_dataset(ids[0], forget_link=False)
+st.session_state[K.CURVES_DATASET_WIDGET] = ui.selected_dataset()
+
+c1, c2 = st.columns([1, 2])
+selected = c1.selectbox("Dataset", ids, key=K.CURVES_DATASET_WIDGET, format_func=lambda i: f"{names[i]} ({i})",
+                        on_change=lambda: ui.select_dataset(st.session_state[K.CURVES_DATASET_WIDGET]))
+runs = ui.dataset_runs(home, selected, stamp)
+group_options = list(dict.fromkeys(curve_group_columns(runs) + default_curve_by(runs)))
+ui.keep_valid(K.CURVES_BY, group_options)
+if not st.session_state.get(K.CURVES_BY):
+    st.session_state[K.CURVES_BY] = default_curve_by(runs)
+by = c2.multiselect("Group runs into configurations by", group_options, key=K.CURVES_BY,
+                    help="Runs agreeing on all these columns form one curve.")
+
+with st.expander("Fit options", icon=":material/tune:"):
+    o1, o2, o3, o4, o5 = st.columns(5)
+    if st.session_state.get(K.CURVES_SHAPE) not in SHAPES:
+        st.session_state[K.CURVES_SHAPE] = "auto"
+    if st.session_state.get(K.CURVES_INTERVALS) not in INTERVAL_METHODS:
+        st.session_state[K.CURVES_INTERVALS] = "bootstrap"
+    shape = o1.selectbox("Shape", SHAPES, key=K.CURVES_SHAPE,
+                         help="auto: exponential or piecewise, whichever has the lower AICc.")
+    intervals = o2.selectbox("Intervals", INTERVAL_METHODS, key=K.CURVES_INTERVALS)
+    n_boot = o3.number_input("Bootstrap replicates", min_value=10, max_value=2000, value=N_BOOT_DEFAULT,
+                             step=50, key=K.CURVES_N_BOOT, disabled=intervals != "bootstrap")
+    y = o4.selectbox("Throughput", THROUGHPUT_METRICS, key=K.CURVES_Y, format_func=axis_title)
+    r2_min = o5.number_input("Flag fits with R² below", min_value=0.0, max_value=1.0, value=R2_POOR, step=0.05,
+                             key=K.CURVES_R2_MIN)
+    log_x = st.toggle("log batch axis", value=True, key=K.CURVES_LOG_X)
+
+if not by:
+    links.write_curves_link(selected, [], [], shape, intervals)
+    st.info("Choose at least one column to group the runs by.", icon=":material/info:")
+    st.stop()
+options = cached.curve_options_json(by, shape=shape, intervals=intervals, n_boot=int(n_boot), y=y)
+try:
+    view = cached.curve_fits(home, selected, stamp, options)
+except PerfmodelError as exc:
+    ui.show_error(exc, what="Cannot fit curves")
+    st.stop()
+
+labels = view.summary["configuration"].tolist()
+fitted = view.summary.loc[view.summary["n_batches"] >= MIN_BATCHES, "configuration"].tolist()
+ui.keep_valid(K.CURVES_CONFIGS, labels)
+if not st.session_state.get(K.CURVES_CONFIGS):
+    st.session_state[K.CURVES_CONFIGS] = (fitted or labels)[:N_DEFAULT_CONFIGS]
+configs = st.multiselect(f"Configurations to overlay ({len(labels):,})", labels, key=K.CURVES_CONFIGS,
+                         placeholder="choose configurations")
+links.write_curves_link(selected, by, configs, shape, intervals)
+
+n_ok = int(view.summary["success"].sum())
+st.caption(f"{len(labels):,} configuration(s), {n_ok:,} fitted successfully; {y} vs batch size; "
+           f"intervals: {intervals}.")
+if not fitted:
+    st.warning(f"Not enough points for a curve: every configuration has fewer than {MIN_BATCHES} distinct "
+               "batch sizes, so nothing was fitted. Measure more batch sizes, or group by fewer columns.",
+               icon=":material/scatter_plot:")
+if configs:
+    st.plotly_chart(cached.curve_chart(home, selected, stamp, options, json.dumps(configs), log_x),
+                    key="curves.chart")
+
+st.subheader("Fits", anchor=False)
+st.dataframe(view.summary, hide_index=True,
+             column_config={"plateau_tok_s": st.column_config.NumberColumn("plateau c (tok/s)", format="%.4g"),
+                            "r2": st.column_config.NumberColumn("R²", format="%.3f")})
+st.download_button("Download fits (CSV)", cached.curve_fits_csv(home, selected, stamp, options),
+                   file_name=f"{names[selected]}-fits.csv".replace(" ", "_"), mime="text/csv",
+                   icon=":material/download:", on_click="ignore")
+
+st.subheader("Curves to review", anchor=False)
+review = poor_fits(view.summary, float(r2_min))
+if review.empty:
+    st.success(f"Every curve fitted with R² ≥ {r2_min:g}.", icon=":material/check_circle:")
+else:
+    st.caption(f"{len(review):,} curve(s) failed or fit with R² below {r2_min:g}.")
+    st.dataframe(review, hide_index=True,
+                 column_config={"r2": st.column_config.NumberColumn("R²", format="%.3f")})
