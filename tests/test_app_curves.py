@@ -1,0 +1,135 @@
+"""The Curves page, headless: AppTest on the bundled sample runs and on hand-made datasets.
+
+The sample dataset (``sample_runs/``, 4 configurations x 8 batch sizes x 3
+repeats of a tiny model on a CPU) is imported by the app itself on start-up
+(an empty store gets the samples), or beforehand by the test to know its id.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from perfmodel.api import import_files
+from perfmodel.plots import KNEE_META
+from perfmodel.store import Store
+from perfmodel.ui import samples
+from perfmodel.ui import state as K
+
+REPO = Path(__file__).resolve().parents[1]
+APP = str(REPO / "app.py")
+PAGE = "pages/curves.py"
+TIMEOUT_S = 60
+
+
+def _curves(**query: str | list[str]) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT_S)
+    for k, v in query.items():
+        at.query_params[k] = v
+    at.run()
+    return at.switch_page(PAGE).run()
+
+
+def _no_exception(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def _figure(at: AppTest) -> dict:
+    charts = at.get("plotly_chart")
+    assert charts, "no plotly chart on the page"
+    return json.loads(charts[0].proto.spec)
+
+
+def _sample_id() -> str:
+    names = samples.ensure_sample_data(Store())
+    assert names == ["perfmodel-tiny-llama_cpu-x86-2vcpu.csv"]
+    return Store().dataset(samples.SAMPLE_DATASET_NAME).id
+
+
+def test_page_renders_sample_curves_with_knees_and_table() -> None:
+    at = _curves()
+    _no_exception(at)
+    assert not at.error
+    assert [t.value for t in at.title] == ["Curves"]
+    # Sample: lengths 64/256 in x 32/128 out are the only varying columns.
+    assert at.multiselect(key=K.CURVES_CONFIGS).value == ["64/32", "64/128", "256/32"]
+    fig = _figure(at)
+    knees = [t for t in fig["data"] if t.get("meta") == KNEE_META]
+    assert len(knees) == 3 and all(t["x"] for t in knees)
+    assert {t["name"] for t in knees} == {"knee · 64/32", "knee · 64/128", "knee · 256/32"}
+    # Measured points carry error bars across the 3 repeats; fitted lines and bands are drawn.
+    measured = [t for t in fig["data"] if t.get("meta") == "measured"]
+    assert len(measured) == 3 and all(len(t["x"]) == 8 for t in measured)
+    assert all(any(e > 0 for e in t["error_y"]["array"]) for t in measured)
+    assert sum(t.get("meta") == "fit" for t in fig["data"]) == 3
+    assert any(t.get("fill") == "tonexty" for t in fig["data"])
+    table = at.dataframe[0].value
+    assert len(table) == 4 and table["success"].all()
+    assert {"configuration", "shape", "plateau_tok_s", "knees", "b90", "b95", "r2"} <= set(table.columns)
+    assert at.get("download_button")
+    assert at.query_params["config"] == ["64/32", "64/128", "256/32"]
+
+
+def test_link_restores_grouping_selection_and_shape() -> None:
+    ds = _sample_id()
+    at = _curves(dataset=ds, by=["input_len_tok"], config=["in 256"], shape="exp", ci="asymptotic")
+    _no_exception(at)
+    assert at.multiselect(key=K.CURVES_BY).value == ["input_len_tok"]
+    assert at.multiselect(key=K.CURVES_CONFIGS).value == ["in 256"]
+    assert at.selectbox(key=K.CURVES_SHAPE).value == "exp"
+    assert at.selectbox(key=K.CURVES_INTERVALS).value == "asymptotic"
+    table = at.dataframe[0].value
+    assert table["configuration"].tolist() == ["in 64", "in 256"]
+    assert set(table["shape"]) == {"exp"} and (table["n_points"] == 48).all()
+    fig = _figure(at)
+    assert [t["name"] for t in fig["data"] if t.get("meta") == "measured"] == ["in 256"]
+    # Overlaying another configuration writes it into the link.
+    at.multiselect(key=K.CURVES_CONFIGS).select("in 64").run()
+    assert at.query_params["config"] == ["in 256", "in 64"]
+    assert at.query_params["dataset"] == ds and at.query_params["shape"] == "exp"
+
+
+def test_bad_values_in_link_fall_back_to_defaults() -> None:
+    _sample_id()
+    at = _curves(by="gpu_colour", config="nonsense", shape="cubic")
+    _no_exception(at)
+    assert "input_len_tok" in at.multiselect(key=K.CURVES_BY).value
+    assert at.selectbox(key=K.CURVES_SHAPE).value == "auto"
+    assert len(at.multiselect(key=K.CURVES_CONFIGS).value) == 3
+
+
+def test_poor_fits_are_flagged_with_their_message() -> None:
+    at = _curves()
+    assert at.success and "R² ≥ 0.9" in at.success[0].value  # every sample curve fits well
+    at.number_input(key=K.CURVES_R2_MIN).set_value(0.99).run()
+    _no_exception(at)
+    review = at.dataframe[1].value
+    assert len(review) >= 1 and (review["reason"] == "R² < 0.99").all()
+    assert (review["r2"] < 0.99).all() and review["message"].str.contains("converged").all()
+
+
+def test_too_few_batch_sizes_says_not_enough_points(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(samples, "SAMPLE_DIR", tmp_path / "none")
+    src = tmp_path / "two_batches.csv"
+    pd.DataFrame({
+        "hardware": ["h100-sxm"] * 4 + ["a100-80gb"] * 2, "device_count": 1, "framework": "vllm",
+        "model": "llama-3-8b", "input_len_tok": 512.0, "output_len_tok": 128.0, "load_kind": "static_batch",
+        "batch_size": [1.0, 8.0, 1.0, 8.0, 4.0, 4.0], "output_throughput_tok_s": [90.0, 600.0, 95.0, 610.0, 300.0,
+                                                                                  320.0],
+        "repeat_idx": [0, 0, 1, 1, 0, 1], "source_format": "synthetic", "source_file": "two.csv",
+        "source_row": range(1, 7)}).to_csv(src, index=False)
+    import_files([src], format="canonical", store=Store())
+    at = _curves()
+    _no_exception(at)
+    assert at.warning and "Not enough points" in at.warning[0].value
+    table = at.dataframe[0].value
+    assert len(table) == 2 and not table["success"].any()
+    assert table["message"].str.contains("not enough").all()
+    # Failed curves are listed for review; the measured points are still drawn, with no curve.
+    assert len(at.dataframe[1].value) == 2
+    fig = _figure(at)
+    assert [t.get("meta") for t in fig["data"]] == ["measured", "measured"]
