@@ -64,3 +64,82 @@ def test_labels() -> None:
     assert lengths_label(_runs()).tolist()[2:4] == ["128/128", "128/2048"]
     assert axis_title("output_throughput_tok_s") == "output throughput (tok/s)"
     assert axis_title("request_rate_rps") == "request rate (req/s)"
+
+
+# --------------------------------------------------------------------------------------------------
+# saturation-curve figures and tables
+
+
+def _known_fit_frame() -> pd.DataFrame:
+    rng = np.random.default_rng(3)
+    batches = np.repeat([1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0], 3)
+    tput = (1000.0 - 900.0 * np.exp(-0.05 * batches)) * (1 + 0.02 * rng.standard_normal(len(batches)))
+    return pd.DataFrame({"hardware": "h100-sxm", "input_len_tok": 512.0, "output_len_tok": 128.0,
+                         "batch_size": batches, "output_throughput_tok_s": tput})
+
+
+def test_curve_figure_has_points_band_fit_and_knee_with_interval() -> None:
+    from perfmodel.curves import fit_curve
+    from perfmodel.plots import KNEE_META, curve_figure, repeat_summary
+
+    runs = _known_fit_frame()
+    fit = fit_curve(runs["batch_size"], runs["output_throughput_tok_s"], shape="exp", n_boot=60)
+    pts = repeat_summary(runs, ["hardware"]).assign(configuration="H100")
+    assert len(pts) == 8 and (pts["n_repeats"] == 3).all() and (pts["y_std"] > 0).all()
+    fig = curve_figure([fit], pts, ["H100"])
+    metas = [t.meta for t in fig.data]
+    assert metas[:4] == ["measured", "band", "band", "fit"] and KNEE_META in metas
+    knee = fig.data[metas.index(KNEE_META)]
+    assert knee.x[0] == pytest.approx(fit.knees[0]) and knee.marker.symbol == "diamond"
+    lo, hi = fit.knee_ci[0]
+    assert knee.error_x.arrayminus[0] == pytest.approx(fit.knees[0] - lo)
+    assert knee.error_x.array[0] == pytest.approx(hi - fit.knees[0])
+    assert "knee at batch" in knee.hovertemplate and knee.text[0].startswith("[")
+    assert fig.layout.xaxis.type == "log"
+    band_hi = fig.data[2]
+    assert band_hi.fill == "tonexty" and all(a <= b for a, b in zip(fig.data[1].y, band_hi.y, strict=True))
+
+
+def test_curve_figure_without_fit_draws_points_only() -> None:
+    from perfmodel.curves import fit_curve
+    from perfmodel.plots import curve_figure
+
+    fit = fit_curve([1.0, 2.0], [10.0, 20.0])
+    pts = pd.DataFrame({"configuration": ["x", "x"], "x": [1.0, 2.0], "y_mean": [10.0, 20.0],
+                        "y_std": [0.0, 0.0], "n_repeats": [1, 1]})
+    fig = curve_figure([fit], pts, ["x"])
+    assert [t.meta for t in fig.data] == ["measured"]
+    assert curve_figure([], pts, []).layout.annotations[0].text == "No configuration selected"
+    with pytest.raises(ValueError, match="labels"):
+        curve_figure([fit], pts, [])
+
+
+def test_config_labels_name_only_what_differs() -> None:
+    from perfmodel.plots import config_label, config_labels
+
+    assert config_label({"hardware": "a100", "device_count": 4, "framework": "vllm", "input_len_tok": 128.0,
+                         "output_len_tok": 2048.0, "weight_dtype": "fp8"}) == "a100 x4 · vllm · 128/2048 · w fp8"
+    assert config_label({"output_len_tok": 128.0}) == "out 128"
+    table = pd.DataFrame({"hardware": ["a100", "a100", "h100"], "model": ["m", "m", "m"],
+                          "input_len_tok": [128.0, 256.0, 128.0], "output_len_tok": [32.0, 32.0, 32.0]})
+    assert config_labels(table, ["hardware", "model", "input_len_tok", "output_len_tok"]) == [
+        "a100 · 128/32", "a100 · 256/32", "h100 · 128/32"]
+
+
+def test_fits_summary_and_poor_fits() -> None:
+    from perfmodel.curves import fit_curves
+    from perfmodel.plots import fits_summary, poor_fits
+
+    runs = pd.concat([_known_fit_frame(), pd.DataFrame({
+        "hardware": "a100", "input_len_tok": 512.0, "output_len_tok": 128.0, "batch_size": [1.0, 2.0],
+        "output_throughput_tok_s": [50.0, 90.0]})], ignore_index=True)
+    table = fit_curves(runs, ["hardware"], shape="exp", n_boot=30)
+    summary = fits_summary(table, ["hardware"])
+    assert summary["configuration"].tolist() == ["a100", "h100-sxm"]
+    ok = summary.iloc[1]
+    assert ok["plateau_tok_s"] == pytest.approx(1000.0, rel=0.05) and ok["plateau_ci"].startswith("[")
+    assert ok["knees"] and ok["success"]
+    review = poor_fits(summary, 0.5)
+    assert review["configuration"].tolist() == ["a100"] and review["reason"].tolist() == ["failed"]
+    assert "not enough" in review["message"].iloc[0]
+    assert poor_fits(summary, 1.0)["configuration"].tolist() == ["a100", "h100-sxm"]
