@@ -1,4 +1,5 @@
-"""The main journey in a real browser: load the app, upload a file, Import, see the plot.
+"""The main journey in a real browser: load the app, upload a file, Import, see the plot,
+then open the Curves page from a shared link and see the knee markers.
 
 Starts ``streamlit run app.py`` on a free port with its own PERFMODEL_HOME and
 drives Debian's chromium through Python playwright (no ``playwright install``).
@@ -105,7 +106,52 @@ def test_upload_import_and_plot(app_url: str, all_results_csv: Path) -> None:
             page.wait_for_timeout(1000)
             page.screenshot(path=str(SCREENSHOT))
             plot.screenshot(path=str(SCREENSHOT.with_name("perfmodel-data-chart.png")))
+            knees = _open_curves_from_link(page, app_url, expect)
         finally:
             browser.close()
     # LLM-Inference-Bench's All_results.csv holds 4,772 measurements; most have a batch size.
     assert n_points > 1000
+    # The linked configuration's knee, drawn where the fit puts it (the same fit, computed here).
+    assert knees["n_rendered"] >= 1
+    assert knees["x"] == pytest.approx(list(knees["expected"]), rel=1e-6)
+
+
+CURVES_BY = ("hardware", "device_count", "framework", "model", "input_len_tok", "output_len_tok")
+KNEE_JS = """() => {
+  const gd = document.querySelector('.js-plotly-plot');
+  if (!gd || !gd.data) return null;
+  const i = gd.data.findIndex(t => t.meta === 'knee');
+  if (i < 0) return null;
+  const trace = gd.querySelectorAll('.scatterlayer .trace')[i];
+  return {name: gd.data[i].name, x: Array.from(gd.data[i].x),
+          n_rendered: trace ? trace.querySelectorAll('.point').length : 0};
+}"""
+
+
+def _open_curves_from_link(page, app_url: str, expect) -> dict:  # noqa: ANN001 - playwright types
+    """Open the Curves page from a shared link to one configuration of the imported file; read its knee trace."""
+    from urllib.parse import urlencode
+
+    from perfmodel.curves import fit_curves
+    from perfmodel.plots import config_labels
+    from perfmodel.store import Store
+
+    store = Store()
+    info = next(i for i in store.datasets() if i.n_runs == 4772)
+    table, fits = fit_curves(store.runs(info.id), CURVES_BY, intervals="none", return_fits=True)
+    labels = config_labels(table, CURVES_BY)
+    label, fit = next((lb, f) for lb, f in zip(labels, fits.values(), strict=True) if f.success and f.knees)
+    query = urlencode({"dataset": info.id, "by": list(CURVES_BY), "config": label, "ci": "asymptotic"},
+                      doseq=True)
+    page.set_viewport_size({"width": 1400, "height": 1100})
+    page.goto(f"{app_url}/curves?{query}")
+    expect(page.get_by_role("heading", name="Curves", exact=True)).to_be_visible()
+    plot = page.locator(".js-plotly-plot").first
+    expect(plot.locator(".legend")).to_contain_text(f"knee · {label}")
+    handle = page.wait_for_function(f"() => {{ const r = ({KNEE_JS})(); return r && r.n_rendered > 0 && r; }}")
+    knees = dict(handle.json_value())
+    page.set_viewport_size({"width": 1400, "height": 2600})
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(SCREENSHOT.with_name("perfmodel-curves-page.png")))
+    knees["expected"] = fit.knees
+    return knees
