@@ -31,6 +31,9 @@ __all__ = [
     "CsvRows",
     "read_csv_rows",
     "numeric_column",
+    "numeric_columns",
+    "row_checks",
+    "csv_header_has",
     "MISSING_TOKENS",
 ]
 
@@ -189,6 +192,54 @@ def numeric_column(s: pd.Series, *, missing: Iterable[str] = MISSING_TOKENS) -> 
     return num, bad
 
 
+
+def csv_header_has(sample: Sample, keys: Iterable[str]) -> bool:
+    """Whether the sample is a CSV whose header holds every one of ``keys`` (lower-case)."""
+    header = sample.csv_header
+    if not header:
+        return False
+    return set(keys) <= {h.lower() for h in header}
+
+
+def row_checks(rows: CsvRows, file: str) -> tuple[np.ndarray, list[Issue]]:
+    """The rows to keep and the issues of the file's shape.
+
+    Blank lines are skipped with an ``info`` issue; rows with more fields than
+    the header are skipped with an ``error`` issue naming the counts.
+    """
+    keep = ~rows.blank
+    issues = [Issue(file, int(r), None, "blank line skipped", "info") for r in rows.source_row[rows.blank]]
+    for i in np.flatnonzero(rows.too_long & keep):
+        issues.append(Issue(file, int(rows.source_row[i]), None,
+                            f"expected {len(rows.header)} fields, found {len(rows.fields(i))}; row skipped"))
+        keep[i] = False
+    return keep, issues
+
+
+def numeric_columns(rows: CsvRows, names: Iterable[str], keep: np.ndarray, issues: list[Issue], file: str, *,
+                    columns: Mapping[str, str] | None = None,
+                    expected: str = "a number") -> dict[str, pd.Series]:
+    """The columns ``names`` that the file has, as float64 (see :func:`numeric_column`).
+
+    A kept row whose cell is neither a number nor a missing marker gets an issue
+    ("expected ``expected``, got ...") and is dropped from ``keep`` (in place).
+    ``columns`` maps a name to the file's header for it (default: the name is the
+    header); the result is keyed by name.
+    """
+    out: dict[str, pd.Series] = {}
+    for name in names:
+        header = columns.get(name) if columns is not None else (name if name in rows.header else None)
+        if header is None:
+            continue
+        values, bad = numeric_column(rows.col(header))
+        for i in np.flatnonzero(bad & keep):
+            issues.append(Issue(file, int(rows.source_row[i]), header,
+                                f"expected {expected}, got {rows.col(header).iloc[i]!r}; row skipped"))
+        keep &= ~bad
+        out[name] = values
+    return out
+
+
 @register
 class GenericCsvImporter(Importer):
     """Any CSV with a user-given mapping of canonical columns to source columns."""
@@ -250,13 +301,7 @@ class GenericCsvImporter(Importer):
             raise ImportFormatError(f"{sample.name}: cannot read with format 'csv': " + "; ".join(problems)
                                     + f". Columns in the file: {avail_txt}")
 
-        keep = ~rows.blank
-        issues = [Issue(sample.name, int(r), None, "blank line skipped", "info")
-                  for r in rows.source_row[rows.blank]]
-        for i in np.flatnonzero(rows.too_long & keep):
-            issues.append(Issue(sample.name, int(rows.source_row[i]), None,
-                                f"expected {len(available)} fields, found {len(rows.fields(i))}; row skipped"))
-            keep[i] = False
+        keep, issues = row_checks(rows, sample.name)
         out: dict[str, pd.Series] = {}
         scale = 1e-3 if meta.latency_unit == "ms" else 1.0
         for canon, src in mapped.items():

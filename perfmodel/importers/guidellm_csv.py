@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from .base import Importer, ImportMeta, Issue, Parsed, Sample, register
-from .generic_csv import numeric_column, read_csv_rows
+from .generic_csv import csv_header_has, numeric_columns, read_csv_rows, row_checks
 
 __all__ = ["GuidellmCsvImporter", "PROFILE_LOAD_KINDS"]
 
@@ -63,10 +63,7 @@ class GuidellmCsvImporter(Importer):
     description = "profile,rate,...,ttft_mean_ms,...,rps_mean,concurrency_mean,prompt_tokens_mean,output_tokens_mean"
 
     def sniff(self, sample: Sample) -> float:
-        header = sample.csv_header
-        if not header:
-            return 0.0
-        return 0.9 if set(_KEYS) <= {h.lower() for h in header} else 0.0
+        return 0.9 if csv_header_has(sample, _KEYS) else 0.0
 
     def parse(self, sample: Sample, meta: ImportMeta) -> Parsed:
         """Read one benchmark per row.
@@ -79,22 +76,8 @@ class GuidellmCsvImporter(Importer):
         file = sample.name
         rows = read_csv_rows(sample, all_text=True)
         lower = {h.lower(): h for h in rows.header}
-        keep = ~rows.blank
-        issues = [Issue(file, int(r), None, "blank line skipped", "info") for r in rows.source_row[rows.blank]]
-        for i in np.flatnonzero(rows.too_long & keep):
-            issues.append(Issue(file, int(rows.source_row[i]), None,
-                                f"expected {len(rows.header)} fields, found {len(rows.fields(i))}; row skipped"))
-            keep[i] = False
-        num: dict[str, pd.Series] = {}
-        for key in _NUMERIC:
-            if key not in lower:
-                continue
-            values, bad = numeric_column(rows.col(lower[key]))
-            for i in np.flatnonzero(bad & keep):
-                issues.append(Issue(file, int(rows.source_row[i]), lower[key],
-                                    f"expected a number or '-', got {rows.col(lower[key]).iloc[i]!r}; row skipped"))
-            keep &= ~bad
-            num[key] = values
+        keep, issues = row_checks(rows, file)
+        num = numeric_columns(rows, _NUMERIC, keep, issues, file, columns=lower, expected="a number or '-'")
         n = len(rows.frame)
         nan = pd.Series(np.nan, index=rows.frame.index)
         profile = rows.col(lower["profile"]).astype("string").str.strip().str.lower()

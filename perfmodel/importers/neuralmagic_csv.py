@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .base import Importer, ImportMeta, Issue, Parsed, Sample, register
-from .generic_csv import CsvRows, numeric_column, read_csv_rows
+from .generic_csv import csv_header_has, numeric_columns, read_csv_rows, row_checks
 
 __all__ = ["NeuralMagicOfflineImporter", "NeuralMagicServerImporter", "DECODE_OUTPUT_TOK"]
 
@@ -41,31 +41,6 @@ _WEIGHT_TYPES: dict[str, tuple[str | None, str | None]] = {
     "marlin": (None, "marlin"),
     "awq": (None, "awq"),
 }
-
-
-def _numbers(rows: CsvRows, names: tuple[str, ...], keep: np.ndarray, issues: list[Issue],
-             file: str) -> dict[str, pd.Series]:
-    out = {}
-    for name in names:
-        if name not in rows.header:
-            continue
-        values, bad = numeric_column(rows.col(name))
-        for i in np.flatnonzero(bad & keep):
-            issues.append(Issue(file, int(rows.source_row[i]), name,
-                                f"expected a number, got {rows.col(name).iloc[i]!r}; row skipped"))
-        keep &= ~bad
-        out[name] = values
-    return out
-
-
-def _structural(rows: CsvRows, file: str) -> tuple[np.ndarray, list[Issue]]:
-    keep = ~rows.blank
-    issues = [Issue(file, int(r), None, "blank line skipped", "info") for r in rows.source_row[rows.blank]]
-    for i in np.flatnonzero(rows.too_long & keep):
-        issues.append(Issue(file, int(rows.source_row[i]), None,
-                            f"expected {len(rows.header)} fields, found {len(rows.fields(i))}; row skipped"))
-        keep[i] = False
-    return keep, issues
 
 
 @register
@@ -92,8 +67,8 @@ class NeuralMagicOfflineImporter(Importer):
         """
         file = sample.name
         rows = read_csv_rows(sample, text_columns=("model_id", "weight_type"))
-        keep, issues = _structural(rows, file)
-        num = _numbers(rows, ("seq_len", "batch_size", "tput"), keep, issues, file)
+        keep, issues = row_checks(rows, file)
+        num = numeric_columns(rows, ("seq_len", "batch_size", "tput"), keep, issues, file)
         seq, batch, tput = num["seq_len"], num["batch_size"], num["tput"]
         decode = (seq == 1).to_numpy()
         prefill = ((seq > 1) & (batch == 1)).to_numpy()
@@ -139,10 +114,7 @@ class NeuralMagicServerImporter(Importer):
     has_model = True
 
     def sniff(self, sample: Sample) -> float:
-        header = sample.csv_header
-        if not header:
-            return 0.0
-        return 0.9 if set(_SERVER_KEYS) <= {h.lower() for h in header} else 0.0
+        return 0.9 if csv_header_has(sample, _SERVER_KEYS) else 0.0
 
     def parse(self, sample: Sample, meta: ImportMeta) -> Parsed:
         """Read request-rate points; throughput is left empty (basis ``"none"``).
@@ -154,10 +126,10 @@ class NeuralMagicServerImporter(Importer):
         """
         file = sample.name
         rows = read_csv_rows(sample, text_columns=("model_name", "gpu_type", "use_beam_search"))
-        keep, issues = _structural(rows, file)
+        keep, issues = row_checks(rows, file)
         names = ("input_tokens", "output_tokens", "qps", "best_of", "num_prompts", "mean_latency",
                  "p50_latency", "p90_latency", "p99_latency")
-        num = _numbers(rows, names, keep, issues, file)
+        num = numeric_columns(rows, names, keep, issues, file)
         gpu = rows.col("gpu_type").astype("string").str.strip()
         # "4xA4000": device count and device name in one cell.
         parts = gpu.str.extract(r"^\s*(\d+)\s*[xX×]\s*(.+?)\s*$")

@@ -29,7 +29,7 @@ import pandas as pd
 
 from ..errors import ImportFormatError
 from .base import Importer, ImportMeta, Issue, Parsed, Sample, register
-from .generic_csv import numeric_column, read_csv_rows
+from .generic_csv import csv_header_has, numeric_columns, read_csv_rows, row_checks
 
 __all__ = ["TrtllmBenchCsvImporter", "TrtllmBenchReportImporter", "parse_report"]
 
@@ -48,10 +48,7 @@ class TrtllmBenchCsvImporter(Importer):
     description = "ISL,OSL,Requests,Token_Throughput,Request_Throughput,Avg_Input_Len,Avg_Output_Len"
 
     def sniff(self, sample: Sample) -> float:
-        header = sample.csv_header
-        if not header:
-            return 0.0
-        return 0.9 if set(_CSV_KEYS) <= {h.lower() for h in header} else 0.0
+        return 0.9 if csv_header_has(sample, _CSV_KEYS) else 0.0
 
     def parse(self, sample: Sample, meta: ImportMeta) -> Parsed:
         """Read one offline run per row (output throughput, request throughput).
@@ -64,23 +61,9 @@ class TrtllmBenchCsvImporter(Importer):
         file = sample.name
         rows = read_csv_rows(sample)
         lower = {h.lower(): h for h in rows.header}
-        keep = ~rows.blank
-        issues = [Issue(file, int(r), None, "blank line skipped", "info") for r in rows.source_row[rows.blank]]
-        for i in np.flatnonzero(rows.too_long & keep):
-            issues.append(Issue(file, int(rows.source_row[i]), None,
-                                f"expected {len(rows.header)} fields, found {len(rows.fields(i))}; row skipped"))
-            keep[i] = False
-        num: dict[str, pd.Series] = {}
-        for key in ("isl", "osl", "requests", "token_throughput", "request_throughput", "avg_input_len",
-                    "avg_output_len"):
-            if key not in lower:
-                continue
-            values, bad = numeric_column(rows.col(lower[key]))
-            for i in np.flatnonzero(bad & keep):
-                issues.append(Issue(file, int(rows.source_row[i]), lower[key],
-                                    f"expected a number, got {rows.col(lower[key]).iloc[i]!r}; row skipped"))
-            keep &= ~bad
-            num[key] = values
+        keep, issues = row_checks(rows, file)
+        num = numeric_columns(rows, ("isl", "osl", "requests", "token_throughput", "request_throughput",
+                                     "avg_input_len", "avg_output_len"), keep, issues, file, columns=lower)
         in_len = num["avg_input_len"].fillna(num["isl"]) if "avg_input_len" in num else num["isl"]
         out_len = num["avg_output_len"].fillna(num["osl"]) if "avg_output_len" in num else num["osl"]
         runs = pd.DataFrame({
