@@ -347,7 +347,7 @@ def check_runs(df: pd.DataFrame, *, file: str | None = None) -> list[Problem]:
         flag((v.notna() & ~(np.isfinite(v) & (v >= 0))).to_numpy(), name,
              "latency {v} is not a finite number >= 0")
         flag((v > MAX_LATENCY_S).fillna(False).to_numpy(), name,
-             f"latency {{v}} s is longer than a day: probably milliseconds written as seconds")
+             "latency {v} s is longer than a day: probably milliseconds written as seconds")
     if {"ttft_s", "e2e_latency_s"} <= set(df.columns):
         t, e = df["ttft_s"].astype("float64"), df["e2e_latency_s"].astype("float64")
         flag((t > e * (1 + 1e-6) + 1e-9).fillna(False).to_numpy(), "ttft_s",

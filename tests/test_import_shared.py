@@ -11,11 +11,10 @@ import fnmatch
 from pathlib import Path
 
 import pytest
+from conftest import FORMATS, LLM_BENCH
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.importers import ImportMeta, read_file
-
-from conftest import FORMATS, LLM_BENCH
 
 # What the user supplies for files that do not name their hardware or model
 # (from each repository's documentation, see ../shared/data/formats/SOURCES.md).

@@ -10,8 +10,8 @@ from __future__ import annotations
 import importlib
 
 from .base import (
-    ImportMeta,
     Importer,
+    ImportMeta,
     ImportResult,
     Issue,
     Parsed,
