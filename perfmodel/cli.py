@@ -363,8 +363,8 @@ def fit_cmd(ctx: click.Context, dataset: str, by: tuple[str, ...], shape: str, i
         raise click.UsageError("choose one of --json and -o/--output")
     runs = Store().runs(dataset)
     by_cols = list(by) if by else default_curve_by(runs)
-    table = fit_curves(runs, by_cols, shape=_SHAPE_ALIASES.get(shape, shape), x=x_col, y=y_col,
-                       intervals=intervals, n_boot=n_boot, seed=seed)
+    table, _ = fit_curves(runs, by_cols, shape=_SHAPE_ALIASES.get(shape, shape), x=x_col, y=y_col,
+                          intervals=intervals, n_boot=n_boot, seed=seed, return_fits=True)
     if want_json:
         _echo_json(json.loads(table.to_json(orient="records")))
         return
