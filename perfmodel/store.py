@@ -27,6 +27,20 @@ Layout (schema version in ``PRAGMA user_version``, upgraded by :data:`_MIGRATION
     the import issues of every file.
 ``models``, ``analyses``
     reserved (empty) for fitted models and saved analyses.
+``sweeps`` (schema v2)
+    one row per sweep: id, name, plan JSON, status (:data:`SWEEP_STATUSES`),
+    the dataset it fills, created/updated times, the pid of the process
+    running it and the error that ended it.
+``sweep_points`` (schema v2)
+    one row per planned point of a sweep: its stable key, plan order, status
+    (``pending``/``done``/``failed``), attempts, the reason of the last
+    failure and the ``run_idx`` of its row once done.
+
+A sweep dataset is created empty (:meth:`Store.create_dataset`) and grows by
+one point per transaction (:meth:`Store.record_point`): the row, the point's
+status and the dataset's ``n_runs`` are committed together, so a crash loses
+at most the point in flight and a resumed sweep neither loses nor repeats one.
+Imported datasets stay content-addressed and immutable.
 
 An import is one transaction (``BEGIN IMMEDIATE``): all of a dataset's rows,
 its issues and its ``datasets`` row are committed together or not at all.
@@ -59,7 +73,8 @@ from .errors import NotFoundError, StoreError
 from .importers.base import ImportMeta, ImportResult
 from .schema import COLUMNS, empty_runs, is_extra_column
 
-__all__ = ["DatasetInfo", "Store", "STORE_FILENAME", "SCHEMA_VERSION", "PAUSE_ENV", "content_id"]
+__all__ = ["DatasetInfo", "Store", "STORE_FILENAME", "SCHEMA_VERSION", "PAUSE_ENV", "content_id", "SweepInfo",
+           "SWEEP_STATUSES", "POINT_STATUSES", "SWEEP_DATASET_KIND"]
 
 STORE_FILENAME = "perfmodel.sqlite"
 PAUSE_ENV = "PERFMODEL_TEST_PAUSE_BEFORE_COMMIT"
@@ -139,9 +154,37 @@ CREATE TABLE analyses (
             con.execute(statement)
 
 
+def _migrate_v2(con: sqlite3.Connection) -> None:
+    con.execute("""
+CREATE TABLE sweeps (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  plan TEXT NOT NULL,
+  status TEXT NOT NULL,
+  dataset_id TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  pid INTEGER,
+  error TEXT,
+  backend TEXT
+)""")
+    con.execute("""
+CREATE TABLE sweep_points (
+  sweep_id TEXT NOT NULL,
+  key TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  attempts INTEGER NOT NULL,
+  error TEXT,
+  run_idx INTEGER,
+  updated_at TEXT,
+  PRIMARY KEY (sweep_id, key)
+) WITHOUT ROWID""")
+
+
 #: Schema upgrades; entry ``i`` takes a store from version ``i`` to ``i + 1``.
 #: Append a function to change the layout; never edit a released one.
-_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_v1,)
+_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_v1, _migrate_v2)
 SCHEMA_VERSION = len(_MIGRATIONS)
 
 
@@ -174,6 +217,96 @@ class DatasetInfo:
     files: tuple[str, ...]
     formats: tuple[str, ...]
     provenance: Mapping[str, Any]
+
+
+SWEEP_STATUSES = ("pending", "running", "done", "failed", "stopped")
+"""Stored status of a sweep; a ``running`` sweep whose process is gone reads as ``interrupted``."""
+POINT_STATUSES = ("pending", "done", "failed")
+"""Status of one planned point of a sweep."""
+SWEEP_DATASET_KIND = "sweep"
+"""``provenance["kind"]`` of a dataset that a sweep fills (the only kind :meth:`Store.append_runs` grows)."""
+
+
+def _pid_alive(pid: int | None) -> bool:
+    """Whether a process with this id runs on this machine (zombies count as gone)."""
+    if not pid or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    try:
+        # A killed child its parent has not reaped yet still answers kill(0).
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rpartition(")")[2].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+@dataclass(frozen=True)
+class SweepInfo:
+    """One stored sweep.
+
+    Attributes
+    ----------
+    id
+        16 hex characters (random).
+    name
+        The dataset name it was started with.
+    plan
+        The plan as stored (JSON object; :func:`perfmodel.sweep.plan.plan_from_dict` reads it).
+    status
+        Stored status, one of :data:`SWEEP_STATUSES`.
+    dataset_id
+        The dataset its rows go to.
+    created_at, updated_at
+        ISO-8601 UTC times.
+    pid
+        Process running (or last running) it.
+    error
+        Why it failed or stopped early, else ``None``.
+    backend
+        Backend name.
+    n_points, n_done, n_failed
+        Planned, finished and failed points.
+    alive
+        Whether ``pid`` is a live process now.
+    """
+
+    id: str
+    name: str
+    plan: Mapping[str, Any]
+    status: str
+    dataset_id: str
+    created_at: str
+    updated_at: str
+    pid: int | None
+    error: str | None
+    backend: str | None
+    n_points: int
+    n_done: int
+    n_failed: int
+    alive: bool
+
+    @property
+    def state(self) -> str:
+        """The status a user should see: ``interrupted`` for a ``running`` sweep whose process is gone."""
+        if self.status == "running" and not self.alive:
+            return "interrupted"
+        return self.status
+
+    @property
+    def n_remaining(self) -> int:
+        """Points neither done nor failed."""
+        return self.n_points - self.n_done - self.n_failed
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def content_id(results: Sequence[ImportResult], meta: ImportMeta | None) -> str:
@@ -619,6 +752,350 @@ class Store:
                     con.executemany("INSERT INTO extras (dataset_id, run_idx, name, value) VALUES (?, ?, ?, ?)",
                                     zip([ds_id] * len(keep), (keep + offset + start).tolist(), [c] * len(keep),
                                         v[keep].tolist(), strict=True))
+
+
+    # ------------------------------------------------------------------ sweeps
+    def create_dataset(self, name: str, provenance: Mapping[str, Any]) -> DatasetInfo:
+        """Create an empty dataset that a sweep fills point by point.
+
+        Parameters
+        ----------
+        name
+            Dataset name; `` (2)``, `` (3)``... is appended when it is taken.
+        provenance
+            JSON-serialisable facts (backend description, plan, machine); ``kind``
+            is set to :data:`SWEEP_DATASET_KIND`.
+
+        Returns
+        -------
+        DatasetInfo
+            The new dataset (0 runs).
+
+        Raises
+        ------
+        StoreError
+            The store could not be written.
+        """
+        with self._write() as con:
+            return self._create_dataset(con, name, provenance)
+
+    def _create_dataset(self, con: sqlite3.Connection, name: str, provenance: Mapping[str, Any]) -> DatasetInfo:
+        from . import __version__
+
+        # Not content-addressed: the content does not exist yet and will grow.
+        ds_id = os.urandom(8).hex()
+        base_name = str(name).strip() or "sweep"
+        final_name = base_name
+        k = 2
+        while con.execute("SELECT 1 FROM datasets WHERE name = ?", (final_name,)).fetchone():
+            final_name = f"{base_name} ({k})"
+            k += 1
+        prov = {**dict(provenance), "kind": SWEEP_DATASET_KIND, "perfmodel_version": __version__}
+        prov_json = json.dumps(prov, default=_json_default, allow_nan=True)
+        created = _now()
+        con.execute(
+            "INSERT INTO datasets (id, name, created_at, n_runs, n_issues, files, formats, provenance, "
+            "extra_columns) VALUES (?, ?, ?, 0, 0, '[]', '[]', ?, '[]')", (ds_id, final_name, created, prov_json))
+        return DatasetInfo(id=ds_id, name=final_name, created_at=created, n_runs=0, n_issues=0, files=(),
+                           formats=(), provenance=json.loads(prov_json))
+
+    def append_runs(self, dataset_id: str, runs: pd.DataFrame) -> DatasetInfo:
+        """Append rows to a sweep dataset in one transaction (``n_runs`` kept in sync).
+
+        Parameters
+        ----------
+        dataset_id
+            Id of a dataset made by :meth:`create_dataset`.
+        runs
+            Canonical runs (validated by the caller), extras allowed.
+
+        Returns
+        -------
+        DatasetInfo
+            The dataset after the append.
+
+        Raises
+        ------
+        NotFoundError
+            No such dataset.
+        StoreError
+            The dataset was imported (imports are immutable), a column is not
+            canonical, or the store could not be written (nothing was changed).
+        """
+        with self._write() as con:
+            self._append(con, dataset_id, runs)
+            return self._resolve(con, dataset_id)[0]
+
+    def _append(self, con: sqlite3.Connection, dataset_id: str, runs: pd.DataFrame) -> int:
+        """Insert ``runs`` after the dataset's last row; returns the first new ``run_idx``."""
+        row = con.execute("SELECT n_runs, provenance, extra_columns FROM datasets WHERE id = ?",
+                          (dataset_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"no dataset with id {dataset_id!r} in {self.path}")
+        n_runs, prov, extra_json = int(row[0]), json.loads(row[1]), json.loads(row[2])
+        if prov.get("kind") != SWEEP_DATASET_KIND:
+            raise StoreError(f"dataset {dataset_id} was imported and cannot grow; imported datasets are "
+                             "immutable (only sweep datasets take appended runs)")
+        unknown = [c for c in runs.columns if c not in _KIND and not is_extra_column(c)]
+        if unknown:
+            raise StoreError(f"cannot store column(s) {sorted(unknown)}: not canonical and not fw_/hw_ extras")
+        extra_cols = list(extra_json) + [c for c in runs.columns if is_extra_column(c) and c not in extra_json]
+        self._insert_runs(con, dataset_id, runs, n_runs)
+        con.execute("UPDATE datasets SET n_runs = ?, extra_columns = ? WHERE id = ?",
+                    (n_runs + len(runs), json.dumps(extra_cols), dataset_id))
+        return n_runs
+
+    def create_sweep(self, name: str, plan: Mapping[str, Any], point_keys: Sequence[str], *,
+                     backend: str | None = None, provenance: Mapping[str, Any] | None = None) -> SweepInfo:
+        """Record a new sweep (status ``pending``), its empty dataset and its planned points, together.
+
+        Parameters
+        ----------
+        name
+            Dataset name (made unique).
+        plan
+            The plan as a JSON object.
+        point_keys
+            Stable keys of the planned points, in run order (distinct).
+        backend
+            Backend name.
+        provenance
+            Extra provenance of the dataset (the plan is added).
+
+        Returns
+        -------
+        SweepInfo
+
+        Raises
+        ------
+        StoreError
+            Duplicate keys, or the store could not be written.
+        """
+        keys = list(point_keys)
+        if len(set(keys)) != len(keys):
+            raise StoreError("the sweep's point keys are not distinct")
+        sweep_id = os.urandom(8).hex()
+        now = _now()
+        with self._write() as con:
+            info = self._create_dataset(con, name, {**dict(provenance or {}), "plan": dict(plan),
+                                                    "sweep_id": sweep_id, "backend": backend})
+            con.execute("INSERT INTO sweeps (id, name, plan, status, dataset_id, created_at, updated_at, pid, "
+                        "error, backend) VALUES (?, ?, ?, 'pending', ?, ?, ?, NULL, NULL, ?)",
+                        (sweep_id, info.name, json.dumps(dict(plan), default=_json_default), info.id, now, now,
+                         backend))
+            con.executemany("INSERT INTO sweep_points (sweep_id, key, idx, status, attempts) "
+                            "VALUES (?, ?, ?, 'pending', 0)", ((sweep_id, k, i) for i, k in enumerate(keys)))
+        return self.sweep(sweep_id)
+
+    _SWEEP_SELECT = """SELECT s.id, s.name, s.plan, s.status, s.dataset_id, s.created_at, s.updated_at, s.pid,
+  s.error, s.backend, COUNT(p.key), COALESCE(SUM(p.status = 'done'), 0), COALESCE(SUM(p.status = 'failed'), 0)
+FROM sweeps s LEFT JOIN sweep_points p ON p.sweep_id = s.id"""
+
+    @staticmethod
+    def _sweep_info(row: Sequence[Any]) -> SweepInfo:
+        pid = None if row[7] is None else int(row[7])
+        return SweepInfo(id=row[0], name=row[1], plan=json.loads(row[2]), status=row[3], dataset_id=row[4],
+                         created_at=row[5], updated_at=row[6], pid=pid, error=row[8], backend=row[9],
+                         n_points=int(row[10]), n_done=int(row[11]), n_failed=int(row[12]), alive=_pid_alive(pid))
+
+    def sweeps(self) -> list[SweepInfo]:
+        """Every sweep, newest first.
+
+        Returns
+        -------
+        list of SweepInfo
+        """
+        with self._read() as con:
+            rows = con.execute(f"{self._SWEEP_SELECT} GROUP BY s.id ORDER BY s.created_at DESC, s.id").fetchall()
+        return [self._sweep_info(r) for r in rows]
+
+    def _sweep_row(self, con: sqlite3.Connection, ref: str) -> Sequence[Any]:
+        ref = str(ref).strip()
+        row = con.execute(f"{self._SWEEP_SELECT} WHERE s.id = ? GROUP BY s.id", (ref,)).fetchone()
+        if row is None and len(ref) >= MIN_PREFIX:
+            hits = con.execute(f"{self._SWEEP_SELECT} WHERE s.id LIKE ? GROUP BY s.id",
+                               (ref.lower().replace("%", "").replace("_", "") + "%",)).fetchall()
+            if len(hits) > 1:
+                raise NotFoundError(f"sweep id prefix {ref!r} matches {len(hits)} sweeps; give more characters")
+            row = hits[0] if hits else None
+        if row is None:
+            known = [r[0] for r in con.execute("SELECT id FROM sweeps ORDER BY created_at DESC LIMIT 10")]
+            raise NotFoundError(f"no sweep {ref!r} in {self.path}; recent sweeps: "
+                                + (", ".join(known) if known else "none") + " (see `perfmodel sweeps`)")
+        return row
+
+    def sweep(self, ref: str) -> SweepInfo:
+        """Look a sweep up by id or unique id prefix (at least 4 characters).
+
+        Parameters
+        ----------
+        ref
+            Id or id prefix.
+
+        Returns
+        -------
+        SweepInfo
+
+        Raises
+        ------
+        NotFoundError
+            No such sweep, or the prefix is ambiguous.
+        """
+        with self._read() as con:
+            return self._sweep_info(self._sweep_row(con, ref))
+
+    def sweep_points(self, sweep_id: str) -> pd.DataFrame:
+        """The planned points of a sweep in run order.
+
+        Parameters
+        ----------
+        sweep_id
+            Sweep id or prefix.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``key, idx, status, attempts, error, run_idx, updated_at``.
+
+        Raises
+        ------
+        NotFoundError
+            No such sweep.
+        """
+        with self._read() as con:
+            sid = self._sweep_row(con, sweep_id)[0]
+            rows = con.execute("SELECT key, idx, status, attempts, error, run_idx, updated_at FROM sweep_points "
+                               "WHERE sweep_id = ? ORDER BY idx", (sid,)).fetchall()
+        cols: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [()] * 7
+        return pd.DataFrame({
+            "key": pd.array(list(cols[0]), dtype="string"),
+            "idx": pd.array(list(cols[1]), dtype="Int64"),
+            "status": pd.array(list(cols[2]), dtype="string"),
+            "attempts": pd.array(list(cols[3]), dtype="Int64"),
+            "error": pd.array(list(cols[4]), dtype="string"),
+            "run_idx": pd.array(list(cols[5]), dtype="Int64"),
+            "updated_at": pd.array(list(cols[6]), dtype="string"),
+        })
+
+    def claim_sweep(self, sweep_id: str, pid: int) -> SweepInfo:
+        """Mark a sweep ``running`` in process ``pid``, unless another live process runs it.
+
+        Parameters
+        ----------
+        sweep_id
+            Sweep id or prefix.
+        pid
+            The claiming process.
+
+        Returns
+        -------
+        SweepInfo
+            The sweep, now running.
+
+        Raises
+        ------
+        StoreError
+            Another live process runs it (nothing was changed).
+        NotFoundError
+            No such sweep.
+        """
+        with self._write() as con:
+            row = self._sweep_row(con, sweep_id)
+            info = self._sweep_info(row)
+            if info.status == "running" and info.alive and info.pid != pid:
+                raise StoreError(f"sweep {info.id} is already running in process {info.pid}; stop it first "
+                                 "(Stop on the Sweeps page, or kill that process)")
+            con.execute("UPDATE sweeps SET status = 'running', pid = ?, error = NULL, updated_at = ? WHERE id = ?",
+                        (pid, _now(), info.id))
+        return self.sweep(info.id)
+
+    def set_sweep_status(self, sweep_id: str, status: str, *, error: str | None = None) -> None:
+        """Set a sweep's status (and the error that ended it).
+
+        Parameters
+        ----------
+        sweep_id
+            Sweep id.
+        status
+            One of :data:`SWEEP_STATUSES`.
+        error
+            Why it failed or stopped early.
+
+        Raises
+        ------
+        StoreError
+            Unknown status or the store could not be written.
+        """
+        if status not in SWEEP_STATUSES:
+            raise StoreError(f"sweep status {status!r} is not one of {', '.join(SWEEP_STATUSES)}")
+        with self._write() as con:
+            con.execute("UPDATE sweeps SET status = ?, error = ?, updated_at = ? WHERE id = ?",
+                        (status, error, _now(), sweep_id))
+
+    def record_point(self, sweep_id: str, key: str, *, status: str, attempts: int, error: str | None = None,
+                     runs: pd.DataFrame | None = None) -> int | None:
+        """Record a finished point: its row (if any), its status and the dataset's count, in one transaction.
+
+        Parameters
+        ----------
+        sweep_id
+            Sweep id.
+        key
+            The point's key.
+        status
+            ``done``, ``failed`` or ``pending`` (one of :data:`POINT_STATUSES`).
+        attempts
+            Attempts made so far.
+        error
+            Reason of the last failure.
+        runs
+            The point's validated row(s) (``done`` only).
+
+        Returns
+        -------
+        int or None
+            ``run_idx`` of the first stored row, ``None`` when no row was stored.
+
+        Raises
+        ------
+        StoreError
+            Unknown point or status, a ``done`` point recorded twice, or the
+            store could not be written (nothing was changed).
+        """
+        if status not in POINT_STATUSES:
+            raise StoreError(f"point status {status!r} is not one of {', '.join(POINT_STATUSES)}")
+        now = _now()
+        with self._write() as con:
+            row = con.execute("SELECT s.dataset_id, p.status FROM sweeps s JOIN sweep_points p ON p.sweep_id = s.id "
+                              "WHERE s.id = ? AND p.key = ?", (sweep_id, key)).fetchone()
+            if row is None:
+                raise StoreError(f"sweep {sweep_id} has no planned point {key!r}")
+            if row[1] == "done":
+                # The guard that makes resume unable to store a point twice.
+                raise StoreError(f"point {key!r} of sweep {sweep_id} is already done")
+            run_idx = self._append(con, row[0], runs) if runs is not None and len(runs) else None
+            con.execute("UPDATE sweep_points SET status = ?, attempts = ?, error = ?, run_idx = ?, updated_at = ? "
+                        "WHERE sweep_id = ? AND key = ?", (status, attempts, error, run_idx, now, sweep_id, key))
+            con.execute("UPDATE sweeps SET updated_at = ? WHERE id = ?", (now, sweep_id))
+        return run_idx
+
+    def reset_failed_points(self, sweep_id: str) -> int:
+        """Make a sweep's failed points pending again (to retry them on resume).
+
+        Parameters
+        ----------
+        sweep_id
+            Sweep id.
+
+        Returns
+        -------
+        int
+            Points reset.
+        """
+        with self._write() as con:
+            cur = con.execute("UPDATE sweep_points SET status = 'pending', attempts = 0, error = NULL "
+                              "WHERE sweep_id = ? AND status = 'failed'", (sweep_id,))
+            return int(cur.rowcount)
 
 
 def _frame_from_rows(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
