@@ -1,0 +1,362 @@
+"""The predictor contract, the registry and JSON persistence helpers.
+
+Every predictor follows the scikit-learn estimator contract: ``__init__``
+stores keyword-only settings and does no work; :meth:`Predictor.fit` checks
+the settings, learns state in attributes ending in ``_`` and returns ``self``;
+using an unfitted predictor raises :class:`NotFittedError`.
+
+:meth:`Predictor.predict` returns one row per query, index aligned, with the
+columns :data:`PREDICTION_COLUMNS`: ``pred_throughput_tok_s`` (same throughput
+definition as the training target), ``pred_lower`` / ``pred_upper`` (the band
+at ``level``), ``confidence`` (0..1, higher = more trustworthy) and
+``in_domain`` (bool).
+
+Persistence is a directory holding ``metadata.json`` (``{"predictor": NAME,
+"format_version": 1, "perfmodel_version": ..., "settings": {...}, "state":
+{...}}``) and any model files a predictor needs, written in a text or
+portable binary format (XGBoost ``Booster.save_model("*.json")``, numpy arrays
+as JSON lists). Never pickle or joblib: a model file must be safe to load from
+an untrusted source. :func:`load_predictor` dispatches on ``"predictor"``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Self
+
+import numpy as np
+import pandas as pd
+
+from ..errors import PerfmodelError, UnknownNameError
+
+__all__ = [
+    "NotFittedError",
+    "Predictor",
+    "PREDICTORS",
+    "PREDICTION_COLUMNS",
+    "LEVELS",
+    "METADATA_FILE",
+    "FORMAT_VERSION",
+    "DEFAULT_TARGET",
+    "register_predictor",
+    "register",
+    "load_predictor",
+    "check_level",
+    "write_metadata",
+    "read_metadata",
+    "to_jsonable",
+]
+
+PREDICTION_COLUMNS = ("pred_throughput_tok_s", "pred_lower", "pred_upper", "confidence", "in_domain")
+LEVELS = (0.8, 0.9, 0.95)
+"""Nominal band levels every predictor is calibrated for (others are interpolated or refused)."""
+METADATA_FILE = "metadata.json"
+FORMAT_VERSION = 1
+DEFAULT_TARGET = "output_throughput_tok_s"
+
+
+class NotFittedError(PerfmodelError, ValueError):
+    """A predictor was used (predict, save) before ``fit``."""
+
+
+PREDICTORS: dict[str, type[Predictor]] = {}
+"""Registry: predictor name (``metadata.json`` ``"predictor"``) -> class."""
+
+
+def register_predictor(cls: type[Predictor]) -> type[Predictor]:
+    """Class decorator adding ``cls`` to :data:`PREDICTORS` under ``cls.name``.
+
+    Parameters
+    ----------
+    cls
+        A :class:`Predictor` subclass with a unique ``name``.
+
+    Returns
+    -------
+    type
+        ``cls`` unchanged.
+
+    Raises
+    ------
+    ValueError
+        The name is empty or already taken by another class (a programming error).
+    """
+    name = getattr(cls, "name", "")
+    if not name:
+        raise ValueError(f"{cls.__name__} has no name")
+    if name in PREDICTORS and PREDICTORS[name] is not cls:
+        raise ValueError(f"predictor name {name!r} already registered by {PREDICTORS[name].__name__}")
+    PREDICTORS[name] = cls
+    return cls
+
+
+register = register_predictor
+"""Alias of :func:`register_predictor` (the decorator name the predictor modules use)."""
+
+
+def check_level(level: float) -> float:
+    """Validate a band level (0 < level < 1) and return it as float.
+
+    Parameters
+    ----------
+    level
+        Nominal coverage, e.g. 0.9.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    PerfmodelError
+        ``level`` is not a number strictly between 0 and 1.
+    """
+    try:
+        v = float(level)
+    except (TypeError, ValueError):
+        raise PerfmodelError(f"level must be a number between 0 and 1 (e.g. 0.9), got {level!r}") from None
+    if not (0.0 < v < 1.0):
+        raise PerfmodelError(f"level must be strictly between 0 and 1 (e.g. 0.9), got {level!r}")
+    return v
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Convert numpy scalars/arrays, tuples and non-finite floats to plain JSON values.
+
+    NaN and infinities become ``None``.
+    """
+    if isinstance(obj, Mapping):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return to_jsonable(obj.tolist())
+    if isinstance(obj, (np.bool_, bool)):
+        return bool(obj)
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        f = float(obj)
+        return f if math.isfinite(f) else None
+    return obj
+
+
+def write_metadata(path: str | os.PathLike[str], predictor: str, settings: Mapping[str, Any],
+                   state: Mapping[str, Any]) -> Path:
+    """Create ``path`` (a directory) and write ``metadata.json`` into it.
+
+    Parameters
+    ----------
+    path
+        Model directory (created, parents too).
+    predictor
+        Registry name.
+    settings
+        The constructor settings (JSON-able).
+    state
+        Learned state that fits in JSON.
+
+    Returns
+    -------
+    Path
+        The directory.
+
+    Raises
+    ------
+    PerfmodelError
+        The directory cannot be created or written, or ``path`` is a file.
+    """
+    from .. import __version__ as version
+
+    d = Path(path)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        meta = {"predictor": predictor, "format_version": FORMAT_VERSION, "perfmodel_version": version,
+                "settings": to_jsonable(settings), "state": to_jsonable(state)}
+        (d / METADATA_FILE).write_text(json.dumps(meta, indent=1, allow_nan=False), encoding="utf-8")
+    except OSError as exc:
+        raise PerfmodelError(f"{d}: cannot write the model directory ({exc.strerror or exc})") from None
+    return d
+
+
+def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read and check ``<path>/metadata.json``.
+
+    Parameters
+    ----------
+    path
+        A model directory written by :meth:`Predictor.save`.
+
+    Returns
+    -------
+    dict
+        With keys ``predictor``, ``format_version``, ``settings``, ``state``.
+
+    Raises
+    ------
+    PerfmodelError
+        The directory or file is missing, not JSON, or of an unsupported format version.
+    """
+    f = Path(path) / METADATA_FILE
+    if not f.is_file():
+        raise PerfmodelError(f"{path}: not a saved model (no {METADATA_FILE}); save one with "
+                             f"`perfmodel train ... -o DIR` or Predictor.save(DIR)")
+    try:
+        meta = json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise PerfmodelError(f"{f}: cannot read the model metadata ({exc})") from None
+    if not isinstance(meta, dict) or "predictor" not in meta:
+        raise PerfmodelError(f"{f}: field 'predictor' is missing; expected a perfmodel model metadata file")
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise PerfmodelError(f"{f}: format_version {meta.get('format_version')!r} is not supported "
+                             f"(this perfmodel reads {FORMAT_VERSION})")
+    meta.setdefault("settings", {})
+    meta.setdefault("state", {})
+    return meta
+
+
+class Predictor(ABC):
+    """Base class of throughput predictors (scikit-learn style).
+
+    Subclasses set ``name`` (registry key), take keyword-only settings in
+    ``__init__`` (stored as attributes of the same name, no work done), and
+    implement :meth:`fit`, :meth:`predict`, :meth:`save` and :meth:`load`.
+    """
+
+    name: ClassVar[str] = ""
+
+    @abstractmethod
+    def fit(self, runs: pd.DataFrame, y: str = DEFAULT_TARGET) -> Self:
+        """Learn from a runs table.
+
+        Parameters
+        ----------
+        runs
+            Canonical runs table (training rows).
+        y
+            Target column (a throughput in tok/s).
+
+        Returns
+        -------
+        Self
+
+        Raises
+        ------
+        PerfmodelError
+            Invalid settings, missing columns or no usable rows.
+        """
+
+    @abstractmethod
+    def predict(self, runs: pd.DataFrame, *, level: float = 0.9) -> pd.DataFrame:
+        """Predict for every query row.
+
+        Parameters
+        ----------
+        runs
+            Queries with the canonical columns the predictor needs; measured
+            columns are ignored.
+        level
+            Nominal coverage of the band.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns :data:`PREDICTION_COLUMNS`, index = ``runs.index``.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit``.
+        PerfmodelError
+            Bad queries (the message names row and column).
+        """
+
+    @abstractmethod
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the fitted predictor to directory ``path`` (JSON, never pickle).
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit``.
+        """
+
+    @classmethod
+    @abstractmethod
+    def load(cls, path: str | os.PathLike[str]) -> Predictor:
+        """Read a predictor written by :meth:`save`.
+
+        Raises
+        ------
+        PerfmodelError
+            Missing or unreadable files, or a different predictor's directory.
+        """
+
+    # ------------------------------------------------------------------ helpers for subclasses
+
+    def get_params(self) -> dict[str, Any]:
+        """The constructor settings as a dict (scikit-learn's ``get_params``)."""
+        import inspect
+
+        sig = inspect.signature(type(self).__init__)
+        return {p: getattr(self, p) for p in sig.parameters if p != "self"}
+
+    def _check_fitted(self, attr: str = "n_train_") -> None:
+        if not hasattr(self, attr):
+            raise NotFittedError(f"this {type(self).__name__} ({self.name}) is not fitted yet; call "
+                                 f"fit(runs) first or load a saved model")
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+
+def load_predictor(path: str | os.PathLike[str]) -> Predictor:
+    """Load any saved predictor, dispatching on ``metadata.json``'s ``"predictor"``.
+
+    Parameters
+    ----------
+    path
+        A model directory.
+
+    Returns
+    -------
+    Predictor
+
+    Raises
+    ------
+    PerfmodelError
+        Not a model directory or unreadable metadata.
+    UnknownNameError
+        The predictor name is not registered (lists the known names).
+    """
+    from . import _load_all
+
+    meta = read_metadata(path)
+    _load_all()
+    name = str(meta["predictor"])
+    if name not in PREDICTORS:
+        raise UnknownNameError("predictor", name, sorted(PREDICTORS),
+                               hint=f"in {Path(path) / METADATA_FILE}")
+    return PREDICTORS[name].load(path)
+
+
+def _frame(index: pd.Index, pred: np.ndarray, lo: np.ndarray, hi: np.ndarray, conf: np.ndarray,
+           in_domain: np.ndarray) -> pd.DataFrame:
+    """Assemble a prediction frame with the contract's columns and dtypes."""
+    return pd.DataFrame({
+        "pred_throughput_tok_s": np.asarray(pred, dtype=float),
+        "pred_lower": np.asarray(lo, dtype=float),
+        "pred_upper": np.asarray(hi, dtype=float),
+        "confidence": np.clip(np.asarray(conf, dtype=float), 0.0, 1.0),
+        "in_domain": np.asarray(in_domain, dtype=bool),
+    }, index=index)
+
+
+prediction_frame = _frame
+__all__ += ["prediction_frame"]

@@ -1,0 +1,426 @@
+"""Roofline bounds from the catalogs, and the points that beat them.
+
+For every row of a runs table, :func:`roofline` computes what the hardware
+could do at best for that workload, from public figures only (peak dense
+FLOP/s and peak memory bandwidth of the device, parameter count and KV-cache
+geometry of the model), with no efficiency factor:
+
+- prefill (compute bound): ``2 * active_params * input_len * batch`` FLOPs over
+  the devices' aggregate peak;
+- one decode step (memory bound): the weights each step must read (all of a
+  dense model; for a mixture of experts the experts a batch of this size is
+  expected to touch under uniform routing, never fewer than one token's
+  active experts) plus the KV cache of every sequence at its mean context,
+  over the devices' aggregate bandwidth; or the step's compute
+  (``2 * active_params * batch``) if that takes longer;
+- ``e2e_s_min = prefill_s_min + (output_len - 1) * decode_step_s_min`` (the
+  prefill emits the first token) and ``output_tok_s_max = batch * output_len /
+  e2e_s_min``, the upper bound on output throughput.
+
+:func:`flag_suspect` marks measured points that run faster than the bound: a
+throughput no hardware with the catalogued figures can reach points to a unit
+error, a mislabelled device or a miscounted batch in the source.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from . import catalog
+from .catalog import HardwareSpec, ModelSpec
+from .errors import PerfmodelError, Problem, UnknownNameError, ValidationError
+
+__all__ = [
+    "BOUND_KINDS",
+    "QUERY_COLUMNS",
+    "DTYPE_BYTES",
+    "ROOFLINE_COLUMNS",
+    "check_query",
+    "dtype_bytes",
+    "hardware_specs",
+    "model_specs",
+    "roofline",
+    "flag_suspect",
+    "SUSPECT_BASES",
+]
+
+BOUND_KINDS = ("compute", "memory")
+"""Values of ``roofline(...)["bound"]``: which limit dominates the end-to-end time."""
+
+QUERY_COLUMNS = ("hardware", "model", "device_count", "input_len_tok", "output_len_tok", "batch_size")
+"""Columns a row needs for its physical features and bounds."""
+
+DTYPE_BYTES: Mapping[str, float] = {
+    "fp64": 8.0, "fp32": 4.0, "tf32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0,
+    "fp4": 0.5, "mxfp4": 0.5, "int4": 0.5,
+}
+"""Bytes per weight element by (canonical) dtype."""
+
+# Quantization schemes whose weights are 4-bit (the weight_dtype column is often empty for them).
+_FOUR_BIT_QUANT = ("awq", "gptq", "marlin", "int4", "w4a16", "w4a8", "nf4", "bnb4", "q4")
+_EIGHT_BIT_QUANT = ("fp8", "int8", "w8a8", "w8a16", "q8")
+
+ROOFLINE_COLUMNS = ("dtype_bytes", "active_params", "weight_bytes", "weight_bytes_read", "kv_bytes_per_token",
+                    "peak_flops", "mem_bw_bps", "prefill_s_min", "decode_mem_s_min",
+                    "decode_compute_s_min", "decode_step_s_min", "e2e_s_min", "output_tok_s_max",
+                    "total_tok_s_max", "bound")
+"""Columns of :func:`roofline`'s result, in order."""
+
+
+def _row_labels(runs: pd.DataFrame) -> np.ndarray:
+    # The row a user would count in the source when known, else the 1-based position.
+    if "source_row" in runs.columns:
+        sr = pd.to_numeric(runs["source_row"], errors="coerce")
+        if sr.notna().all():
+            return sr.to_numpy(dtype="int64")
+    return np.arange(1, len(runs) + 1)
+
+
+def check_query(runs: pd.DataFrame, *, columns: tuple[str, ...] = QUERY_COLUMNS,
+                file: str | None = None) -> None:
+    """Check that ``runs`` has what physical features and bounds need.
+
+    Parameters
+    ----------
+    runs
+        A runs table or a table of queries with canonical column names.
+    columns
+        The columns required.
+    file
+        File name for messages.
+
+    Raises
+    ------
+    ValidationError
+        A required column is missing, or a length, batch or device count is
+        missing, non-numeric, not finite or not positive (input length may be
+        0); every problem names its row and column.
+    """
+    if not isinstance(runs, pd.DataFrame):
+        raise PerfmodelError(f"expected a runs table (pandas DataFrame), got {type(runs).__name__}")
+    problems: list[Problem] = []
+    missing = [c for c in columns if c not in runs.columns]
+    for c in missing:
+        problems.append(Problem("required column is missing", file=file, column=c))
+    rows = _row_labels(runs)
+    for c in columns:
+        if c in missing:
+            continue
+        s = runs[c]
+        if c in ("hardware", "model"):
+            bad = s.isna().to_numpy()
+            for i in np.flatnonzero(bad)[:10]:
+                problems.append(Problem("value is missing", file=file, row=int(rows[i]), column=c))
+            continue
+        v = pd.to_numeric(s, errors="coerce").astype("float64").to_numpy()
+        low = 0.0 if c == "input_len_tok" else None
+        ok = np.isfinite(v) & ((v >= 0) if low is not None else (v > 0))
+        for i in np.flatnonzero(~ok)[:10]:
+            need = "a finite number >= 0" if low is not None else "a finite number > 0"
+            problems.append(Problem(f"expected {need}, got {s.iloc[i]!r}", file=file, row=int(rows[i]),
+                                    column=c))
+        if (~ok).sum() > 10:
+            problems.append(Problem(f"{int((~ok).sum()) - 10} more invalid values", file=file, column=c))
+    if problems:
+        raise ValidationError(f"the query table is not usable ({len(problems)} problem(s)):", problems)
+
+
+def _resolve(runs: pd.DataFrame, column: str, kind: str) -> dict[str, HardwareSpec | ModelSpec]:
+    rows = _row_labels(runs)
+    out: dict[str, HardwareSpec | ModelSpec] = {}
+    values = runs[column].astype("string")
+    for name in pd.unique(values.dropna()):
+        try:
+            out[str(name)] = (catalog.resolve_hardware(str(name)) if kind == "hardware"
+                              else catalog.resolve_model(str(name)))
+        except UnknownNameError as exc:
+            first = int(np.flatnonzero((values == name).fillna(False).to_numpy())[0])
+            raise UnknownNameError(
+                kind, str(name), exc.suggestions,
+                hint=f"first seen at row {int(rows[first])}, column {column!r}; add it to a catalog "
+                     f"file (see perfmodel.catalog)") from None
+    return out
+
+
+def hardware_specs(runs: pd.DataFrame) -> pd.Series:
+    """The catalog :class:`~perfmodel.catalog.HardwareSpec` of every row (index aligned).
+
+    Parameters
+    ----------
+    runs
+        Table with a ``hardware`` column.
+
+    Returns
+    -------
+    pandas.Series
+        Object series of specs.
+
+    Raises
+    ------
+    UnknownNameError
+        A hardware name is not in the catalog; the message names the first row and the column.
+    """
+    specs = _resolve(runs, "hardware", "hardware")
+    return runs["hardware"].astype("string").map(lambda v: specs.get(str(v))).astype(object)
+
+
+def model_specs(runs: pd.DataFrame) -> pd.Series:
+    """The catalog :class:`~perfmodel.catalog.ModelSpec` of every row (index aligned).
+
+    Parameters
+    ----------
+    runs
+        Table with a ``model`` column.
+
+    Returns
+    -------
+    pandas.Series
+        Object series of specs.
+
+    Raises
+    ------
+    UnknownNameError
+        A model name is not in the catalog; the message names the first row and the column.
+    """
+    specs = _resolve(runs, "model", "model")
+    return runs["model"].astype("string").map(lambda v: specs.get(str(v))).astype(object)
+
+
+def _bytes_of(dtype: object) -> float:
+    if dtype is None or (isinstance(dtype, float) and math.isnan(dtype)) or dtype is pd.NA:
+        return math.nan
+    return DTYPE_BYTES.get(catalog.canonical_dtype(str(dtype)), math.nan)
+
+
+def dtype_bytes(runs: pd.DataFrame, models: pd.Series | None = None) -> pd.Series:
+    """Bytes per weight element of every row.
+
+    The ``weight_dtype`` column when set; else a 4-bit or 8-bit ``quantization``
+    scheme; else the model's published ``default_dtype``; else 2 (fp16/bf16,
+    how the benchmark suites of the data serve unquantized models).
+
+    Parameters
+    ----------
+    runs
+        Runs table (``weight_dtype``, ``quantization`` optional).
+    models
+        Pre-resolved model specs (from :func:`model_specs`), to avoid resolving twice.
+
+    Returns
+    -------
+    pandas.Series
+        float64, index aligned with ``runs``.
+    """
+    n = len(runs)
+    out = np.full(n, np.nan)
+    if "weight_dtype" in runs.columns:
+        out = np.array([_bytes_of(v) for v in runs["weight_dtype"].astype(object)], dtype=float)
+    if "quantization" in runs.columns:
+        q = runs["quantization"].astype("string").str.lower().fillna("")
+        four = q.map(lambda s: any(k in s for k in _FOUR_BIT_QUANT)).to_numpy(dtype=bool)
+        eight = q.map(lambda s: any(k in s for k in _EIGHT_BIT_QUANT)).to_numpy(dtype=bool)
+        out = np.where(np.isnan(out) & four, 0.5, out)
+        out = np.where(np.isnan(out) & eight, 1.0, out)
+    if np.isnan(out).any() and "model" in runs.columns:
+        ms = models if models is not None else model_specs(runs)
+        # mxfp4 MoE checkpoints keep attention in bf16; their default stays a lower bound on bytes.
+        dflt = np.array([_bytes_of(getattr(m, "default_dtype", None)) for m in ms], dtype=float)
+        out = np.where(np.isnan(out), dflt, out)
+    out = np.where(np.isnan(out), 2.0, out)
+    return pd.Series(out, index=runs.index, name="dtype_bytes")
+
+
+def _peak_flops(hw: HardwareSpec, nbytes: float) -> float:
+    # The tensor-core rate at the weights' precision; 16-bit when the dtype has no figure.
+    prefs = {0.5: ("int4", "fp4", "fp8", "int8", "bf16", "fp16"), 1.0: ("fp8", "int8", "bf16", "fp16"),
+             4.0: ("fp32",)}.get(nbytes, ("bf16", "fp16"))
+    for d in (*prefs, "bf16", "fp16"):
+        if d in hw.peak_tflops:
+            return float(hw.peak_tflops[d]) * 1e12
+    return math.nan
+
+
+def _f(x: object) -> float:
+    return math.nan if x is None else float(x)  # type: ignore[arg-type]
+
+
+def _expected_weight_fraction(m: ModelSpec, batch: np.ndarray) -> np.ndarray:
+    """Fraction of the stored weights one decode step reads (1 for dense models)."""
+    if not m.is_moe or m.params_b is None or m.active_params_b is None:
+        return np.ones_like(batch)
+    total, active = m.params_b, m.active_params_b
+    n_e, k = m.n_experts or 0, m.n_active_experts or 0
+    if n_e <= 0 or k <= 0:
+        return np.full_like(batch, active / total)
+    # Expert weights scale with coverage; the rest (attention, embeddings) is always read.
+    expert_total = (total - active) * n_e / max(n_e - k, 1)
+    shared = total - expert_total
+    covered = 1.0 - (1.0 - k / n_e) ** np.maximum(batch, 1.0)
+    return np.clip((shared + expert_total * covered) / total, active / total, 1.0)
+
+
+def roofline(runs: pd.DataFrame) -> pd.DataFrame:
+    """Physical upper bounds on throughput (lower bounds on time) for every row.
+
+    Parameters
+    ----------
+    runs
+        Runs or query table with ``hardware``, ``model``, ``device_count``,
+        ``input_len_tok``, ``output_len_tok`` and ``batch_size``
+        (``weight_dtype``/``quantization``/``kv_cache_dtype`` optional).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index aligned with ``runs``; columns :data:`ROOFLINE_COLUMNS`:
+        ``dtype_bytes``; ``active_params`` (parameters per token); ``weight_bytes`` (all weights); ``weight_bytes_read``
+        (per decode step, all devices together); ``kv_bytes_per_token``;
+        ``peak_flops`` and ``mem_bw_bps`` (aggregate over the devices);
+        ``prefill_s_min``; ``decode_mem_s_min``, ``decode_compute_s_min`` and
+        ``decode_step_s_min`` (their maximum); ``e2e_s_min``;
+        ``output_tok_s_max`` and ``total_tok_s_max`` (tokens/s over the batch);
+        ``bound`` (``"compute"`` or ``"memory"``: the larger share of
+        ``e2e_s_min``). A figure the catalog does not know makes the
+        quantities that need it NaN (``bound`` missing), never an error.
+
+    Raises
+    ------
+    ValidationError
+        A needed column is missing or a value is invalid (row and column named).
+    UnknownNameError
+        A hardware or model name is not in the catalog (row and column named).
+    """
+    check_query(runs)
+    hws = hardware_specs(runs)
+    ms = model_specs(runs)
+    nbytes = dtype_bytes(runs, ms).to_numpy()
+    kv_bytes = nbytes.copy()
+    if "kv_cache_dtype" in runs.columns:
+        kvd = np.array([_bytes_of(v) for v in runs["kv_cache_dtype"].astype(object)], dtype=float)
+        kv_bytes = np.where(np.isnan(kvd), np.maximum(nbytes, 1.0), kvd)
+    else:
+        # 4-bit weight schemes keep a 16-bit cache unless told otherwise; 8-bit ones usually too.
+        kv_bytes = np.where(nbytes < 2.0, 2.0, nbytes)
+    dev = pd.to_numeric(runs["device_count"], errors="coerce").astype("float64").to_numpy()
+    ii = runs["input_len_tok"].astype("float64").to_numpy()
+    oo = runs["output_len_tok"].astype("float64").to_numpy()
+    bb = runs["batch_size"].astype("float64").to_numpy()
+    n = len(runs)
+    params = np.full(n, np.nan)
+    active = np.full(n, np.nan)
+    kv_tok = np.full(n, np.nan)
+    frac = np.ones(n)
+    peak = np.full(n, np.nan)
+    bw = np.full(n, np.nan)
+    hw_arr = hws.to_numpy()
+    m_arr = ms.to_numpy()
+    for key in pd.unique(runs["model"].astype("string")):
+        idx = np.flatnonzero((runs["model"].astype("string") == key).fillna(False).to_numpy())
+        m: ModelSpec = m_arr[idx[0]]
+        params[idx] = _f(m.params_b) * 1e9
+        active[idx] = _f(m.active_params_b if m.active_params_b is not None else m.params_b) * 1e9
+        frac[idx] = _expected_weight_fraction(m, bb[idx])
+        try:
+            kv_tok[idx] = m.kv_bytes_per_token(1.0) * kv_bytes[idx]
+        except PerfmodelError:
+            kv_tok[idx] = np.nan
+    for key in pd.unique(runs["hardware"].astype("string")):
+        idx = np.flatnonzero((runs["hardware"].astype("string") == key).fillna(False).to_numpy())
+        h: HardwareSpec = hw_arr[idx[0]]
+        bw[idx] = _f(h.memory_bw_gbs) * 1e9
+        peak[idx] = [_peak_flops(h, b) for b in nbytes[idx]]
+    peak_all = peak * dev
+    bw_all = bw * dev
+    weight_bytes = params * nbytes
+    read_bytes = weight_bytes * frac
+    ctx = ii + oo / 2.0  # mean context over the decode steps
+    prefill = 2.0 * active * ii * bb / peak_all
+    dec_mem = (read_bytes + kv_tok * bb * ctx) / bw_all
+    dec_cmp = 2.0 * active * bb / peak_all
+    step = np.fmax(dec_mem, dec_cmp)
+    step = np.where(np.isnan(dec_mem) | np.isnan(dec_cmp), np.nan, step)
+    steps = np.maximum(oo - 1.0, 0.0)
+    e2e = prefill + steps * step
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out_max = bb * oo / e2e
+        tot_max = bb * (ii + oo) / e2e
+    compute_part = prefill + steps * np.where(dec_cmp >= dec_mem, dec_cmp, 0.0)
+    bound = np.where(np.isnan(e2e), None, np.where(compute_part * 2 > e2e, "compute", "memory"))
+    out = pd.DataFrame({
+        "dtype_bytes": nbytes, "active_params": active, "weight_bytes": weight_bytes, "weight_bytes_read": read_bytes,
+        "kv_bytes_per_token": kv_tok, "peak_flops": peak_all, "mem_bw_bps": bw_all,
+        "prefill_s_min": prefill, "decode_mem_s_min": dec_mem, "decode_compute_s_min": dec_cmp,
+        "decode_step_s_min": step, "e2e_s_min": e2e, "output_tok_s_max": out_max,
+        "total_tok_s_max": tot_max,
+        "bound": pd.array(bound, dtype="string"),
+    }, index=runs.index)
+    return out
+
+
+SUSPECT_BASES = ("weights", "roofline")
+"""What :func:`flag_suspect` compares against (see there)."""
+
+
+def flag_suspect(runs: pd.DataFrame, *, tolerance: float = 1.0, basis: str = "weights",
+                 bounds: pd.DataFrame | None = None) -> pd.Series:
+    """Flag measured points faster than a physical bound.
+
+    ``basis="weights"`` (default) is the strict bound: a decode step cannot be
+    shorter than reading one token's active weights once at the devices'
+    aggregate peak bandwidth, so output throughput cannot exceed
+    ``batch * mem_bw / (active_params * dtype_bytes)``. No routing, cache or
+    kernel detail can beat it, so a point above it is a data problem.
+    ``basis="roofline"`` compares with :func:`roofline`'s ``output_tok_s_max``,
+    which also charges the KV-cache reads, the prefill and the experts a batch
+    is expected to touch: stricter, and it also catches engines that silently
+    truncate the context (e.g. a shared llama.cpp context window).
+
+    Rows without a bound (catalog figure unknown) or without a measured
+    throughput are not flagged.
+
+    Parameters
+    ----------
+    runs
+        Runs table with the columns :func:`roofline` needs and ``output_throughput_tok_s``.
+    tolerance
+        Factor on the bound (> 0); 1.0 flags anything above it, 1.1 allows 10% slack
+        for rounded catalog figures.
+    basis
+        ``"weights"`` or ``"roofline"`` (:data:`SUSPECT_BASES`).
+    bounds
+        Pre-computed ``roofline(runs)`` to avoid recomputing it.
+
+    Returns
+    -------
+    pandas.Series
+        bool, index aligned with ``runs``, named ``suspect``.
+
+    Raises
+    ------
+    PerfmodelError
+        ``tolerance`` is not a positive number or ``basis`` is unknown.
+    ValidationError
+        ``output_throughput_tok_s`` or a column :func:`roofline` needs is missing.
+    UnknownNameError
+        As for :func:`roofline`.
+    """
+    if not (isinstance(tolerance, (int, float)) and math.isfinite(tolerance) and tolerance > 0):
+        raise PerfmodelError(f"tolerance must be a positive number, got {tolerance!r}")
+    if basis not in SUSPECT_BASES:
+        raise PerfmodelError(f"basis must be one of {', '.join(SUSPECT_BASES)}, got {basis!r}")
+    if "output_throughput_tok_s" not in runs.columns:
+        raise ValidationError("cannot flag suspect points", [
+            Problem("required column is missing", column="output_throughput_tok_s")])
+    b = bounds if bounds is not None else roofline(runs)
+    y = pd.to_numeric(runs["output_throughput_tok_s"], errors="coerce").astype("float64")
+    if basis == "roofline":
+        lim = b["output_tok_s_max"].astype("float64")
+    else:
+        lim = (runs["batch_size"].astype("float64") * b["mem_bw_bps"]
+               / (b["active_params"] * b["dtype_bytes"]))
+    flag = (y > tolerance * lim).fillna(False) & lim.notna()
+    return flag.astype(bool).rename("suspect")
