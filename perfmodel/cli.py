@@ -13,7 +13,7 @@ import math
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -387,3 +387,112 @@ def fit_cmd(ctx: click.Context, dataset: str, by: tuple[str, ...], shape: str, i
                 "n", "ok", "message"), rows)
     if output is not None:
         click.echo(f"wrote {len(table)} fit(s) to {output}")
+
+
+# ----------------------------------------------------------------------------- catalog
+
+
+@main.group("catalog")
+def catalog_group() -> None:
+    """Hardware and model catalogs: list, show an entry with its sources, check a user file.
+
+    User entries go in <home>/catalog/*.yaml or in files/folders listed in $PERFMODEL_CATALOG;
+    the YAML format is documented in `python -c "import perfmodel.catalog as c; help(c)"`.
+    """
+
+
+def _spec_dict(spec: Any) -> dict[str, Any]:
+    import dataclasses
+
+    out = {}
+    for f in dataclasses.fields(spec):
+        v = getattr(spec, f.name)
+        out[f.name] = dict(v) if isinstance(v, Mapping) else list(v) if isinstance(v, tuple) else v
+    return _finite(out)
+
+
+@catalog_group.command("hardware")
+@click.option("--json", "as_json", is_flag=True, help="JSON output.")
+@click.pass_context
+def catalog_hardware_cmd(ctx: click.Context, as_json: bool) -> None:
+    """List the hardware catalog (built-in and user entries)."""
+    from . import catalog
+
+    specs = list(catalog.hardware_catalog().values())
+    if _want_json(ctx, as_json):
+        _echo_json([_spec_dict(s) for s in specs])
+        return
+    _table(("key", "name", "memory GB", "bandwidth GB/s", "bf16 TFLOP/s", "$/hour"),
+           [(s.key, s.name, _cell(s.memory_gb), _cell(s.memory_bw_gbs), _cell(s.peak_tflops.get("bf16")),
+             _cell(s.price_per_hour_usd)) for s in specs])
+
+
+@catalog_group.command("models")
+@click.option("--json", "as_json", is_flag=True, help="JSON output.")
+@click.pass_context
+def catalog_models_cmd(ctx: click.Context, as_json: bool) -> None:
+    """List the model catalog (built-in and user entries)."""
+    from . import catalog
+
+    specs = list(catalog.model_catalog().values())
+    if _want_json(ctx, as_json):
+        _echo_json([_spec_dict(s) for s in specs])
+        return
+    _table(("key", "name", "params B", "active B", "layers", "hidden", "KV heads"),
+           [(s.key, s.name, _cell(s.params_b), _cell(s.active_params_b), _cell(s.n_layers),
+             _cell(s.hidden_size), _cell(s.n_kv_heads)) for s in specs])
+
+
+@catalog_group.command("show")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="JSON output.")
+@click.pass_context
+def catalog_show_cmd(ctx: click.Context, name: str, as_json: bool) -> None:
+    """Show one hardware or model entry (by key, name or alias) with the source of each figure."""
+    from . import catalog
+    from .errors import UnknownNameError
+
+    found: list[tuple[str, Any]] = []
+    suggestions: list[str] = []
+    for kind, resolve in (("hardware", catalog.resolve_hardware), ("model", catalog.resolve_model)):
+        try:
+            found.append((kind, resolve(name)))
+        except UnknownNameError as exc:
+            suggestions += exc.suggestions
+    if not found:
+        raise UnknownNameError("hardware or model", name, suggestions[:8])
+    out = [{"catalog": kind, **_spec_dict(spec)} for kind, spec in found]
+    if _want_json(ctx, as_json):
+        _echo_json(out)
+        return
+    for entry in out:
+        for key, value in entry.items():
+            if key == "sources":
+                for field_name, src in value.items():
+                    click.echo(f"  source[{field_name}]: {src}")
+            elif value not in (None, "", [], {}):
+                click.echo(f"{key}: {value}")
+        click.echo("")
+
+
+@catalog_group.command("check")
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def catalog_check_cmd(files: tuple[Path, ...]) -> None:
+    """Validate user catalog FILE(s) without installing them; lists every problem."""
+    from . import catalog
+
+    for f in files:
+        cf = catalog.load_file(f)
+        click.echo(f"{f}: ok ({len(cf.hardware)} hardware, {len(cf.models)} model(s))")
+
+
+@catalog_group.command("paths")
+def catalog_paths_cmd() -> None:
+    """Where user catalog files are read from, and which are in use."""
+    from . import catalog
+    from .config import CATALOG_ENV, home_dir
+
+    click.echo(f"user folder: {home_dir(create=False) / 'catalog'} (*.yaml)")
+    click.echo(f"${CATALOG_ENV}: {os.environ.get(CATALOG_ENV, '') or '(unset)'}")
+    for f in catalog.user_files():
+        click.echo(f"  in use: {f}")

@@ -180,3 +180,22 @@ def test_missing_lengths_are_asked_for_then_supplied(runner: CliRunner, formats_
     row = runs.iloc[0]
     assert (row["input_len_tok"], row["output_len_tok"], row["batch_size"]) == (200.0, 180.0, 4.0)
     assert row["load_kind"] == "concurrency" and row["repeat_idx"] == 2
+
+
+def test_catalog_commands(runner: CliRunner, tmp_path: Path) -> None:
+    code, out, _ = invoke(runner, "catalog", "hardware")
+    assert code == 0 and "h100-sxm" in out and "3,350" in out
+    code, out, _ = invoke(runner, "--json", "catalog", "show", "Nvidia A100 GPU")
+    entry = json.loads(out)[0]
+    assert code == 0 and entry["catalog"] == "hardware" and entry["key"] == "a100-40gb"
+    assert entry["sources"]["all"].startswith("https://")
+    code, _, err = invoke(runner, "catalog", "show", "Nvidia H300 GPU")
+    assert code == 2 and "closest known" in err and "h100" in err
+    bad = tmp_path / "mine.yaml"
+    bad.write_text("hardware:\n  x1:\n    name: X\n    vendor: Y\n    kind: gpu\n    memory_bw_gbs: -5\n")
+    code, _, err = invoke(runner, "catalog", "check", str(bad))
+    assert code == 2 and "mine.yaml" in err and "'x1'" in err and "memory_bw_gbs" in err
+    good = tmp_path / "ok.yaml"
+    good.write_text("models:\n  m1:\n    name: M1\n    family: llama\n    params_b: 1.0\n")
+    code, out, _ = invoke(runner, "catalog", "check", str(good))
+    assert code == 0 and "1 model(s)" in out
