@@ -40,7 +40,7 @@ import re
 from typing import Any
 
 from ..errors import ImportFormatError
-from .base import Importer, ImportMeta, Issue, Parsed, Sample, records_frame, register
+from .base import Importer, ImportMeta, Issue, Parsed, Sample, dig, records_frame, register
 
 __all__ = [
     "AIPerfImporter",
@@ -240,14 +240,6 @@ def load_from_meta(meta: ImportMeta) -> dict[str, Any]:
     return {}
 
 
-def _dig(obj: Any, *keys: str) -> Any:
-    for k in keys:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(k)
-    return obj
-
-
 def load_from_input_config(cfg: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """Load setting and model from an AIPerf or genai-perf ``input_config``.
 
@@ -264,10 +256,10 @@ def load_from_input_config(cfg: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     # --- model: aiperf 0.10 models.items[].name; early aiperf endpoint.model_names;
     # genai-perf model_names / model (list or str)
     names: Any = None
-    items = _dig(cfg, "models", "items")
+    items = dig(cfg, "models", "items")
     if isinstance(items, list) and items and isinstance(items[0], dict):
         names = [it.get("name") for it in items]
-    for cand in (cfg.get("models"), _dig(cfg, "endpoint", "model_names"), cfg.get("model_names"),
+    for cand in (cfg.get("models"), dig(cfg, "endpoint", "model_names"), cfg.get("model_names"),
                  cfg.get("model")):
         if names is None and cand:
             names = cand
@@ -278,7 +270,7 @@ def load_from_input_config(cfg: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         if len(names) > 1:
             extra["models"] = names
     # --- load: aiperf loadgen{}, genai-perf perf_analyzer.stimulus{}, flat genai-perf keys
-    sources = [cfg.get("loadgen"), _dig(cfg, "perf_analyzer", "stimulus"), cfg]
+    sources = [cfg.get("loadgen"), dig(cfg, "perf_analyzer", "stimulus"), cfg]
     for src in sources:
         if not isinstance(src, dict):
             continue

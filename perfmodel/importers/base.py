@@ -48,6 +48,8 @@ __all__ = [
     "finalize",
     "loads_lenient",
     "ms_to_s",
+    "dig",
+    "stat_columns",
 ]
 
 HEAD_BYTES = 256 * 1024
@@ -294,6 +296,29 @@ def ms_to_s(v: Any) -> float:
     except (TypeError, ValueError):
         return math.nan
     return f / 1000.0
+
+
+
+def dig(obj: Any, *keys: str) -> Any:
+    """``obj[k1][k2]...`` or None when a key is missing or a level is not a mapping."""
+    for k in keys:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(k)
+    return obj
+
+
+
+def stat_columns(stem: str, stats: Mapping[str, Any], *, p50: Iterable[str] = ("p50",)) -> dict[str, Any]:
+    """``{stem}_s``, ``{stem}_p50_s``, ``{stem}_p90_s`` and ``{stem}_p99_s`` from a statistics
+    mapping ``{mean, p50, p90, p99}``, values as written (None where absent; no unit conversion).
+
+    ``p50`` names the keys that may hold the median; the first one present wins.
+    """
+    return {f"{stem}_s": stats.get("mean"),
+            f"{stem}_p50_s": next((stats[k] for k in p50 if k in stats), None),
+            f"{stem}_p90_s": stats.get("p90"),
+            f"{stem}_p99_s": stats.get("p99")}
 
 
 class Importer(ABC):

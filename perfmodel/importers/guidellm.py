@@ -37,7 +37,7 @@ import pandas as pd
 import yaml
 
 from ..errors import ImportFormatError
-from .base import Importer, ImportMeta, Issue, Parsed, Sample, loads_lenient, records_frame, register
+from .base import Importer, ImportMeta, Issue, Parsed, Sample, dig, loads_lenient, records_frame, register
 
 __all__ = ["GuideLLMImporter", "STRATEGY_LOAD_KINDS"]
 
@@ -70,15 +70,6 @@ def _is_report(doc: Any) -> bool:
         return False
     first = doc["benchmarks"][0] if doc["benchmarks"] else None
     return isinstance(first, dict) and first.get("type_") == "generative_benchmark"
-
-
-def _dig(obj: Any, *keys: str) -> Any:
-    """``obj[k1][k2]...`` or None when a key is missing or a level is not a mapping."""
-    for k in keys:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(k)
-    return obj
 
 
 def _model_name(raw: Any) -> str | None:
@@ -170,7 +161,7 @@ class GuideLLMImporter(Importer):
         rows: list[dict[str, Any]] = []
         backends: set[tuple[str, str, str]] = set()
         incomplete_total = 0
-        run_model = _dig(doc, "args", "model") or _dig(doc, "config", "model")
+        run_model = dig(doc, "args", "model") or dig(doc, "config", "model")
         for i, b in enumerate(doc["benchmarks"], start=1):
             if not isinstance(b, dict):
                 issues.append(Issue(file, i, None, f"benchmark {i} is a {type(b).__name__}, "
@@ -185,9 +176,9 @@ class GuideLLMImporter(Importer):
         if not doc["benchmarks"]:
             raise ImportFormatError(f"{file}: the GuideLLM report holds no benchmarks")
         prov: dict[str, Any] = {"client": "guidellm", "n_benchmarks": len(doc["benchmarks"])}
-        version = _dig(doc, "metadata", "guidellm_version")
-        schema_version = _dig(doc, "metadata", "version")
-        prov["schema"] = "config" if schema_version is not None or _dig(doc["benchmarks"][0], "config") \
+        version = dig(doc, "metadata", "guidellm_version")
+        schema_version = dig(doc, "metadata", "version")
+        prov["schema"] = "config" if schema_version is not None or dig(doc["benchmarks"][0], "config") \
             else "args"
         if version is not None:
             prov["client_version"] = str(version)
@@ -198,11 +189,11 @@ class GuideLLMImporter(Importer):
         if incomplete_total:
             prov["n_incomplete"] = incomplete_total
         first = doc["benchmarks"][0] if isinstance(doc["benchmarks"][0], dict) else {}
-        profile = _dig(first, "args", "profile") or _dig(first, "config", "profile")
+        profile = dig(first, "args", "profile") or dig(first, "config", "profile")
         if isinstance(profile, dict):
             prov["profile"] = {k: profile.get(k) for k in ("type_", "strategy_types", "sweep_size",
                                                             "rate_type", "rate") if k in profile}
-        loader = first.get("request_loader") or _dig(first, "config", "requests")
+        loader = first.get("request_loader") or dig(first, "config", "requests")
         if isinstance(loader, dict) and "data" in loader:
             prov["data"] = loader.get("data")
         if rows and all(r.get("model_raw") is None for r in rows):
@@ -215,11 +206,11 @@ class GuideLLMImporter(Importer):
              run_model: Any = None) -> tuple[dict[str, Any] | None, tuple[str, str, str], int | None]:
         cfg_schema = isinstance(b.get("config"), dict)
         if cfg_schema:
-            strategy = _dig(b, "config", "strategy")
-            backend = _dig(b, "config", "backend") or {}
+            strategy = dig(b, "config", "strategy")
+            backend = dig(b, "config", "backend") or {}
             b_type, b_target, b_model = backend.get("kind"), backend.get("target"), backend.get("model")
         else:
-            strategy = _dig(b, "args", "strategy")
+            strategy = dig(b, "args", "strategy")
             worker = b.get("worker") or {}
             b_type = worker.get("backend_type")
             b_target, b_model = worker.get("backend_target"), worker.get("backend_model")
@@ -240,7 +231,7 @@ class GuideLLMImporter(Importer):
             return None, backend_key, None
 
         def ok(name: str) -> Any:
-            return _dig(metrics, name, "successful")
+            return dig(metrics, name, "successful")
 
         row: dict[str, Any] = {"source_row": i, "load_kind": STRATEGY_LOAD_KINDS[kind]}
         if kind == "synchronous":
@@ -261,10 +252,10 @@ class GuideLLMImporter(Importer):
             row["framework"] = "vllm"  # the engine ran inside GuideLLM
         totals = metrics.get("request_totals") if cfg_schema else b.get("request_totals")
         if not isinstance(totals, dict):
-            totals = _dig(b, "run_stats", "requests_made") or {}
+            totals = dig(b, "run_stats", "requests_made") or {}
         n_ok = totals.get("successful")
         if n_ok is None:
-            n_ok = _dig(ok("request_latency"), "count")
+            n_ok = dig(ok("request_latency"), "count")
         row["n_requests"] = n_ok
         row["n_failed"] = totals.get("errored")
         row["measured_concurrency"] = _stat(ok("request_concurrency"), "mean")
@@ -281,7 +272,7 @@ class GuideLLMImporter(Importer):
             row[f"{stem}_s"] = _scaled(_stat(dist, "mean"), div)
             for p in ("p50", "p90", "p99"):
                 row[f"{stem}_{p}_s"] = _scaled(_stat(dist, p), div)
-        ts = _ts(b.get("start_time") if b.get("start_time") is not None else _dig(b, "run_stats", "start_time"))
+        ts = _ts(b.get("start_time") if b.get("start_time") is not None else dig(b, "run_stats", "start_time"))
         if ts is not None:
             row["timestamp"] = ts
         self._check_total(row, i, file, issues)

@@ -34,7 +34,7 @@ import math
 from typing import Any
 
 from ..errors import ImportFormatError
-from .base import Importer, ImportMeta, Issue, Parsed, Sample, records_frame, register
+from .base import Importer, ImportMeta, Issue, Parsed, Sample, records_frame, register, stat_columns
 
 __all__ = ["InferencePerfImporter", "LATENCY_KEYS", "PROMETHEUS_FW_COLUMNS"]
 
@@ -148,10 +148,7 @@ class InferencePerfImporter(Importer):
             st = lat.get(key)
             if not isinstance(st, dict):
                 continue
-            row[f"{stem}_s"] = st.get("mean")
-            row[f"{stem}_p50_s"] = st.get("median", st.get("p50"))
-            row[f"{stem}_p90_s"] = st.get("p90")
-            row[f"{stem}_p99_s"] = st.get("p99")
+            row.update(stat_columns(stem, st, p50=("median", "p50")))
         return Parsed(runs=records_frame([row]), issues=issues, provenance=prov)
 
     def _prometheus(self, doc: dict[str, Any], file: str) -> Parsed:
@@ -190,10 +187,7 @@ class InferencePerfImporter(Importer):
             st = succ.get(key)
             if not isinstance(st, dict):
                 continue
-            row[f"{stem}_s"] = st.get("mean")
-            row[f"{stem}_p50_s"] = st.get("median")
-            row[f"{stem}_p90_s"] = st.get("p90")
-            row[f"{stem}_p99_s"] = st.get("p99")
+            row.update(stat_columns(stem, st, p50=("median",)))
         for key, col in PROMETHEUS_FW_COLUMNS.items():
             st = succ.get(key)
             if isinstance(st, dict) and "mean" in st:

@@ -37,6 +37,7 @@ from .vllm_bench import (
     bad_value_issue,
     finish_rows,
     first_record,
+    latency_values,
     load_json_records,
     sniff_text,
 )
@@ -46,17 +47,11 @@ __all__ = ["LlmperfSummary", "LlmperfIndividual"]
 _LAT = {"ttft": ("ttft_s",), "itl": ("inter_token_latency_s",), "e2e_latency": ("end_to_end_latency_s",)}
 
 
+_STATS = {"mean": "", "quantiles_p50": "_p50", "quantiles_p90": "_p90", "quantiles_p99": "_p99"}
+
+
 def _summary_latencies(r: FieldReader) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for stem, (src,) in _LAT.items():
-        mean = r.num(f"results_{src}_mean")
-        if mean is not None:
-            out[f"{stem}_s"] = mean
-        for p in ("p50", "p90", "p99"):
-            v = r.num(f"results_{src}_quantiles_{p}")
-            if v is not None:
-                out[f"{stem}_{p}_s"] = v
-    return out
+    return latency_values(r, _LAT, unit="s", pattern="results_{src}_{stat}", stats=_STATS)
 
 
 @register

@@ -51,10 +51,12 @@ from .base import (
     Issue,
     Parsed,
     Sample,
+    dig,
     finalize,
     loads_lenient,
     records_frame,
     register,
+    stat_columns,
 )
 
 __all__ = ["OptimumBenchmarkImporter", "read_report_with_config", "is_report", "is_config"]
@@ -87,14 +89,6 @@ def _split(doc: Any) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     if is_config(doc):
         return None, doc
     return None, None
-
-
-def _dig(obj: Any, *keys: str) -> Any:
-    for k in keys:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(k)
-    return obj
 
 
 def _sibling_config(path: Path) -> Path | None:
@@ -152,11 +146,11 @@ def parse_report(report: dict[str, Any], config: dict[str, Any] | None, file: st
             "batch size or model; import it together with the benchmark_config.json written beside it "
             "(same folder), or import the combined benchmark.json")
     issues: list[Issue] = []
-    shapes = _dig(config, "scenario", "input_shapes")
+    shapes = dig(config, "scenario", "input_shapes")
     if not isinstance(shapes, dict):
         raise ImportFormatError(f"{config_file or file}: benchmark config has no scenario.input_shapes "
                                 "{batch_size, sequence_length}")
-    gen = _dig(config, "scenario", "generate_kwargs") or {}
+    gen = dig(config, "scenario", "generate_kwargs") or {}
     backend = config.get("backend") or {}
     env = config.get("environment") or {}
     batch, seq = shapes.get("batch_size"), shapes.get("sequence_length")
@@ -181,13 +175,11 @@ def parse_report(report: dict[str, Any], config: dict[str, Any] | None, file: st
             continue
         if str(lat.get("unit", "s")) != "s":
             raise ImportFormatError(f"{file}: latency unit {lat.get('unit')!r}; expected 's'")
-        row[f"{stem}_s"] = lat.get("mean")
-        for p in ("p50", "p90", "p99"):
-            row[f"{stem}_{p}_s"] = lat.get(p)
-    p_mean, d_mean = _dig(prefill, "latency", "mean"), _dig(decode, "latency", "mean")
+        row.update(stat_columns(stem, lat))
+    p_mean, d_mean = dig(prefill, "latency", "mean"), dig(decode, "latency", "mean")
     if isinstance(p_mean, (int, float)) and isinstance(d_mean, (int, float)):
         row["e2e_latency_s"] = p_mean + d_mean
-    n_runs = _dig(decode, "latency", "count")
+    n_runs = dig(decode, "latency", "count")
     if isinstance(n_runs, int) and isinstance(batch, int):
         row["n_requests"] = n_runs * batch
     p_tp = prefill.get("throughput") or {}
@@ -196,8 +188,8 @@ def parse_report(report: dict[str, Any], config: dict[str, Any] | None, file: st
         if str(p_tp.get("unit")) == "samples/s" and isinstance(seq, (int, float)):
             row["fw_prefill_throughput_tok_s"] = p_tp["value"] * seq
     for key, col in (("max_allocated", "fw_max_allocated_mb"), ("max_reserved", "fw_max_reserved_mb")):
-        v = _dig(decode, "memory", key)
-        if v is not None and _dig(decode, "memory", "unit") == "MB":
+        v = dig(decode, "memory", key)
+        if v is not None and dig(decode, "memory", "unit") == "MB":
             row[col] = v
     # --- identity of the system
     if isinstance(backend.get("model"), str):
@@ -228,12 +220,12 @@ def parse_report(report: dict[str, Any], config: dict[str, Any] | None, file: st
                             "benchmark_name": config.get("name"),
                             "config_from": config_file or "the report itself",
                             "quantization_config": backend.get("quantization_config"),
-                            "scenario": {k: _dig(config, "scenario", k)
+                            "scenario": {k: dig(config, "scenario", k)
                                          for k in ("iterations", "duration", "warmup_runs")},
                             "environment": {k: env.get(k) for k in ("gpu", "gpu_count", "cpu", "platform",
                                                                     "transformers_version")
                                             if k in env}}
-    load = _dig(report, "load_model", "latency", "mean")
+    load = dig(report, "load_model", "latency", "mean")
     if load is not None:
         prov["load_model_s"] = load
     if config_file:

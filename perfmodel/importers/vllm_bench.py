@@ -209,7 +209,8 @@ _STATS = {"mean": "", "median": "_p50", "p50": "_p50", "p90": "_p90", "p99": "_p
 
 
 def latency_values(r: FieldReader, stems: Mapping[str, Sequence[str]], *, unit: str = "ms",
-                   pattern: str = "{stat}_{src}_{unit}") -> dict[str, float]:
+                   pattern: str = "{stat}_{src}_{unit}",
+                   stats: Mapping[str, str] = _STATS) -> dict[str, float]:
     """Latency statistics of a record in canonical seconds.
 
     Parameters
@@ -222,6 +223,9 @@ def latency_values(r: FieldReader, stems: Mapping[str, Sequence[str]], *, unit: 
         ``"ms"`` or ``"s"``: the unit the source writes.
     pattern
         How the source names a statistic (``{stat}``, ``{src}``, ``{unit}``).
+    stats
+        The source's name of each statistic (``{stat}``) to the canonical suffix
+        (``""`` for the mean, ``"_p50"``...); the first one found for a column wins.
 
     Returns
     -------
@@ -236,7 +240,7 @@ def latency_values(r: FieldReader, stems: Mapping[str, Sequence[str]], *, unit: 
     scale = 1e-3 if unit == "ms" else 1.0
     out: dict[str, float] = {}
     for stem, sources in stems.items():
-        for stat, suffix in _STATS.items():
+        for stat, suffix in stats.items():
             col = f"{stem}{suffix}_s"
             if col in out:
                 continue
