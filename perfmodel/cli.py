@@ -496,3 +496,10 @@ def catalog_paths_cmd() -> None:
     click.echo(f"${CATALOG_ENV}: {os.environ.get(CATALOG_ENV, '') or '(unset)'}")
     for f in catalog.user_files():
         click.echo(f"  in use: {f}")
+
+
+# The sweep commands live in their own module; registered here so `perfmodel --help` lists them.
+from .cli_sweep import sweep_cmd, sweeps_cmd  # noqa: E402
+
+main.add_command(sweep_cmd)
+main.add_command(sweeps_cmd)

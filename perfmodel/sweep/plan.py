@@ -104,7 +104,8 @@ ENGINE_SIZES: Mapping[str, EngineSize] = {
 # Rough cost model for the estimate before a sweep starts (replaced by the measured
 # pace as soon as points finish): per generated step a fixed framework overhead
 # plus the matmul work at a modest sustained rate.
-_LOCAL_STEP_OVERHEAD_S = 2e-3
+_LOCAL_STEP_OVERHEAD_S = 1e-2
+_LOCAL_CALL_OVERHEAD_S = 0.1
 _LOCAL_FLOP_S = 2e10
 _HTTP_TOKEN_S = 0.02
 _HTTP_PREFILL_TOK_S = 5000.0
@@ -426,10 +427,11 @@ def _estimate(plan: SweepPlan) -> PlanEstimate:
         for p in plan.points():
             def gen_s(n_out: int, p: SweepPoint = p) -> float:
                 flops = 2.0 * n_params * p.batch_size * (p.input_len_tok + n_out)
-                return n_out * _LOCAL_STEP_OVERHEAD_S + flops / (_LOCAL_FLOP_S * threads)
+                return _LOCAL_CALL_OVERHEAD_S + n_out * _LOCAL_STEP_OVERHEAD_S + flops / (_LOCAL_FLOP_S * threads)
             # warm-up calls generate 8 tokens (LocalEngine.warmup_output_len_tok)
             total_s += gen_s(p.output_len_tok) + warm * gen_s(min(8, p.output_len_tok))
-        basis = (f"local engine cost model: {_LOCAL_STEP_OVERHEAD_S * 1e3:.0f} ms per step + "
+        basis = (f"local engine cost model: {_LOCAL_CALL_OVERHEAD_S * 1e3:.0f} ms per call + "
+                 f"{_LOCAL_STEP_OVERHEAD_S * 1e3:.0f} ms per step + "
                  f"{_LOCAL_FLOP_S / 1e9:.0f} GFLOP/s per thread")
     else:
         for p in plan.points():
