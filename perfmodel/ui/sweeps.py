@@ -1,0 +1,218 @@
+"""The Sweeps page's state keys, cached store reads and form-to-plan mapping.
+
+Reads are keyed on ``(home, stamp)`` like :mod:`perfmodel.ui.cached`: a point
+stored by the detached sweep process changes the stamp, so the next poll of
+the page's fragment sees it. Starting, stopping and resuming go straight to
+:mod:`perfmodel.sweep.runner` (they are actions, not reads).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from ..plots import throughput_figure
+from ..sweep.plan import SweepPlan, plan_from_dict, plan_from_text
+from . import cached
+
+__all__ = [
+    "PREFIX",
+    "SELECTED",
+    "SELECT_WIDGET",
+    "FORM",
+    "FIELD",
+    "UPLOAD",
+    "ACTIVE_STATES",
+    "POLL_S",
+    "sweeps_table",
+    "sweep_points_table",
+    "sweep_figure",
+    "sweep_log_tail",
+    "eta_s",
+    "plan_from_form",
+    "plan_from_upload",
+]
+
+PREFIX = "sweeps."
+#: The sweep shown in the progress panel (a selection, kept across reruns).
+SELECTED = "sweeps.selected"
+SELECT_WIDGET = "sweeps.select"
+FORM = "sweeps.form"
+FIELD = {name: f"sweeps.form.{name}" for name in (
+    "backend", "engine_size", "engine_threads", "target", "model", "hardware", "framework", "batch_sizes",
+    "input_lens", "output_lens", "repeats", "warmup", "timeout_s", "n_requests", "retries", "name",
+    "confirm_large")}
+UPLOAD = "sweeps.upload"
+ACTIVE_STATES = ("pending", "running")
+"""States in which the page keeps polling."""
+POLL_S = 2.0
+"""Seconds between polls of a running sweep."""
+LOG_TAIL_LINES = 15
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def sweeps_table(home: str, stamp: int) -> pd.DataFrame:
+    """Every sweep, newest first: id, name, status, progress, dataset.
+
+    Parameters
+    ----------
+    home
+        The data directory.
+    stamp
+        :func:`perfmodel.ui.cached.store_stamp` of ``home`` (part of the key only).
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    rows = [{"id": i.id, "name": i.name, "status": i.state, "backend": i.backend, "done": i.n_done,
+             "failed": i.n_failed, "points": i.n_points, "created": pd.Timestamp(i.created_at),
+             "updated": pd.Timestamp(i.updated_at), "dataset_id": i.dataset_id, "error": i.error}
+            for i in cached.open_store(home).sweeps()]
+    cols = ["id", "name", "status", "backend", "done", "failed", "points", "created", "updated", "dataset_id",
+            "error"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def sweep_points_table(home: str, sweep_id: str, stamp: int) -> pd.DataFrame:
+    """The planned points of a sweep and their status.
+
+    Parameters
+    ----------
+    home, sweep_id
+        Where and which.
+    stamp
+        Part of the key only.
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    return cached.open_store(home).sweep_points(sweep_id)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def sweep_figure(home: str, dataset_id: str, stamp: int) -> go.Figure:
+    """Throughput against batch size of the points stored so far, one colour per length pair.
+
+    Parameters
+    ----------
+    home, dataset_id
+        Where and which dataset.
+    stamp
+        Part of the key only.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    runs = cached.open_store(home).runs(dataset_id)
+    return throughput_figure(runs, x="batch_size", y="output_throughput_tok_s", color="lengths", log_x=True,
+                             title="Output throughput so far")
+
+
+def sweep_log_tail(home: str, sweep_id: str) -> str:
+    """The last lines the detached sweep process wrote (empty when there is no log).
+
+    Parameters
+    ----------
+    home, sweep_id
+        Where and which.
+
+    Returns
+    -------
+    str
+    """
+    from ..sweep.runner import sweep_log_path
+
+    path = sweep_log_path(home, sweep_id)
+    try:
+        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(lines[-LOG_TAIL_LINES:])
+
+
+def eta_s(points: pd.DataFrame) -> float | None:
+    """Seconds left at the pace of the points finished so far (``None`` before two have finished).
+
+    Parameters
+    ----------
+    points
+        :meth:`perfmodel.store.Store.sweep_points` of the sweep.
+
+    Returns
+    -------
+    float or None
+    """
+    finished = points[points["status"] != "pending"]
+    if len(finished) < 2:
+        return None
+    stamps = pd.to_datetime(finished["updated_at"].astype(object), utc=True, format="ISO8601")
+    span_s = (stamps.max() - stamps.min()).total_seconds()
+    return span_s / (len(finished) - 1) * int((points["status"] == "pending").sum())
+
+
+def plan_from_form(values: Mapping[str, Any]) -> SweepPlan:
+    """Validate the form's values as a plan (blank fields take the plan's defaults).
+
+    Parameters
+    ----------
+    values
+        Field name (keys of :data:`FIELD`) -> widget value.
+
+    Returns
+    -------
+    SweepPlan
+
+    Raises
+    ------
+    ValidationError
+        Every problem, naming the plan option.
+    """
+    data: dict[str, Any] = {}
+    for k, v in values.items():
+        if isinstance(v, str):
+            v = v.strip()
+            if not v:
+                continue
+        if v is None:
+            continue
+        data[k] = v
+    if data.get("n_requests") == 0:
+        data.pop("n_requests")
+    if data.get("backend") == "local":
+        for k in ("target", "n_requests"):
+            data.pop(k, None)
+    else:
+        for k in ("engine_size", "engine_threads"):
+            data.pop(k, None)
+    return plan_from_dict(data)
+
+
+def plan_from_upload(name: str, content: bytes) -> SweepPlan:
+    """Validate an uploaded plan file.
+
+    Parameters
+    ----------
+    name
+        File name (for messages).
+    content
+        Its bytes (YAML or JSON, UTF-8).
+
+    Returns
+    -------
+    SweepPlan
+
+    Raises
+    ------
+    ValidationError
+        Unreadable or invalid.
+    """
+    return plan_from_text(content.decode("utf-8", errors="replace"), source=name)

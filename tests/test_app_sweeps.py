@@ -1,0 +1,119 @@
+"""The Sweeps page, headless (AppTest): form validation, a real short sweep started in the background, resume."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from perfmodel.store import Store
+from perfmodel.sweep.plan import plan_from_dict
+from perfmodel.sweep.runner import create_sweep
+from perfmodel.ui import sweeps as S
+
+REPO = Path(__file__).resolve().parents[1]
+APP = str(REPO / "app.py")
+PAGE = "pages/sweeps.py"
+TIMEOUT_S = 60
+# The micro engine: a few seconds for the whole sweep, torch import included.
+WAIT_S = 120
+
+
+def _page() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT_S)
+    at.run()
+    return at.switch_page(PAGE).run()
+
+
+def _no_exception(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def _need_engine() -> None:
+    for name in ("torch", "transformers"):
+        pytest.importorskip(name, reason=f"the local engine needs {name}")
+
+
+def _wait_until(pred, what: str) -> None:  # noqa: ANN001
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_page_renders_with_no_sweep() -> None:
+    at = _page()
+    _no_exception(at)
+    assert [t.value for t in at.title] == ["Sweeps"]
+    assert any("No sweep yet" in i.value for i in at.info)
+
+
+def test_form_errors_name_options_and_valid_values() -> None:
+    at = _page()
+    f = S.FIELD
+    at.text_input(key=f["batch_sizes"]).set_value("0,4")
+    at.text_input(key=f["output_lens"]).set_value("banana")
+    at.button(key="sweeps.form.check").click().run()
+    _no_exception(at)
+    assert at.error, "no error shown"
+    msg = at.error[0].value
+    assert "batch_sizes" in msg and "0 out of range" in msg
+    assert "output_lens" in msg and "'banana'" in msg
+    assert Store().sweeps() == []  # nothing was started
+
+    at.text_input(key=f["batch_sizes"]).set_value("1:64:x2")
+    at.text_input(key=f["output_lens"]).set_value("32")
+    at.button(key="sweeps.form.check").click().run()
+    assert not at.error
+    assert at.success and "21 points" in at.success[0].value  # 7 batch sizes x 3 repeats
+    assert Store().sweeps() == []
+
+
+def test_start_runs_in_background_and_progress_shows_curve() -> None:
+    _need_engine()
+    at = _page()
+    f = S.FIELD
+    at.selectbox(key=f["engine_size"]).set_value("micro")
+    at.text_input(key=f["batch_sizes"]).set_value("1,2,4")
+    at.text_input(key=f["input_lens"]).set_value("8")
+    at.text_input(key=f["output_lens"]).set_value("4")
+    at.number_input(key=f["repeats"]).set_value(1)
+    at.text_input(key=f["name"]).set_value("page sweep")
+    at.button(key="sweeps.form.start").click().run()
+    _no_exception(at)
+    assert not at.error, [e.value for e in at.error]
+    (info,) = Store().sweeps()
+    assert info.name == "page sweep" and info.n_points == 3
+    # The sweep runs in its own process: the page only polls the store.
+    _wait_until(lambda: Store().sweep(info.id).state == "done", "the background sweep to finish")
+    at.run()
+    _no_exception(at)
+    bar = at.get("progress")[0]
+    assert "done" in bar.proto.text and "3 done, 0 failed" in bar.proto.text
+    assert at.get("plotly_chart"), "no curve drawn"
+    assert Store().dataset(info.dataset_id).n_runs == 3
+    table = at.dataframe[-1].value
+    assert table.loc[0, "status"] == "done" and table.loc[0, "done"] == 3
+
+
+def test_resume_button_finishes_an_interrupted_sweep() -> None:
+    _need_engine()
+    plan = plan_from_dict({"engine_size": "micro", "batch_sizes": [1, 2], "input_lens": [8], "output_lens": [4],
+                           "repeats": 1, "name": "half done"})
+    info = create_sweep(plan)
+    # As if a process that died had claimed it: running, with a pid that no longer exists.
+    store = Store()
+    store.claim_sweep(info.id, 2**22 + 12345)
+    at = _page()
+    _no_exception(at)
+    assert "interrupted" in at.get("progress")[0].proto.text
+    at.button(key="sweeps.resume").click().run()
+    _no_exception(at)
+    _wait_until(lambda: Store().sweep(info.id).state == "done", "the resumed sweep to finish")
+    assert Store().sweep(info.id).n_done == 2
+    at.run()
+    assert "2 done" in at.get("progress")[0].proto.text
