@@ -14,8 +14,13 @@ Two formats:
     ``Key:<tab>value`` lines. Newer versions' keys (total/output token throughput,
     average request latency, TTFT, TPOT in ms) are read when present.
 
-The ``--report_json`` output is not supported: no real file was available to pin
-its schema.
+``trtllm-bench-json``
+    The ``--report_json`` file: ``engine``, ``world_info``, ``request_info``,
+    ``performance`` (ms latencies, output and total tok/s) and, for streaming runs,
+    ``streaming_metrics`` (TTFT/TPOT percentiles in ms). No real file was at hand:
+    the keys follow ``get_statistics_dict`` in TensorRT-LLM's
+    ``tensorrt_llm/bench/dataclasses/reporting.py``, and the test sample is hand-made
+    from it.
 """
 
 from __future__ import annotations
@@ -28,10 +33,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ImportFormatError
-from .base import Importer, ImportMeta, Issue, Parsed, Sample, register
+from .base import Importer, ImportMeta, Issue, Parsed, Sample, dig, ms_to_s, register
 from .generic_csv import csv_header_has, numeric_columns, read_csv_rows, row_checks
 
-__all__ = ["TrtllmBenchCsvImporter", "TrtllmBenchReportImporter", "parse_report"]
+__all__ = ["TrtllmBenchCsvImporter", "TrtllmBenchReportImporter", "TrtllmBenchJsonImporter", "parse_report"]
 
 _CSV_KEYS = ("isl", "osl", "requests", "token_throughput", "request_throughput")
 _LINE = re.compile(r"^\s*([A-Za-z][^:\n]*?)\s*:\s*(\S.*?)\s*$")
@@ -213,3 +218,100 @@ class TrtllmBenchReportImporter(Importer):
         if not math.isnan(duration_ms):
             provenance["duration_s"] = duration_ms / 1000.0
         return Parsed(runs=pd.DataFrame([row]), issues=issues, provenance=provenance)
+
+
+def _weight_and_quant(dtype: Any, quant: Any) -> dict[str, Any]:
+    """Weight dtype and quantization from trtllm-bench's engine section."""
+    out: dict[str, Any] = {}
+    q = str(quant or "").strip().lower()
+    d = str(dtype or "").strip().lower()
+    if q and q not in ("none", "n/a", "null"):
+        out["quantization"] = q
+        out["weight_dtype"] = _DTYPES.get(q.split("_")[0])
+    elif d:
+        out["weight_dtype"] = _DTYPES.get(d, d)
+    return out
+
+
+def _pct_ms(stats: Any, stem: str) -> dict[str, float]:
+    """``{stem}_s``/``_p50_s``/``_p90_s``/``_p99_s`` from a trtllm-bench percentile block in ms."""
+    if not isinstance(stats, dict):
+        return {}
+    return {f"{stem}_s": ms_to_s(stats.get("average")), f"{stem}_p50_s": ms_to_s(stats.get("p50")),
+            f"{stem}_p90_s": ms_to_s(stats.get("p90")), f"{stem}_p99_s": ms_to_s(stats.get("p99"))}
+
+
+@register
+class TrtllmBenchJsonImporter(Importer):
+    """``trtllm-bench throughput --report_json`` statistics."""
+
+    name = "trtllm-bench-json"
+    label = "trtllm-bench report JSON"
+    description = "engine / world_info / request_info / performance / streaming_metrics"
+    has_model = True
+
+    def sniff(self, sample: Sample) -> float:
+        doc = sample.json_doc
+        if not isinstance(doc, dict):
+            return 0.0
+        perf = doc.get("performance")
+        if isinstance(perf, dict) and "system_output_throughput_tok_s" in perf and "request_info" in doc:
+            return 0.95
+        return 0.0
+
+    def parse(self, sample: Sample, meta: ImportMeta) -> Parsed:
+        """Read the one run the report describes (offline: every request issued at once).
+
+        Raises
+        ------
+        ImportFormatError
+            The report lacks the average lengths or every throughput.
+        """
+        doc = sample.json_doc
+        req = doc.get("request_info") or {}
+        perf = doc.get("performance") or {}
+        world = doc.get("world_info") or {}
+        engine = doc.get("engine") or {}
+        in_len, out_len = req.get("avg_input_length"), req.get("avg_output_length")
+        if in_len is None or out_len is None:
+            raise ImportFormatError(f"{sample.name}: trtllm-bench report JSON without request_info."
+                                    "avg_input_length / avg_output_length")
+        row: dict[str, Any] = {
+            "framework": "tensorrt-llm",
+            "framework_version": engine.get("version"),
+            "model_raw": engine.get("model"),
+            "input_len_tok": in_len,
+            "output_len_tok": out_len,
+            "load_kind": "offline",
+            "measured_concurrency": req.get("avg_num_concurrent_requests"),
+            "n_requests": req.get("num_requests"),
+            "output_throughput_tok_s": perf.get("system_output_throughput_tok_s"),
+            "total_throughput_tok_s": perf.get("system_total_throughput_tok_s"),
+            "request_throughput_rps": perf.get("request_throughput_req_s"),
+            "throughput_basis": "output+total" if perf.get("system_total_throughput_tok_s") is not None
+            else "output",
+            "tp_size": world.get("tp_size"),
+            "pp_size": world.get("pp_size"),
+            "device_count": world.get("world_size"),
+            "kv_cache_dtype": _DTYPES.get(str(engine.get("kv_cache_dtype") or "").lower())
+            if str(engine.get("kv_cache_dtype") or "").lower() not in ("", "none", "null") else None,
+            "fw_max_batch_size": world.get("max_batch_size"),
+            "fw_max_num_tokens": world.get("max_num_tokens"),
+            "source_row": 1,
+            **_weight_and_quant(engine.get("dtype"), engine.get("quantization")),
+        }
+        rate = world.get("issue_rate")
+        # trtllm-bench reports an enormous issue rate when every request is sent at once.
+        row["request_rate_rps"] = math.inf if rate is None or float(rate) > 1e9 else float(rate)
+        lat = perf.get("request_latency_percentiles_ms")
+        row |= _pct_ms(lat, "e2e_latency") if isinstance(lat, dict) else \
+            {"e2e_latency_s": ms_to_s(perf.get("avg_request_latency_ms"))}
+        stream = doc.get("streaming_metrics")
+        row |= _pct_ms(dig(stream, "ttft_percentiles"), "ttft")
+        row |= _pct_ms(dig(stream, "tpot_percentiles"), "tpot")
+        if isinstance(stream, dict) and "ttft_s" not in row:
+            row["ttft_s"] = ms_to_s(stream.get("avg_ttft_ms"))
+            row["tpot_s"] = ms_to_s(stream.get("avg_tpot_ms"))
+        provenance = {"engine": engine, "world_info": world, "dataset": doc.get("dataset"),
+                      "duration_s": ms_to_s(perf.get("total_latency_ms"))}
+        return Parsed(runs=pd.DataFrame([row]), provenance=provenance)

@@ -50,3 +50,22 @@ def test_report_without_numbers_is_clear(tmp_path: Path) -> None:
     p.write_text("= PERFORMANCE OVERVIEW\nRequest Throughput (req/sec):\t1.0\n")
     with pytest.raises(ImportFormatError, match="Average Input Length"):
         read_file(p, format="trtllm-bench-report", meta=META)
+
+
+def test_report_json_hand_made_from_the_documented_schema() -> None:
+    """A hand-made ``--report_json`` file following ``get_statistics_dict`` in TensorRT-LLM's
+    ``bench/dataclasses/reporting.py`` (no real file was available)."""
+    from perfmodel.importers import ImportMeta, read_file
+
+    path = Path(__file__).resolve().parents[1] / "data" / "trtllm_bench" / "report_json_pytorch.json"
+    res = read_file(path, meta=ImportMeta(hardware="H100-80GB-SXM"))
+    assert res.format == "trtllm-bench-json"
+    row = res.runs.iloc[0]
+    assert row["model_raw"] == "meta-llama/Llama-3.1-8B-Instruct" and row["framework"] == "tensorrt-llm"
+    assert row["framework_version"] == "0.21.0"
+    assert (row["tp_size"], row["device_count"]) == (2, 2)
+    assert row["output_throughput_tok_s"] == 8388.76 and row["total_throughput_tok_s"] == 25166.28
+    assert row["ttft_p50_s"] == pytest.approx(1.3105) and row["tpot_s"] == pytest.approx(0.04567)
+    assert row["e2e_latency_p99_s"] == pytest.approx(38.0049)
+    assert row["kv_cache_dtype"] == "fp8" and row["quantization"] == "fp8"
+    assert row["request_rate_rps"] == float("inf") and row["measured_concurrency"] == 412.5
