@@ -307,7 +307,10 @@ def find_app() -> Path:
 def app_cmd(streamlit_args: tuple[str, ...]) -> None:
     """Start the web app (`streamlit run app.py`); extra arguments go to streamlit."""
     app = find_app()
-    cmd = [sys.executable, "-m", "streamlit", "run", str(app), *streamlit_args]
+    # Headless: no first-run e-mail prompt and no browser launch; no usage statistics (often no
+    # network). Either can be overridden by passing the option again.
+    defaults = ["--server.headless", "true", "--browser.gatherUsageStats", "false"]
+    cmd = [sys.executable, "-m", "streamlit", "run", str(app), *defaults, *streamlit_args]
     raise SystemExit(subprocess.call(cmd))
 
 
@@ -503,3 +506,197 @@ from .cli_sweep import sweep_cmd, sweeps_cmd  # noqa: E402
 
 main.add_command(sweep_cmd)
 main.add_command(sweeps_cmd)
+
+
+# --------------------------------------------------------------------------- train / predict / evaluate
+
+QUERY_COLUMNS = ("hardware", "framework", "model", "device_count", "input_len_tok", "output_len_tok", "batch_size")
+"""Columns a query needs (``device_count`` defaults to 1 when absent)."""
+_QUERY_NUMERIC = ("device_count", "input_len_tok", "output_len_tok", "batch_size", "tp_size", "pp_size")
+
+
+def _load_training_runs(data: str) -> Any:
+    """A runs table from a result file (any importable format) or a stored dataset name/id."""
+    path = Path(data)
+    if path.is_file():
+        from .importers import read_file
+
+        return read_file(path).runs
+    from .store import Store
+
+    return Store().runs(data)
+
+
+def _resolve_names(df: Any, file: str) -> Any:
+    """Catalog-resolve hardware/model names and canonicalise frameworks of a query table."""
+    from . import catalog
+    from .errors import UnknownNameError
+
+    out = df.copy()
+    for col, resolver in (("hardware", catalog.resolve_hardware), ("model", catalog.resolve_model)):
+        if col not in out.columns:
+            continue
+        mapping = {}
+        for raw in out[col].dropna().astype(str).unique():
+            try:
+                mapping[raw] = resolver(raw).key
+            except UnknownNameError as exc:
+                rows = [i + 1 for i, v in enumerate(out[col].astype("string")) if v == raw][:5]
+                raise UnknownNameError(col, raw, exc.suggestions,
+                                       hint=f"in {file}, row(s) {', '.join(map(str, rows))}, column {col!r}") \
+                    from None
+        out[col] = out[col].astype("string").map(mapping).astype("string")
+    if "framework" in out.columns:
+        out["framework"] = out["framework"].astype("string").map(
+            lambda v: catalog.canonical_framework(v) if isinstance(v, str) else v).astype("string")
+    return out
+
+
+def _read_queries(path: Path) -> tuple[Any, Any]:
+    """(rows as written, query table) from a canonical query CSV or any importable result file."""
+    import pandas as pd
+
+    from .errors import ImportFormatError
+
+    if path.suffix.lower() == ".csv":
+        try:
+            raw = pd.read_csv(path)
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            raise ImportFormatError(f"{path.name}: cannot read the queries as CSV ({exc})") from None
+        if {"hardware", "model", "input_len_tok", "output_len_tok", "batch_size"} <= set(raw.columns):
+            q = raw.copy()
+            if "device_count" not in q.columns:
+                q["device_count"] = 1
+            for c in _QUERY_NUMERIC:
+                if c in q.columns:
+                    # left as NaN when unparseable: the predictor's check names row and column
+                    q[c] = pd.to_numeric(q[c], errors="coerce")
+            q["source_row"] = range(1, len(q) + 1)
+            return raw, _resolve_names(q, path.name)
+    from .importers import read_file
+
+    runs = read_file(path).runs
+    return runs, runs
+
+
+@main.command("train")
+@click.argument("data")
+@click.option("--predictor", "predictor_name", default="roofline-gbm", show_default=True,
+              help="Predictor name (see `perfmodel evaluate --help` for the list).")
+@click.option("--features", "feature_set", default=None,
+              help="Feature set (raw, derived, physical, framework, identity, all; join with '+').")
+@click.option("--y", "y_col", default="output_throughput_tok_s", show_default=True, help="Throughput column.")
+@click.option("--seed", type=int, default=None, help="Seed of the predictor's randomness.")
+@click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Model directory to write (JSON files).")
+def train_cmd(data: str, predictor_name: str, feature_set: str | None, y_col: str, seed: int | None,
+              output: Path) -> None:
+    """Train a predictor on DATA (a result file or a stored dataset) and save it to MODEL_DIR."""
+    import inspect
+    import time
+
+    from .models import PREDICTORS, _load_all, get_predictor
+
+    _load_all()
+    if predictor_name not in PREDICTORS:
+        raise click.BadParameter(f"{predictor_name!r} is not a predictor; choose from {', '.join(PREDICTORS)}",
+                                 param_hint="--predictor")
+    params = inspect.signature(PREDICTORS[predictor_name]).parameters
+    settings: dict[str, Any] = {}
+    if feature_set is not None:
+        if "features" not in params:
+            raise click.BadParameter(f"predictor {predictor_name!r} does not take a feature set",
+                                     param_hint="--features")
+        settings["features"] = feature_set
+    if seed is not None and "seed" in params:
+        settings["seed"] = seed
+    runs = _load_training_runs(data)
+    model = get_predictor(predictor_name, **settings)
+    t0 = time.perf_counter()
+    model.fit(runs, y=y_col)
+    took = time.perf_counter() - t0
+    model.save(output)
+    click.echo(f"trained {predictor_name} on {len(runs)} rows in {took:.2f} s; saved to {output}")
+
+
+@main.command("predict")
+@click.argument("model_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("queries", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the predictions to this CSV (default: print them).")
+@click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.9,
+              show_default=True, help="Nominal coverage of the band.")
+@click.option("--hardware", help="One-point form: hardware name.")
+@click.option("--model", "model_name", help="One-point form: model name.")
+@click.option("--framework", help="One-point form: framework.")
+@click.option("--device-count", type=click.IntRange(min=1), default=1, show_default=True,
+              help="One-point form: accelerators.")
+@click.option("--input-len", type=float, help="One-point form: input tokens.")
+@click.option("--output-len", type=float, help="One-point form: output tokens.")
+@click.option("--batch", type=float, help="One-point form: batch size.")
+def predict_cmd(model_dir: Path, queries: Path | None, output: Path | None, level: float, hardware: str | None,
+                model_name: str | None, framework: str | None, device_count: int, input_len: float | None,
+                output_len: float | None, batch: float | None) -> None:
+    """Predict throughput with MODEL_DIR for every row of QUERIES (or one point given by options)."""
+    import pandas as pd
+
+    from .models import load_predictor
+
+    point = {"--hardware": hardware, "--model": model_name, "--framework": framework, "--input-len": input_len,
+             "--output-len": output_len, "--batch": batch}
+    if queries is None:
+        missing = [k for k, v in point.items() if v is None]
+        if missing:
+            raise click.UsageError("give a QUERIES file, or one point with " + ", ".join(missing))
+        raw = pd.DataFrame([{"hardware": hardware, "model": model_name, "framework": framework,
+                             "device_count": device_count, "input_len_tok": input_len,
+                             "output_len_tok": output_len, "batch_size": batch}])
+        table = _resolve_names(raw, "the command line")
+    else:
+        given = [k for k, v in point.items() if v is not None]
+        if given:
+            raise click.UsageError(f"give either a QUERIES file or the one-point options, not both ({given[0]})")
+        raw, table = _read_queries(queries)
+    predictor = load_predictor(model_dir)
+    pred = predictor.predict(table.reset_index(drop=True), level=level)
+    out = pd.concat([raw.reset_index(drop=True), pred.reset_index(drop=True)], axis=1)
+    if queries is None:
+        out["hardware"], out["model"] = table["hardware"].to_numpy(), table["model"].to_numpy()
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        out.to_csv(output, index=False)
+        click.echo(f"wrote {len(out)} prediction(s) to {output}")
+    elif queries is None:
+        rec = out.iloc[0]
+        band = (f"[{rec.pred_lower:,.1f}, {rec.pred_upper:,.1f}] at {level:g}"
+                if math.isfinite(rec.pred_lower) and math.isfinite(rec.pred_upper) else "no band (n/a)")
+        click.echo(f"{rec.pred_throughput_tok_s:,.1f} tok/s  band {band}  confidence {rec.confidence:.3f}  "
+                   f"in_domain {bool(rec.in_domain)}")
+    else:
+        click.echo(out.to_csv(index=False), nl=False)
+
+
+@main.command("evaluate")
+@click.argument("data")
+@click.option("--predictors", default=None, help="Comma-separated predictor names (default: all).")
+@click.option("--protocols", default=None, help="Comma-separated protocols (default: all).")
+@click.option("--seeds", type=click.IntRange(min=1), default=3, show_default=True, help="Number of seeds.")
+@click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.9,
+              show_default=True, help="Band level scored as coverage.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the table to this CSV.")
+def evaluate_cmd(data: str, predictors: str | None, protocols: str | None, seeds: int, level: float,
+                 output: Path | None) -> None:
+    """Evaluate predictors on DATA (a result file or a stored dataset) under hold-out protocols."""
+    from .evaluate import evaluate, to_markdown
+
+    runs = _load_training_runs(data)
+    names = [p.strip() for p in predictors.split(",") if p.strip()] if predictors else None
+    prots = [p.strip() for p in protocols.split(",") if p.strip()] if protocols else None
+    ev = evaluate(runs, names, prots, seeds=range(seeds), level=level,
+                  on_progress=lambda line: click.echo(line, err=True))
+    click.echo(to_markdown(ev.table))
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        ev.table.to_csv(output, index=False)
+        click.echo(f"wrote {output}")
