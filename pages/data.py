@@ -13,8 +13,10 @@ st.title("Data", anchor=False)
 ui.sample_notice()
 
 # --- import -------------------------------------------------------------------------------------
+# Open when there is nothing to look at yet, or to show what was just imported.
 importer = st.expander("Import benchmark result files", icon=":material/upload_file:",
-                       expanded=bool(st.session_state.get(K.LAST_IMPORT)) or not ui.selected_dataset())
+                       expanded=bool(st.session_state.get(K.LAST_IMPORT))
+                       or ui.datasets_table(home, ui.store_stamp(home)).empty)
 with importer:
     submitted, files, form = ui.upload_form(home)
     if submitted:
