@@ -306,7 +306,7 @@ class ALAPredictor(Predictor):
             return float(np.median(np.abs(self._curve(booster, xv, bv) - yv) / yv))
 
         state = np.ones(len(pool), dtype=bool)
-        e = energy(state)
+        e = e0 = energy(state)
         best_state, best_e = state.copy(), e
         temp0 = self.t0_factor * e
         temp = temp0
@@ -330,7 +330,7 @@ class ALAPredictor(Predictor):
         keep = keep_all.copy()
         keep[pool[~best_state]] = False
         return keep, {"iterations": int(self.sa_iterations), "accepted": accepted, "t0": temp0,
-                      "initial_energy": float(temp0 / self.t0_factor), "best_energy": best_e,
+                      "initial_energy": e0, "best_energy": best_e,
                       "dropped": int((~best_state).sum()), "pool": int(len(pool)), "validation": int(n_val)}
 
     def predict(self, runs: pd.DataFrame, *, level: float = 0.9) -> pd.DataFrame:
