@@ -84,7 +84,8 @@ with chart_tab:
     x = c1.selectbox("x", LOAD_AXES, index=LOAD_AXES.index(tables.default_x(shown)), key=K.X_AXIS,
                      format_func=axis_title)
     y = c2.selectbox("y", THROUGHPUT_METRICS, key=K.Y_AXIS, format_func=axis_title)
-    color = c3.selectbox("Colour by", COLOR_OPTIONS, key=K.COLOR)
+    color = c3.selectbox("Colour by", COLOR_OPTIONS, index=COLOR_OPTIONS.index(tables.default_color(shown)),
+                         key=K.COLOR)
     log_x = c4.toggle("log x", value=True, key=K.LOG_X)
     st.plotly_chart(ui.runs_figure(home, selected, stamp, fkey, x, y, color, log_x), key="data.chart")
 with runs_tab:

@@ -231,6 +231,9 @@ def test_deep_link_restores_dataset_and_filters() -> None:
     assert not at.warning
     assert at.selectbox(key=K.DATASET_WIDGET).value == first != other.id
     assert at.multiselect(key=K.FILTER["hardware"]).value == ["h100-sxm"]
+    # One hardware left after the filter, so the chart colours by what still varies.
+    assert at.selectbox(key=K.COLOR).value != "hardware"
+    at.selectbox(key=K.COLOR).set_value("hardware").run()
     fig = _figure(at)
     assert [t["name"] for t in fig["data"]] == ["h100-sxm"]
     # Choosing another dataset updates the link.

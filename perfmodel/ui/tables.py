@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from ..plots import LOAD_AXES, with_lengths
+from ..plots import COLOR_OPTIONS, LOAD_AXES, with_lengths
 from ..schema import COLUMN_NAMES
 
 if TYPE_CHECKING:
@@ -224,6 +224,25 @@ def severity_counts(issues: pd.DataFrame) -> dict[str, int]:
         for sev, n in issues["severity"].value_counts().items():
             counts[str(sev)] = int(n)
     return counts
+
+
+def default_color(runs: pd.DataFrame) -> str:
+    """The colour column to offer first: the first of :data:`~perfmodel.plots.COLOR_OPTIONS` that
+    tells the runs apart (more than one value), else ``hardware``.
+
+    Parameters
+    ----------
+    runs
+        A runs table (``lengths`` already derived where present).
+
+    Returns
+    -------
+    str
+    """
+    for col in COLOR_OPTIONS:
+        if col in runs.columns and runs[col].nunique(dropna=True) > 1:
+            return col
+    return "hardware"
 
 
 def default_x(runs: pd.DataFrame) -> str:
