@@ -1,0 +1,114 @@
+"""perfmodel train / predict / evaluate through click's CliRunner."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from perfmodel.cli import main
+
+
+@pytest.fixture
+def slice_csv(all_results_csv, tmp_path):
+    # a slice of the real file, written to the test's own temporary directory
+    head = pd.read_csv(all_results_csv, nrows=0).columns
+    df = pd.read_csv(all_results_csv)
+    df = df[df[head[0]].astype(str).str.contains("H100|A100", case=False)]
+    out = tmp_path / "slice.csv"
+    df.to_csv(out, index=False)
+    return out
+
+
+@pytest.fixture
+def model_dir(slice_csv, tmp_path):
+    out = tmp_path / "model"
+    res = CliRunner().invoke(main, ["train", str(slice_csv), "--predictor", "xgboost", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    return out
+
+
+QUERIES = """hardware,model,framework,device_count,input_len_tok,output_len_tok,batch_size
+H100,llama-3-8b,vllm,1,1024,1024,64
+a100-40gb,Llama-2-7b,vllm,1,128,128,1
+H100,mistral-7b-v0.1,tensorrt-llm,1,512,512,16
+"""
+
+
+def test_train_writes_json_only(model_dir):
+    files = sorted(p.name for p in model_dir.iterdir())
+    assert files == ["booster.json", "metadata.json"]
+    assert json.loads((model_dir / "metadata.json").read_text())["predictor"] == "xgboost"
+
+
+def test_predict_keeps_query_order(model_dir, tmp_path):
+    from perfmodel.models import load_predictor
+
+    q = tmp_path / "q.csv"
+    q.write_text(QUERIES)
+    out = tmp_path / "pred.csv"
+    res = CliRunner().invoke(main, ["predict", str(model_dir), str(q), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    pred = pd.read_csv(out)
+    assert list(pred["hardware"]) == ["H100", "a100-40gb", "H100"]  # rows as written, in order
+    assert list(pred.columns[-5:]) == ["pred_throughput_tok_s", "pred_lower", "pred_upper", "confidence",
+                                       "in_domain"]
+    canon = pd.DataFrame({"hardware": ["h100-sxm", "a100-40gb", "h100-sxm"],
+                          "model": ["llama-3-8b", "llama-2-7b", "mistral-7b-v0.1"],
+                          "framework": ["vllm", "vllm", "tensorrt-llm"], "device_count": 1,
+                          "input_len_tok": [1024.0, 128.0, 512.0], "output_len_tok": [1024.0, 128.0, 512.0],
+                          "batch_size": [64.0, 1.0, 16.0]})
+    direct = load_predictor(model_dir).predict(canon)["pred_throughput_tok_s"].to_numpy()
+    assert pred["pred_throughput_tok_s"].to_numpy() == pytest.approx(direct, rel=1e-6)
+
+
+def test_predict_result_file_and_one_point(model_dir, slice_csv, tmp_path):
+    out = tmp_path / "p.csv"
+    res = CliRunner().invoke(main, ["predict", str(model_dir), str(slice_csv), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    pred = pd.read_csv(out)
+    assert len(pred) == len(pd.read_csv(slice_csv)) and list(pred["source_row"]) == sorted(pred["source_row"])
+    res = CliRunner().invoke(main, ["predict", str(model_dir), "--hardware", "H100", "--model", "llama-3-8b",
+                                    "--framework", "vllm", "--input-len", "512", "--output-len", "512",
+                                    "--batch", "32"])
+    assert res.exit_code == 0, res.output
+    assert "tok/s" in res.output and "in_domain True" in res.output
+
+
+@pytest.mark.parametrize(("body", "needle"), [
+    ("hardware,model,framework,input_len_tok,output_len_tok,batch_size\nH100,llama-3-8b,vllm,128,128,-2\n",
+     r"row 1, column 'batch_size'"),
+    ("hardware,model,framework,input_len_tok,output_len_tok,batch_size\nH100,llama-3-8b,vllm,128,128,1\n"
+     "H999,llama-3-8b,vllm,128,128,1\n", "unknown hardware 'H999'"),
+    ("hardware,model,input_len_tok,output_len_tok,batch_size\nH100,llama-3-8b,128,128,1\n", "'framework'"),
+])
+def test_bad_queries_exit_2(model_dir, tmp_path, body, needle):
+    q = tmp_path / "bad.csv"
+    q.write_text(body)
+    res = CliRunner().invoke(main, ["predict", str(model_dir), str(q)])
+    assert res.exit_code == 2
+    assert needle in res.output
+    assert "Traceback" not in res.output
+
+
+def test_usage_errors(model_dir, slice_csv, tmp_path):
+    res = CliRunner().invoke(main, ["predict", str(model_dir), "--hardware", "H100"])
+    assert res.exit_code == 2 and "--model" in res.output
+    res = CliRunner().invoke(main, ["train", str(slice_csv), "--predictor", "nope", "-o", str(tmp_path / "x")])
+    assert res.exit_code == 2 and "xgboost" in res.output
+
+
+def test_evaluate_command(slice_csv, tmp_path):
+    out = tmp_path / "table.csv"
+    res = CliRunner().invoke(main, ["evaluate", str(slice_csv), "--predictors", "xgboost", "--protocols",
+                                    "hardware,config", "--seeds", "1", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    table = pd.read_csv(out)
+    assert list(table["protocol"]) == ["hardware", "config"] and table.loc[0, "n_folds"] == 2
+    assert "| predictor | protocol |" in res.output
+    # H100 and A100 rows never reach batch 128: a clear error, not an empty table
+    res = CliRunner().invoke(main, ["evaluate", str(slice_csv), "--predictors", "xgboost", "--protocols",
+                                    "batch64", "--seeds", "1"])
+    assert res.exit_code == 2 and "gives no fold" in res.output
