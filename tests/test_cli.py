@@ -140,7 +140,10 @@ def test_app_command(runner: CliRunner, monkeypatch: pytest.MonkeyPatch, tmp_pat
     app.write_text("")
     monkeypatch.setattr(cli, "find_app", lambda: app)
     code, _, _ = invoke(runner, "app", "--server.port", "8600")
-    assert code == 0 and calls[0][1:] == ["-m", "streamlit", "run", str(app), "--server.port", "8600"]
+    assert code == 0 and calls[0][1:5] == ["-m", "streamlit", "run", str(app)]
+    # headless (no first-run prompt) by default; the user's options come last, so they win
+    assert calls[0][5:9] == ["--server.headless", "true", "--browser.gatherUsageStats", "false"]
+    assert calls[0][-2:] == ["--server.port", "8600"]
 
 
 def test_find_app_missing_is_clear(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
