@@ -116,3 +116,19 @@ def test_yaml_file_round_trip_and_bad_file(tmp_path: Path) -> None:
 def test_tiny_engine_size_is_the_catalog_sample_model() -> None:
     assert dict(ENGINE_SIZES["tiny"].config) == dict(TINY_LLAMA_CONFIG)
     assert ENGINE_SIZES["tiny"].model == "perfmodel-tiny-llama"
+
+
+def test_every_engine_size_has_a_matching_catalog_entry() -> None:
+    """Rows of local-engine sweeps resolve to catalog models with the dimensions actually run."""
+    from perfmodel import catalog
+    from perfmodel.sweep.plan import ENGINE_SIZES
+
+    for size, es in ENGINE_SIZES.items():
+        spec = catalog.resolve_model(es.model)
+        c = es.config
+        assert (spec.hidden_size, spec.n_layers, spec.n_heads, spec.n_kv_heads, spec.intermediate_size,
+                spec.vocab_size) == (c["hidden_size"], c["num_hidden_layers"], c["num_attention_heads"],
+                                     c["num_key_value_heads"], c["intermediate_size"], c["vocab_size"]), size
+    # the "large" size has Llama-3-8B's shape: the same parameter count as the published model
+    assert catalog.resolve_model(ENGINE_SIZES["large"].model).params_b == pytest.approx(
+        catalog.resolve_model("meta-llama/Meta-Llama-3-8B").params_b, rel=1e-3)
