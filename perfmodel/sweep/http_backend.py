@@ -271,8 +271,9 @@ def parse_metrics(text: str) -> dict[str, tuple[str, float]]:
     def put(name: str, kind: str, v: float) -> None:
         if not math.isfinite(v):
             return
-        kinds.setdefault(name, kind)
-        values.setdefault(name, []).append(float(v))
+        key = f"{kind}:{name}" if kind.startswith("hist") else name
+        kinds.setdefault(key, kind)
+        values.setdefault(key, []).append(float(v))
 
     for fam in text_string_to_metric_families(text):
         if fam.name.startswith(_SKIP_METRIC_PREFIXES) or fam.name.endswith("_info") or fam.type == "info":
@@ -294,7 +295,7 @@ def parse_metrics(text: str) -> dict[str, tuple[str, float]]:
     for name, vs in values.items():
         kind = kinds[name]
         ratio = kind == "gauge" and any(w in name for w in ("perc", "ratio", "usage", "util"))
-        out[f"{kind}:{name}" if kind.startswith("hist") else name] = (kind, sum(vs) / len(vs) if ratio else sum(vs))
+        out[name] = (kind, sum(vs) / len(vs) if ratio else sum(vs))
     return out
 
 
