@@ -80,6 +80,10 @@ def _row_labels(runs: pd.DataFrame) -> np.ndarray:
     return np.arange(1, len(runs) + 1)
 
 
+_NUMERIC_QUERY = frozenset({"device_count", "input_len_tok", "output_len_tok", "batch_size", "tp_size",
+                            "pp_size"})
+
+
 def check_query(runs: pd.DataFrame, *, columns: tuple[str, ...] = QUERY_COLUMNS,
                 file: str | None = None) -> None:
     """Check that ``runs`` has what physical features and bounds need.
@@ -89,7 +93,8 @@ def check_query(runs: pd.DataFrame, *, columns: tuple[str, ...] = QUERY_COLUMNS,
     runs
         A runs table or a table of queries with canonical column names.
     columns
-        The columns required.
+        The columns required. Lengths, batch and device/parallel sizes must be valid
+        numbers; any other column (names) must be present and non-empty.
     file
         File name for messages.
 
@@ -111,7 +116,7 @@ def check_query(runs: pd.DataFrame, *, columns: tuple[str, ...] = QUERY_COLUMNS,
         if c in missing:
             continue
         s = runs[c]
-        if c in ("hardware", "model"):
+        if c not in _NUMERIC_QUERY:
             bad = s.isna().to_numpy()
             for i in np.flatnonzero(bad)[:10]:
                 problems.append(Problem("value is missing", file=file, row=int(rows[i]), column=c))
