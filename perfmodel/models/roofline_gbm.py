@@ -1,0 +1,594 @@
+"""perfmodel's own predictor: roofline prior x learned efficiency, saturating curves, conformal bands.
+
+``y_hat = roofline_bound x efficiency``:
+
+1. **Prior.** :func:`perfmodel.physics.roofline` gives the hardware's upper
+   bound on output throughput for the row (compute-bound prefill, memory-bound
+   decode of weights plus KV cache, aggregated over the devices). Where the
+   catalog lacks the bandwidth the compute-only bound is used, and where it
+   lacks both a nominal 100 tok/s per sequence (``prior_kind`` tells the model).
+2. **Efficiency.** Gradient boosting (XGBoost, histogram trees) learns
+   ``log(measured / bound)`` from the physical, raw, derived and identity
+   features: software efficiency ranges from under 1% to about 65% of the
+   bound and depends on framework and platform, which no catalog figure knows.
+   Because the bound carries the scaling in batch, length, model size and
+   device, the learned part extrapolates as "same efficiency" rather than
+   flattening out.
+3. **Saturating curve.** For a configuration with measured points at two or
+   more batch sizes, throughput is also fitted per configuration with the
+   batch-time law ``T(B) = B / (alpha + beta * B)`` (a batch costs a fixed
+   ``alpha`` - reading the weights every step - plus ``beta`` per sequence -
+   KV cache, compute, prefill), i.e. a weighted linear fit of ``B / T`` on
+   ``B``. Inside the measured batch range the two estimates are averaged in
+   log space; outside it the curve takes over (it saturates as physics says,
+   trees would not): "the saturating curve wins batch extrapolation, the
+   physics prior wins across hardware".
+4. **Bands.** Split-conformal with cross-fitting, hand-rolled rather than
+   MAPIE because the calibration needs Mondrian categories and a learned
+   difficulty: out-of-fold residuals on log throughput are collected under
+   three fold schemes (random rows, whole configurations, whole hardware), so
+   every kind of novelty a query can have is represented. Each query gets a
+   novelty category (0: its configuration is known and the batch inside the
+   measured range; 1: known configuration, batch outside; 2: new configuration
+   of known hardware, framework and model; 3: unknown hardware, framework or
+   model) and a difficulty ``sigma`` from a second small boosted model of
+   ``log |residual|`` (features: category, distance to the 5 nearest training
+   points in a standardised space, batch and length distance outside the
+   measured range, and the efficiency features). The band is
+   ``exp(+-q_c(level) * sigma)`` around the prediction, with ``q_c`` the
+   conformal quantile of ``|residual| / sigma`` in the query's category, so it
+   widens with novelty and distance. ``confidence = exp(-half-width of the 90%
+   band in log space)``; ``in_domain`` is False for category 3, for queries
+   further from the data than 99% of calibration points, and for batch or lengths
+   outside the training range by more than a factor of 2.
+
+Persistence: ``metadata.json`` (settings, feature names, curves, conformal
+scores, kNN reference points) and the two boosters as XGBoost JSON.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any, ClassVar, Self
+
+import numpy as np
+import pandas as pd
+
+from .. import features as feats
+from .. import physics
+from ..errors import PerfmodelError, Problem, ValidationError
+from .base import (
+    DEFAULT_TARGET,
+    Predictor,
+    check_level,
+    prediction_frame,
+    read_metadata,
+    register,
+    write_metadata,
+)
+
+__all__ = ["RooflineGBM", "CONFIG_COLUMNS", "NOVELTY_CATEGORIES"]
+
+CONFIG_COLUMNS = ("hardware", "device_count", "tp_size", "pp_size", "framework", "model", "weight_dtype",
+                  "quantization", "kv_cache_dtype", "load_kind", "input_len_tok", "output_len_tok")
+"""Columns whose values together name one configuration (a throughput-versus-batch curve)."""
+
+NOVELTY_CATEGORIES = ("known config, batch inside", "known config, batch outside",
+                      "new config of known parts", "unknown hardware/framework/model")
+
+_IDENTITY = ("hardware", "framework", "model")
+_KNN_FEATURES = ("log1p_ii", "log1p_oo", "log2_bb", "device_count", "active_params", "mem_bw_gbs",
+                 "peak_tflops", "dtype_bytes")
+_LOG_KNN = frozenset({"device_count", "active_params", "mem_bw_gbs", "peak_tflops"})
+_K = 5
+_NOMINAL_TOK_S_PER_SEQ = 100.0
+
+
+def _config_keys(runs: pd.DataFrame) -> pd.Series:
+    parts = []
+    for c in CONFIG_COLUMNS:
+        if c in runs.columns:
+            s = runs[c]
+            if pd.api.types.is_numeric_dtype(s):
+                s = pd.to_numeric(s, errors="coerce").astype("float64").map(
+                    lambda v: "" if pd.isna(v) else f"{v:g}")
+            parts.append(s.astype("string").fillna(""))
+        else:
+            parts.append(pd.Series("", index=runs.index, dtype="string"))
+    key = parts[0]
+    for p in parts[1:]:
+        key = key + "|" + p
+    return key.astype(str)
+
+
+def _log_prior(roof: pd.DataFrame, runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    bb = runs["batch_size"].astype("float64").to_numpy()
+    oo = runs["output_len_tok"].astype("float64").to_numpy()
+    full = roof["output_tok_s_max"].to_numpy(dtype=float)
+    steps = np.maximum(oo - 1.0, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        comp = bb * oo / (roof["prefill_s_min"].to_numpy(dtype=float)
+                          + steps * roof["decode_compute_s_min"].to_numpy(dtype=float))
+    nominal = bb * _NOMINAL_TOK_S_PER_SEQ
+    kind = np.where(np.isfinite(full) & (full > 0), 0.0, np.where(np.isfinite(comp) & (comp > 0), 1.0, 2.0))
+    prior = np.where(kind == 0, full, np.where(kind == 1, comp, nominal))
+    return np.log(prior), kind
+
+
+def _fit_curves(keys: np.ndarray, bb: np.ndarray, y: np.ndarray) -> dict[str, list[float]]:
+    """Per configuration: [alpha, beta, b_min, b_max, n_batches] of T(B) = B / (alpha + beta B)."""
+    df = pd.DataFrame({"k": keys, "b": bb, "ly": np.log(y)})
+    # Repeats of a batch are averaged in log space so every batch counts once.
+    g = df.groupby(["k", "b"], sort=True)["ly"].mean().reset_index()
+    b = g["b"].to_numpy(dtype=float)
+    z = b / np.exp(g["ly"].to_numpy(dtype=float))
+    u = 1.0 / z**2  # least squares on the relative error of z (= of T)
+    g = g.assign(u=u, ub=u * b, ubb=u * b * b, uz=u * z, ubz=u * b * z, one=1.0,
+                 lzb=np.log(z / b), lz=np.log(z))
+    s = g.groupby("k", sort=True).agg(u=("u", "sum"), ub=("ub", "sum"), ubb=("ubb", "sum"), uz=("uz", "sum"),
+                                       ubz=("ubz", "sum"), n=("one", "sum"), bmin=("b", "min"),
+                                       bmax=("b", "max"), lzb=("lzb", "mean"), lz=("lz", "mean"))
+    s = s[s["n"] >= 2]
+    det = s["u"] * s["ubb"] - s["ub"] ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        alpha = (s["uz"] * s["ubb"] - s["ub"] * s["ubz"]) / det
+        beta = (s["u"] * s["ubz"] - s["ub"] * s["uz"]) / det
+    # Outside the law's domain (noise, or a curve still rising linearly / already flat): its
+    # closest admissible member, alpha = 0 (linear in batch) or beta = 0 (flat).
+    bad_beta = ~(beta > 0)
+    bad_alpha = ~(alpha >= 0) & ~bad_beta
+    alpha = np.where(bad_beta, np.exp(s["lz"]), np.where(bad_alpha, 0.0, alpha))
+    beta = np.where(bad_beta, 1e-12, np.where(bad_alpha, np.exp(s["lzb"]), beta))
+    return {str(k): [float(a), float(bt), float(lo), float(hi), float(n)]
+            for k, a, bt, lo, hi, n in zip(s.index, alpha, beta, s["bmin"], s["bmax"], s["n"], strict=True)}
+
+
+class _Booster:
+    """Thin wrapper so xgboost is imported only when a model is used."""
+
+    @staticmethod
+    def train(x: np.ndarray, y: np.ndarray, params: dict[str, Any], rounds: int) -> Any:
+        import xgboost as xgb
+
+        d = xgb.DMatrix(x, label=y, missing=np.nan)
+        return xgb.train(params, d, num_boost_round=rounds)
+
+    @staticmethod
+    def predict(booster: Any, x: np.ndarray) -> np.ndarray:
+        import xgboost as xgb
+
+        return np.asarray(booster.predict(xgb.DMatrix(x, missing=np.nan)), dtype=float)
+
+    @staticmethod
+    def load(path: Path) -> Any:
+        import xgboost as xgb
+
+        b = xgb.Booster()
+        b.load_model(str(path))
+        return b
+
+
+@register
+class RooflineGBM(Predictor):
+    """Roofline prior x boosted efficiency, blended with per-configuration saturating curves.
+
+    Parameters
+    ----------
+    features
+        Feature set for the efficiency model (see :mod:`perfmodel.features`).
+    n_estimators, learning_rate, max_depth, min_child_weight, subsample, colsample_bytree
+        XGBoost settings of the efficiency model.
+    curve_weight_inside
+        Weight of the per-configuration curve inside its measured batch range (0..1).
+    curve_weight_outside
+        Weight of the curve outside its measured batch range (0..1).
+    keep_suspect
+        Keep training rows that beat the physical bound (:func:`perfmodel.physics.flag_suspect`).
+    calibration_folds
+        Folds per calibration scheme (random rows, configurations, hardware); 0 disables
+        the bands (NaN) and confidence.
+    random_state
+        Seed for folds and boosting.
+    n_jobs
+        Threads for XGBoost (1 by default: on a shared 2-core machine more threads than free
+        cores make each tree several times slower).
+    """
+
+    name: ClassVar[str] = "roofline-gbm"
+
+    def __init__(self, *, features: str = "all", n_estimators: int = 300, learning_rate: float = 0.08,
+                 max_depth: int = 6, min_child_weight: float = 2.0, subsample: float = 0.9,
+                 colsample_bytree: float = 0.8, curve_weight_inside: float = 0.5,
+                 curve_weight_outside: float = 1.0, keep_suspect: bool = False,
+                 calibration_folds: int = 3, random_state: int = 0, n_jobs: int = 1) -> None:
+        self.features = features
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.max_depth = max_depth
+        self.min_child_weight = min_child_weight
+        self.subsample = subsample
+        self.colsample_bytree = colsample_bytree
+        self.curve_weight_inside = curve_weight_inside
+        self.curve_weight_outside = curve_weight_outside
+        self.keep_suspect = keep_suspect
+        self.calibration_folds = calibration_folds
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    # ------------------------------------------------------------------ settings
+
+    def _check_settings(self) -> None:
+        problems = []
+        for name in ("n_estimators", "max_depth"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, np.integer)) or v < 1:
+                problems.append(Problem(f"must be an integer >= 1, got {v!r}", column=name))
+        for name in ("learning_rate", "subsample", "colsample_bytree"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or not (0 < v <= 1):
+                problems.append(Problem(f"must be in (0, 1], got {v!r}", column=name))
+        for name in ("curve_weight_inside", "curve_weight_outside"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or not (0 <= v <= 1):
+                problems.append(Problem(f"must be in [0, 1], got {v!r}", column=name))
+        if not isinstance(self.calibration_folds, int) or self.calibration_folds < 0 \
+                or self.calibration_folds == 1:
+            problems.append(Problem(f"must be 0 or an integer >= 2, got {self.calibration_folds!r}",
+                                    column="calibration_folds"))
+        if problems:
+            raise ValidationError(f"invalid settings for {self.name}:", problems)
+
+    def _xgb_params(self, seed: int) -> dict[str, Any]:
+        return {"objective": "reg:squarederror", "eta": self.learning_rate, "max_depth": self.max_depth,
+                "min_child_weight": self.min_child_weight, "subsample": self.subsample,
+                "colsample_bytree": self.colsample_bytree, "tree_method": "hist", "max_bin": 64, "nthread": self.n_jobs,
+                "seed": seed, "verbosity": 0}
+
+    # ------------------------------------------------------------------ core pieces
+
+    def _design(self, runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, pd.DataFrame]:
+        """Features (with prior kind), log prior, and the kNN feature frame."""
+        roof = physics.roofline(runs)
+        log_prior, kind = _log_prior(roof, runs)
+        x = feats.build_features(runs, names=self.feature_names_)
+        mat = np.column_stack([x.to_numpy(dtype=float), kind])
+        knn = feats.build_features(runs, names=list(_KNN_FEATURES))
+        return mat, log_prior, kind, knn
+
+    def _knn_space(self, knn: pd.DataFrame) -> np.ndarray:
+        cols = []
+        for j, c in enumerate(_KNN_FEATURES):
+            v = knn[c].to_numpy(dtype=float)
+            if c in _LOG_KNN:
+                v = np.log(np.where(v > 0, v, np.nan))
+            v = np.where(np.isfinite(v), v, self.knn_center_[j])
+            cols.append((v - self.knn_center_[j]) / self.knn_scale_[j])
+        return np.column_stack(cols)
+
+    def _fit_core(self, mat: np.ndarray, r: np.ndarray, seed: int) -> Any:
+        return _Booster.train(mat, r, self._xgb_params(seed), self.n_estimators)
+
+    @staticmethod
+    def _curve_pred(curves: dict[str, list[float]], keys: np.ndarray, bb: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """log curve prediction (NaN without a curve), inside-range flag, log batch distance outside."""
+        n = len(keys)
+        logc = np.full(n, np.nan)
+        inside = np.zeros(n, dtype=bool)
+        dist = np.zeros(n)
+        for i, (k, b) in enumerate(zip(keys, bb, strict=True)):
+            c = curves.get(k)
+            if c is None:
+                continue
+            alpha, beta, bmin, bmax, _ = c
+            logc[i] = math.log(b / (alpha + beta * b))
+            inside[i] = bmin <= b <= bmax
+            dist[i] = max(0.0, math.log2(bmin / b), math.log2(b / bmax))
+        return logc, inside, dist
+
+    def _combine(self, log_gbm: np.ndarray, logc: np.ndarray, inside: np.ndarray) -> np.ndarray:
+        w = np.where(inside, self.curve_weight_inside, self.curve_weight_outside)
+        w = np.where(np.isnan(logc), 0.0, w)
+        return (1 - w) * log_gbm + w * np.nan_to_num(logc)
+
+    def _novelty(self, runs: pd.DataFrame, keys: np.ndarray, seen: dict[str, set[str]],
+                 curves: dict[str, list[float]], inside: np.ndarray) -> np.ndarray:
+        cat = np.where(np.array([k in curves for k in keys]), np.where(inside, 0, 1), 2)
+        unknown = np.zeros(len(runs), dtype=bool)
+        for c in _IDENTITY:
+            unknown |= ~runs[c].astype("string").isin(list(seen[c])).fillna(False).to_numpy(dtype=bool)
+        return np.where(unknown, 3, cat).astype(int)
+
+    def _sigma_features(self, cat: np.ndarray, dist_knn: np.ndarray, bdist: np.ndarray,
+                        ldist: np.ndarray, mat: np.ndarray) -> np.ndarray:
+        return np.column_stack([cat, np.log1p(dist_knn), bdist, ldist, mat])
+
+    def _knn_distance(self, ref: np.ndarray, q: np.ndarray) -> np.ndarray:
+        from scipy.spatial import cKDTree
+
+        tree = cKDTree(ref)
+        k = min(_K, len(ref))
+        d, _ = tree.query(q, k=k)
+        d = d.reshape(len(q), -1)
+        return d.mean(axis=1)
+
+    def _length_distance(self, runs: pd.DataFrame, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(runs))
+        for j, c in enumerate(("input_len_tok", "output_len_tok")):
+            v = np.maximum(runs[c].astype("float64").to_numpy(), 1.0)
+            out = np.maximum(out, np.maximum(np.log2(lo[j] / v), np.log2(v / hi[j])))
+        return np.maximum(out, 0.0)
+
+    # ------------------------------------------------------------------ fit
+
+    def fit(self, runs: pd.DataFrame, y: str = DEFAULT_TARGET) -> Self:
+        """Fit the efficiency model, the per-configuration curves and the conformal calibration.
+
+        Parameters
+        ----------
+        runs
+            Canonical runs table with ``hardware``, ``framework``, ``model``,
+            ``device_count``, lengths, ``batch_size`` and the target column.
+        y
+            Target throughput column (tok/s).
+
+        Returns
+        -------
+        Self
+
+        Raises
+        ------
+        ValidationError
+            Invalid settings, a missing column, or invalid lengths/batch (row and column named).
+        UnknownNameError
+            A hardware or model unknown to the catalog.
+        PerfmodelError
+            Fewer than 10 usable rows.
+        """
+        t0 = time.perf_counter()
+        self._check_settings()
+        physics.check_query(runs, columns=(*physics.QUERY_COLUMNS, "framework"))
+        if y not in runs.columns:
+            raise ValidationError(f"cannot fit {self.name}", [Problem("target column is missing", column=y)])
+        target = pd.to_numeric(runs[y], errors="coerce").astype("float64")
+        ok = (np.isfinite(target) & (target > 0)).to_numpy()
+        data = runs.loc[ok]
+        if not self.keep_suspect:
+            data = data.loc[~physics.flag_suspect(data.assign(output_throughput_tok_s=target[ok]))]
+        if len(data) < 10:
+            raise PerfmodelError(f"{self.name}: need at least 10 rows with a positive {y!r}, got {len(data)}")
+        yv = np.log(pd.to_numeric(data[y]).to_numpy(dtype=float))
+        self.feature_names_ = feats.feature_names(data, self.features)
+        mat, log_prior, _, knn = self._design(data)
+        knn_raw = knn.to_numpy(dtype=float).copy()
+        for j, c in enumerate(_KNN_FEATURES):
+            if c in _LOG_KNN:
+                knn_raw[:, j] = np.log(np.where(knn_raw[:, j] > 0, knn_raw[:, j], np.nan))
+        self.knn_center_ = np.nan_to_num(np.nanmedian(knn_raw, axis=0))
+        scale = np.nanstd(knn_raw, axis=0)
+        self.knn_scale_ = np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
+        keys = _config_keys(data).to_numpy()
+        bb = data["batch_size"].astype("float64").to_numpy()
+        r = yv - log_prior
+        self.booster_ = self._fit_core(mat, r, self.random_state)
+        self.curves_ = _fit_curves(keys, bb, np.exp(yv))
+        self.seen_ = {c: set(data[c].astype("string").dropna().unique().tolist()) for c in _IDENTITY}
+        self.batch_range_ = [float(bb.min()), float(bb.max())]
+        self.len_lo_ = np.array([max(float(data[c].min()), 1.0) for c in ("input_len_tok", "output_len_tok")])
+        self.len_hi_ = np.array([max(float(data[c].max()), 1.0) for c in ("input_len_tok", "output_len_tok")])
+        self.knn_ref_ = self._knn_space(knn)
+        self.n_train_ = int(len(data))
+        self._calibrate(data, yv, mat, log_prior, keys, bb)
+        self.fit_time_s_ = time.perf_counter() - t0
+        return self
+
+    def _calibrate(self, data: pd.DataFrame, yv: np.ndarray, mat: np.ndarray, log_prior: np.ndarray,
+                   keys: np.ndarray, bb: np.ndarray) -> None:
+        self.scores_: dict[str, list[float]] = {}
+        self.sigma_booster_: Any = None
+        self.knn_cut_ = math.inf
+        k = self.calibration_folds
+        if k == 0:
+            return
+        rng = np.random.default_rng(self.random_state)
+        n = len(data)
+        schemes = {
+            "rows": rng.permutation(n) % k,
+            "config": self._group_folds(keys, k, rng),
+            "hardware": self._group_folds(data["hardware"].astype(str).to_numpy(), k, rng),
+        }
+        knn_all = self.knn_ref_
+        res, cats, sig_x = [], [], []
+        for s_i, fold in enumerate(schemes.values()):
+            for f in range(k):
+                te = fold == f
+                tr = ~te
+                if te.sum() == 0 or tr.sum() < 10:
+                    continue
+                booster = _Booster.train(mat[tr], yv[tr] - log_prior[tr],
+                                         self._xgb_params(self.random_state + 1 + s_i * k + f),
+                                         max(self.n_estimators // 2, 1))
+                log_gbm = _Booster.predict(booster, mat[te]) + log_prior[te]
+                curves = _fit_curves(keys[tr], bb[tr], np.exp(yv[tr]))
+                logc, inside, bdist = self._curve_pred(curves, keys[te], bb[te])
+                pred = self._combine(log_gbm, logc, inside)
+                sub = data.iloc[np.flatnonzero(te)]
+                seen = {c: set(data[c].iloc[np.flatnonzero(tr)].astype(str).unique()) for c in _IDENTITY}
+                cat = self._novelty(sub, keys[te], seen, curves, inside)
+                dk = self._knn_distance(knn_all[tr], knn_all[te])
+                lo = np.array([max(float(data[c].iloc[np.flatnonzero(tr)].min()), 1.0)
+                               for c in ("input_len_tok", "output_len_tok")])
+                hi = np.array([max(float(data[c].iloc[np.flatnonzero(tr)].max()), 1.0)
+                               for c in ("input_len_tok", "output_len_tok")])
+                ld = self._length_distance(sub, lo, hi)
+                res.append(yv[te] - pred)
+                cats.append(cat)
+                sig_x.append(self._sigma_features(cat, dk, bdist, ld, mat[te]))
+        r_all = np.concatenate(res)
+        c_all = np.concatenate(cats)
+        sx = np.vstack(sig_x)
+        # Difficulty model on half of the calibration points, conformal scores on the other
+        # half, so the scores stay exchangeable with a new query's.
+        perm = rng.permutation(len(r_all))
+        half = np.zeros(len(r_all), dtype=bool)
+        half[perm[: len(r_all) // 2]] = True
+        params = self._xgb_params(self.random_state + 999)
+        params.update({"max_depth": 3, "eta": 0.05, "min_child_weight": 20.0})
+        self.sigma_booster_ = _Booster.train(sx[half], np.log(np.abs(r_all[half]) + 1e-3), params, 150)
+        sigma = np.exp(_Booster.predict(self.sigma_booster_, sx[~half]))
+        score = np.abs(r_all[~half]) / sigma
+        self.scores_ = {}
+        for c in range(len(NOVELTY_CATEGORIES)):
+            sc = np.sort(score[c_all[~half] == c])
+            if len(sc) < 20:  # too few to calibrate alone: borrow the next harder category's scores
+                sc = np.sort(score[c_all[~half] >= c]) if (c_all[~half] >= c).sum() >= 20 else np.sort(score)
+            self.scores_[str(c)] = sc.tolist()
+        dtr = np.exp(sx[:, 1]) - 1
+        self.knn_cut_ = float(np.quantile(dtr, 0.99))
+
+    @staticmethod
+    def _group_folds(groups: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+        uniq = np.unique(groups)
+        order = rng.permutation(len(uniq))
+        fold_of = {g: int(i % k) for g, i in zip(uniq[order], range(len(uniq)), strict=True)}
+        return np.array([fold_of[g] for g in groups])
+
+    # ------------------------------------------------------------------ predict
+
+    def predict(self, runs: pd.DataFrame, *, level: float = 0.9) -> pd.DataFrame:
+        """Predict output throughput with a conformal band for every query.
+
+        Parameters
+        ----------
+        runs
+            Queries with ``hardware``, ``framework``, ``model``, ``device_count``,
+            ``input_len_tok``, ``output_len_tok``, ``batch_size``; measured
+            columns are ignored.
+        level
+            Nominal coverage of ``pred_lower``..``pred_upper`` (0.8, 0.9, 0.95...).
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``pred_throughput_tok_s``, ``pred_lower``, ``pred_upper``, ``confidence``,
+            ``in_domain``; index = ``runs.index``.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit``.
+        ValidationError
+            A missing column or an invalid value (row and column named).
+        UnknownNameError
+            Hardware or model unknown to the catalog (row and column named).
+        """
+        self._check_fitted()
+        lvl = check_level(level)
+        physics.check_query(runs, columns=(*physics.QUERY_COLUMNS, "framework"))
+        if len(runs) == 0:
+            return prediction_frame(runs.index, *(np.empty(0),) * 4, np.empty(0, dtype=bool))
+        mat, log_prior, _, knn = self._design(runs)
+        keys = _config_keys(runs).to_numpy()
+        bb = runs["batch_size"].astype("float64").to_numpy()
+        log_gbm = _Booster.predict(self.booster_, mat) + log_prior
+        logc, inside, bdist = self._curve_pred(self.curves_, keys, bb)
+        pred = self._combine(log_gbm, logc, inside)
+        cat = self._novelty(runs, keys, self.seen_, self.curves_, inside)
+        dk = self._knn_distance(self.knn_ref_, self._knn_space(knn))
+        ld = self._length_distance(runs, self.len_lo_, self.len_hi_)
+        lo = hi = np.full(len(runs), np.nan)
+        conf = np.full(len(runs), np.nan)
+        if self.sigma_booster_ is not None:
+            sigma = np.exp(_Booster.predict(self.sigma_booster_,
+                                            self._sigma_features(cat, dk, bdist, ld, mat)))
+            q = np.array([self._quantile(c, lvl) for c in cat])
+            q90 = np.array([self._quantile(c, 0.9) for c in cat])
+            # Far beyond the data no calibration point resembles the query: widen with the distance.
+            b_lo, b_hi = self.batch_range_
+            bglob = np.maximum(np.maximum(np.log2(b_lo / bb), np.log2(bb / b_hi)), 0.0)
+            far = 1.0 + np.maximum(np.maximum(bdist, bglob) - 1.0, 0.0) + np.maximum(ld - 1.0, 0.0) \
+                + np.maximum(dk / max(self.knn_cut_, 1e-9) - 1.0, 0.0)
+            half_w = q * sigma * far
+            lo, hi = np.exp(pred - half_w), np.exp(pred + half_w)
+            conf = np.exp(-q90 * sigma * far)
+        b_lo, b_hi = self.batch_range_
+        in_dom = (cat < 3) & (dk <= self.knn_cut_) & (ld <= 1.0) & (bb >= b_lo / 2) & (bb <= b_hi * 2)
+        return prediction_frame(runs.index, np.exp(pred), lo, hi, conf, in_dom)
+
+    def _quantile(self, cat: int, level: float) -> float:
+        sc = self.scores_[str(int(cat))]
+        n = len(sc)
+        rank = math.ceil((n + 1) * level)
+        if rank > n:
+            return sc[-1] * 2.0  # beyond the calibration set: a conservative stretch
+        return sc[rank - 1]
+
+    # ------------------------------------------------------------------ persistence
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write ``metadata.json`` and the boosters (XGBoost JSON) into directory ``path``.
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit``.
+        PerfmodelError
+            The directory cannot be written.
+        """
+        self._check_fitted()
+        state = {
+            "feature_names": self.feature_names_, "curves": self.curves_,
+            "seen": {k: sorted(v) for k, v in self.seen_.items()}, "batch_range": self.batch_range_,
+            "len_lo": self.len_lo_, "len_hi": self.len_hi_, "knn_center": self.knn_center_,
+            "knn_scale": self.knn_scale_, "knn_ref": np.round(self.knn_ref_, 12), "n_train": self.n_train_,
+            "scores": self.scores_, "knn_cut": getattr(self, "knn_cut_", math.inf),
+            "has_sigma": self.sigma_booster_ is not None,
+        }
+        d = write_metadata(path, self.name, self.get_params(), state)
+        try:
+            self.booster_.save_model(str(d / "efficiency.json"))
+            if self.sigma_booster_ is not None:
+                self.sigma_booster_.save_model(str(d / "sigma.json"))
+        except Exception as exc:  # xgboost raises its own error type for I/O
+            raise PerfmodelError(f"{d}: cannot write the model files ({exc})") from None
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> RooflineGBM:
+        """Read a model written by :meth:`save`.
+
+        Raises
+        ------
+        PerfmodelError
+            Missing files, or the directory holds a different predictor.
+        """
+        meta = read_metadata(path)
+        if meta["predictor"] != cls.name:
+            raise PerfmodelError(f"{path}: holds a {meta['predictor']!r} model, not {cls.name!r}; "
+                                 f"use perfmodel.models.load_predictor")
+        obj = cls(**meta["settings"])
+        st = meta["state"]
+        d = Path(path)
+        try:
+            obj.feature_names_ = list(st["feature_names"])
+            obj.curves_ = {k: [float(x) for x in v] for k, v in st["curves"].items()}
+            obj.seen_ = {k: set(v) for k, v in st["seen"].items()}
+            obj.batch_range_ = [float(x) for x in st["batch_range"]]
+            obj.len_lo_ = np.array(st["len_lo"], dtype=float)
+            obj.len_hi_ = np.array(st["len_hi"], dtype=float)
+            obj.knn_center_ = np.array(st["knn_center"], dtype=float)
+            obj.knn_scale_ = np.array(st["knn_scale"], dtype=float)
+            obj.knn_ref_ = np.array(st["knn_ref"], dtype=float).reshape(-1, len(_KNN_FEATURES))
+            obj.scores_ = {k: [float(x) for x in v] for k, v in st["scores"].items()}
+            obj.knn_cut_ = math.inf if st["knn_cut"] is None else float(st["knn_cut"])
+            obj.booster_ = _Booster.load(d / "efficiency.json")
+            obj.sigma_booster_ = _Booster.load(d / "sigma.json") if st["has_sigma"] else None
+            obj.n_train_ = int(st["n_train"])
+        except (KeyError, TypeError, ValueError, OSError) as exc:
+            raise PerfmodelError(f"{path}: the saved model is incomplete or damaged ({exc!r})") from None
+        except Exception as exc:  # xgboost.core.XGBoostError on a damaged booster file
+            raise PerfmodelError(f"{path}: cannot read a booster file ({exc})") from None
+        return obj
+

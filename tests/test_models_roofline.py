@@ -1,0 +1,140 @@
+"""roofline-gbm: known efficiency law recovered, monotone in batch, JSON round trip, clear errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfmodel import physics
+from perfmodel.errors import PerfmodelError, UnknownNameError, ValidationError
+from perfmodel.models import NotFittedError, load_predictor
+from perfmodel.models.roofline_gbm import RooflineGBM
+
+HW = ("h100-sxm", "a100-40gb", "mi300x")
+MODELS = ("llama-3-8b", "mistral-7b-v0.1", "llama-2-7b")
+EFF = {("h100-sxm", "vllm"): 0.5, ("h100-sxm", "llama.cpp"): 0.2, ("a100-40gb", "vllm"): 0.4,
+       ("a100-40gb", "llama.cpp"): 0.15, ("mi300x", "vllm"): 0.1, ("mi300x", "llama.cpp"): 0.05}
+
+
+def _synthetic(seed: int = 0) -> pd.DataFrame:
+    """Throughput = roofline bound x a known per-(hardware, framework) efficiency x a batch-saturation
+    factor, with 3% log-normal noise."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for hw in HW:
+        for fw in ("vllm", "llama.cpp"):
+            for m in MODELS:
+                for dev in (1, 2):
+                    for length in (128.0, 512.0, 2048.0):
+                        for b in (1.0, 4.0, 16.0, 64.0):
+                            rows.append({"hardware": hw, "framework": fw, "model": m, "device_count": dev,
+                                         "input_len_tok": length, "output_len_tok": length, "batch_size": b})
+    df = pd.DataFrame(rows)
+    bound = physics.roofline(df)["output_tok_s_max"].to_numpy()
+    eff = np.array([EFF[(h, f)] for h, f in zip(df.hardware, df.framework, strict=True)])
+    sat = 1.0 / (1.0 + df.batch_size.to_numpy() / 256.0)
+    df["output_throughput_tok_s"] = bound * eff * sat * np.exp(rng.normal(0, 0.03, len(df)))
+    return df
+
+
+@pytest.fixture(scope="module")
+def fitted() -> tuple[RooflineGBM, pd.DataFrame]:
+    df = _synthetic()
+    return RooflineGBM(n_estimators=150, random_state=0).fit(df), df
+
+
+def test_recovers_known_efficiency_law(fitted: tuple[RooflineGBM, pd.DataFrame]) -> None:
+    m, _ = fitted
+    fresh = _synthetic(seed=7)  # same law, new noise: the prediction must match the noiseless truth
+    p = m.predict(fresh)
+    truth = physics.roofline(fresh)["output_tok_s_max"] * [EFF[(h, f)] for h, f in
+                                                         zip(fresh.hardware, fresh.framework, strict=True)] \
+        / (1.0 + fresh.batch_size / 256.0)
+    ape = (p.pred_throughput_tok_s / truth - 1).abs()
+    assert float(ape.median()) < 0.03 and float(ape.quantile(0.9)) < 0.08
+    assert list(p.columns) == ["pred_throughput_tok_s", "pred_lower", "pred_upper", "confidence", "in_domain"]
+    assert (p.pred_lower <= p.pred_throughput_tok_s).all() and (p.pred_throughput_tok_s <= p.pred_upper).all()
+    assert p.in_domain.all() and p.confidence.between(0, 1).all()
+    # the 90% band covers most of the fresh noisy measurements
+    y = fresh.output_throughput_tok_s
+    assert ((y >= p.pred_lower) & (y <= p.pred_upper)).mean() > 0.8
+
+
+def test_efficiency_transfers_to_an_unseen_device_count(fitted: tuple[RooflineGBM, pd.DataFrame]) -> None:
+    m, df = fitted
+    q = df[(df.device_count == 2)].head(12).assign(device_count=4)
+    truth = physics.roofline(q)["output_tok_s_max"] * [EFF[(h, f)] for h, f in
+                                                     zip(q.hardware, q.framework, strict=True)] \
+        / (1.0 + q.batch_size / 256.0)
+    ape = (m.predict(q).pred_throughput_tok_s / truth - 1).abs()
+    assert float(ape.median()) < 0.35  # physics carries the scaling the trees never saw
+
+
+def test_monotone_in_batch_beyond_the_data(fitted: tuple[RooflineGBM, pd.DataFrame]) -> None:
+    m, df = fitted
+    base = df.iloc[[0]].drop(columns="output_throughput_tok_s")
+    q = pd.concat([base.assign(batch_size=float(b)) for b in (1, 2, 4, 8, 16, 32, 64, 128, 256)],
+                  ignore_index=True)
+    pred = m.predict(q).pred_throughput_tok_s.to_numpy()
+    assert np.all(np.diff(pred) > 0)
+    assert pred[-1] < 256 * pred[0]  # saturating, not linear
+
+
+def test_save_load_round_trip_is_identical_and_json_only(fitted: tuple[RooflineGBM, pd.DataFrame],
+                                                         tmp_path) -> None:  # type: ignore[no-untyped-def]
+    m, df = fitted
+    m.save(tmp_path / "model")
+    files = sorted(p.name for p in (tmp_path / "model").iterdir())
+    assert files == ["efficiency.json", "metadata.json", "sigma.json"]
+    assert not list((tmp_path / "model").glob("*.pkl"))
+    loaded = load_predictor(tmp_path / "model")
+    assert isinstance(loaded, RooflineGBM)
+    for level in (0.8, 0.9, 0.95):
+        pd.testing.assert_frame_equal(m.predict(df, level=level), loaded.predict(df, level=level))
+
+
+def test_levels_nest(fitted: tuple[RooflineGBM, pd.DataFrame]) -> None:
+    m, df = fitted
+    w = [(lambda p: (p.pred_upper / p.pred_lower).to_numpy())(m.predict(df, level=lv)) for lv in (0.8, 0.9, 0.95)]
+    assert np.all(w[0] <= w[1]) and np.all(w[1] <= w[2])
+    with pytest.raises(PerfmodelError, match="level"):
+        m.predict(df, level=1.5)
+
+
+def test_unfitted_raises(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    m = RooflineGBM()
+    with pytest.raises(NotFittedError, match="not fitted"):
+        m.predict(_synthetic().head(2))
+    with pytest.raises(NotFittedError):
+        m.save(tmp_path / "x")
+
+
+def test_bad_queries_name_row_and_column(fitted: tuple[RooflineGBM, pd.DataFrame]) -> None:
+    m, df = fitted
+    q = df.head(3).reset_index(drop=True)
+    with pytest.raises(UnknownNameError, match=r"flux-capacitor.*row 2, column 'hardware'"):
+        m.predict(q.assign(hardware=["h100-sxm", "flux-capacitor", "h100-sxm"]))
+    with pytest.raises(ValidationError, match=r"row 3, column 'batch_size'"):
+        m.predict(q.assign(batch_size=[1.0, 2.0, -8.0]))
+    with pytest.raises(ValidationError, match=r"column 'framework'.*missing"):
+        m.predict(q.drop(columns="framework"))
+
+
+def test_far_out_query_gets_wide_band_and_out_of_domain(fitted: tuple[RooflineGBM, pd.DataFrame]) -> None:
+    m, df = fitted
+    near = df.iloc[[5]].drop(columns="output_throughput_tok_s")
+    far = near.assign(batch_size=4096.0, input_len_tok=65536.0, output_len_tok=16.0)
+    other_hw = near.assign(hardware="gaudi2", framework="deepspeed")
+    p = m.predict(pd.concat([near, far, other_hw], ignore_index=True))
+    rel = np.log((p.pred_upper / p.pred_lower).to_numpy())  # band width in log space
+    assert p.in_domain.tolist() == [True, False, False]
+    assert rel[1] > 3 * rel[0] and rel[2] > 2 * rel[0]
+    assert p.confidence[0] > p.confidence[1] and p.confidence[0] > p.confidence[2]
+
+
+def test_settings_checked_at_fit() -> None:
+    with pytest.raises(ValidationError, match="calibration_folds"):
+        RooflineGBM(calibration_folds=1).fit(_synthetic())
+    with pytest.raises(ValidationError, match="target column is missing"):
+        RooflineGBM().fit(_synthetic().drop(columns="output_throughput_tok_s"))
