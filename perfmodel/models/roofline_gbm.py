@@ -20,8 +20,8 @@
    ``alpha`` - reading the weights every step - plus ``beta`` per sequence -
    KV cache, compute, prefill), i.e. a weighted linear fit of ``B / T`` on
    ``B``. Inside the measured batch range the two estimates are averaged in
-   log space; outside it the curve takes over (it saturates as physics says,
-   trees would not): "the saturating curve wins batch extrapolation, the
+   log space; above it the curve takes over (it saturates as physics says,
+   trees would not); below it the trees alone answer: "the saturating curve wins batch extrapolation, the
    physics prior wins across hardware".
 4. **Bands.** Split-conformal with cross-fitting, hand-rolled rather than
    MAPIE because the calibration needs Mondrian categories and a learned
@@ -287,6 +287,10 @@ class RooflineGBM(Predictor):
             logc[i] = math.log(b / (alpha + beta * b))
             inside[i] = bmin <= b <= bmax
             dist[i] = max(0.0, math.log2(bmin / b), math.log2(b / bmax))
+            if b < bmin:
+                # Below the measured range the law's fixed cost alpha is poorly pinned by large
+                # batches (measured: p90 APE 42% vs 14% on random 80/20): leave it to the trees.
+                logc[i] = np.nan
         return logc, inside, dist
 
     def _combine(self, log_gbm: np.ndarray, logc: np.ndarray, inside: np.ndarray) -> np.ndarray:
