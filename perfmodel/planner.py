@@ -1,0 +1,765 @@
+"""Capacity planning: how many of which device, at what batch, to serve a workload within SLOs, at what cost.
+
+Inputs are one validated :class:`PlanInputs` (a pydantic model, ``extra="forbid"``):
+the workload (a request rate or an output token rate; input and output lengths
+fixed or as a histogram), the SLOs (TTFT, TPOT and/or end-to-end latency at a
+percentile), the candidates (hardware, models, device counts and frameworks to
+consider; empty lists mean "every one present in the data"), prices (catalog
+defaults per device-hour, overridable, with a currency) and the headroom.
+
+Method, per candidate configuration (hardware, model, framework, devices per replica):
+
+1. **Throughput curve.** The measured points at the workload's lengths (the
+   nearest measured lengths when none match exactly, said in ``note``) are
+   fitted with :func:`perfmodel.curves.fit_curve`; the central throughput at a
+   batch is the fitted curve, its low/high values the bootstrap band at
+   ``level``. A failed fit falls back to the measured means with the range of
+   the repeats as the band. A candidate without measurements is predicted by
+   the ``predictor`` given to :func:`plan` (its band and confidence), else it is
+   infeasible ("no data").
+2. **Operating points.** Every measured batch size (powers of two 1..256 for
+   predicted candidates) is an operating point. Memory must fit: weights plus the
+   KV cache of ``batch`` sequences of ``input + output`` tokens must not exceed
+   ``memory_fraction`` x memory x devices.
+3. **Latency** comes from the measured columns at that batch where present
+   (``e2e_latency_<pct>_s``, ``ttft_<pct>_s``, ``tpot_<pct>_s``; the mean when
+   the percentile is not recorded, said in ``latency_basis``). Otherwise it is
+   derived from throughput and batch: ``e2e = batch * output_len / throughput``,
+   ``tpot = batch / throughput`` (one token per sequence per step, prefill
+   amortised in), labelled ``derived``. TTFT cannot be derived from throughput;
+   a TTFT SLO on a candidate without measured TTFT is reported as not checked.
+   Pessimistic and optimistic latencies scale with the throughput band
+   (``latency * central / low`` and ``latency * central / high``).
+4. **Best operating point**: the batch with the highest throughput per device
+   among those that fit in memory and meet every SLO at the central estimate. A
+   candidate whose SLOs hold only at the optimistic end of the band gets status
+   ``optimistic_only`` and says so; one that meets them centrally but not at the
+   pessimistic end has ``robust = False``.
+5. **Sizing**: ``replicas = ceil(demand_output_tok_s * (1 + headroom) /
+   throughput)``, ``devices = replicas * device_count``; ``cost_per_hour = devices
+   * price``; cost per million tokens is that hourly cost over the tokens served
+   per hour at the demanded rate (output tokens, and input + output tokens).
+   Energy per output token is measured power (``power_w``, taken as the
+   replica's total) over throughput, else ``TDP x devices`` over throughput,
+   labelled ``tdp`` (an upper bound: devices seldom draw TDP while decoding).
+   Every sized figure has ``_lo`` / ``_hi`` values from the throughput band.
+
+Candidates that cannot serve the workload (no data, memory does not fit even at
+batch 1, no batch meets the SLOs even optimistically) are listed in
+:attr:`PlanResult.infeasible` with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ValidationError as _PydanticValidationError
+
+from .errors import PerfmodelError, Problem, UnknownNameError, ValidationError
+
+__all__ = [
+    "LengthBin",
+    "Workload",
+    "SLO",
+    "PlanInputs",
+    "PlanResult",
+    "PERCENTILES",
+    "CANDIDATE_KEYS",
+    "PREDICTED_BATCHES",
+    "plan",
+    "plan_inputs_from_dict",
+    "load_plan_inputs",
+    "memory_need_gb",
+]
+
+PERCENTILES = ("mean", "p50", "p90", "p99")
+"""Which statistic of a latency the SLOs constrain."""
+CANDIDATE_KEYS = ("hardware", "model", "framework", "device_count")
+"""Columns identifying one candidate deployment (one replica)."""
+PREDICTED_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+"""Operating points tried for a candidate that has no measurements (predictor only)."""
+STATUSES = ("ok", "optimistic_only")
+
+_CFG = ConfigDict(extra="forbid", frozen=True)
+
+
+class LengthBin(BaseModel):
+    """One bin of a length histogram."""
+
+    model_config = _CFG
+    input_len_tok: float = Field(gt=0, description="input (prompt) tokens per request")
+    output_len_tok: float = Field(gt=0, description="output tokens per request")
+    weight: float = Field(gt=0, description="share of requests (normalised over the bins)")
+
+
+class Workload(BaseModel):
+    """The traffic to serve: a rate and the request lengths."""
+
+    model_config = _CFG
+    request_rate_rps: float | None = Field(None, gt=0, description="requests per second to serve")
+    output_tok_s: float | None = Field(None, gt=0, description="output tokens per second to serve "
+                                                                "(instead of request_rate_rps)")
+    input_len_tok: float | None = Field(None, gt=0, description="fixed input length (tokens)")
+    output_len_tok: float | None = Field(None, gt=0, description="fixed output length (tokens)")
+    lengths: list[LengthBin] | None = Field(None, description="length histogram (instead of fixed lengths)")
+
+    @model_validator(mode="after")
+    def _one_of_each(self) -> Workload:
+        if (self.request_rate_rps is None) == (self.output_tok_s is None):
+            raise ValueError("give exactly one of request_rate_rps and output_tok_s")
+        fixed = self.input_len_tok is not None or self.output_len_tok is not None
+        if fixed and self.lengths:
+            raise ValueError("give either input_len_tok/output_len_tok or a lengths histogram, not both")
+        if not self.lengths and (self.input_len_tok is None or self.output_len_tok is None):
+            raise ValueError("give both input_len_tok and output_len_tok (or a lengths histogram)")
+        return self
+
+    @property
+    def mean_lengths(self) -> tuple[float, float]:
+        """Request-weighted mean (input, output) tokens; a histogram is sized on its means."""
+        if not self.lengths:
+            assert self.input_len_tok is not None and self.output_len_tok is not None
+            return float(self.input_len_tok), float(self.output_len_tok)
+        w = np.array([b.weight for b in self.lengths], dtype=float)
+        w = w / w.sum()
+        return (float(np.dot(w, [b.input_len_tok for b in self.lengths])),
+                float(np.dot(w, [b.output_len_tok for b in self.lengths])))
+
+    @property
+    def max_context_tok(self) -> float:
+        """Longest input + output of any request: what the KV cache must hold per sequence."""
+        if not self.lengths:
+            i, o = self.mean_lengths
+            return i + o
+        return max(b.input_len_tok + b.output_len_tok for b in self.lengths)
+
+    @property
+    def demand_output_tok_s(self) -> float:
+        """Output tokens per second to serve."""
+        if self.output_tok_s is not None:
+            return float(self.output_tok_s)
+        assert self.request_rate_rps is not None
+        return float(self.request_rate_rps) * self.mean_lengths[1]
+
+    @property
+    def demand_total_tok_s(self) -> float:
+        """Input + output tokens per second to serve."""
+        i, o = self.mean_lengths
+        return self.demand_output_tok_s * (i + o) / o
+
+    @property
+    def demand_rps(self) -> float:
+        """Requests per second to serve."""
+        return self.demand_output_tok_s / self.mean_lengths[1]
+
+
+class SLO(BaseModel):
+    """Latency targets; every one given must hold. None = no target."""
+
+    model_config = _CFG
+    ttft_s: float | None = Field(None, gt=0, description="time to first token, seconds")
+    tpot_s: float | None = Field(None, gt=0, description="time per output token, seconds")
+    e2e_s: float | None = Field(None, gt=0, description="end-to-end request latency, seconds")
+    percentile: Literal["mean", "p50", "p90", "p99"] = Field("p90", description="statistic the targets bound")
+
+
+class PlanInputs(BaseModel):
+    """Everything a plan needs besides the data (see the module docstring)."""
+
+    model_config = _CFG
+    workload: Workload
+    slo: SLO = Field(default_factory=SLO)
+    models: list[str] = Field(default_factory=list, description="catalog model names (empty: all in the data)")
+    hardware: list[str] = Field(default_factory=list, description="catalog hardware (empty: all in the data)")
+    device_counts: list[int] = Field(default_factory=list, description="devices per replica (empty: all)")
+    frameworks: list[str] = Field(default_factory=list, description="frameworks (empty: all in the data)")
+    prices: dict[str, float] = Field(default_factory=dict,
+                                     description="price per device-hour by hardware, in `currency`")
+    currency: str = Field("USD", min_length=1, max_length=8, description="currency of every cost")
+    usd_to_currency: float = Field(1.0, gt=0, description="multiplies the catalog's USD prices")
+    headroom: float = Field(0.2, ge=0, le=10, description="spare capacity: provision (1 + headroom) x demand")
+    level: float = Field(0.9, gt=0, lt=1, description="level of the throughput bands")
+    memory_fraction: float = Field(0.9, gt=0, le=1, description="share of device memory usable "
+                                                                "for weights + KV cache")
+    kv_dtype_bytes: float = Field(2.0, gt=0, description="bytes per cached KV element")
+    predicted_framework: str = Field("vllm", description="framework assumed for predicted candidates")
+
+
+def _problems_from_pydantic(exc: _PydanticValidationError, source: str | None) -> list[Problem]:
+    out = []
+    for e in exc.errors():
+        loc = ".".join(str(x) for x in e["loc"]) or "plan"
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            msg = "not a planner option"
+        elif e["type"] not in ("value_error", "missing") and "input" in e:
+            msg += f" (got {e['input']!r})"
+        out.append(Problem(msg, file=source, column=loc))
+    return out
+
+
+def plan_inputs_from_dict(data: Mapping[str, Any], *, source: str | None = None) -> PlanInputs:
+    """Validate planner inputs given as a mapping (YAML content, form values).
+
+    Parameters
+    ----------
+    data
+        Options as in :class:`PlanInputs`.
+    source
+        File name for messages.
+
+    Returns
+    -------
+    PlanInputs
+
+    Raises
+    ------
+    ValidationError
+        Every problem, each naming its option.
+    """
+    if not isinstance(data, Mapping):
+        raise ValidationError("the plan is not valid:", [Problem(
+            f"expected a mapping of planner options, got {type(data).__name__}", file=source)])
+    try:
+        return PlanInputs.model_validate(dict(data))
+    except _PydanticValidationError as exc:
+        raise ValidationError("the plan is not valid:", _problems_from_pydantic(exc, source)) from None
+
+
+def load_plan_inputs(path: str | Path) -> PlanInputs:
+    """Read planner inputs from a YAML (or JSON) file.
+
+    Parameters
+    ----------
+    path
+        The file.
+
+    Returns
+    -------
+    PlanInputs
+
+    Raises
+    ------
+    PerfmodelError
+        The file cannot be read or parsed.
+    ValidationError
+        The content is not valid (every problem listed).
+    """
+    import yaml
+
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PerfmodelError(f"{p}: cannot read the plan file ({exc.strerror or exc})") from None
+    except yaml.YAMLError as exc:
+        raise PerfmodelError(f"{p}: not valid YAML ({exc})") from None
+    return plan_inputs_from_dict(data or {}, source=p.name)
+
+
+# ---------------------------------------------------------------------------- result
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """A plan: the feasible candidates ranked, the infeasible ones with reasons, every operating point.
+
+    Attributes
+    ----------
+    inputs
+        The validated inputs.
+    table
+        One row per feasible candidate at its best operating point, cheapest first
+        (cost per million output tokens; candidates without a price after those
+        with one, by devices needed). Columns: :data:`CANDIDATE_KEYS`, ``status``,
+        ``robust``, ``batch_size``, ``throughput_tok_s`` (one replica, output
+        tokens) with ``_lo``/``_hi``, ``throughput_per_device_tok_s`` (+ bounds),
+        ``replicas``, ``devices`` (+ bounds), ``price_per_device_hour``,
+        ``price_source``, ``cost_per_hour`` (+ bounds), ``cost_per_m_output_tok``
+        (+ bounds), ``cost_per_m_total_tok`` (+ bounds),
+        ``energy_j_per_output_tok`` (+ bounds), ``energy_basis``, ``e2e_s``,
+        ``ttft_s``, ``tpot_s``, ``latency_basis``, ``memory_need_gb``,
+        ``memory_gb``, ``lengths``, ``source``, ``confidence``, ``note``.
+    infeasible
+        One row per rejected candidate: :data:`CANDIDATE_KEYS` and ``reason``.
+    points
+        Every operating point evaluated: keys, ``batch_size``, throughput with
+        bounds, latencies, ``memory_ok``, ``slo_ok``, ``slo_ok_lo``,
+        ``slo_ok_hi``, ``devices``, ``cost_per_m_output_tok``,
+        ``energy_j_per_output_tok``.
+    notes
+        Plan-wide remarks (approximations, unchecked SLOs).
+    currency
+        Currency of every cost.
+    """
+
+    inputs: PlanInputs
+    table: pd.DataFrame = field(repr=False)
+    infeasible: pd.DataFrame = field(repr=False)
+    points: pd.DataFrame = field(repr=False)
+    notes: tuple[str, ...] = ()
+    currency: str = "USD"
+
+    @property
+    def recommendation(self) -> dict[str, Any] | None:
+        """The first (cheapest robust, else cheapest) feasible candidate as a dict, or None."""
+        if self.table.empty:
+            return None
+        robust = self.table[self.table["robust"] & (self.table["status"] == "ok")]
+        row = (robust if not robust.empty else self.table).iloc[0]
+        return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in row.items()}
+
+    def summary(self) -> str:
+        """One paragraph: the recommendation and its cost, or why nothing is feasible.
+
+        Returns
+        -------
+        str
+        """
+        w = self.inputs.workload
+        i, o = w.mean_lengths
+        head = (f"Serving {w.demand_rps:,.4g} req/s ({w.demand_output_tok_s:,.0f} output tok/s) of "
+                f"{i:,.0f}/{o:,.0f} input/output tokens")
+        rec = self.recommendation
+        if rec is None:
+            return f"{head}: no candidate is feasible ({len(self.infeasible)} rejected; see the reasons)."
+        cost = rec["cost_per_hour"]
+        cost_txt = (f" for {cost:,.2f} {self.currency}/h ({rec['cost_per_hour_lo']:,.2f}-"
+                    f"{rec['cost_per_hour_hi']:,.2f}), {rec['cost_per_m_output_tok']:,.3f} {self.currency} "
+                    "per million output tokens") if np.isfinite(cost) else " (no price known)"
+        dev = f"{rec['devices']} x {rec['hardware']} ({rec['devices_lo']}-{rec['devices_hi']} across the band)"
+        extra = "" if rec["status"] == "ok" else " Only works at the optimistic end of the throughput band."
+        if rec["status"] == "ok" and not rec["robust"]:
+            extra = " The SLOs are missed at the pessimistic end of the throughput band."
+        return (f"{head}: {dev} running {rec['model']} on {rec['framework']} with {rec['device_count']} "
+                f"device(s) per replica at batch {rec['batch_size']:g}{cost_txt}.{extra}")
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def memory_need_gb(model: str, batch: float, context_tok: float, *, weight_dtype_bytes: float = 2.0,
+                   kv_dtype_bytes: float = 2.0) -> float:
+    """Weights plus the KV cache of ``batch`` sequences of ``context_tok`` tokens, in GB (1e9 bytes).
+
+    Parameters
+    ----------
+    model
+        Catalog model name.
+    batch
+        Concurrent sequences.
+    context_tok
+        Tokens cached per sequence (input + output).
+    weight_dtype_bytes, kv_dtype_bytes
+        Bytes per weight and per KV element.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    UnknownNameError
+        The model is not in the catalog.
+    PerfmodelError
+        A figure the sizes need is unknown for the model.
+    """
+    from . import catalog
+
+    spec = catalog.resolve_model(model)
+    return (spec.weight_bytes(weight_dtype_bytes)
+            + batch * context_tok * spec.kv_bytes_per_token(kv_dtype_bytes)) / 1e9
+
+
+def _lat_col(stem: str, pct: str, runs: pd.DataFrame) -> tuple[str | None, str]:
+    """The column holding ``stem`` at ``pct``, falling back to the mean; and a basis label."""
+    col = f"{stem}_s" if pct == "mean" else f"{stem}_{pct}_s"
+    if col in runs.columns and runs[col].notna().any():
+        return col, "measured"
+    mean_col = f"{stem}_s"
+    if pct != "mean" and mean_col in runs.columns and runs[mean_col].notna().any():
+        return mean_col, "measured mean (percentile not recorded)"
+    return None, "derived"
+
+
+def _nearest_lengths(runs: pd.DataFrame, i: float, o: float) -> tuple[float, float]:
+    pairs = runs[["input_len_tok", "output_len_tok"]].dropna().drop_duplicates().to_numpy(dtype=float)
+    pairs = pairs[(pairs > 0).all(axis=1)]
+    d = np.abs(np.log(pairs[:, 0] / i)) + np.abs(np.log(pairs[:, 1] / o))
+    best = pairs[int(np.argmin(d))]
+    return float(best[0]), float(best[1])
+
+
+def _price(hw: str, inputs: PlanInputs) -> tuple[float, str]:
+    from . import catalog
+
+    for key in (hw, hw.lower()):
+        if key in inputs.prices:
+            return float(inputs.prices[key]), "user"
+    try:
+        spec = catalog.resolve_hardware(hw)
+    except UnknownNameError:
+        return math.nan, "none"
+    if spec.key in inputs.prices:
+        return float(inputs.prices[spec.key]), "user"
+    if spec.price_per_hour_usd is None:
+        return math.nan, "none"
+    src = spec.sources.get("price_per_hour_usd") or spec.sources.get("all") or "catalog"
+    return float(spec.price_per_hour_usd) * inputs.usd_to_currency, f"catalog ({src})"
+
+
+def _ceil(x: float) -> int:
+    # A hair of float noise (0.9999999 -> 1) must not buy one more replica.
+    return int(math.ceil(x - 1e-9)) if np.isfinite(x) else -1
+
+
+@dataclass
+class _Curve:
+    batches: np.ndarray
+    mid: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    source: str
+    confidence: float
+    r2: float
+    note: str = ""
+
+
+def _measured_curve(sub: pd.DataFrame, level: float, seed: int) -> _Curve:
+    from .curves import fit_curve
+
+    x = sub["batch_size"].to_numpy(dtype=float, na_value=np.nan)
+    y = sub["output_throughput_tok_s"].to_numpy(dtype=float, na_value=np.nan)
+    ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
+    x, y = x[ok], y[ok]
+    grid = np.unique(x)
+    means = np.array([y[x == b].mean() for b in grid])
+    mins = np.array([y[x == b].min() for b in grid])
+    maxs = np.array([y[x == b].max() for b in grid])
+    fit = fit_curve(x, y, intervals="bootstrap", n_boot=200, level=level, seed=seed) if len(grid) >= 3 else None
+    if fit is not None and fit.success:
+        mid = fit.predict(grid)
+        lo, hi = fit.band(grid, level)
+        # A fitted curve can dip to or below zero at the smallest batch: the measurement is the better figure.
+        bad_mid = ~(np.isfinite(mid) & (mid > 0))
+        mid = np.where(bad_mid, means, mid)
+        lo = np.where(np.isfinite(lo) & (lo > 0) & ~bad_mid, np.minimum(lo, mid), np.minimum(mins, mid))
+        hi = np.where(np.isfinite(hi) & ~bad_mid, np.maximum(hi, mid), np.maximum(maxs, mid))
+        note = "" if not bad_mid.any() else "measured means used where the fitted curve is not positive"
+        return _Curve(grid, mid, lo, hi, f"measured curve ({fit.shape})", float(max(0.0, fit.r2)), fit.r2, note)
+    why = fit.message if fit is not None else "fewer than 3 batch sizes"
+    return _Curve(grid, means, mins, maxs, "measured points", math.nan, math.nan,
+                  f"no curve fit ({why}); measured means with the range of repeats as band")
+
+
+def _stat_at(sub: pd.DataFrame, col: str | None, batches: np.ndarray) -> np.ndarray:
+    if col is None:
+        return np.full(len(batches), np.nan)
+    g = sub.groupby("batch_size")[col].mean()
+    return np.array([float(g.get(b, np.nan)) for b in batches])
+
+
+def _slo_ok(slo: SLO, e2e: np.ndarray, ttft: np.ndarray, tpot: np.ndarray) -> np.ndarray:
+    ok = np.ones(len(e2e), dtype=bool)
+    for target, val in ((slo.e2e_s, e2e), (slo.ttft_s, ttft), (slo.tpot_s, tpot)):
+        if target is not None:
+            # An unknown latency (TTFT not measured) is not held against the candidate; it is reported.
+            ok &= ~(np.isfinite(val) & (val > target * (1 + 1e-12)))
+    return ok
+
+
+def _candidates(runs: pd.DataFrame, inputs: PlanInputs) -> pd.DataFrame:
+    from . import catalog
+
+    sel = runs
+    for col, wanted, resolve in (("model", inputs.models, catalog.resolve_model),
+                                 ("hardware", inputs.hardware, catalog.resolve_hardware)):
+        if wanted:
+            keys = {resolve(w).key for w in wanted}
+            sel = sel[sel[col].isin(keys)]
+    if inputs.frameworks:
+        keys = {catalog.canonical_framework(f) for f in inputs.frameworks}
+        sel = sel[sel["framework"].isin(keys)]
+    if inputs.device_counts:
+        sel = sel[sel["device_count"].isin(inputs.device_counts)]
+    return sel
+
+
+# ---------------------------------------------------------------------------- plan
+
+
+def plan(inputs: PlanInputs | Mapping[str, Any], runs: pd.DataFrame | None = None, *,
+         predictor: Any = None, seed: int = 0) -> PlanResult:
+    """Size every candidate for the workload and SLOs (method in the module docstring).
+
+    Parameters
+    ----------
+    inputs
+        Planner inputs (a mapping is validated with :func:`plan_inputs_from_dict`).
+    runs
+        Canonical runs table with the measurements (may be None or empty when a
+        predictor covers the candidates).
+    predictor
+        A fitted :class:`perfmodel.models.Predictor` used for the combinations of
+        ``models`` x ``hardware`` x ``device_counts`` that have no measurements.
+    seed
+        Bootstrap seed of the curve fits.
+
+    Returns
+    -------
+    PlanResult
+
+    Raises
+    ------
+    ValidationError
+        Invalid inputs, or a runs table without the columns a plan needs.
+    UnknownNameError
+        A model or hardware name not in the catalog.
+    """
+    if not isinstance(inputs, PlanInputs):
+        inputs = plan_inputs_from_dict(inputs)
+    w, slo = inputs.workload, inputs.slo
+    mean_in, mean_out = w.mean_lengths
+    notes: list[str] = []
+    if w.lengths:
+        notes.append(f"length histogram: throughput sized at the mean lengths {mean_in:,.0f}/{mean_out:,.0f}; "
+                     f"memory at the longest request ({w.max_context_tok:,.0f} tokens)")
+    if runs is None:
+        from .schema import empty_runs
+
+        runs = empty_runs()
+    need = ["hardware", "model", "framework", "device_count", "batch_size", "input_len_tok", "output_len_tok",
+            "output_throughput_tok_s"]
+    missing = [c for c in need if c not in runs.columns]
+    if missing:
+        raise ValidationError("plan: the runs table lacks columns the planner needs",
+                              [Problem("missing", column=c) for c in missing])
+    sel = _candidates(runs, inputs)
+    sel = sel[sel["batch_size"].notna() & (sel["output_throughput_tok_s"] > 0)]
+    rows: list[dict[str, Any]] = []
+    bad: list[dict[str, Any]] = []
+    pts: list[pd.DataFrame] = []
+    groups = sel.groupby(list(CANDIDATE_KEYS), dropna=False, sort=True) if len(sel) else []
+    seen: set[tuple[str, str, int]] = set()
+    for gi, (key, sub) in enumerate(groups):
+        cand = dict(zip(CANDIDATE_KEYS, key, strict=True))
+        cand["device_count"] = int(cand["device_count"])
+        seen.add((str(cand["hardware"]), str(cand["model"]), cand["device_count"]))
+        i_len, o_len = _nearest_lengths(sub, mean_in, mean_out)
+        at = sub[(sub["input_len_tok"] == i_len) & (sub["output_len_tok"] == o_len)]
+        note = "" if (i_len, o_len) == (mean_in, mean_out) else \
+            f"measured at {i_len:g}/{o_len:g} tokens, the nearest to {mean_in:g}/{mean_out:g}"
+        curve = _measured_curve(at, inputs.level, seed + gi)
+        if curve.note:
+            note = "; ".join(filter(None, [note, curve.note]))
+        _evaluate_candidate(cand, curve, at, inputs, (i_len, o_len), note, rows, bad, pts)
+    if predictor is not None:
+        _predicted(inputs, predictor, seen, rows, bad, pts)
+    elif inputs.models and inputs.hardware:
+        from . import catalog
+
+        for m in inputs.models:
+            for h in inputs.hardware:
+                mk, hk = catalog.resolve_model(m).key, catalog.resolve_hardware(h).key
+                for d in inputs.device_counts or [1]:
+                    if (hk, mk, d) not in seen:
+                        bad.append({"hardware": hk, "model": mk, "framework": "", "device_count": d,
+                                    "reason": "no measurements and no predictor given"})
+    if slo.ttft_s is not None and rows and any("TTFT not measured" in r["note"] for r in rows):
+        notes.append("the TTFT target could not be checked where TTFT was not measured (it cannot be derived "
+                     "from throughput)")
+    table = pd.DataFrame(rows, columns=_TABLE_COLUMNS)
+    if len(table):
+        table = table.assign(_nocost=~np.isfinite(table["cost_per_m_output_tok"].astype(float)),
+                             _opt=table["status"] != "ok")
+        table = table.sort_values(["_opt", "_nocost", "cost_per_m_output_tok", "devices", "hardware", "model",
+                                   "framework", "device_count"], kind="stable") \
+            .drop(columns=["_nocost", "_opt"]).reset_index(drop=True)
+    infeasible = pd.DataFrame(bad, columns=[*CANDIDATE_KEYS, "reason"])
+    points = pd.concat(pts, ignore_index=True) if pts else pd.DataFrame(columns=_POINT_COLUMNS)
+    return PlanResult(inputs=inputs, table=table, infeasible=infeasible, points=points, notes=tuple(notes),
+                      currency=inputs.currency)
+
+
+_BOUNDED = ("throughput_tok_s", "throughput_per_device_tok_s", "devices", "cost_per_hour", "cost_per_m_output_tok",
+            "cost_per_m_total_tok", "energy_j_per_output_tok")
+_TABLE_COLUMNS = [*CANDIDATE_KEYS, "status", "robust", "batch_size", "replicas",
+                  *[c + s for c in _BOUNDED for s in ("", "_lo", "_hi")],
+                  "price_per_device_hour", "price_source", "energy_basis", "e2e_s", "ttft_s", "tpot_s",
+                  "latency_basis", "memory_need_gb", "memory_gb", "lengths", "source", "confidence", "note"]
+_POINT_COLUMNS = [*CANDIDATE_KEYS, "batch_size", "throughput_tok_s", "throughput_tok_s_lo", "throughput_tok_s_hi",
+                  "throughput_per_device_tok_s", "e2e_s", "ttft_s", "tpot_s", "memory_ok", "slo_ok", "slo_ok_lo",
+                  "slo_ok_hi", "devices", "cost_per_m_output_tok", "energy_j_per_output_tok"]
+
+
+def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | None, inputs: PlanInputs,
+                        lengths: tuple[float, float], note: str, rows: list[dict[str, Any]],
+                        bad: list[dict[str, Any]], pts: list[pd.DataFrame]) -> None:
+    from . import catalog
+    from .physics import dtype_bytes
+
+    w, slo = inputs.workload, inputs.slo
+    b = curve.batches
+    n_dev = int(cand["device_count"])
+    try:
+        hw = catalog.resolve_hardware(str(cand["hardware"]))
+        mem_gb = hw.memory_gb * n_dev if hw.memory_gb is not None else math.nan
+    except UnknownNameError:
+        hw, mem_gb = None, math.nan
+    # Bytes per weight as the measurement ran it (weight_dtype/quantization), else the model's default.
+    probe = at.head(1) if at is not None and len(at) else pd.DataFrame({"model": [cand["model"]]})
+    try:
+        wbytes = float(dtype_bytes(probe).iloc[0])
+        need = np.array([memory_need_gb(str(cand["model"]), x, w.max_context_tok, weight_dtype_bytes=wbytes,
+                                        kv_dtype_bytes=inputs.kv_dtype_bytes) for x in b])
+    except PerfmodelError as exc:
+        need = np.full(len(b), np.nan)
+        note = "; ".join(filter(None, [note, f"memory not checked ({exc})"]))
+    usable = mem_gb * inputs.memory_fraction
+    mem_ok = ~(np.isfinite(need) & np.isfinite(usable) & (need > usable))
+    pct = slo.percentile
+    sub = at if at is not None else pd.DataFrame({"batch_size": []})
+    lat: dict[str, np.ndarray] = {}
+    basis: dict[str, str] = {}
+    for stem, name in (("e2e_latency", "e2e"), ("ttft", "ttft"), ("tpot", "tpot")):
+        col, bs = _lat_col(stem, pct, sub) if at is not None else (None, "derived")
+        lat[name] = _stat_at(sub, col, b)
+        basis[name] = bs if col is not None else "derived"
+    out_len = lengths[1]
+    derived_e2e = b * out_len / curve.mid
+    derived_tpot = b / curve.mid
+    lat["e2e"] = np.where(np.isfinite(lat["e2e"]), lat["e2e"], derived_e2e)
+    lat["tpot"] = np.where(np.isfinite(lat["tpot"]), lat["tpot"], derived_tpot)
+    scale_lo = curve.mid / curve.lo  # pessimistic: lower throughput, longer latency
+    scale_hi = curve.mid / curve.hi
+    ok_mid = _slo_ok(slo, lat["e2e"], lat["ttft"], lat["tpot"])
+    ok_lo = _slo_ok(slo, lat["e2e"] * scale_lo, lat["ttft"] * scale_lo, lat["tpot"] * scale_lo)
+    ok_hi = _slo_ok(slo, lat["e2e"] * scale_hi, lat["ttft"] * scale_hi, lat["tpot"] * scale_hi)
+    demand = w.demand_output_tok_s * (1 + inputs.headroom)
+    devices = np.array([_ceil(demand / t) * n_dev if t > 0 else -1 for t in curve.mid])
+    price, price_src = _price(str(cand["hardware"]), inputs)
+    cost_m = devices * price / (w.demand_output_tok_s * 3600) * 1e6
+    power = _stat_at(sub, "power_w", b) if at is not None and "power_w" in sub.columns else np.full(len(b), np.nan)
+    tdp_w = hw.tdp_w * n_dev if hw is not None and hw.tdp_w is not None else math.nan
+    power_used = np.where(np.isfinite(power), power, tdp_w)
+    energy = power_used / curve.mid
+    pts.append(pd.DataFrame({**{k: [cand[k]] * len(b) for k in CANDIDATE_KEYS}, "batch_size": b,
+                             "throughput_tok_s": curve.mid, "throughput_tok_s_lo": curve.lo,
+                             "throughput_tok_s_hi": curve.hi, "throughput_per_device_tok_s": curve.mid / n_dev,
+                             "e2e_s": lat["e2e"], "ttft_s": lat["ttft"], "tpot_s": lat["tpot"], "memory_ok": mem_ok,
+                             "slo_ok": ok_mid, "slo_ok_lo": ok_lo, "slo_ok_hi": ok_hi, "devices": devices,
+                             "cost_per_m_output_tok": cost_m, "energy_j_per_output_tok": energy}))
+    key = {k: cand[k] for k in CANDIDATE_KEYS}
+    if len(b) == 0:
+        bad.append({**key, "reason": "no usable measurements at the workload's lengths"})
+        return
+    if not mem_ok.any():
+        bad.append({**key, "reason": (f"memory does not fit: weights + KV cache for batch {b.min():g} need "
+                                      f"{need[0]:,.1f} GB > {inputs.memory_fraction:g} x {mem_gb:,.0f} GB "
+                                      f"({n_dev} x {hw.memory_gb if hw else math.nan:g} GB)")})
+        return
+    status = "ok"
+    choice = mem_ok & ok_mid
+    if not choice.any():
+        choice = mem_ok & ok_hi
+        status = "optimistic_only"
+    if not choice.any():
+        best_e2e = float(np.nanmin(np.where(mem_ok, lat["e2e"], np.inf)))
+        best_tpot = float(np.nanmin(np.where(mem_ok, lat["tpot"], np.inf)))
+        parts = []
+        if slo.e2e_s is not None:
+            parts.append(f"best {pct} e2e {best_e2e:.3g} s > {slo.e2e_s:g} s")
+        if slo.tpot_s is not None:
+            parts.append(f"best {pct} TPOT {best_tpot:.3g} s > {slo.tpot_s:g} s")
+        if slo.ttft_s is not None:
+            parts.append(f"best {pct} TTFT {float(np.nanmin(np.where(mem_ok, lat['ttft'], np.inf))):.3g} s "
+                         f"> {slo.ttft_s:g} s")
+        bad.append({**key, "reason": "SLO unreachable at any batch that fits (even at the optimistic end of "
+                                     "the band): " + "; ".join(parts)})
+        return
+    per_dev = np.where(choice, curve.mid / n_dev, -np.inf)
+    j = int(np.argmax(per_dev))
+    t, t_lo, t_hi = float(curve.mid[j]), float(curve.lo[j]), float(curve.hi[j])
+    rep = _ceil(demand / t)
+    dev = rep * n_dev
+    dev_lo = _ceil(demand / t_hi) * n_dev  # optimistic throughput -> fewest devices
+    dev_hi = _ceil(demand / t_lo) * n_dev if t_lo > 0 else -1
+    per_h = 3600 * w.demand_output_tok_s
+
+    def costs(d: int) -> tuple[float, float, float]:
+        ch = d * price if d > 0 else math.nan
+        return ch, ch / per_h * 1e6, ch / (per_h * w.demand_total_tok_s / w.demand_output_tok_s) * 1e6
+
+    c, c_lo, c_hi = costs(dev), costs(dev_lo), costs(dev_hi)
+    ttft_known = slo.ttft_s is None or np.isfinite(lat["ttft"][j])
+    lat_basis = ", ".join(f"{k}: {basis[k]}" for k in ("e2e", "ttft", "tpot")
+                          if not (k == "ttft" and not np.isfinite(lat["ttft"][j])))
+    extra = []
+    if status == "optimistic_only":
+        extra.append("only works at the optimistic end of the throughput band")
+    elif not bool(ok_lo[j]):
+        extra.append("SLO missed at the pessimistic end of the throughput band")
+    if not ttft_known:
+        extra.append("TTFT not measured: TTFT target not checked")
+    if basis["e2e"] == "derived" or basis["tpot"] == "derived":
+        extra.append("latency derived from throughput and batch where not measured")
+    e_basis = "measured" if np.isfinite(power[j]) else ("tdp" if np.isfinite(tdp_w) else "none")
+    rows.append({**key, "status": status, "robust": bool(ok_lo[j]) and status == "ok",
+                 "batch_size": float(b[j]), "replicas": rep,
+                 "throughput_tok_s": t, "throughput_tok_s_lo": t_lo, "throughput_tok_s_hi": t_hi,
+                 "throughput_per_device_tok_s": t / n_dev, "throughput_per_device_tok_s_lo": t_lo / n_dev,
+                 "throughput_per_device_tok_s_hi": t_hi / n_dev,
+                 "devices": dev, "devices_lo": dev_lo, "devices_hi": dev_hi,
+                 "cost_per_hour": c[0], "cost_per_hour_lo": c_lo[0], "cost_per_hour_hi": c_hi[0],
+                 "cost_per_m_output_tok": c[1], "cost_per_m_output_tok_lo": c_lo[1],
+                 "cost_per_m_output_tok_hi": c_hi[1],
+                 "cost_per_m_total_tok": c[2], "cost_per_m_total_tok_lo": c_lo[2], "cost_per_m_total_tok_hi": c_hi[2],
+                 "energy_j_per_output_tok": power_used[j] / t, "energy_j_per_output_tok_lo": power_used[j] / t_hi,
+                 "energy_j_per_output_tok_hi": power_used[j] / t_lo if t_lo > 0 else math.nan,
+                 "price_per_device_hour": price, "price_source": price_src, "energy_basis": e_basis,
+                 "e2e_s": float(lat["e2e"][j]), "ttft_s": float(lat["ttft"][j]), "tpot_s": float(lat["tpot"][j]),
+                 "latency_basis": lat_basis, "memory_need_gb": float(need[j]), "memory_gb": mem_gb,
+                 "lengths": f"{lengths[0]:g}/{lengths[1]:g}", "source": curve.source,
+                 "confidence": curve.confidence, "note": "; ".join(filter(None, [note, *extra]))})
+
+
+def _predicted(inputs: PlanInputs, predictor: Any, seen: set[tuple[str, str, int]], rows: list[dict[str, Any]],
+               bad: list[dict[str, Any]], pts: list[pd.DataFrame]) -> None:
+    from . import catalog
+
+    if not (inputs.models and inputs.hardware):
+        return
+    i_len, o_len = inputs.workload.mean_lengths
+    for m in inputs.models:
+        mk = catalog.resolve_model(m).key
+        for h in inputs.hardware:
+            hk = catalog.resolve_hardware(h).key
+            for d in inputs.device_counts or [1]:
+                if (hk, mk, d) in seen:
+                    continue
+                b = np.array(PREDICTED_BATCHES, dtype=float)
+                q = pd.DataFrame({"hardware": hk, "model": mk, "framework": inputs.predicted_framework,
+                                  "device_count": d, "tp_size": d, "input_len_tok": i_len, "output_len_tok": o_len,
+                                  "batch_size": b, "load_kind": "static_batch"})
+                try:
+                    pred = predictor.predict(q, level=inputs.level)
+                except PerfmodelError as exc:
+                    bad.append({"hardware": hk, "model": mk, "framework": inputs.predicted_framework,
+                                "device_count": d, "reason": f"prediction failed: {exc}"})
+                    continue
+                mid = pred["pred_throughput_tok_s"].to_numpy(dtype=float)
+                lo = np.minimum(pred["pred_lower"].to_numpy(dtype=float), mid)
+                hi = np.maximum(pred["pred_upper"].to_numpy(dtype=float), mid)
+                conf = float(np.nanmean(pred["confidence"].to_numpy(dtype=float)))
+                dom = pred["in_domain"].to_numpy(dtype=bool)
+                note = "predicted (no measurements)" + ("" if dom.all() else "; outside the training domain")
+                curve = _Curve(b, mid, lo, hi, f"predicted ({getattr(predictor, 'name', 'model')})", conf, math.nan)
+                cand = {"hardware": hk, "model": mk, "framework": inputs.predicted_framework, "device_count": d}
+                _evaluate_candidate(cand, curve, None, inputs, (i_len, o_len), note, rows, bad, pts)

@@ -1,0 +1,42 @@
+"""Saved analyses in the store: unguessable ids, exact round trip, list/rename/delete, survival across reopen."""
+
+from __future__ import annotations
+
+import pytest
+
+from perfmodel.errors import NotFoundError, StoreError
+from perfmodel.store import Store
+
+
+def test_save_get_list_rename_delete(tmp_path) -> None:  # noqa: ANN001
+    store = Store(tmp_path)
+    state = {"dataset": "abc", "filters": {"hardware": ["h100-sxm"]}, "rate": 200.5, "name": "<script>x</script>"}
+    a = store.save_analysis("my plan", "planner", state)
+    b = store.save_analysis("other", "curves", {"x": 1})
+    assert len(a.id) == 16 and a.id != b.id and set(a.id) <= set(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+    # A new Store object on the same file (an app restart) reads the same state, exactly.
+    again = Store(tmp_path).analysis(a.id)
+    assert again.payload == state and again.kind == "planner" and again.name == "my plan"
+    assert [x.id for x in store.analyses()] == [b.id, a.id]
+    assert [x.id for x in store.analyses("planner")] == [a.id]
+    assert store.rename_analysis(a.id, "renamed").name == "renamed"
+    assert store.analysis(a.id).payload == state
+    store.delete_analysis(a.id)
+    with pytest.raises(NotFoundError, match="no saved analysis"):
+        store.analysis(a.id)
+    with pytest.raises(NotFoundError):
+        store.analysis(b.id[:6])  # ids are never matched by prefix
+    with pytest.raises(NotFoundError):
+        store.delete_analysis(a.id)
+
+
+def test_bad_inputs(tmp_path) -> None:  # noqa: ANN001
+    store = Store(tmp_path)
+    with pytest.raises(StoreError, match="non-empty name"):
+        store.save_analysis("  ", "planner", {})
+    with pytest.raises(StoreError, match="JSON"):
+        store.save_analysis("x", "planner", {"v": float("nan")})
+    a = store.save_analysis("x", "planner", {})
+    with pytest.raises(StoreError, match="empty"):
+        store.rename_analysis(a.id, "")

@@ -1,0 +1,89 @@
+"""Pareto fronts (known fronts, invariances) and dataset comparison against run-to-run noise."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from perfmodel.errors import ValidationError
+from perfmodel.pareto import compare, front_figure, fronts, pareto_mask
+
+
+def test_known_front() -> None:
+    # minimise x, maximise y: (1, 1), (2, 3), (4, 5) are optimal; (3, 2) is beaten by (2, 3); (5, 5) by (4, 5).
+    x = [1, 2, 3, 4, 5, np.nan]
+    y = [1, 3, 2, 5, 5, 9]
+    assert pareto_mask(x, y, minimize_x=True, minimize_y=False).tolist() == [True, True, False, True, False, False]
+    # Exact duplicates of a front point are both on it.
+    assert pareto_mask([1, 1, 2], [2, 2, 1]).tolist() == [True, True, True]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 20), st.integers(0, 20)), min_size=1, max_size=30))
+def test_front_matches_brute_force_and_ignores_order(pts: list[tuple[int, int]]) -> None:
+    a = np.array(pts, dtype=float)
+    mask = pareto_mask(a[:, 0], a[:, 1])
+    brute = [not any((o[0] <= p[0] and o[1] <= p[1]) and (o[0] < p[0] or o[1] < p[1]) for o in a) for p in a]
+    assert mask.tolist() == brute
+    perm = np.random.default_rng(0).permutation(len(a))
+    assert pareto_mask(a[perm, 0], a[perm, 1]).tolist() == mask[perm].tolist()
+
+
+def _points() -> pd.DataFrame:
+    return pd.DataFrame({"hardware": ["h", "h", "g", "g"], "framework": "vllm", "device_count": 1,
+                         "batch_size": [1.0, 8.0, 1.0, 8.0], "e2e_s": [1.0, 4.0, 2.0, 3.0],
+                         "throughput_per_device_tok_s": [100.0, 500.0, 90.0, 600.0],
+                         "cost_per_m_output_tok": [5.0, 1.0, 6.0, 0.8], "energy_j_per_output_tok": [1.0, 0.3, 1.2, 0.2],
+                         "memory_ok": True, "slo_ok": [True, True, True, False]})
+
+
+def test_fronts_of_plan_points() -> None:
+    f = fronts(_points())
+    assert f["throughput_vs_latency"]["e2e_s"].tolist() == [1.0, 4.0]  # the infeasible g/8 is excluded
+    f_all = fronts(_points(), feasible_only=False)
+    assert f_all["throughput_vs_latency"]["e2e_s"].tolist() == [1.0, 3.0]
+    assert f_all["energy_vs_throughput"]["throughput_per_device_tok_s"].tolist() == [600.0]
+    fig = front_figure(_points(), "cost_vs_latency")
+    assert [t.name for t in fig.data] == ["operating points", "Pareto front"]
+    with pytest.raises(ValidationError, match="unknown front"):
+        front_figure(_points(), "nope")
+
+
+def _runs(values: dict[float, list[float]], framework: str) -> pd.DataFrame:
+    rows = [{"hardware": "h100-sxm", "model": "llama-3-8b", "device_count": 1, "input_len_tok": 128.0,
+             "output_len_tok": 128.0, "batch_size": b, "framework": framework, "output_throughput_tok_s": v}
+            for b, vs in values.items() for v in vs]
+    return pd.DataFrame(rows)
+
+
+def test_compare_against_noise() -> None:
+    a = _runs({1.0: [100, 102, 98], 8.0: [500, 510, 490], 16.0: [900], 32.0: [1]}, "vllm")
+    b = _runs({1.0: [101, 99, 103], 8.0: [600, 610, 590], 16.0: [950, 960], 64.0: [2]}, "sglang")
+    c = compare(a, b, ignore=["framework"], label_a="vllm", label_b="sglang")
+    t = c.table.set_index("batch_size")
+    assert t.loc[8.0, "diff"] == pytest.approx(100) and t.loc[8.0, "diff_pct"] == pytest.approx(20)
+    assert bool(t.loc[8.0, "significant"]) is True
+    assert bool(t.loc[1.0, "significant"]) is False  # +1 tok/s against a 2 tok/s spread
+    assert pd.isna(t.loc[16.0, "significant"])  # one repeat on one side: cannot judge
+    assert t.loc[8.0, "noise_se"] == pytest.approx(np.sqrt(100 / 3 + 100 / 3))
+    assert (c.n_only_a, c.n_only_b) == (1, 1)
+    assert "1 of 2 with repeats" in c.message and "1 without repeats" in c.message
+
+
+def test_compare_names_missing_columns() -> None:
+    with pytest.raises(ValidationError, match="batch_size"):
+        compare(pd.DataFrame({"x": [1]}), pd.DataFrame({"x": [1]}))
+
+
+def test_compare_frameworks_on_shared_data(all_results_csv) -> None:  # noqa: ANN001
+    from perfmodel.importers import read_file
+
+    runs = read_file(all_results_csv).runs
+    sel = runs[(runs["model"] == "llama-3-8b") & (runs["hardware"] == "h100-sxm")]
+    c = compare(sel[sel["framework"] == "vllm"], sel[sel["framework"] == "tensorrt-llm"], ignore=["framework"],
+                label_a="vllm", label_b="tensorrt-llm")
+    assert len(c.table) >= 50
+    assert c.table["significant"].isna().all()  # LLM-Inference-Bench has one run per point: no noise estimate

@@ -1,0 +1,190 @@
+"""Planner: hand-computed cases, band propagation, infeasibility reasons, properties, the shared-data question."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from perfmodel.errors import ValidationError
+from perfmodel.planner import PlanInputs, load_plan_inputs, memory_need_gb, plan, plan_inputs_from_dict
+from perfmodel.schema import coerce_runs
+
+BATCHES = (1, 2, 4, 8, 16, 32, 64)
+A_TOK_S, B_PER_SEQ, C_TOK_S = 4000.0, 0.05, 4000.0
+
+
+def curve_tok_s(batch: float) -> float:
+    return C_TOK_S - A_TOK_S * math.exp(-B_PER_SEQ * batch)
+
+
+def synthetic_runs(*, hardware: str = "h100-sxm", model: str = "llama-3-8b", noise: float = 0.0,
+                   latency: bool = False, power_w: float | None = None) -> pd.DataFrame:
+    rows = []
+    for b in BATCHES:
+        for r, sign in enumerate((-1, 0, 1)):
+            t = curve_tok_s(b) * (1 + sign * noise)
+            row = {"hardware": hardware, "device_count": 1, "framework": "vllm", "model": model,
+                   "input_len_tok": 1000.0, "output_len_tok": 1000.0, "load_kind": "static_batch",
+                   "batch_size": float(b), "output_throughput_tok_s": t, "throughput_basis": "output",
+                   "repeat_idx": r, "source_format": "test"}
+            if latency:
+                row["e2e_latency_p90_s"] = 0.5 * b  # deliberately unlike the derived b*out/T
+            if power_w is not None:
+                row["power_w"] = power_w
+            rows.append(row)
+    runs, problems = coerce_runs(pd.DataFrame(rows))
+    assert not problems
+    return runs
+
+
+def inputs(**over: object) -> PlanInputs:
+    base: dict[str, object] = {"workload": {"request_rate_rps": 10, "input_len_tok": 1000, "output_len_tok": 1000},
+                               "slo": {"e2e_s": 12, "percentile": "p90"}, "prices": {"h100-sxm": 2.0},
+                               "headroom": 0.2}
+    base.update(over)
+    return plan_inputs_from_dict(base)
+
+
+def test_hand_computed_case() -> None:
+    # T(32) = 4000 (1 - e^-1.6) = 3192.4 tok/s; derived e2e = 32*1000/3192.4 = 10.02 s <= 12 s,
+    # T(64) = 3837.0 -> e2e 16.68 s > 12 s. Demand 10 req/s * 1000 = 10,000 tok/s, x1.2 / 3192.4 = 3.76 -> 4 devices.
+    res = plan(inputs(), synthetic_runs())
+    assert len(res.table) == 1 and res.infeasible.empty
+    row = res.table.iloc[0]
+    assert row["batch_size"] == 32
+    assert row["throughput_tok_s"] == pytest.approx(3192.4, rel=1e-3)
+    assert row["devices"] == 4 and row["replicas"] == 4
+    assert row["cost_per_hour"] == pytest.approx(8.0)
+    assert row["cost_per_m_output_tok"] == pytest.approx(8.0 / (10_000 * 3600) * 1e6)
+    assert row["cost_per_m_total_tok"] == pytest.approx(8.0 / (20_000 * 3600) * 1e6)
+    assert row["energy_basis"] == "tdp"
+    assert row["energy_j_per_output_tok"] == pytest.approx(700 / 3192.4, rel=1e-3)
+    assert row["e2e_s"] == pytest.approx(32_000 / 3192.4, rel=1e-3)
+    assert "derived" in row["latency_basis"] and row["price_source"] == "user"
+    assert row["memory_need_gb"] == pytest.approx((8.03e9 * 2 + 32 * 2000 * 131072) / 1e9, rel=1e-3)
+    assert "4 x h100-sxm" in res.summary() and "8.00 USD/h" in res.summary()
+
+
+def test_measured_latency_and_power_are_used() -> None:
+    # Measured p90 e2e = 0.5 * batch: 64 -> 32 s fails 12 s, 16 -> 8 s passes, 32 -> 16 s fails.
+    res = plan(inputs(), synthetic_runs(latency=True, power_w=350.0))
+    row = res.table.iloc[0]
+    assert row["batch_size"] == 16 and row["e2e_s"] == pytest.approx(8.0)
+    assert row["latency_basis"].startswith("e2e: measured")
+    assert row["energy_basis"] == "measured"
+    assert row["energy_j_per_output_tok"] == pytest.approx(350 / curve_tok_s(16), rel=1e-3)
+
+
+def test_band_propagates_to_devices_and_cost() -> None:
+    res = plan(inputs(), synthetic_runs(noise=0.05))
+    row = res.table.iloc[0]
+    assert row["throughput_tok_s_lo"] < row["throughput_tok_s"] < row["throughput_tok_s_hi"]
+    assert row["devices_lo"] <= row["devices"] <= row["devices_hi"]
+    assert row["cost_per_m_output_tok_lo"] <= row["cost_per_m_output_tok"] <= row["cost_per_m_output_tok_hi"]
+    assert row["energy_j_per_output_tok_lo"] < row["energy_j_per_output_tok"] < row["energy_j_per_output_tok_hi"]
+
+
+def test_infeasible_reasons() -> None:
+    big = synthetic_runs(hardware="a100-40gb", model="llama-3-70b")
+    res = plan(inputs(), pd.concat([synthetic_runs(), big], ignore_index=True))
+    bad = res.infeasible.set_index("hardware")["reason"]
+    assert bad["a100-40gb"].startswith("memory does not fit") and "40 GB" in bad["a100-40gb"]
+    res = plan(inputs(slo={"e2e_s": 1.0}), synthetic_runs())
+    assert res.table.empty and res.recommendation is None
+    assert "SLO unreachable" in res.infeasible.iloc[0]["reason"] and "5.13 s > 1 s" in res.infeasible.iloc[0]["reason"]
+    assert "no candidate is feasible" in res.summary()
+
+
+class _FakePredictor:
+    name = "fake"
+
+    def predict(self, q: pd.DataFrame, level: float = 0.9) -> pd.DataFrame:
+        b = q["batch_size"].to_numpy(dtype=float)
+        return pd.DataFrame({"pred_throughput_tok_s": 100 * b, "pred_lower": 50 * b, "pred_upper": 200 * b,
+                             "confidence": 0.7, "in_domain": True}, index=q.index)
+
+
+def test_predicted_candidate_only_works_at_the_optimistic_end() -> None:
+    # Derived e2e = 1000 / 100 = 10 s centrally, 5 s at the upper band: an 8 s SLO holds only optimistically.
+    # Batch 256 needs 16.06 + 256*2000*131072/1e9 = 83.2 GB > 0.9*80 GB, so batch 128 is the best that fits.
+    res = plan(inputs(slo={"e2e_s": 8}, models=["llama-3-8b"], hardware=["h100-sxm"], device_counts=[1]), None,
+               predictor=_FakePredictor())
+    row = res.table.iloc[0]
+    assert row["status"] == "optimistic_only" and not row["robust"]
+    assert row["batch_size"] == 128
+    assert "only works at the optimistic end" in row["note"] and "predicted" in row["source"]
+    assert "optimistic end" in res.summary()
+    assert row["devices"] == math.ceil(12_000 / 12_800) and row["devices_hi"] == math.ceil(12_000 / 6_400)
+
+
+def test_no_data_no_predictor_is_listed() -> None:
+    res = plan(inputs(models=["llama-3-8b"], hardware=["a100-40gb"]), synthetic_runs())
+    assert "no measurements and no predictor" in res.infeasible.iloc[0]["reason"]
+
+
+def test_histogram_sizes_on_means_and_memory_on_longest() -> None:
+    wl = {"request_rate_rps": 10, "lengths": [{"input_len_tok": 500, "output_len_tok": 500, "weight": 1},
+                                              {"input_len_tok": 1500, "output_len_tok": 1500, "weight": 1}]}
+    res = plan(inputs(workload=wl), synthetic_runs())
+    assert res.inputs.workload.mean_lengths == (1000.0, 1000.0)
+    assert res.inputs.workload.max_context_tok == 3000
+    assert res.table.iloc[0]["memory_need_gb"] == pytest.approx(memory_need_gb("llama-3-8b", 32, 3000))
+    assert any("histogram" in n for n in res.notes)
+
+
+def test_invalid_inputs_name_every_problem(tmp_path) -> None:  # noqa: ANN001
+    with pytest.raises(ValidationError) as ei:
+        plan_inputs_from_dict({"workload": {"input_len_tok": 10, "output_len_tok": -1}, "slo": {"percentile": "p42"},
+                               "bogus": 1})
+    msg = str(ei.value)
+    assert "exactly one of request_rate_rps" in msg or "output_len_tok" in msg
+    assert "slo.percentile" in msg and "bogus" in msg
+    f = tmp_path / "plan.yaml"
+    f.write_text("workload: {request_rate_rps: 5, input_len_tok: 100, output_len_tok: 100}\nheadroom: -1\n")
+    with pytest.raises(ValidationError, match="plan.yaml.*headroom"):
+        load_plan_inputs(f)
+
+
+@settings(max_examples=15, deadline=None)
+@given(r1=st.floats(0.1, 500), r2=st.floats(0.1, 500))
+def test_higher_rate_never_needs_fewer_devices(r1: float, r2: float) -> None:
+    lo, hi = sorted((r1, r2))
+    runs = _RUNS
+    d = [int(plan(inputs(workload={"request_rate_rps": r, "input_len_tok": 1000, "output_len_tok": 1000}),
+                  runs).table.iloc[0]["devices"]) for r in (lo, hi)]
+    assert d[0] <= d[1]
+
+
+@settings(max_examples=15, deadline=None)
+@given(p1=st.floats(0.01, 100), p2=st.floats(0.01, 100))
+def test_lower_price_never_raises_cost_per_token(p1: float, p2: float) -> None:
+    lo, hi = sorted((p1, p2))
+    c = [float(plan(inputs(prices={"h100-sxm": p}), _RUNS).table.iloc[0]["cost_per_m_output_tok"]) for p in (lo, hi)]
+    assert c[0] <= c[1]
+
+
+_RUNS = synthetic_runs(noise=0.02)
+
+
+def test_shared_data_question(all_results_csv) -> None:  # noqa: ANN001
+    from perfmodel.importers import read_file
+
+    runs = read_file(all_results_csv).runs
+    res = plan({"workload": {"request_rate_rps": 200, "input_len_tok": 1024, "output_len_tok": 1024},
+                "models": ["Llama-3-8B"], "slo": {"e2e_s": 60}}, runs)
+    assert len(res.table) + len(res.infeasible) == 46  # every (hardware, framework, devices) with Llama-3-8B
+    assert set(res.table["hardware"]) >= {"h100-sxm", "a100-40gb", "gh200", "mi300x", "gaudi2"}
+    rec = res.recommendation
+    assert rec is not None and rec["hardware"] == "gh200" and rec["framework"] == "llama.cpp"
+    assert rec["devices_lo"] <= rec["devices"] <= rec["devices_hi"]
+    assert 30 <= rec["devices"] <= 60
+    h100 = res.table[(res.table["hardware"] == "h100-sxm") & (res.table["framework"] == "vllm")
+                     & (res.table["device_count"] == 1)].iloc[0]
+    # 204,800 * 1.2 / ~3,490 tok/s at batch 64 -> about 71 H100s.
+    assert 65 <= h100["devices"] <= 75 and h100["batch_size"] == 64
+    assert np.isfinite(res.table["cost_per_m_output_tok"]).sum() >= 20
