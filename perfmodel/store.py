@@ -74,7 +74,7 @@ from .importers.base import ImportMeta, ImportResult
 from .schema import COLUMNS, empty_runs, is_extra_column
 
 __all__ = ["DatasetInfo", "Store", "STORE_FILENAME", "SCHEMA_VERSION", "PAUSE_ENV", "content_id", "SweepInfo",
-           "SWEEP_STATUSES", "POINT_STATUSES", "SWEEP_DATASET_KIND"]
+           "SWEEP_STATUSES", "POINT_STATUSES", "SWEEP_DATASET_KIND", "AnalysisInfo", "ANALYSIS_ID_BYTES"]
 
 STORE_FILENAME = "perfmodel.sqlite"
 PAUSE_ENV = "PERFMODEL_TEST_PAUSE_BEFORE_COMMIT"
@@ -225,6 +225,35 @@ POINT_STATUSES = ("pending", "done", "failed")
 """Status of one planned point of a sweep."""
 SWEEP_DATASET_KIND = "sweep"
 """``provenance["kind"]`` of a dataset that a sweep fills (the only kind :meth:`Store.append_runs` grows)."""
+
+
+ANALYSIS_ID_BYTES = 12
+"""Random bytes of an analysis id (``secrets.token_urlsafe``: 16 URL-safe characters, 96 bits, unguessable)."""
+
+
+@dataclass(frozen=True)
+class AnalysisInfo:
+    """One saved analysis: a named snapshot of a page's state.
+
+    Attributes
+    ----------
+    id
+        Unguessable URL-safe id (the ``?analysis=ID`` of a link).
+    name
+        Human name (not necessarily unique).
+    created_at
+        ISO-8601 UTC time it was saved.
+    kind
+        Which page saved it (``planner``, ``curves``, ``data``, ``report``...).
+    payload
+        The state as a JSON object (what the page needs to restore it exactly).
+    """
+
+    id: str
+    name: str
+    created_at: str
+    kind: str
+    payload: Mapping[str, Any]
 
 
 def _pid_alive(pid: int | None) -> bool:
@@ -1096,6 +1125,141 @@ FROM sweeps s LEFT JOIN sweep_points p ON p.sweep_id = s.id"""
             cur = con.execute("UPDATE sweep_points SET status = 'pending', attempts = 0, error = NULL "
                               "WHERE sweep_id = ? AND status = 'failed'", (sweep_id,))
             return int(cur.rowcount)
+
+    # ------------------------------------------------------------------ saved analyses
+    def save_analysis(self, name: str, kind: str, payload: Mapping[str, Any]) -> AnalysisInfo:
+        """Save a page state as a named analysis under a new unguessable id.
+
+        Parameters
+        ----------
+        name
+            Human name (non-empty).
+        kind
+            Page that saved it.
+        payload
+            JSON-serialisable state.
+
+        Returns
+        -------
+        AnalysisInfo
+
+        Raises
+        ------
+        StoreError
+            Empty name or kind, a payload JSON cannot hold, or the store could not be written.
+        """
+        import secrets
+
+        name, kind = str(name).strip(), str(kind).strip()
+        if not name or not kind:
+            raise StoreError("an analysis needs a non-empty name and kind")
+        try:
+            text = json.dumps(dict(payload), sort_keys=True, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"analysis {name!r}: the state cannot be saved as JSON ({exc})") from None
+        created = _now()
+        with self._write() as con:
+            while True:
+                aid = secrets.token_urlsafe(ANALYSIS_ID_BYTES)
+                if con.execute("SELECT 1 FROM analyses WHERE id = ?", (aid,)).fetchone() is None:
+                    break
+            con.execute("INSERT INTO analyses (id, name, created_at, kind, payload) VALUES (?, ?, ?, ?, ?)",
+                        (aid, name, created, kind, text))
+        return AnalysisInfo(id=aid, name=name, created_at=created, kind=kind, payload=json.loads(text))
+
+    def analyses(self, kind: str | None = None) -> list[AnalysisInfo]:
+        """Saved analyses, newest first.
+
+        Parameters
+        ----------
+        kind
+            Only those saved by this page.
+
+        Returns
+        -------
+        list of AnalysisInfo
+        """
+        sql = "SELECT id, name, created_at, kind, payload FROM analyses"
+        args: tuple[Any, ...] = ()
+        if kind is not None:
+            sql += " WHERE kind = ?"
+            args = (kind,)
+        with self._read() as con:
+            rows = con.execute(sql + " ORDER BY created_at DESC, rowid DESC", args).fetchall()
+        return [AnalysisInfo(r[0], r[1], r[2], r[3], json.loads(r[4])) for r in rows]
+
+    def analysis(self, analysis_id: str) -> AnalysisInfo:
+        """One saved analysis by its exact id (ids are never matched by prefix: they are the access key).
+
+        Parameters
+        ----------
+        analysis_id
+            The id.
+
+        Returns
+        -------
+        AnalysisInfo
+
+        Raises
+        ------
+        NotFoundError
+            No analysis has this id.
+        """
+        with self._read() as con:
+            r = con.execute("SELECT id, name, created_at, kind, payload FROM analyses WHERE id = ?",
+                            (str(analysis_id).strip(),)).fetchone()
+        if r is None:
+            raise NotFoundError(f"no saved analysis with id {analysis_id!r} in {self.path} (it may have been "
+                                "deleted; `perfmodel analyses` lists them)")
+        return AnalysisInfo(r[0], r[1], r[2], r[3], json.loads(r[4]))
+
+    def rename_analysis(self, analysis_id: str, name: str) -> AnalysisInfo:
+        """Rename a saved analysis (its id, and so its links, stay).
+
+        Parameters
+        ----------
+        analysis_id
+            The id.
+        name
+            New non-empty name.
+
+        Returns
+        -------
+        AnalysisInfo
+
+        Raises
+        ------
+        NotFoundError
+            No analysis has this id.
+        StoreError
+            Empty name.
+        """
+        name = str(name).strip()
+        if not name:
+            raise StoreError("an analysis name cannot be empty")
+        with self._write() as con:
+            cur = con.execute("UPDATE analyses SET name = ? WHERE id = ?", (name, str(analysis_id)))
+            if cur.rowcount == 0:
+                raise NotFoundError(f"no saved analysis with id {analysis_id!r}")
+        return self.analysis(analysis_id)
+
+    def delete_analysis(self, analysis_id: str) -> None:
+        """Delete a saved analysis; its links stop working.
+
+        Parameters
+        ----------
+        analysis_id
+            The id.
+
+        Raises
+        ------
+        NotFoundError
+            No analysis has this id.
+        """
+        with self._write() as con:
+            cur = con.execute("DELETE FROM analyses WHERE id = ?", (str(analysis_id),))
+            if cur.rowcount == 0:
+                raise NotFoundError(f"no saved analysis with id {analysis_id!r}")
 
 
 def _frame_from_rows(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
