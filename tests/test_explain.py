@@ -1,0 +1,191 @@
+"""SHAP attributions (perfmodel.explain): additivity, known rankings, framework columns, cache, errors."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import FrozenInstanceError
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfmodel import explain as E
+from perfmodel.errors import PerfmodelError, UnknownNameError
+from perfmodel.features import PHYSICAL, build_features
+
+HARDWARE = ("h100-sxm", "a100-40gb", "mi300x")
+MODELS = ("llama-3-8b", "mistral-7b-v0.1", "llama-2-7b")
+FRAMEWORKS = ("vllm", "llama.cpp")
+
+
+def make_runs(n: int = 600, seed: int = 0, target: str = "kv") -> pd.DataFrame:
+    """Random configurations on catalog hardware/models; throughput from one chosen quantity.
+
+    ``kv``: throughput depends only on the physical ``kv_cache_bytes``; ``fw``: only on a
+    framework-internal column ``fw_step_s`` (unrelated to the physics).
+    """
+    rng = np.random.default_rng(seed)
+    runs = pd.DataFrame({
+        "hardware": rng.choice(HARDWARE, n), "model": rng.choice(MODELS, n), "framework": rng.choice(FRAMEWORKS, n),
+        "device_count": 1, "input_len_tok": rng.choice([128.0, 512.0, 1024.0, 2048.0], n),
+        "output_len_tok": rng.choice([64.0, 128.0, 512.0, 1024.0], n),
+        "batch_size": rng.choice([1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0], n),
+    })
+    runs["fw_step_s"] = rng.uniform(0.01, 0.1, n)
+    kv = build_features(runs, names=["kv_cache_bytes"])["kv_cache_bytes"].to_numpy()
+    if target == "kv":
+        y = 5000.0 / (1.0 + kv / 2e9)
+    else:
+        y = 50.0 / runs["fw_step_s"].to_numpy()
+    runs["output_throughput_tok_s"] = y
+    return runs
+
+
+@pytest.fixture(scope="module")
+def kv_runs() -> pd.DataFrame:
+    return make_runs()
+
+
+@pytest.fixture(scope="module")
+def kv_model(kv_runs: pd.DataFrame) -> E.TreeModel:
+    return E.fit_gbdt(kv_runs, "all", n_estimators=60)
+
+
+def test_shap_values_add_up_to_the_output_with_both_engines(kv_model: E.TreeModel, kv_runs: pd.DataFrame) -> None:
+    by_engine = {}
+    for engine in E.ENGINES:
+        ex = E.explain(kv_model, kv_runs, sample_size=100, engine=engine, cache=False)
+        assert ex.sample_size == 100 and ex.n_total == len(kv_runs)
+        recon = ex.values.sum(axis=1) + ex.base_value
+        np.testing.assert_allclose(recon, ex.output, atol=1e-4)
+        # the output really is the booster's prediction (log throughput) for the sampled rows
+        np.testing.assert_allclose(ex.output, kv_model.margin(kv_model.design(kv_runs.iloc[ex.rows])), atol=1e-6)
+        assert ex.additivity_ok and ex.max_additivity_error < 1e-4
+        by_engine[engine] = ex.values
+    # shap's TreeExplainer and XGBoost's pred_contribs are the same exact algorithm
+    np.testing.assert_allclose(by_engine["shap"], by_engine["xgboost"], atol=1e-4)
+
+
+def test_one_physical_driver_is_ranked_first(kv_model: E.TreeModel, kv_runs: pd.DataFrame) -> None:
+    imp = E.explain(kv_model, kv_runs, engine="xgboost", cache=False).importance()
+    assert imp.iloc[0]["feature"] == "kv_cache_bytes"
+    assert imp.iloc[0]["kind"] == "physical"
+    assert imp.iloc[0]["share"] > 0.5
+    assert imp["rank"].tolist() == list(range(1, len(imp) + 1))
+    # the (random) framework metric carries no information here
+    assert imp.loc[imp["feature"] == "fw_step_s", "share"].iloc[0] < 0.02
+
+
+def test_a_model_without_framework_columns_attributes_nothing_to_them() -> None:
+    runs = make_runs(target="fw", seed=1)  # throughput is a pure function of fw_step_s
+    with_fw = E.explain(E.fit_gbdt(runs, "all", n_estimators=40), runs, engine="xgboost", cache=False)
+    assert with_fw.importance().iloc[0]["feature"] == "fw_step_s"  # the guard below can fail
+    without = E.fit_gbdt(runs, "raw+derived+physical+identity", n_estimators=40)
+    assert not any(n.startswith("fw_") for n in without.feature_names)
+    ex = E.explain(without, runs, engine="xgboost", cache=False)
+    imp = ex.importance()
+    assert "framework" not in set(imp["kind"])
+    assert not any(f.startswith("fw_") for f in imp["feature"])
+    assert ex.values.shape[1] == len(without.feature_names)
+    with pytest.raises(UnknownNameError, match="fw_step_s"):
+        ex.dependence("fw_step_s")
+
+
+def test_kinds_cover_every_set() -> None:
+    assert {E.feature_kind(f) for f in PHYSICAL} == {"physical"}
+    assert E.feature_kind("fw_num_requests_running") == "framework"
+    assert E.feature_kind("id_hw_h100-sxm") == "identity"
+    assert E.feature_kind("batch_size") == E.feature_kind("log1p_ii") == "workload"
+    assert E.feature_kind("prior_kind") == "other"
+
+
+def test_explanation_is_frozen_cached_and_states_its_sample(kv_model: E.TreeModel, kv_runs: pd.DataFrame) -> None:
+    first = E.explain(kv_model, kv_runs, sample_size=50, seed=3, engine="xgboost")
+    assert not first.cached
+    again = E.explain(kv_model, kv_runs, sample_size=50, seed=3, engine="xgboost")
+    assert again.cached and "from the cache" in again.message
+    np.testing.assert_array_equal(first.values, again.values)
+    assert "random sample of 50 of 600 rows (seed 3)" in first.message
+    assert list(E.cache_dir().glob("shap-*.npz"))
+    with pytest.raises(FrozenInstanceError):
+        first.base_value = 0.0  # type: ignore[misc]
+    with pytest.raises(ValueError):
+        first.values[0, 0] = 1.0
+    # another sample is another cache entry, not a stale hit
+    other = E.explain(kv_model, kv_runs, sample_size=50, seed=4, engine="xgboost")
+    assert not other.cached and not np.array_equal(other.rows, first.rows)
+
+
+def test_damaged_cache_file_is_recomputed(kv_model: E.TreeModel, kv_runs: pd.DataFrame) -> None:
+    E.explain(kv_model, kv_runs, sample_size=20, engine="xgboost")
+    for p in E.cache_dir().glob("shap-*.npz"):
+        p.write_bytes(b"not an npz")
+    ex = E.explain(kv_model, kv_runs, sample_size=20, engine="xgboost")
+    assert not ex.cached and ex.additivity_ok
+
+
+def test_dependence_and_waterfall(kv_model: E.TreeModel, kv_runs: pd.DataFrame) -> None:
+    ex = E.explain(kv_model, kv_runs, engine="xgboost", cache=False)
+    dep = ex.dependence("kv_cache_bytes", color="batch_size")
+    assert len(dep) == len(kv_runs)
+    # throughput falls with the KV cache: the attribution is anti-monotone in the value
+    assert dep["value"].corr(dep["shap"], method="spearman") < -0.9
+    np.testing.assert_array_equal(dep["color_value"], kv_runs["batch_size"].to_numpy())
+    query = kv_runs.iloc[7][["hardware", "model", "framework", "device_count", "input_len_tok",
+                             "output_len_tok", "batch_size"]].to_dict()
+    wf = E.waterfall(kv_model, query, engine="xgboost")
+    assert wf.table.iloc[0]["feature"] == "kv_cache_bytes"
+    assert wf.base_value + wf.table["shap"].sum() == pytest.approx(wf.output, abs=1e-4)
+    assert wf.prediction_tok_s == pytest.approx(np.exp(wf.output))
+    assert wf.prediction_tok_s == pytest.approx(kv_runs["output_throughput_tok_s"].iloc[7], rel=0.1)
+    top = wf.top(3)
+    assert len(top) == 4 and top.iloc[-1]["feature"].startswith("other (")
+    assert top["shap"].sum() == pytest.approx(wf.table["shap"].sum())
+    with pytest.raises(PerfmodelError, match="exactly one"):
+        E.waterfall(kv_model, kv_runs.iloc[:2])
+
+
+def test_interactions_on_a_stated_sample(kv_model: E.TreeModel, kv_runs: pd.DataFrame) -> None:
+    it = E.interactions(kv_model, kv_runs, sample_size=16, top=5)
+    assert it.sample_size == 16 and "16 of 600 rows" in it.message
+    assert len(it.table) == 5
+    assert (np.diff(it.table["strength"].to_numpy()) <= 0).all()
+    assert E.interactions(kv_model, kv_runs, sample_size=16, top=5).cached
+
+
+def test_saved_xgboost_predictor_is_explained_in_tok_s(kv_runs: pd.DataFrame, tmp_path) -> None:
+    from perfmodel.models import get_predictor
+
+    model = get_predictor("xgboost", features="raw+physical", n_estimators=30).fit(kv_runs)
+    model.save(tmp_path / "m")
+    tm = E.tree_model(tmp_path / "m")
+    assert not tm.log_output and tm.output.startswith("throughput")
+    ex = E.explain(tm, kv_runs, sample_size=40, engine="xgboost", cache=False)
+    assert ex.additivity_ok
+    pred = model.predict(kv_runs.iloc[ex.rows])["pred_throughput_tok_s"].to_numpy()
+    np.testing.assert_allclose(ex.values.sum(axis=1) + ex.base_value, pred, rtol=1e-4)
+
+
+def test_user_errors_are_perfmodel_errors(kv_model: E.TreeModel, kv_runs: pd.DataFrame, tmp_path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from perfmodel.models import get_predictor
+
+    with pytest.raises(UnknownNameError, match="engine"):
+        E.explain(kv_model, kv_runs, engine="lime")
+    with pytest.raises(PerfmodelError, match="sample_size"):
+        E.explain(kv_model, kv_runs, sample_size=0)
+    with pytest.raises(PerfmodelError, match="empty"):
+        E.explain(kv_model, kv_runs.iloc[:0])
+    with pytest.raises(PerfmodelError, match="not a fitted gradient-boosted"):
+        E.tree_model(get_predictor("linear", features="raw").fit(kv_runs))
+    with pytest.raises(PerfmodelError, match="not a saved model"):
+        E.tree_model(tmp_path)
+    with pytest.raises(PerfmodelError, match="max_depth"):
+        E.fit_gbdt(kv_runs, "physical", max_depth=0)
+    with pytest.raises(PerfmodelError, match="framework"):
+        E.fit_gbdt(kv_runs.drop(columns=["fw_step_s"]), "framework")
+    monkeypatch.setitem(sys.modules, "shap", None)
+    with pytest.raises(PerfmodelError, match=r"pip install 'perfmodel\[explain\]'"):
+        E.explain(kv_model, kv_runs, sample_size=5, engine="shap", cache=False)
+    # the xgboost engine needs no extra
+    assert E.explain(kv_model, kv_runs, sample_size=5, engine="xgboost", cache=False).additivity_ok
