@@ -700,3 +700,9 @@ def evaluate_cmd(data: str, predictors: str | None, protocols: str | None, seeds
         output.parent.mkdir(parents=True, exist_ok=True)
         ev.table.to_csv(output, index=False)
         click.echo(f"wrote {output}")
+
+
+# The monitor commands live in their own module; registered here so `perfmodel --help` lists them.
+from .cli_monitor import register as _register_monitor  # noqa: E402
+
+_register_monitor(main)

@@ -1,0 +1,177 @@
+"""``perfmodel monitor`` and ``perfmodel detect``: score a recorded stream or watch a live server.
+
+Registered on the main group by :mod:`perfmodel.cli`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .errors import PerfmodelError
+
+__all__ = ["monitor_cmd", "detect_cmd", "register"]
+
+_DETECTORS = ("point", "window", "threshold")
+
+
+def _expected(values: tuple[str, ...]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for v in values:
+        name, sep, num = v.partition("=")
+        try:
+            out[name.strip()] = float(num)
+        except ValueError:
+            raise click.BadParameter(f"expected METRIC=VALUE, got {v!r}", param_hint="--expected") from None
+        if not sep:
+            raise click.BadParameter(f"expected METRIC=VALUE, got {v!r}", param_hint="--expected")
+    return out
+
+
+def _line(rec: dict[str, Any]) -> str:
+    sc = rec.get("score")
+    score = f"{sc:+.2f}" if isinstance(sc, float) and math.isfinite(sc) else "n/a"
+    hint = rec["hint"]["sentence"] if isinstance(rec.get("hint"), dict) else rec.get("hint", "")
+    return (f"[{rec['group']}] {rec['metric']} {rec['detector']} t={rec['start_timestamp_s']:.3f}.."
+            f"{rec['end_timestamp_s']:.3f} score {score}: {hint}")
+
+
+def _score_file(file: Path, detector: str, metrics: tuple[str, ...], group_col: str | None, window: int, w: int,
+                z: float, threshold: float, robust: bool, expected: tuple[str, ...], as_json: bool) -> None:
+    from .monitor import monitor_stream, read_stream
+
+    stream = read_stream(file, group_col=group_col)
+    rep = monitor_stream(stream, detector=detector, metrics=list(metrics) or None, window=window, w=w, z=z,
+                         threshold_rel=threshold, robust=robust, expected=_expected(expected))
+    recs = rep.records()
+    if as_json:
+        click.echo(json.dumps(recs, indent=2))
+        return
+    n = sum(len(stream.group_frame(g)) for g in stream.groups)
+    click.echo(f"{file.name}: {n} samples, {len(stream.groups)} group(s), detector {detector}: "
+               f"{len(recs)} alert(s)")
+    for r in recs:
+        click.echo(_line(r))
+
+
+def _options(f: Any) -> Any:
+    for opt in reversed([
+        click.option("--detector", type=click.Choice(_DETECTORS), default="window", show_default=True),
+        click.option("--metric", "metrics", multiple=True, help="Metric to judge (repeat; default throughput "
+                     "and latency columns)."),
+        click.option("--group-col", default=None, help="Column holding the group key (CSV/JSONL)."),
+        click.option("--window", type=click.IntRange(min=2), default=1000, show_default=True,
+                     help="Baseline length (samples)."),
+        click.option("-w", "w", type=click.IntRange(min=1), default=10, show_default=True,
+                     help="Samples averaged by the window detector."),
+        click.option("--z", type=click.FloatRange(min=0, min_open=True), default=3.0, show_default=True,
+                     help="Band half-width in standard deviations."),
+        click.option("--threshold", type=click.FloatRange(0, 10, min_open=True), default=0.15, show_default=True,
+                     help="Relative deviation for the threshold detector and cold start."),
+        click.option("--robust", is_flag=True, help="Median/MAD baseline instead of mean/std."),
+        click.option("--expected", multiple=True, metavar="METRIC=VALUE",
+                     help="Expected value of a metric (threshold detector, cold start)."),
+        click.option("--json", "as_json", is_flag=True, help="Print the alerts as a JSON list."),
+    ]):
+        f = opt(f)
+    return f
+
+
+@click.command("detect")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@_options
+def detect_cmd(file: Path, detector: str, metrics: tuple[str, ...], group_col: str | None, window: int, w: int,
+               z: float, threshold: float, robust: bool, expected: tuple[str, ...], as_json: bool) -> None:
+    """Score a recorded metric stream FILE (CSV/JSONL samples, Prometheus dump, nvidia-smi log).
+
+    Prints each anomaly with its group, start and end timestamp, detector, score and hint.
+    """
+    _score_file(file, detector, metrics, group_col, window, w, z, threshold, robust, expected, as_json)
+
+
+@click.command("monitor")
+@click.argument("file", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--target", help="Base URL of a running server; its /metrics is polled.")
+@click.option("--interval", "interval_s", type=click.FloatRange(min=0.01), default=1.0, show_default=True,
+              help="Seconds between scrapes (--target).")
+@click.option("--duration", "duration_s", type=click.FloatRange(min=0), default=None,
+              help="Stop after this many seconds (--target; default: until Ctrl-C).")
+@_options
+def monitor_cmd(file: Path | None, target: str | None, interval_s: float, duration_s: float | None, detector: str,
+                metrics: tuple[str, ...], group_col: str | None, window: int, w: int, z: float, threshold: float,
+                robust: bool, expected: tuple[str, ...], as_json: bool) -> None:
+    """Monitor a recorded stream FILE, or a live server with --target URL (alerts printed as they happen)."""
+    if (file is None) == (target is None):
+        raise click.UsageError("give a FILE or --target URL (one of them)")
+    if file is not None:
+        _score_file(file, detector, metrics, group_col, window, w, z, threshold, robust, expected, as_json)
+        return
+    assert target is not None
+    _live(target, interval_s, duration_s, detector, metrics, window, w, z, threshold, robust, _expected(expected),
+          as_json)
+
+
+def _live(target: str, interval_s: float, duration_s: float | None, detector: str, metrics: tuple[str, ...],
+          window: int, w: int, z: float, threshold: float, robust: bool, expected: dict[str, float],
+          as_json: bool) -> None:
+    from .monitor import PrometheusRates, make_detector
+
+    url = target.rstrip("/") + "/metrics"
+    rates = PrometheusRates()
+    dets: dict[tuple[str, str], Any] = {}
+    t_end = None if duration_s is None else time.monotonic() + duration_s
+    n_alerts = 0
+    try:
+        while t_end is None or time.monotonic() < t_end:
+            t0 = time.time()
+            try:
+                with urllib.request.urlopen(url, timeout=max(1.0, interval_s * 5)) as resp:  # noqa: S310
+                    text = resp.read().decode("utf-8", "replace")
+            except (urllib.error.URLError, OSError) as exc:
+                raise PerfmodelError(f"cannot scrape {url}: {exc}; is the server running and does it expose "
+                                     "Prometheus metrics?") from exc
+            try:
+                rows = rates.feed(t0, text)
+            except ValueError as exc:
+                raise PerfmodelError(f"{url} did not answer in the Prometheus text format: {exc}") from exc
+            for row in rows:
+                for m, v in row.items():
+                    if m in ("timestamp_s", "group") or (metrics and m not in metrics):
+                        continue
+                    key = (row["group"], m)
+                    if key not in dets:
+                        dets[key] = make_detector(detector, window=window, w=w, z=z, threshold_rel=threshold,
+                                                  robust=robust, expected=expected.get(m))
+                    alert = dets[key].update(t0, v)
+                    if alert is not None:
+                        n_alerts += 1
+                        rec = {"group": row["group"], "metric": m, "detector": detector, "start_timestamp_s": t0,
+                               "end_timestamp_s": t0, "score": alert.score, "value": alert.value,
+                               "expected": alert.center,
+                               "hint": f"{m} {alert.direction} ({alert.value:.4g} vs band "
+                                       f"[{alert.lower:.4g}, {alert.upper:.4g}])"}
+                        click.echo(json.dumps(rec) if as_json else _line(rec), nl=True)
+            time.sleep(max(0.0, interval_s - (time.time() - t0)))
+    except KeyboardInterrupt:
+        pass
+    if not as_json:
+        click.echo(f"stopped: {n_alerts} alert(s)", err=True)
+
+
+def register(group: click.Group) -> None:
+    """Add ``monitor`` and ``detect`` to the main command group.
+
+    Parameters
+    ----------
+    group
+        The ``perfmodel`` click group.
+    """
+    group.add_command(monitor_cmd)
+    group.add_command(detect_cmd)
