@@ -1,0 +1,465 @@
+"""Assemble a capacity report's content from a dataset (and optionally planner inputs).
+
+Computing is kept apart from formatting: :func:`build_report` returns a frozen
+:class:`Report` of tables, figures and sentences; :mod:`perfmodel.report.html`
+turns it into HTML, :mod:`perfmodel.report.pdf` into a PDF.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from ..errors import PerfmodelError
+from ..planner import PlanInputs, PlanResult, plan
+
+__all__ = ["Report", "Section", "build_report", "SECTION_TITLES", "MAX_CURVES", "ACCURACY_PREDICTOR"]
+
+SECTION_TITLES = (
+    "Executive summary",
+    "Workload and SLOs",
+    "Candidates",
+    "Saturation curves and knees",
+    "Predictions with bands and confidence",
+    "Top feature attributions",
+    "Data provenance",
+    "Measured accuracy on held-out data",
+)
+"""Every report has these sections, in this order (a section without content says why)."""
+
+MAX_CURVES = 8
+"""Curves drawn in the report (the plan's best candidates, else the configurations with most points)."""
+ACCURACY_PREDICTOR = "roofline-gbm"
+"""Predictor scored (``config`` hold-out protocol, one seed) and used for predictions and attributions."""
+_FALLBACK_PREDICTOR = "linear"
+
+
+@dataclass(frozen=True)
+class Section:
+    """One report section: sentences, tables and figures, in that order.
+
+    Attributes
+    ----------
+    title
+        One of :data:`SECTION_TITLES`.
+    paragraphs
+        Plain text (escaped on rendering).
+    tables
+        ``(caption, frame)`` pairs.
+    figures
+        Plotly figures.
+    """
+
+    title: str
+    paragraphs: tuple[str, ...] = ()
+    tables: tuple[tuple[str, pd.DataFrame], ...] = ()
+    figures: tuple[go.Figure, ...] = ()
+
+
+@dataclass(frozen=True)
+class Report:
+    """The content of a capacity report.
+
+    Attributes
+    ----------
+    title
+        Report title (contains the dataset name; escaped on rendering).
+    generated_at
+        ISO-8601 UTC time.
+    sections
+        One :class:`Section` per :data:`SECTION_TITLES` entry.
+    plan
+        The plan result, when planner inputs were given.
+    timings_s
+        Seconds spent per step (for the benchmark).
+    """
+
+    title: str
+    generated_at: str
+    sections: tuple[Section, ...]
+    plan: PlanResult | None = field(default=None, repr=False)
+    timings_s: Mapping[str, float] = field(default_factory=dict)
+
+    def section(self, title: str) -> Section:
+        """The section titled ``title``.
+
+        Parameters
+        ----------
+        title
+            One of :data:`SECTION_TITLES`.
+
+        Returns
+        -------
+        Section
+
+        Raises
+        ------
+        KeyError
+            No such section (a programming error).
+        """
+        for s in self.sections:
+            if s.title == title:
+                return s
+        raise KeyError(title)
+
+
+def _fmt_table(df: pd.DataFrame, cols: Sequence[str], rename: Mapping[str, str] | None = None) -> pd.DataFrame:
+    out = df[[c for c in cols if c in df.columns]].copy()
+    return out.rename(columns=dict(rename or {}))
+
+
+def _band(v: float, lo: float, hi: float, fmt: str = "{:,.4g}") -> str:
+    if not np.isfinite(v):
+        return "n/a"
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return fmt.format(v)
+    return f"{fmt.format(v)} [{fmt.format(lo)}, {fmt.format(hi)}]"
+
+
+def _candidate_table(res: PlanResult) -> pd.DataFrame:
+    t = res.table
+    cur = res.currency
+    rows = []
+    for _, r in t.iterrows():
+        rows.append({
+            "hardware": r["hardware"], "framework": r["framework"], "model": r["model"],
+            "devices/replica": int(r["device_count"]), "batch": f"{r['batch_size']:g}",
+            "status": r["status"] + ("" if r["robust"] or r["status"] != "ok" else " (not robust)"),
+            "tok/s per device [band]": _band(r["throughput_per_device_tok_s"], r["throughput_per_device_tok_s_lo"],
+                                             r["throughput_per_device_tok_s_hi"]),
+            "devices [band]": f"{r['devices']} [{r['devices_lo']}, {r['devices_hi']}]",
+            f"{cur}/h [band]": _band(r["cost_per_hour"], r["cost_per_hour_lo"], r["cost_per_hour_hi"], "{:,.2f}"),
+            f"{cur}/M output tok": _band(r["cost_per_m_output_tok"], r["cost_per_m_output_tok_lo"],
+                                         r["cost_per_m_output_tok_hi"], "{:,.3f}"),
+            f"{cur}/M total tok": _band(r["cost_per_m_total_tok"], r["cost_per_m_total_tok_lo"],
+                                        r["cost_per_m_total_tok_hi"], "{:,.3f}"),
+            "J/output tok": _band(r["energy_j_per_output_tok"], r["energy_j_per_output_tok_lo"],
+                                  r["energy_j_per_output_tok_hi"], "{:,.3g}") + f" ({r['energy_basis']})",
+            "e2e s": f"{r['e2e_s']:.3g}", "latency basis": r["latency_basis"],
+            "price source": r["price_source"], "note": r["note"],
+        })
+    return pd.DataFrame(rows)
+
+
+def _plan_sections(res: PlanResult) -> tuple[Section, Section, Section]:
+    from ..pareto import FRONTS, front_figure
+
+    inp = res.inputs
+    w, slo = inp.workload, inp.slo
+    i, o = w.mean_lengths
+    workload_rows = [("request rate", f"{w.demand_rps:,.4g} req/s"),
+                     ("output tokens to serve", f"{w.demand_output_tok_s:,.0f} tok/s"),
+                     ("input + output tokens to serve", f"{w.demand_total_tok_s:,.0f} tok/s"),
+                     ("lengths (input/output)", f"{i:,.0f}/{o:,.0f} tokens"
+                      + (" (histogram means)" if w.lengths else "")),
+                     ("SLO percentile", slo.percentile)]
+    for name, v in (("TTFT target", slo.ttft_s), ("TPOT target", slo.tpot_s), ("end-to-end target", slo.e2e_s)):
+        workload_rows.append((name, f"{v:g} s" if v is not None else "none"))
+    workload_rows += [("headroom", f"{inp.headroom:.0%}"), ("band level", f"{inp.level:.0%}"),
+                      ("memory usable", f"{inp.memory_fraction:.0%} of device memory"),
+                      ("models", ", ".join(inp.models) or "all in the data"),
+                      ("hardware", ", ".join(inp.hardware) or "all in the data"),
+                      ("currency", inp.currency),
+                      ("price overrides", ", ".join(f"{k}={v:g}" for k, v in inp.prices.items()) or "none")]
+    if w.lengths:
+        workload_rows.append(("length histogram", "; ".join(f"{b.input_len_tok:g}/{b.output_len_tok:g} x{b.weight:g}"
+                                                           for b in w.lengths)))
+    wl = Section("Workload and SLOs", paragraphs=tuple(res.notes),
+                 tables=(("Workload, SLOs and assumptions", pd.DataFrame(workload_rows, columns=["item", "value"])),))
+    tables: list[tuple[str, pd.DataFrame]] = [
+        ("Feasible candidates at their best operating point, cheapest first ([low, high] from the throughput band)",
+         _candidate_table(res))]
+    if len(res.infeasible):
+        tables.append(("Infeasible candidates", res.infeasible.copy()))
+    feas = res.points[res.points["memory_ok"].astype(bool) & res.points["slo_ok"].astype(bool)] \
+        if len(res.points) else res.points
+    figs = tuple(front_figure(feas, name) for name in FRONTS) if len(feas) else ()
+    cand = Section("Candidates", paragraphs=(
+        "Status ok: the SLOs hold at the central throughput; optimistic_only: they hold only at the optimistic end "
+        "of the band; not robust: they are missed at the pessimistic end. Energy basis tdp means TDP x devices "
+        "over throughput (an upper bound); measured means the recorded power.",), tables=tuple(tables), figures=figs)
+    return wl, cand, _summary_section(res)
+
+
+def _summary_section(res: PlanResult) -> Section:
+    paras = [res.summary()]
+    t = res.table
+    if len(t) > 1:
+        priced = t[np.isfinite(t["cost_per_m_output_tok"].astype(float))]
+        if len(priced) > 1:
+            alt = priced.iloc[1]
+            paras.append(f"Next cheapest: {alt['devices']} x {alt['hardware']} ({alt['framework']}, "
+                         f"{alt['device_count']} per replica) at {alt['cost_per_hour']:,.2f} {res.currency}/h.")
+        unpriced = t[~np.isfinite(t["cost_per_m_output_tok"].astype(float))]
+        if len(unpriced):
+            paras.append(f"{len(unpriced)} feasible candidate(s) have no price in the catalog "
+                         f"({', '.join(sorted(set(unpriced['hardware'])))}); give one with --price HW=VALUE.")
+    paras.append(f"{len(t)} candidate(s) feasible, {len(res.infeasible)} infeasible.")
+    return Section("Executive summary", paragraphs=tuple(paras))
+
+
+def _curves_section(runs: pd.DataFrame, res: PlanResult | None) -> Section:
+    from ..curves import fit_curve, fit_curves
+    from ..plots import config_label, curve_figure, repeat_summary
+
+    by = ["hardware", "model", "framework", "device_count", "input_len_tok", "output_len_tok"]
+    usable = runs[runs["batch_size"].notna() & (runs["output_throughput_tok_s"] > 0)]
+    if usable.empty:
+        return Section("Saturation curves and knees", paragraphs=("No runs with a batch size and a throughput: "
+                                                                   "no curve to fit.",))
+    overall = fit_curves(usable, by=by, intervals="none")
+    n_ok = int(overall["success"].sum())
+    paras = [f"{len(overall)} configuration(s); {n_ok} fitted successfully (no intervals in this count); the "
+             f"median R\u00b2 of those is {overall.loc[overall['success'], 'r2'].median():.3f}."
+             if n_ok else f"{len(overall)} configuration(s); none could be fitted."]
+    if res is not None and len(res.table):
+        keys = res.table[["hardware", "model", "framework", "device_count", "lengths"]].head(MAX_CURVES)
+        chosen = []
+        for _, k in keys.iterrows():
+            i_len, o_len = (float(x) for x in str(k["lengths"]).split("/"))
+            chosen.append((k["hardware"], k["model"], k["framework"], k["device_count"], i_len, o_len))
+        paras.append("Curves of the plan's best candidates (at the lengths the plan used).")
+    else:
+        ok = overall[overall["success"]].sort_values("n_points", ascending=False, kind="stable").head(MAX_CURVES)
+        chosen = [tuple(r[c] for c in by) for _, r in ok.iterrows()]
+        paras.append("Curves of the configurations with the most points.")
+    fits, labels, pts = [], [], []
+    rows = []
+    for key in chosen:
+        m = np.ones(len(usable), dtype=bool)
+        for c, v in zip(by, key, strict=True):
+            m &= (usable[c] == v).to_numpy(dtype=bool, na_value=False)
+        sub = usable[m]
+        if len(sub) == 0:
+            continue
+        fit = fit_curve(sub["batch_size"].to_numpy(dtype=float), sub["output_throughput_tok_s"].to_numpy(dtype=float),
+                        n_boot=100)
+        label = config_label(dict(zip(by, key, strict=True)))
+        fits.append(fit)
+        labels.append(label)
+        summ = repeat_summary(sub, [])
+        summ["configuration"] = label
+        pts.append(summ)
+        knee = ", ".join(f"{k:.3g} [{lo:.3g}, {hi:.3g}]" for k, (lo, hi) in zip(fit.knees, fit.knee_ci, strict=True))
+        rows.append({"configuration": label, "shape": fit.shape, "plateau tok/s": _band(
+            fit.params.get("c", math.nan), *fit.ci.get("c", (math.nan, math.nan))), "knee batch [CI]": knee or "none",
+            "b90": f"{fit.b90:.3g}", "R\u00b2": f"{fit.r2:.3f}", "points": fit.n_points, "message": fit.message})
+    figs: tuple[go.Figure, ...] = ()
+    if fits:
+        figs = (curve_figure(fits, pd.concat(pts, ignore_index=True), labels, title="Throughput vs batch"),)
+    return Section("Saturation curves and knees", paragraphs=tuple(paras),
+                   tables=(("Fitted curves and knees", pd.DataFrame(rows)),), figures=figs)
+
+
+def _train_predictor(runs: pd.DataFrame) -> tuple[Any, str]:
+    from ..models import PREDICTORS, get_predictor
+    from ..models import _load_all as load_predictors
+
+    load_predictors()
+    name = ACCURACY_PREDICTOR if ACCURACY_PREDICTOR in PREDICTORS else _FALLBACK_PREDICTOR
+    usable = runs[runs["output_throughput_tok_s"] > 0]
+    return get_predictor(name).fit(usable), name
+
+
+def _predictions_section(res: PlanResult | None, predictor: Any, name: str, error: str) -> Section:
+    title = "Predictions with bands and confidence"
+    if res is None or res.table.empty:
+        return Section(title, paragraphs=("No plan was given, so there are no operating points to predict; pass "
+                                          "--plan plan.yaml.",))
+    t = res.table
+    paras = ["Measured-curve bands: the planner's throughput at each candidate's operating point with its "
+             f"{res.inputs.level:.0%} bootstrap band; confidence is the curve's R\u00b2 (1 = the curve explains "
+             "every point)."]
+    rows = [{"candidate": f"{r['hardware']} {r['framework']} x{r['device_count']}", "batch": f"{r['batch_size']:g}",
+             "measured-curve tok/s [band]": _band(r["throughput_tok_s"], r["throughput_tok_s_lo"],
+                                                  r["throughput_tok_s_hi"]),
+             "curve confidence": f"{r['confidence']:.3f}" if np.isfinite(r["confidence"]) else "n/a",
+             "source": r["source"]} for _, r in t.iterrows()]
+    table = pd.DataFrame(rows)
+    if predictor is not None:
+        q = pd.DataFrame({"hardware": t["hardware"], "model": t["model"], "framework": t["framework"],
+                          "device_count": t["device_count"].astype(int),
+                          "tp_size": t["device_count"].astype(int),
+                          "input_len_tok": [float(s.split("/")[0]) for s in t["lengths"]],
+                          "output_len_tok": [float(s.split("/")[1]) for s in t["lengths"]],
+                          "batch_size": t["batch_size"], "load_kind": "static_batch"})
+        try:
+            p = predictor.predict(q, level=res.inputs.level)
+            table[f"{name} tok/s [band]"] = [_band(a, b, c) for a, b, c in zip(
+                p["pred_throughput_tok_s"], p["pred_lower"], p["pred_upper"], strict=True)]
+            table[f"{name} confidence"] = [f"{c:.2f}" for c in p["confidence"]]
+            table["in domain"] = p["in_domain"].astype(bool).map({True: "yes", False: "no"}).to_numpy()
+            paras.append(f"The {name} predictor (trained on every run of the dataset) predicts the same points with "
+                         "its own band and confidence (0-1, higher is more trustworthy); a large gap to the measured "
+                         "curve is a reason to measure before buying.")
+        except PerfmodelError as exc:
+            paras.append(f"The {name} predictor could not predict these points: {exc}")
+    elif error:
+        paras.append(f"No learned predictor: {error}")
+    fig = go.Figure(go.Bar(x=table["candidate"] + " b" + table["batch"], y=t["throughput_tok_s"],
+                           error_y={"type": "data", "symmetric": False,
+                                    "array": (t["throughput_tok_s_hi"] - t["throughput_tok_s"]).tolist(),
+                                    "arrayminus": (t["throughput_tok_s"] - t["throughput_tok_s_lo"]).tolist()},
+                           marker_color="#1f77b4", name="measured curve"))
+    fig.update_layout(title="Throughput per replica at the operating point, with band", template="plotly_white",
+                      yaxis_title="output throughput (tok/s)", height=420,
+                      margin={"l": 60, "r": 20, "t": 50, "b": 120})
+    return Section(title, paragraphs=tuple(paras), tables=(("Operating-point throughput", table),), figures=(fig,))
+
+
+def _attribution_section(runs: pd.DataFrame, predictor: Any) -> Section:
+    title = "Top feature attributions"
+    try:
+        from .. import explain as ex
+    except ImportError:
+        return Section(title, paragraphs=("Omitted: perfmodel.explain is not available in this installation.",))
+    if predictor is None:
+        return Section(title, paragraphs=("Omitted: no predictor could be trained to attribute.",))
+    try:
+        e = ex.explain(predictor, runs[runs["output_throughput_tok_s"] > 0], sample_size=300, engine="xgboost",
+                       cache=False)
+        imp = e.importance().head(10)
+    except (PerfmodelError, ImportError, AttributeError, TypeError, ValueError) as exc:
+        return Section(title, paragraphs=(f"Omitted: attributions could not be computed ({exc}).",))
+    return Section(title, paragraphs=(e.message,), tables=(("Global importance (mean |SHAP|)", imp),))
+
+
+def _provenance_section(name: str, info: Any, runs: pd.DataFrame) -> Section:
+    from .. import __version__
+
+    rows: list[tuple[str, str]] = [("dataset", name)]
+    if info is not None:
+        rows += [("dataset id", str(info.id)), ("imported", str(info.created_at)),
+                 ("files", ", ".join(info.files)), ("formats", ", ".join(sorted(set(info.formats)))),
+                 ("rows", f"{info.n_runs:,}"), ("import issues", f"{info.n_issues:,}")]
+        prov = dict(info.provenance)
+        if prov.get("perfmodel_version"):
+            rows.append(("imported with perfmodel", str(prov["perfmodel_version"])))
+        if prov.get("kind"):
+            rows.append(("kind", str(prov["kind"])))
+        if prov.get("sweep_id"):
+            rows.append(("sweep", str(prov["sweep_id"])))
+    else:
+        rows.append(("rows", f"{len(runs):,}"))
+    for col, label in (("framework_version", "framework versions"), ("source_format", "source formats")):
+        if col in runs.columns:
+            vals = sorted({str(v) for v in runs[col].dropna().unique()})
+            rows.append((label, ", ".join(vals[:12]) + (" ..." if len(vals) > 12 else "") if vals else "not recorded"))
+    if "timestamp" in runs.columns and runs["timestamp"].notna().any():
+        rows.append(("measured", f"{runs['timestamp'].min()} to {runs['timestamp'].max()}"))
+    rows.append(("report generated by perfmodel", __version__))
+    counts = runs.groupby(["hardware", "framework"], dropna=False).size().reset_index(name="runs") \
+        if len(runs) else pd.DataFrame()
+    return Section("Data provenance", tables=(("Dataset", pd.DataFrame(rows, columns=["item", "value"])),
+                                              ("Runs per hardware and framework", counts)))
+
+
+def _accuracy_section(runs: pd.DataFrame, name: str) -> Section:
+    from ..evaluate import evaluate
+
+    title = "Measured accuracy on held-out data"
+    try:
+        ev = evaluate(runs, [name], ["config"], seeds=[0], measure_latency=False)
+    except PerfmodelError as exc:
+        return Section(title, paragraphs=(f"Not measured: {exc}",))
+    cols = ["predictor", "protocol", "n_test", "median_ape_pct", "p90_ape_pct", "r2_log", "coverage",
+            "median_rel_width"]
+    t = ev.table[[c for c in cols if c in ev.table.columns]].copy()
+    return Section(title, paragraphs=(
+        f"{name} trained on 80% of the configurations and scored on the other 20% (no configuration on both "
+        "sides, one seed): median and 90th-percentile absolute percentage error, R\u00b2 of log throughput, and the "
+        "share of held-out points inside the 90% band (coverage).",), tables=(("Hold-out accuracy", t),))
+
+
+def build_report(runs: pd.DataFrame, *, dataset_name: str, info: Any = None,
+                 plan_inputs: PlanInputs | Mapping[str, Any] | None = None, accuracy: bool = True,
+                 predictions: bool = True, on_progress: Callable[[str], None] | None = None) -> Report:
+    """Compute everything a capacity report shows.
+
+    Parameters
+    ----------
+    runs
+        Canonical runs table of the dataset.
+    dataset_name
+        Name shown in the title (user text; escaped when rendered).
+    info
+        The :class:`perfmodel.store.DatasetInfo` for provenance (optional).
+    plan_inputs
+        Planner inputs; without them the summary describes the data and the plan sections say so.
+    accuracy
+        Score the predictor on held-out configurations (a few seconds).
+    predictions
+        Train the predictor on the dataset for predictions and attributions (a few seconds).
+    on_progress
+        Called with the name of each step as it starts.
+
+    Returns
+    -------
+    Report
+
+    Raises
+    ------
+    PerfmodelError
+        Invalid planner inputs or unknown names in them.
+    """
+    timings: dict[str, float] = {}
+
+    def step(name: str) -> float:
+        if on_progress is not None:
+            on_progress(name)
+        return time.perf_counter()
+
+    t0 = step("plan")
+    res = plan(plan_inputs, runs) if plan_inputs is not None else None
+    timings["plan"] = time.perf_counter() - t0
+    if res is not None:
+        wl, cand, summary = _plan_sections(res)
+    else:
+        best = runs[runs["output_throughput_tok_s"] > 0]
+        txt = (f"No plan was given (pass --plan plan.yaml for a recommendation and costs). The dataset holds "
+               f"{len(runs):,} runs of {runs['model'].nunique()} model(s) on {runs['hardware'].nunique()} hardware "
+               f"type(s) with {runs['framework'].nunique()} framework(s).")
+        paras = [txt]
+        if len(best):
+            top = best.loc[best["output_throughput_tok_s"].idxmax()]
+            paras.append(f"Highest measured output throughput: {top['output_throughput_tok_s']:,.0f} tok/s "
+                         f"({top['model']} on {top['device_count']} x {top['hardware']}, {top['framework']}, "
+                         f"batch {top['batch_size']:g}).")
+        summary = Section("Executive summary", paragraphs=tuple(paras))
+        wl = Section("Workload and SLOs", paragraphs=("No plan was given: no workload or SLOs.",))
+        cand = Section("Candidates", paragraphs=("No plan was given: no candidates were sized.",))
+    t0 = step("curves")
+    curves = _curves_section(runs, res)
+    timings["curves"] = time.perf_counter() - t0
+    predictor, pname, perr = None, ACCURACY_PREDICTOR, ""
+    if predictions:
+        t0 = step("predictor")
+        try:
+            predictor, pname = _train_predictor(runs)
+        except PerfmodelError as exc:
+            perr = str(exc)
+        timings["predictor"] = time.perf_counter() - t0
+    t0 = step("predictions")
+    preds = _predictions_section(res, predictor, pname, perr)
+    attrs = _attribution_section(runs, predictor)
+    timings["predictions+attributions"] = time.perf_counter() - t0
+    if accuracy:
+        t0 = step("accuracy")
+        acc = _accuracy_section(runs, pname)
+        timings["accuracy"] = time.perf_counter() - t0
+    else:
+        acc = Section("Measured accuracy on held-out data", paragraphs=("Not measured in this report.",))
+    prov = _provenance_section(dataset_name, info, runs)
+    sections = (summary, wl, cand, curves, preds, attrs, prov, acc)
+    assert tuple(s.title for s in sections) == SECTION_TITLES
+    now = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return Report(title=f"Capacity report: {dataset_name}", generated_at=now, sections=sections, plan=res,
+                  timings_s=timings)

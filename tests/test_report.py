@@ -1,0 +1,93 @@
+"""Reports: sections, escaping of user text, self-contained HTML rendered in Chromium with no network request,
+PDF with the expected sections whose pages render to PNG."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfmodel.errors import PerfmodelError
+from perfmodel.report import SECTION_TITLES, build_report, render_html, write_report
+from test_planner import synthetic_runs
+
+EVIL = "<script>alert('pm')</script> & co"
+PLAN = {"workload": {"request_rate_rps": 10, "input_len_tok": 1000, "output_len_tok": 1000},
+        "slo": {"e2e_s": 12}, "prices": {"h100-sxm": 2.0}}
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.fixture(scope="module")
+def report():  # noqa: ANN201
+    runs = pd.concat([synthetic_runs(noise=0.02), synthetic_runs(hardware="a100-40gb", model="llama-3-70b")],
+                     ignore_index=True)
+    return build_report(runs, dataset_name=EVIL, plan_inputs=PLAN, accuracy=False, predictions=False)
+
+
+def test_sections_and_content(report) -> None:  # noqa: ANN001
+    assert tuple(s.title for s in report.sections) == SECTION_TITLES
+    summary = report.section("Executive summary").paragraphs[0]
+    assert "4 x h100-sxm" in summary and "8.00 USD/h" in summary
+    cand = report.section("Candidates")
+    assert cand.tables[0][1].iloc[0]["devices [band]"].startswith("4 [")
+    assert "memory does not fit" in cand.tables[1][1].iloc[0]["reason"]
+    assert len(cand.figures) == 3  # the three Pareto fronts
+    assert report.section("Saturation curves and knees").figures
+    assert "Omitted" in report.section("Top feature attributions").paragraphs[0]
+
+
+def test_user_text_is_escaped_in_html(report) -> None:  # noqa: ANN001
+    html = render_html(report)
+    assert EVIL not in html and "<script>alert(" not in html
+    assert "&lt;script&gt;alert(&#39;pm&#39;)&lt;/script&gt; &amp; co" in html
+    assert 'src="http' not in html and "<link" not in html
+
+
+def test_bad_suffix(report, tmp_path) -> None:  # noqa: ANN001
+    with pytest.raises(PerfmodelError, match=r"\.html or \.pdf"):
+        write_report(report, tmp_path / "r.docx")
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_html_renders_offline_and_pdf_has_sections(report, tmp_path) -> None:  # noqa: ANN001
+    if not CHROMIUM.is_file():
+        pytest.skip("needs Debian's chromium at /usr/bin/chromium")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    pdfium = pytest.importorskip("pypdfium2")
+    from perfmodel.report.pdf import CHROMIUM_ARGS
+
+    html_path = write_report(report, tmp_path / "report.html")
+    requests: list[str] = []
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=list(CHROMIUM_ARGS))
+        page = browser.new_page()
+        page.on("request", lambda r: requests.append(r.url))
+        dialogs: list[str] = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(html_path.as_uri())
+        page.wait_for_function("Array.from(document.querySelectorAll('.pm-plot')).every(d => d.querySelector("
+                               "'.main-svg'))", timeout=30_000)
+        n_plots = page.locator(".pm-plot").count()
+        n_rendered = page.locator(".pm-plot .main-svg").count()
+        expected = page.evaluate("window.PM_FIGURES_EXPECTED")
+        title = page.title()
+        browser.close()
+    assert n_plots == expected == 5 and n_rendered >= n_plots
+    assert [u for u in requests if not u.startswith("file://")] == [] and len(requests) == 1
+    assert dialogs == [] and title.startswith("Capacity report: <script>")
+
+    pdf_path = write_report(report, tmp_path / "report.pdf")
+    doc = pdfium.PdfDocument(str(pdf_path))
+    text = "\n".join(doc[i].get_textpage().get_text_range() for i in range(len(doc)))
+    for title in SECTION_TITLES:
+        assert title in text, title
+    assert "<script>alert('pm')</script> & co" in text  # shown literally, not executed
+    img = doc[0].render(scale=1).to_pil()
+    png = tmp_path / "page1.png"
+    img.save(png)
+    arr = np.asarray(img.convert("L"))
+    assert png.stat().st_size > 10_000 and arr.std() > 5  # a page with content, not blank
+    assert len(doc) >= 3
