@@ -1,0 +1,66 @@
+"""Monitor: anomalies in a recorded metric stream or a replayed sweep, with root-cause hints."""
+
+import json
+
+import streamlit as st
+
+from perfmodel import ui
+from perfmodel.errors import PerfmodelError
+from perfmodel.monitor import DETECTORS
+from perfmodel.ui import monitor as M
+
+home = ui.home()
+st.title("Monitor", anchor=False)
+st.caption("Judge a metric stream against a dynamic baseline (point or window detector) or an expected value "
+           "(threshold detector); each anomaly comes with a hint on where to look.")
+
+M.restore_settings()
+c1, c2, c3, c4, c5 = st.columns(5)
+for name, default in M.DEFAULTS.items():
+    st.session_state.setdefault(f"monitor.{name}", default)
+detector = c1.selectbox("Detector", DETECTORS, key="monitor.detector")
+window = c2.number_input("Baseline window", min_value=2, max_value=100_000, step=100, key="monitor.window")
+w = c3.number_input("Mean of last W", min_value=1, max_value=1000, key="monitor.w")
+z = c4.number_input("z (sigmas)", min_value=0.5, max_value=20.0, step=0.5, key="monitor.z")
+threshold = c5.number_input("Threshold (relative)", min_value=0.01, max_value=5.0, step=0.01, key="monitor.threshold")
+settings = {"detector": detector, "window": int(window), "w": int(w), "z": float(z), "threshold": float(threshold)}
+M.write_settings(settings)
+
+source = st.radio("Stream", ["Recorded file", "Stored dataset (replay)"], horizontal=True, key="monitor.source")
+try:
+    if source == "Recorded file":
+        up = st.file_uploader("CSV/JSONL samples, Prometheus dump or nvidia-smi log", key="monitor.upload")
+        if up is None:
+            st.info("Upload a recorded stream, or replay a stored dataset.", icon=":material/info:")
+            st.stop()
+        stream = M.stream_from_upload(up.name, up.getvalue())
+        key = f"upload:{up.name}:{up.size}"
+    else:
+        stamp = ui.store_stamp(home)
+        datasets = ui.datasets_table(home, stamp)
+        if datasets.empty:
+            st.info("No dataset yet: import or sweep on the other pages.", icon=":material/info:")
+            st.stop()
+        ids = datasets["id"].tolist()
+        names = dict(zip(ids, datasets["name"], strict=True))
+        ds = st.selectbox("Dataset", ids, format_func=lambda i: f"{names[i]} ({i})", key="monitor.dataset")
+        stream = M.stream_from_dataset(home, ds, stamp)
+        key = f"dataset:{ds}:{stamp}"
+    metrics = st.multiselect("Metrics", list(stream.metrics), default=stream.primary_metrics(),
+                             key="monitor.metrics")
+    rep = M.report(stream, key, json.dumps({**settings, "metrics": metrics}))
+except PerfmodelError as exc:
+    ui.show_error(exc, what="Cannot monitor this stream")
+    st.stop()
+
+g1, g2 = st.columns(2)
+group = g1.selectbox("Group", stream.groups, key="monitor.group")
+shown = g2.selectbox("Metric shown", metrics or list(stream.metrics), key="monitor.metric_shown")
+if (group, shown) in rep.detections:
+    st.plotly_chart(M.series_figure(rep, group, shown), key="monitor.chart")
+st.subheader(f"Alerts ({len(rep.alerts):,})", anchor=False)
+if rep.alerts.empty:
+    st.success("No anomaly with these settings.", icon=":material/check_circle:")
+else:
+    st.dataframe(rep.alerts.drop(columns=["causes"]), hide_index=True,
+                 column_config={"hint": st.column_config.TextColumn("hint", width="large")})
