@@ -1,0 +1,159 @@
+"""``perfmodel explain`` and ``perfmodel compare-features``: SHAP attributions and feature-set comparisons.
+
+Registered on the main group by :mod:`perfmodel.cli` (:func:`register`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+__all__ = ["explain_cmd", "compare_features_cmd", "register"]
+
+_TOP_SHOWN = 15
+
+
+def _runs(data: str) -> Any:
+    from .cli import _load_training_runs
+
+    return _load_training_runs(data)
+
+
+def _fmt(df: Any) -> Any:
+    """R^2 columns with 3 decimals (Markdown would give them one, like a percentage)."""
+    out = df.copy()
+    for c in out.columns:
+        if str(c).startswith("r2"):
+            out[c] = [("n/a" if v != v else f"{v:.3f}") for v in out[c].astype(float)]
+    return out
+
+
+def _split(value: str | None) -> list[str] | None:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+def _write(df: Any, output: Path | None) -> None:
+    if output is None:
+        return
+    from .errors import PerfmodelError
+
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        df.to_csv(output, index=False)
+    except OSError as exc:
+        raise PerfmodelError(f"cannot write {output}: {exc.strerror or exc}") from None
+    click.echo(f"wrote {output}")
+
+
+@click.command("explain")
+@click.argument("source")
+@click.option("--data", "data", default=None,
+              help="With a MODEL_DIR: the rows to explain (a result file or a stored dataset).")
+@click.option("--features", "feature_set", default="all", show_default=True,
+              help="With a DATASET: the feature set the explained GBDT learns from (physical, framework, "
+                   "identity, all; join with '+').")
+@click.option("--sample-size", type=click.IntRange(min=1), default=5000, show_default=True,
+              help="Explain at most this many rows (a random sample, stated in the output).")
+@click.option("--engine", type=click.Choice(["shap", "xgboost"]), default="shap", show_default=True,
+              help="shap: shap.TreeExplainer (pip install 'perfmodel[explain]'); xgboost: XGBoost's own exact "
+                   "TreeSHAP.")
+@click.option("--interactions", "n_pairs", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Also print the N strongest feature pairs (on a 64-row sample).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the importance table (feature, kind, mean |SHAP|, share, rank) as CSV.")
+def explain_cmd(source: str, data: str | None, feature_set: str, sample_size: int, engine: str, n_pairs: int,
+                seed: int, output: Path | None) -> None:
+    """Explain a saved model (MODEL_DIR, with --data) or a GBDT fitted on DATASET: mean |SHAP| per feature.
+
+    Physical, framework (fw_*), identity and workload features are labelled in the `kind` column.
+    """
+    from . import explain as E
+    from .errors import PerfmodelError
+    from .evaluate import to_markdown
+    from .models.base import METADATA_FILE
+
+    src = Path(source)
+    if src.is_dir() and (src / METADATA_FILE).is_file():
+        if data is None:
+            raise PerfmodelError(f"{source} is a saved model: give the rows to explain with --data DATASET "
+                                 f"(a result file or a stored dataset)")
+        model: Any = E.tree_model(src)
+        runs = _runs(data)
+    else:
+        if data is not None:
+            raise click.BadParameter("--data goes with a MODEL_DIR; SOURCE is a dataset here", param_hint="--data")
+        runs = _runs(source)
+        model = E.fit_gbdt(runs, feature_set, seed=seed, cache=True)
+        click.echo(f"fitted {model.description}")
+    ex = E.explain(model, runs, sample_size=sample_size, seed=seed, engine=engine)
+    click.echo(ex.message)
+    imp = ex.importance()
+    click.echo(to_markdown(imp.head(_TOP_SHOWN), ["rank", "feature", "kind", "mean_abs_shap", "share"]))
+    if len(imp) > _TOP_SHOWN:
+        click.echo(f"... {len(imp) - _TOP_SHOWN} more features (all in -o)")
+    by_kind = imp.groupby("kind", sort=False)["share"].sum()
+    click.echo("share by kind: " + ", ".join(f"{k} {v:.1%}" for k, v in by_kind.items()))
+    if n_pairs:
+        it = E.interactions(model, runs, top=n_pairs, seed=seed)
+        click.echo(it.message)
+        click.echo(to_markdown(it.table))
+    _write(imp, output)
+
+
+@click.command("compare-features")
+@click.argument("dataset")
+@click.option("--transfer", type=click.Choice(["framework", "hardware"]), default=None,
+              help="Transfer test: train without one framework (or accelerator), test on it, and show the drop "
+                   "from a random split. Without it: random 80/20 split only.")
+@click.option("--train-on", default=None, help="With --transfer: train on this one value...")
+@click.option("--test-on", default=None, help="...and test on this one (default: leave each out in turn).")
+@click.option("--sets", default="physical,framework,identity,all", show_default=True,
+              help="Comma-separated feature sets.")
+@click.option("--learners", default="gbdt,poly", show_default=True, help="Comma-separated: gbdt, poly.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the table as CSV.")
+def compare_features_cmd(dataset: str, transfer: str | None, train_on: str | None, test_on: str | None, sets: str,
+                         learners: str, seed: int, output: Path | None) -> None:
+    """Compare feature sets (physical, framework, identity, all) with GBDT and polynomial learners on DATASET."""
+    from . import explain as E
+    from .evaluate import to_markdown
+
+    runs = _runs(dataset)
+    set_list = _split(sets) or list(E.DEFAULT_SETS)
+    learner_list = _split(learners) or list(E.LEARNERS)
+
+    def progress(line: str) -> None:
+        click.echo(line, err=True)
+
+    if transfer is None:
+        if train_on or test_on:
+            raise click.BadParameter("--train-on/--test-on need --transfer", param_hint="--train-on")
+        df = E.compare_feature_sets(runs, set_list, learner_list, "random", seed=seed, on_progress=progress)
+        cols = ["set", "learner", "n_features", "n_test", "r2", "r2_log", "mape_pct", "median_ape_pct",
+                "top_features", "physics_agrees"]
+    else:
+        df = E.transfer_test(runs, transfer, set_list, learner_list, train_on=train_on, test_on=test_on, seed=seed,
+                             on_progress=progress)
+        cols = ["set", "learner", "split", "n_test", "r2_log_random", "r2_log_transfer", "r2_log_drop",
+                "median_ape_random", "median_ape_transfer", "mape_random", "mape_transfer", "top_features",
+                "physics_agrees"]
+    click.echo(to_markdown(_fmt(df), cols))
+    for note in sorted({n for n in df["note"] if n}):
+        click.echo(f"note: {note}")
+    _write(df, output)
+
+
+def register(group: click.Group) -> None:
+    """Add ``explain`` and ``compare-features`` to the CLI group.
+
+    Parameters
+    ----------
+    group
+        The ``perfmodel`` click group.
+    """
+    group.add_command(explain_cmd)
+    group.add_command(compare_features_cmd)

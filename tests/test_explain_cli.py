@@ -1,0 +1,92 @@
+"""CLI: perfmodel explain and perfmodel compare-features."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from click.testing import CliRunner
+from test_explain import make_runs
+
+from perfmodel.cli import main
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_runs" / "perfmodel-tiny-llama_cpu-x86-2vcpu.csv"
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    res = CliRunner().invoke(main, list(args))
+    if res.exception is not None and not isinstance(res.exception, SystemExit):
+        raise res.exception
+    return res.exit_code, res.stdout, res.stderr
+
+
+def test_explain_dataset_writes_the_importance_table(tmp_path: Path) -> None:
+    out = tmp_path / "report.csv"
+    code, stdout, _ = _run("explain", str(SAMPLE), "--engine", "xgboost", "-o", str(out))
+    assert code == 0, stdout
+    assert "all 96 rows" in stdout and "additivity check passed" in stdout
+    assert "share by kind:" in stdout
+    rep = pd.read_csv(out)
+    assert list(rep.columns) == ["feature", "kind", "mean_abs_shap", "share", "rank"]
+    # the sample's framework-internal columns are real (fw_decode_s, fw_prefill_s, fw_num_threads)
+    assert {"fw_decode_s", "fw_prefill_s"} <= set(rep["feature"])
+    assert set(rep.loc[rep["feature"].str.startswith("fw_"), "kind"]) == {"framework"}
+    assert rep["share"].sum() == __import__("pytest").approx(1.0)
+
+
+def test_explain_physical_only_never_lists_framework_columns(tmp_path: Path) -> None:
+    out = tmp_path / "phys.csv"
+    code, stdout, _ = _run("explain", str(SAMPLE), "--features", "physical", "--engine", "xgboost",
+                           "--sample-size", "40", "--interactions", "3", "-o", str(out))
+    assert code == 0, stdout
+    assert "random sample of 40 of 96 rows" in stdout
+    assert "SHAP interaction values on a random sample" in stdout
+    rep = pd.read_csv(out)
+    assert set(rep["kind"]) == {"physical"} and len(rep) == 19
+
+
+def test_explain_saved_model_needs_data(tmp_path: Path) -> None:
+    code, stdout, _ = _run("train", str(SAMPLE), "--predictor", "xgboost", "--features", "raw+physical",
+                           "-o", str(tmp_path / "m"))
+    assert code == 0, stdout
+    code, _, err = _run("explain", str(tmp_path / "m"))
+    assert code == 2 and "--data" in err
+    code, stdout, _ = _run("explain", str(tmp_path / "m"), "--data", str(SAMPLE), "--engine", "xgboost")
+    assert code == 0 and "throughput, tok/s" in stdout
+
+
+def test_explain_user_errors_exit_2(tmp_path: Path) -> None:
+    code, _, err = _run("explain", str(SAMPLE), "--features", "physics")
+    assert code == 2 and "unknown feature set 'physics'" in err
+    code, _, err = _run("explain", "no-such-dataset")
+    assert code == 2 and "error:" in err
+
+
+def _canonical_csv(path: Path) -> Path:
+    from perfmodel.schema import validate_runs
+
+    runs = make_runs(n=300, seed=7).assign(load_kind="static_batch", throughput_basis="output",
+                                           source_format="test", repeat_idx=0)
+    validate_runs(runs).to_csv(path, index=False)
+    return path
+
+
+def test_compare_features_random_and_transfer(tmp_path: Path) -> None:
+    data = _canonical_csv(tmp_path / "runs.csv")
+    out = tmp_path / "cmp.csv"
+    code, stdout, _ = _run("compare-features", str(data), "--sets", "physical,identity", "--learners", "gbdt",
+                           "-o", str(out))
+    assert code == 0, stdout
+    df = pd.read_csv(out)
+    assert df["set"].tolist() == ["physical", "identity"] and (df["protocol"] == "random").all()
+    code, stdout, _ = _run("compare-features", str(data), "--transfer", "hardware", "--train-on", "h100-sxm",
+                           "--test-on", "mi300x", "--sets", "physical", "--learners", "poly")
+    assert code == 0, stdout
+    assert "h100-sxm->mi300x" in stdout and "r2_log_drop" in stdout
+
+
+def test_compare_features_on_one_framework_says_why(tmp_path: Path) -> None:
+    code, _, err = _run("compare-features", str(SAMPLE), "--transfer", "framework", "--sets", "physical")
+    assert code == 2 and "no fold" in err
+    code, _, err = _run("compare-features", str(SAMPLE), "--train-on", "vllm")
+    assert code == 2 and "--transfer" in err
