@@ -706,3 +706,14 @@ def evaluate_cmd(data: str, predictors: str | None, protocols: str | None, seeds
 from .cli_monitor import register as _register_monitor  # noqa: E402
 
 _register_monitor(main)
+
+
+# SHAP attributions and feature-set comparisons live in their own module.
+from .cli_explain import register as _register_explain  # noqa: E402
+
+_register_explain(main)
+
+# Planning, reports and saved analyses live in their own module.
+from .cli_report import register as _register_report  # noqa: E402
+
+_register_report(main)
