@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from test_planner import synthetic_runs
 
 from perfmodel.errors import PerfmodelError
 from perfmodel.report import SECTION_TITLES, build_report, render_html, write_report
-from test_planner import synthetic_runs
 
 EVIL = "<script>alert('pm')</script> & co"
 PLAN = {"workload": {"request_rate_rps": 10, "input_len_tok": 1000, "output_len_tok": 1000},

@@ -1,0 +1,224 @@
+"""CLI: ``perfmodel plan``, ``perfmodel report`` and ``perfmodel analyses`` (registered by :mod:`perfmodel.cli`)."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+__all__ = ["plan_cmd", "report_cmd", "analyses_cmd", "register", "ANALYSIS_KIND_PLANNER"]
+
+ANALYSIS_KIND_PLANNER = "planner"
+"""Kind of the analyses the Planner page saves: payload ``{"dataset": id, "plan": PlanInputs as JSON}``."""
+
+_PLAN_COLUMNS = ["hardware", "framework", "device_count", "status", "batch_size", "throughput_per_device_tok_s",
+                 "devices", "devices_lo", "devices_hi", "cost_per_hour", "cost_per_m_output_tok",
+                 "energy_j_per_output_tok", "energy_basis", "e2e_s"]
+
+
+def _prices(values: tuple[str, ...]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for v in values:
+        hw, sep, price = v.partition("=")
+        try:
+            out[hw.strip()] = float(price)
+        except ValueError:
+            sep = ""
+        if not sep or not hw.strip() or not math.isfinite(out.get(hw.strip(), math.nan)):
+            raise click.BadParameter(f"{v!r} is not HARDWARE=PRICE_PER_DEVICE_HOUR (e.g. h100-sxm=2.5)",
+                                     param_hint="--price")
+    return out
+
+
+def _plan_dict(plan_file: Path | None, flags: dict[str, Any]) -> dict[str, Any]:
+    import yaml
+
+    data: dict[str, Any] = {}
+    if plan_file is not None:
+        try:
+            loaded = yaml.safe_load(plan_file.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise click.BadParameter(f"{plan_file}: not valid YAML ({exc})", param_hint="--plan") from None
+        if not isinstance(loaded, dict):
+            raise click.BadParameter(f"{plan_file}: expected a mapping of planner options", param_hint="--plan")
+        data = loaded
+    wl = dict(data.get("workload") or {})
+    for key in ("request_rate_rps", "output_tok_s", "input_len_tok", "output_len_tok"):
+        if flags.get(key) is not None:
+            wl[key] = flags[key]
+    if wl:
+        data["workload"] = wl
+    slo = dict(data.get("slo") or {})
+    for key in ("ttft_s", "tpot_s", "e2e_s", "percentile"):
+        if flags.get(key) is not None:
+            slo[key] = flags[key]
+    if slo:
+        data["slo"] = slo
+    for key in ("models", "hardware", "frameworks", "device_counts"):
+        if flags.get(key):
+            data[key] = list(flags[key])
+    if flags.get("prices"):
+        data["prices"] = {**dict(data.get("prices") or {}), **flags["prices"]}
+    for key in ("currency", "headroom", "level"):
+        if flags.get(key) is not None:
+            data[key] = flags[key]
+    return data
+
+
+def _plan_options(f: Any) -> Any:
+    opts = [
+        click.option("--plan", "plan_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     help="Planner inputs (YAML); flags override its values."),
+        click.option("--rate", "request_rate_rps", type=float, help="Requests per second to serve."),
+        click.option("--tok-s", "output_tok_s", type=float, help="Output tokens per second to serve (instead of --rate)."),
+        click.option("--input-len", "input_len_tok", type=float, help="Input tokens per request."),
+        click.option("--output-len", "output_len_tok", type=float, help="Output tokens per request."),
+        click.option("--ttft", "ttft_s", type=float, help="TTFT target, seconds."),
+        click.option("--tpot", "tpot_s", type=float, help="TPOT target, seconds."),
+        click.option("--e2e", "e2e_s", type=float, help="End-to-end latency target, seconds."),
+        click.option("--percentile", type=click.Choice(["mean", "p50", "p90", "p99"]), help="Statistic the targets bound."),
+        click.option("--model", "models", multiple=True, help="Model to consider (repeatable; default all)."),
+        click.option("--hardware", multiple=True, help="Hardware to consider (repeatable; default all)."),
+        click.option("--framework", "frameworks", multiple=True, help="Framework to consider (repeatable)."),
+        click.option("--devices", "device_counts", multiple=True, type=int, help="Devices per replica (repeatable)."),
+        click.option("--price", "price_values", multiple=True, metavar="HW=PRICE",
+                     help="Price per device-hour overriding the catalog (repeatable)."),
+        click.option("--currency", help="Currency of the prices (default USD)."),
+        click.option("--headroom", type=float, help="Spare capacity (0.2 = provision 120% of demand)."),
+        click.option("--level", type=float, help="Band level (default 0.9)."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def _flags(kw: dict[str, Any]) -> dict[str, Any]:
+    kw = dict(kw)
+    kw["prices"] = _prices(kw.pop("price_values", ()) or ())
+    return kw
+
+
+@click.command("plan")
+@click.argument("dataset")
+@_plan_options
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the full table as CSV.")
+@click.option("--save", "save_name", help="Save the plan as a named analysis (prints its id).")
+@click.option("--json", "as_json", is_flag=True, help="JSON output.")
+@click.pass_context
+def plan_cmd(ctx: click.Context, dataset: str, plan_file: Path | None, output: Path | None, save_name: str | None,
+             as_json: bool, **kw: Any) -> None:
+    """Size every candidate in DATASET for a workload and SLOs: devices, cost, energy, with bands."""
+    from .cli import _echo_json, _want_json
+    from .planner import plan, plan_inputs_from_dict
+    from .store import Store
+
+    inputs = plan_inputs_from_dict(_plan_dict(plan_file, _flags(kw)), source=plan_file.name if plan_file else None)
+    store = Store()
+    info = store.dataset(dataset)
+    res = plan(inputs, store.runs(info.id))
+    saved = None
+    if save_name:
+        saved = store.save_analysis(save_name, ANALYSIS_KIND_PLANNER,
+                                    {"dataset": info.id, "plan": inputs.model_dump(mode="json")})
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        res.table.to_csv(output, index=False)
+    if _want_json(ctx, as_json):
+        _echo_json({"summary": res.summary(), "notes": list(res.notes),
+                    "candidates": json.loads(res.table.to_json(orient="records")),
+                    "infeasible": json.loads(res.infeasible.to_json(orient="records")),
+                    "analysis_id": saved.id if saved else None})
+        return
+    click.echo(res.summary())
+    for n in res.notes:
+        click.echo(f"note: {n}")
+    if len(res.table):
+        click.echo(res.table[_PLAN_COLUMNS].to_string(index=False, float_format=lambda v: f"{v:,.4g}"))
+    if len(res.infeasible):
+        click.echo("\ninfeasible:")
+        for _, r in res.infeasible.iterrows():
+            click.echo(f"  {r['hardware']} {r['framework']} x{r['device_count']} {r['model']}: {r['reason']}")
+    if output is not None:
+        click.echo(f"wrote {output}")
+    if saved is not None:
+        click.echo(f"saved analysis {saved.name!r}: id {saved.id} (open the app with ?analysis={saved.id})")
+
+
+@click.command("report")
+@click.argument("source", metavar="DATASET|ANALYSIS")
+@click.option("--plan", "plan_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Planner inputs (YAML) for the summary, candidates and costs.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="report.html (self-contained) or report.pdf (needs Chromium).")
+@click.option("--no-accuracy", is_flag=True, help="Skip the hold-out accuracy section (saves a few seconds).")
+def report_cmd(source: str, plan_file: Path | None, output: Path, no_accuracy: bool) -> None:
+    """Write a capacity report for a stored dataset or a saved planner analysis."""
+    from .errors import NotFoundError
+    from .planner import load_plan_inputs, plan_inputs_from_dict
+    from .report import REPORT_SUFFIXES, build_report, write_report
+    from .store import Store
+
+    if output.suffix.lower() not in REPORT_SUFFIXES:
+        raise click.BadParameter(f"{output}: the report is written as .html or .pdf", param_hint="-o")
+    store = Store()
+    inputs = None
+    try:
+        a = store.analysis(source)
+        ds_ref = str(a.payload.get("dataset", ""))
+        if a.payload.get("plan"):
+            inputs = plan_inputs_from_dict(a.payload["plan"], source=f"analysis {a.id}")
+    except NotFoundError:
+        ds_ref = source
+    if plan_file is not None:
+        inputs = load_plan_inputs(plan_file)
+    info = store.dataset(ds_ref)
+    t0 = time.perf_counter()
+    rep = build_report(store.runs(info.id), dataset_name=info.name, info=info, plan_inputs=inputs,
+                       accuracy=not no_accuracy, on_progress=lambda s: click.echo(f"  {s}...", err=True))
+    path = write_report(rep, output)
+    click.echo(f"wrote {path} in {time.perf_counter() - t0:.1f} s")
+
+
+@click.command("analyses")
+@click.option("--rename", nargs=2, metavar="ID NAME", help="Rename a saved analysis.")
+@click.option("--delete", "delete_id", metavar="ID", help="Delete a saved analysis.")
+@click.option("--json", "as_json", is_flag=True, help="JSON output.")
+@click.pass_context
+def analyses_cmd(ctx: click.Context, rename: tuple[str, str] | None, delete_id: str | None, as_json: bool) -> None:
+    """List (or rename/delete) saved analyses."""
+    from .cli import _echo_json, _want_json
+    from .store import Store
+
+    store = Store()
+    if rename:
+        a = store.rename_analysis(rename[0], rename[1])
+        click.echo(f"renamed {a.id} to {a.name!r}")
+        return
+    if delete_id:
+        store.delete_analysis(delete_id)
+        click.echo(f"deleted {delete_id}")
+        return
+    items = store.analyses()
+    if _want_json(ctx, as_json):
+        _echo_json([{"id": a.id, "name": a.name, "kind": a.kind, "created_at": a.created_at} for a in items])
+        return
+    if not items:
+        click.echo("no saved analyses")
+    for a in items:
+        click.echo(f"{a.id}  {a.kind:<8}  {a.created_at}  {a.name}")
+
+
+def register(group: click.Group) -> None:
+    """Add ``plan``, ``report`` and ``analyses`` to the CLI group.
+
+    Parameters
+    ----------
+    group
+        The root ``perfmodel`` group.
+    """
+    for cmd in (plan_cmd, report_cmd, analyses_cmd):
+        group.add_command(cmd)
