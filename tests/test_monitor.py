@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from pathlib import Path
 
 import numpy as np
@@ -121,14 +120,15 @@ def test_streaming_equals_batch(name: str, robust: bool) -> None:
     assert _stream_alerts(det, t, x) == batch
 
 
-def test_a_million_samples_under_two_seconds() -> None:
+def test_a_million_samples_of_noise_raise_almost_nothing() -> None:
+    """A long stream of pure noise alerts at about the nominal 3-sigma rate, no more. Speed is measured by
+    benchmarks/bench_monitor.py, not asserted here."""
     x = _noise(1_000_000, sd=3.0)
     t = np.arange(x.size) * 0.05
     for name in ("point", "window"):
-        det = make_detector(name)
-        t0 = time.perf_counter()
-        det.run(t, x)
-        assert time.perf_counter() - t0 < 2.0, name
+        flags = make_detector(name).run(t, x).flags
+        # Gaussian noise crosses mu +/- 3 sigma 0.27% of the time; allow slack for the estimated baseline.
+        assert flags.size == x.size and flags.sum() < 0.005 * x.size, (name, int(flags.sum()))
 
 
 @settings(max_examples=60, deadline=None)
