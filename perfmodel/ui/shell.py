@@ -39,6 +39,8 @@ PAGE_SPECS: tuple[PageSpec, ...] = (
     PageSpec("pages/curves.py", "Curves", ":material/show_chart:", "Analyse", "curves"),
     PageSpec("pages/sweeps.py", "Sweeps", ":material/speed:", "Measure", "sweeps"),
     PageSpec("pages/monitor.py", "Monitor", ":material/monitor_heart:", "Measure", "monitor"),
+    PageSpec("pages/planner.py", "Planner", ":material/calculate:", "Plan", "planner"),
+    PageSpec("pages/report.py", "Report", ":material/description:", "Plan", "report"),
 )
 
 

@@ -1,0 +1,85 @@
+"""Planner: devices, cost and energy to serve a workload within SLOs, per candidate, with bands."""
+
+import json
+
+import streamlit as st
+
+from perfmodel import ui
+from perfmodel.errors import PerfmodelError
+from perfmodel.pareto import FRONTS, front_figure
+from perfmodel.ui import analyses
+from perfmodel.ui import planner as P
+
+KIND = "planner"
+home = ui.home()
+st.title("Planner", anchor=False)
+st.caption("How many of which device, at what batch, to serve this traffic within these latency targets, and "
+           "at what cost. Bands come from the throughput curves' bootstrap intervals.")
+
+stamp = ui.store_stamp(home)
+datasets = ui.datasets_table(home, stamp)
+if datasets.empty:
+    st.info("No dataset yet: import benchmark result files on the Data page.", icon=":material/info:")
+    st.stop()
+ids = datasets["id"].tolist()
+names = dict(zip(ids, datasets["name"], strict=True))
+msg = analyses.restore_analysis(KIND, lambda p: P.apply_inputs(str(p.get("dataset", "")), dict(p.get("plan") or {})))
+if msg:
+    st.warning(msg, icon=":material/link_off:")
+if st.session_state.get(P.KEYS["dataset"]) not in names:
+    st.session_state[P.KEYS["dataset"]] = ui.selected_dataset() if ui.selected_dataset() in names else ids[0]
+for k, v in P.DEFAULTS.items():
+    st.session_state.setdefault(P.KEYS[k], v)
+
+dataset = st.selectbox("Dataset", ids, key=P.KEYS["dataset"], format_func=lambda i: f"{names[i]} ({i})")
+runs = ui.dataset_runs(home, dataset, stamp)
+st.session_state[P.KEYS["models"]] = [m for m in st.session_state[P.KEYS["models"]]
+                                      if m in set(runs["model"].dropna().astype(str))]
+st.session_state[P.KEYS["hardware"]] = [h for h in st.session_state[P.KEYS["hardware"]]
+                                        if h in set(runs["hardware"].dropna().astype(str))]
+
+st.subheader("Workload and SLOs", anchor=False)
+c1, c2, c3, c4 = st.columns(4)
+c1.number_input("Requests per second", min_value=0.001, key=P.KEYS["rate"])
+c2.number_input("Input tokens", min_value=1.0, key=P.KEYS["input_len"])
+c3.number_input("Output tokens", min_value=1.0, key=P.KEYS["output_len"])
+c4.number_input("Headroom", min_value=0.0, max_value=10.0, step=0.05, key=P.KEYS["headroom"],
+                help="0.2 provisions 120% of the demand.")
+s1, s2, s3, s4 = st.columns(4)
+s1.number_input("End-to-end target (s, 0 = none)", min_value=0.0, key=P.KEYS["e2e"])
+s2.number_input("TTFT target (s, 0 = none)", min_value=0.0, key=P.KEYS["ttft"])
+s3.number_input("TPOT target (s, 0 = none)", min_value=0.0, key=P.KEYS["tpot"], format="%.4f")
+s4.selectbox("Percentile", ["mean", "p50", "p90", "p99"], key=P.KEYS["percentile"])
+m1, m2 = st.columns(2)
+m1.multiselect("Models (empty: all)", sorted(set(runs["model"].dropna().astype(str))), key=P.KEYS["models"])
+m2.multiselect("Hardware (empty: all)", sorted(set(runs["hardware"].dropna().astype(str))), key=P.KEYS["hardware"])
+p1, p2 = st.columns([1, 3])
+p1.text_input("Currency", key=P.KEYS["currency"], max_chars=8)
+p2.text_area("Price overrides per device-hour (hardware=price, one per line)", key=P.KEYS["prices"], height=68)
+
+inputs = P.inputs_dict()
+try:
+    res = P.plan_tables(home, dataset, stamp, json.dumps(inputs, sort_keys=True))
+except PerfmodelError as exc:
+    st.error(str(exc))
+    st.stop()
+
+analyses.write_analysis_link(KIND)
+st.subheader("Recommendation", anchor=False)
+st.markdown(f"**{res['summary']}**")
+for n in res["notes"]:
+    st.caption(n)
+st.dataframe(P.display_table(res["table"], res["currency"]), hide_index=True, key="planner.table")
+if len(res["infeasible"]):
+    st.markdown("**Infeasible candidates**")
+    st.dataframe(res["infeasible"], hide_index=True, key="planner.infeasible")
+pts = res["points"]
+feas = pts[pts["memory_ok"].astype(bool) & pts["slo_ok"].astype(bool)] if len(pts) else pts
+if len(feas):
+    tabs = st.tabs([n.replace("_", " ") for n in FRONTS])
+    for tab, name in zip(tabs, FRONTS, strict=True):
+        tab.plotly_chart(front_figure(feas, name), key=f"planner.front.{name}")
+
+st.divider()
+analyses.save_widget(KIND, lambda: {"dataset": dataset, "plan": inputs})
+analyses.manage_widget(KIND)

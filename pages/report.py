@@ -1,0 +1,55 @@
+"""Report: a self-contained HTML (or PDF) capacity report of a dataset, optionally with a saved plan."""
+
+import json
+
+import streamlit as st
+
+from perfmodel import ui
+from perfmodel.errors import PerfmodelError
+from perfmodel.ui import cached
+from perfmodel.ui import planner as P
+
+home = ui.home()
+st.title("Report", anchor=False)
+st.caption("Executive summary, workload and SLOs, candidates, curves with knees, predictions with bands, "
+           "attributions, provenance and hold-out accuracy, in one file that works offline.")
+stamp = ui.store_stamp(home)
+datasets = ui.datasets_table(home, stamp)
+if datasets.empty:
+    st.info("No dataset yet: import benchmark result files on the Data page.", icon=":material/info:")
+    st.stop()
+ids = datasets["id"].tolist()
+names = dict(zip(ids, datasets["name"], strict=True))
+plans = {a.id: a for a in cached.open_store(home).analyses("planner")}
+choices = ["", *plans]
+c1, c2 = st.columns(2)
+plan_id = c2.selectbox("Saved plan (Planner page)", choices, key="report.plan",
+                       format_func=lambda i: "none (data only)" if not i else plans[i].name)
+default_ds = str(plans[plan_id].payload.get("dataset")) if plan_id else (ui.selected_dataset() or ids[0])
+if st.session_state.get("report.dataset") not in names or plan_id:
+    st.session_state["report.dataset"] = default_ds if default_ds in names else ids[0]
+dataset = c1.selectbox("Dataset", ids, key="report.dataset", format_func=lambda i: f"{names[i]} ({i})",
+                       disabled=bool(plan_id))
+accuracy = st.checkbox("Include hold-out accuracy (a few seconds more)", value=True, key="report.accuracy")
+inputs_json = json.dumps(plans[plan_id].payload.get("plan"), sort_keys=True) if plan_id else ""
+
+if st.button("Build report", type="primary", key="report.build"):
+    st.session_state["report.built"] = [dataset, inputs_json, accuracy]
+built = st.session_state.get("report.built")
+if built and built == [dataset, inputs_json, accuracy]:
+    try:
+        html = P.report_html(home, dataset, stamp, inputs_json, accuracy)
+    except PerfmodelError as exc:
+        st.error(str(exc))
+        st.stop()
+    st.success(f"Report ready ({len(html) / 1e6:.1f} MB, self-contained).")
+    st.download_button("Download HTML", html, file_name=f"report-{dataset}.html", mime="text/html",
+                       key="report.download_html", icon=":material/download:")
+    if st.button("Prepare PDF", key="report.pdf"):
+        try:
+            pdf = P.report_pdf(home, dataset, stamp, inputs_json, accuracy)
+        except PerfmodelError as exc:
+            st.error(str(exc))
+        else:
+            st.download_button("Download PDF", pdf, file_name=f"report-{dataset}.pdf", mime="application/pdf",
+                               key="report.download_pdf", icon=":material/picture_as_pdf:")

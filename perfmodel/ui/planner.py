@@ -1,0 +1,187 @@
+"""Planner and Report pages: state keys, cached wrappers keyed on primitives, and the inputs form state."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from . import cached
+
+__all__ = ["KEYS", "DEFAULTS", "inputs_dict", "apply_inputs", "plan_tables", "report_html", "report_pdf"]
+
+#: Widget keys of the Planner page (prefixed so no other page collides), in form order.
+KEYS = {
+    "dataset": "planner.dataset", "rate": "planner.rate_rps", "input_len": "planner.input_len_tok",
+    "output_len": "planner.output_len_tok", "e2e": "planner.e2e_s", "ttft": "planner.ttft_s",
+    "tpot": "planner.tpot_s", "percentile": "planner.percentile", "models": "planner.models",
+    "hardware": "planner.hardware", "headroom": "planner.headroom", "currency": "planner.currency",
+    "prices": "planner.prices",
+}
+DEFAULTS: dict[str, Any] = {"rate": 10.0, "input_len": 1024.0, "output_len": 1024.0, "e2e": 60.0, "ttft": 0.0,
+                            "tpot": 0.0, "percentile": "p90", "models": [], "hardware": [], "headroom": 0.2,
+                            "currency": "USD", "prices": ""}
+
+
+def _prices(text: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for part in text.replace(",", "\n").splitlines():
+        hw, sep, v = part.partition("=")
+        if sep and hw.strip():
+            try:
+                out[hw.strip()] = float(v)
+            except ValueError:
+                continue
+    return out
+
+
+def inputs_dict() -> dict[str, Any]:
+    """The planner inputs (as :class:`perfmodel.planner.PlanInputs` data) from the page's widgets.
+
+    Returns
+    -------
+    dict
+    """
+    s = st.session_state
+    g = lambda k: s.get(KEYS[k], DEFAULTS[k])  # noqa: E731
+    slo: dict[str, Any] = {"percentile": g("percentile")}
+    for k, name in (("e2e", "e2e_s"), ("ttft", "ttft_s"), ("tpot", "tpot_s")):
+        if g(k) and float(g(k)) > 0:
+            slo[name] = float(g(k))
+    return {"workload": {"request_rate_rps": float(g("rate")), "input_len_tok": float(g("input_len")),
+                         "output_len_tok": float(g("output_len"))},
+            "slo": slo, "models": list(g("models")), "hardware": list(g("hardware")),
+            "headroom": float(g("headroom")), "currency": str(g("currency")) or "USD",
+            "prices": _prices(str(g("prices")))}
+
+
+def apply_inputs(dataset_id: str, plan: dict[str, Any]) -> None:
+    """Put a saved plan back into the widgets (before they are drawn).
+
+    Parameters
+    ----------
+    dataset_id
+        Dataset the plan was made on.
+    plan
+        Planner inputs as saved.
+    """
+    s = st.session_state
+    w, slo = plan.get("workload") or {}, plan.get("slo") or {}
+    s[KEYS["dataset"]] = dataset_id
+    s[KEYS["rate"]] = float(w.get("request_rate_rps") or DEFAULTS["rate"])
+    s[KEYS["input_len"]] = float(w.get("input_len_tok") or DEFAULTS["input_len"])
+    s[KEYS["output_len"]] = float(w.get("output_len_tok") or DEFAULTS["output_len"])
+    s[KEYS["e2e"]] = float(slo.get("e2e_s") or 0.0)
+    s[KEYS["ttft"]] = float(slo.get("ttft_s") or 0.0)
+    s[KEYS["tpot"]] = float(slo.get("tpot_s") or 0.0)
+    s[KEYS["percentile"]] = slo.get("percentile", "p90")
+    s[KEYS["models"]] = list(plan.get("models") or [])
+    s[KEYS["hardware"]] = list(plan.get("hardware") or [])
+    s[KEYS["headroom"]] = float(plan.get("headroom", DEFAULTS["headroom"]))
+    s[KEYS["currency"]] = plan.get("currency", "USD")
+    s[KEYS["prices"]] = "\n".join(f"{k}={v:g}" for k, v in (plan.get("prices") or {}).items())
+
+
+@st.cache_data(show_spinner="Sizing candidates...", max_entries=16)
+def plan_tables(home: str, dataset_id: str, stamp: int, inputs_json: str) -> dict[str, Any]:
+    """Run the planner on a stored dataset; tables and text only (results live in the cache).
+
+    Parameters
+    ----------
+    home, dataset_id, stamp
+        Store, dataset and store version (cache key).
+    inputs_json
+        Planner inputs as sorted JSON.
+
+    Returns
+    -------
+    dict
+        ``summary``, ``notes``, ``table``, ``infeasible``, ``points`` (frames) and ``currency``.
+    """
+    from ..planner import plan
+
+    runs = cached.dataset_runs(home, dataset_id, stamp)
+    res = plan(json.loads(inputs_json), runs)
+    return {"summary": res.summary(), "notes": list(res.notes), "table": res.table, "infeasible": res.infeasible,
+            "points": res.points, "currency": res.currency}
+
+
+def _report(home: str, dataset_id: str, stamp: int, inputs_json: str, accuracy: bool) -> Any:
+    from ..report import build_report
+
+    store = cached.open_store(home)
+    info = store.dataset(dataset_id)
+    inputs = json.loads(inputs_json) if inputs_json else None
+    return build_report(cached.dataset_runs(home, dataset_id, stamp), dataset_name=info.name, info=info,
+                        plan_inputs=inputs, accuracy=accuracy)
+
+
+@st.cache_data(show_spinner="Building the report...", max_entries=4)
+def report_html(home: str, dataset_id: str, stamp: int, inputs_json: str, accuracy: bool) -> bytes:
+    """The self-contained HTML report.
+
+    Parameters
+    ----------
+    home, dataset_id, stamp
+        Store, dataset and store version.
+    inputs_json
+        Planner inputs as JSON, or "" for none.
+    accuracy
+        Include the hold-out accuracy section.
+
+    Returns
+    -------
+    bytes
+    """
+    from ..report import render_html
+
+    return render_html(_report(home, dataset_id, stamp, inputs_json, accuracy)).encode("utf-8")
+
+
+@st.cache_data(show_spinner="Printing the PDF...", max_entries=4)
+def report_pdf(home: str, dataset_id: str, stamp: int, inputs_json: str, accuracy: bool) -> bytes:
+    """The PDF report (needs Chromium and Playwright; raises PerfmodelError with the install hint otherwise).
+
+    Parameters
+    ----------
+    home, dataset_id, stamp, inputs_json, accuracy
+        As :func:`report_html`.
+
+    Returns
+    -------
+    bytes
+    """
+    import tempfile
+    from pathlib import Path
+
+    from ..report import html_to_pdf, render_html
+
+    rep = _report(home, dataset_id, stamp, inputs_json, accuracy)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = html_to_pdf(render_html(rep, static=True), Path(tmp) / "report.pdf")
+        return path.read_bytes()
+
+
+def display_table(table: pd.DataFrame, currency: str) -> pd.DataFrame:
+    """The candidate columns a reader needs, in reading order.
+
+    Parameters
+    ----------
+    table
+        :attr:`perfmodel.planner.PlanResult.table`.
+    currency
+        For column names.
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    cols = {"hardware": "hardware", "framework": "framework", "device_count": "devices/replica",
+            "status": "status", "batch_size": "batch", "throughput_per_device_tok_s": "tok/s per device",
+            "devices": "devices", "devices_lo": "devices (low)", "devices_hi": "devices (high)",
+            "cost_per_hour": f"{currency}/h", "cost_per_m_output_tok": f"{currency}/M output tok",
+            "energy_j_per_output_tok": "J/output tok", "energy_basis": "energy basis", "e2e_s": "e2e s",
+            "note": "note"}
+    return table[[c for c in cols if c in table.columns]].rename(columns=cols)

@@ -1,0 +1,90 @@
+"""Planner and Report pages, headless (AppTest): a plan on a hand-made dataset, save as an analysis,
+reopen ``?analysis=ID`` in a fresh app (a restart) with the same state, rename/delete, report download."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+from test_planner import synthetic_runs
+
+from perfmodel.api import import_files
+from perfmodel.store import Store
+from perfmodel.ui import planner as P
+
+REPO = Path(__file__).resolve().parents[1]
+APP = str(REPO / "app.py")
+TIMEOUT_S = 90
+
+
+@pytest.fixture
+def dataset_id(tmp_path: Path) -> str:
+    path = tmp_path / "bench.csv"
+    synthetic_runs(noise=0.02).to_csv(path, index=False)
+    info, _ = import_files([path], name="<script>x</script>")
+    return info.id
+
+
+def _page(page: str, **query: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT_S)
+    for k, v in query.items():
+        at.query_params[k] = v
+    at.run()
+    return at.switch_page(page).run()
+
+
+def _ok(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def test_plan_save_and_reopen_after_restart(dataset_id: str) -> None:
+    at = _page("pages/planner.py")
+    _ok(at)
+    at.session_state[P.KEYS["dataset"]] = dataset_id
+    at.number_input(key=P.KEYS["rate"]).set_value(10.0)
+    at.number_input(key=P.KEYS["input_len"]).set_value(1000.0)
+    at.number_input(key=P.KEYS["output_len"]).set_value(1000.0)
+    at.number_input(key=P.KEYS["e2e"]).set_value(12.0)
+    at.text_area(key=P.KEYS["prices"]).set_value("h100-sxm=2")
+    at.run()
+    _ok(at)
+    assert any("4 x h100-sxm" in m.value for m in at.markdown)
+    at.text_input(key="analyses.name.planner").set_value("ten rps")
+    form_buttons = [b for b in at.button if "Save analysis" in str(b.label)]
+    form_buttons[0].click().run()
+    _ok(at)
+    saved = Store().analyses("planner")
+    assert len(saved) == 1 and saved[0].name == "ten rps"
+    aid = saved[0].id
+    assert at.query_params["analysis"] == [aid] or at.query_params["analysis"] == aid
+
+    # A new AppTest is a new server session on the same store: the link restores every input exactly.
+    at2 = _page("pages/planner.py", analysis=aid)
+    _ok(at2)
+    assert at2.session_state[P.KEYS["rate"]] == 10.0 and at2.session_state[P.KEYS["e2e"]] == 12.0
+    assert at2.session_state[P.KEYS["dataset"]] == dataset_id
+    assert any("4 x h100-sxm" in m.value for m in at2.markdown)
+
+    at3 = _page("pages/planner.py", analysis="not-a-real-id")
+    _ok(at3)
+    assert any("no saved analysis" in w.value for w in at3.warning)
+
+    Store().rename_analysis(aid, "renamed")
+    Store().delete_analysis(aid)
+    assert Store().analyses() == []
+
+
+def test_report_page_builds_and_offers_download(dataset_id: str) -> None:
+    store = Store()
+    store.save_analysis("p", "planner", {"dataset": dataset_id, "plan": {
+        "workload": {"request_rate_rps": 10, "input_len_tok": 1000, "output_len_tok": 1000},
+        "slo": {"e2e_s": 12}, "prices": {"h100-sxm": 2}}})
+    at = _page("pages/report.py")
+    _ok(at)
+    at.selectbox(key="report.plan").set_value(store.analyses()[0].id)
+    at.checkbox(key="report.accuracy").uncheck()
+    at.run()
+    at.button(key="report.build").click().run()
+    _ok(at)
+    assert any("Report ready" in s.value for s in at.success)
