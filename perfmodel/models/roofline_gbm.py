@@ -60,6 +60,7 @@ import pandas as pd
 from .. import features as feats
 from .. import physics
 from ..errors import PerfmodelError, Problem, ValidationError
+from ..schema import FRAMEWORK_PREFIX
 from .base import (
     DEFAULT_TARGET,
     Predictor,
@@ -87,21 +88,35 @@ _K = 5
 _NOMINAL_TOK_S_PER_SEQ = 100.0
 
 
+def _norm(v: object) -> str | None:
+    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+        return None
+    return str(v)
+
+
+def _floats(runs: pd.DataFrame, col: str) -> np.ndarray:
+    if col not in runs.columns:
+        return np.full(len(runs), np.nan)
+    s = runs[col]
+    if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
+        # Skips to_numeric/astype, which cost more than the arithmetic on a one-row query.
+        return s.to_numpy(dtype="float64", na_value=np.nan)
+    return pd.to_numeric(s, errors="coerce").astype("float64").to_numpy()
+
+
 def _config_keys(runs: pd.DataFrame) -> pd.Series:
-    parts = []
+    n = len(runs)
+    parts: list[list[str]] = []
     for c in CONFIG_COLUMNS:
-        if c in runs.columns:
-            s = runs[c]
-            if pd.api.types.is_numeric_dtype(s):
-                s = pd.to_numeric(s, errors="coerce").astype("float64").map(
-                    lambda v: "" if pd.isna(v) else f"{v:g}")
-            parts.append(s.astype("string").fillna(""))
+        if c not in runs.columns:
+            parts.append([""] * n)
+        elif pd.api.types.is_numeric_dtype(runs[c]):
+            v = _floats(runs, c)
+            parts.append(["" if math.isnan(x) else f"{x:g}" for x in v.tolist()])
         else:
-            parts.append(pd.Series("", index=runs.index, dtype="string"))
-    key = parts[0]
-    for p in parts[1:]:
-        key = key + "|" + p
-    return key.astype(str)
+            parts.append(["" if (x := _norm(v)) is None else x for v in runs[c].tolist()])
+    # Plain lists rather than pandas string ops: this runs on every prediction.
+    return pd.Series(["|".join(t) for t in zip(*parts, strict=True)], index=runs.index, dtype=object)
 
 
 def _log_prior(roof: pd.DataFrame, runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -146,6 +161,153 @@ def _fit_curves(keys: np.ndarray, bb: np.ndarray, y: np.ndarray) -> dict[str, li
             for k, a, bt, lo, hi, n in zip(s.index, alpha, beta, s["bmin"], s["bmax"], s["n"], strict=True)}
 
 
+_TEMPLATE_COLUMNS = ("hardware", "model", "weight_dtype", "quantization", "kv_cache_dtype")
+_ABSENT = "\x00absent"  # a template column the query does not have (changes the dtype defaults)
+
+
+class _Template:
+    """Catalog figures of one (hardware, model, dtypes) combination, resolved once.
+
+    Everything that depends on the catalog alone is taken from :func:`perfmodel.physics.roofline`
+    on a probe row (device_count 1) (so dtype and peak-rate choices stay physics' own); only the per-row
+    arithmetic is repeated in :func:`_fast_features` (checked equal to the pandas path in the tests).
+    """
+
+    __slots__ = ("nbytes", "active", "wbytes", "kv_tok", "peak_dev", "bw_dev", "sm", "l2_mb", "pcie",
+                 "mem_gb", "d_model", "vendor", "model_spec")
+
+    def __init__(self, roof: pd.Series, h: Any, m: Any) -> None:
+        self.nbytes = float(roof["dtype_bytes"])
+        self.active = float(roof["active_params"])
+        self.wbytes = float(roof["weight_bytes"])
+        self.kv_tok = float(roof["kv_bytes_per_token"])
+        self.peak_dev = float(roof["peak_flops"])
+        self.bw_dev = float(roof["mem_bw_bps"])
+
+        def f(obj: object, attr: str) -> float:
+            v = getattr(obj, attr, None)
+            return math.nan if v is None else float(v)
+
+        self.sm, self.l2_mb, self.pcie = f(h, "sm_count"), f(h, "l2_cache_mb"), f(h, "pcie_lanes")
+        self.mem_gb = f(h, "memory_gb")
+        self.d_model = f(m, "hidden_size")
+        self.vendor = str(h.vendor).lower()
+        self.model_spec = m
+
+
+def _fast_features(runs: pd.DataFrame, templates: dict[tuple[str | None, ...], _Template],
+                   names: list[str]) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray] | None:
+    """Features ``names``, log prior and prior kind in numpy, with catalog figures memoised per template.
+
+    Same values as ``features.build_features`` + ``physics.roofline`` (pinned by a test) at a
+    fraction of the cost for small queries: the pandas path spends ~40 ms per call on overhead.
+    Returns None when a feature is not one this path knows (the caller falls back).
+    """
+    n = len(runs)
+    cols = {c: ([_norm(v) for v in runs[c].tolist()] if c in runs.columns else [_ABSENT] * n)
+            for c in _TEMPLATE_COLUMNS}
+    keys = list(zip(*(cols[c] for c in _TEMPLATE_COLUMNS), strict=True))
+    uniq = dict.fromkeys(keys)
+    missing = [k for k in uniq if k not in templates]
+    if missing:
+        # Resolve on the real rows first so an unknown name is reported at its own row.
+        physics.hardware_specs(runs)
+        physics.model_specs(runs)
+        present = [c for c in _TEMPLATE_COLUMNS if c in runs.columns]
+        probe = pd.DataFrame({c: [k[_TEMPLATE_COLUMNS.index(c)] for k in missing] for c in present})
+        probe = probe.assign(device_count=1, input_len_tok=1.0, output_len_tok=2.0, batch_size=1.0)
+        roof = physics.roofline(probe)
+        hws, ms = physics.hardware_specs(probe), physics.model_specs(probe)
+        for i, k in enumerate(missing):
+            templates[k] = _Template(roof.iloc[i], hws.iloc[i], ms.iloc[i])
+    pos = {k: i for i, k in enumerate(uniq)}
+    inv = np.fromiter((pos[k] for k in keys), dtype=np.intp, count=n)
+    tpl_u = [templates[k] for k in uniq]
+
+    def arr(attr: str) -> np.ndarray:
+        return np.array([getattr(t, attr) for t in tpl_u], dtype=float)[inv]
+
+    ii, oo, bb = _floats(runs, "input_len_tok"), _floats(runs, "output_len_tok"), _floats(runs, "batch_size")
+    dev = _floats(runs, "device_count")
+    nbytes, active, wbytes, kv_tok = arr("nbytes"), arr("active"), arr("wbytes"), arr("kv_tok")
+    peak_all, bw_dev = arr("peak_dev") * dev, arr("bw_dev")
+    bw_all = bw_dev * dev
+    frac = np.ones(n)
+    for j, t in enumerate(tpl_u):
+        if t.model_spec is not None and getattr(t.model_spec, "is_moe", False):
+            idx = inv == j
+            frac[idx] = physics._expected_weight_fraction(t.model_spec, bb[idx])
+    out: dict[str, np.ndarray] = {}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # physics.roofline, row by row
+        ctx = ii + oo / 2.0
+        prefill = 2.0 * active * ii * bb / peak_all
+        dec_mem = (wbytes * frac + kv_tok * bb * ctx) / bw_all
+        dec_cmp = 2.0 * active * bb / peak_all
+        step = np.where(np.isnan(dec_mem) | np.isnan(dec_cmp), np.nan, np.fmax(dec_mem, dec_cmp))
+        steps = np.maximum(oo - 1.0, 0.0)
+        e2e = prefill + steps * step
+        full = bb * oo / e2e
+        comp = bb * oo / (prefill + steps * dec_cmp)
+        # features._physical
+        tp = _floats(runs, "tp_size")
+        tp = np.where(np.isnan(tp), dev, tp)
+        kv = kv_tok * bb * (ii + oo)
+        bw_dev_hw = bw_dev  # memory_bw_gbs * 1e9, as both physics and features compute it
+        peak_dev = peak_all / dev
+        phys = {
+            "kv_cache_bytes": kv,
+            "weight_bytes": wbytes,
+            "bytes_per_sm": (wbytes + kv) / (arr("sm") * dev),
+            "l2_reuse": arr("l2_mb") * 1e6 / (bb * arr("d_model") * nbytes),
+            "wavefronts": np.ceil(bb / 32.0),
+            "mem_bw_pressure_s": (ii + oo) * bb / (bw_dev_hw * dev),
+            "compute_intensity_s": ii * oo * active / peak_all,
+            "pcie_contention": bb * tp / arr("pcie"),
+            "weight_bytes_over_bw_s": wbytes / (bw_dev_hw * dev),
+            "mem_fraction_used": (wbytes + kv) / (arr("mem_gb") * 1e9 * dev),
+            "active_params": active,
+            "mem_bw_gbs": bw_dev_hw / 1e9,
+            "peak_tflops": peak_dev / 1e12,
+            "flops_per_byte": peak_dev / bw_dev_hw,
+            "log_prefill_s_min": np.log(prefill),
+            "log_decode_step_s_min": np.log(step),
+            "log_e2e_s_min": np.log(e2e),
+            "log_output_tok_s_max": np.log(full),
+            "kv_read_share": kv_tok * bb * (ii + oo / 2.0) / bw_all / step,
+        }
+        out.update({k: np.where(np.isfinite(v), v, np.nan) for k, v in phys.items()})
+        out.update({"input_len_tok": ii, "output_len_tok": oo, "batch_size": bb, "device_count": dev,
+                    "tp_size": _floats(runs, "tp_size"), "pp_size": _floats(runs, "pp_size"),
+                    "dtype_bytes": nbytes, "log1p_ii": np.log1p(ii), "log1p_oo": np.log1p(oo),
+                    "ii_over_oo": ii / (oo + 1e-9), "bb_over_len": bb / np.where(ii + oo > 0, ii + oo, np.nan),
+                    "log2_bb": np.log2(bb)})
+    lowered: dict[str, np.ndarray] = {}
+    for c in names:
+        if c in out:
+            continue
+        if c.startswith(FRAMEWORK_PREFIX):
+            out[c] = _floats(runs, c)
+            continue
+        for col, prefix in feats.IDENTITY_PREFIXES.items():
+            if c.startswith(prefix):
+                if col not in lowered:
+                    if col == "vendor":
+                        values = np.array([t.vendor for t in tpl_u], dtype=object)[inv]
+                    else:
+                        raw = cols[col] if col in cols else (
+                            [_norm(x) for x in runs[col].tolist()] if col in runs.columns else [None] * n)
+                        values = np.array([None if v is None else v.lower() for v in raw], dtype=object)
+                    lowered[col] = values
+                out[c] = (lowered[col] == c[len(prefix):]).astype(float)
+                break
+        else:
+            return None
+    kind = np.where(np.isfinite(full) & (full > 0), 0.0, np.where(np.isfinite(comp) & (comp > 0), 1.0, 2.0))
+    prior = np.where(kind == 0, full, np.where(kind == 1, comp, bb * _NOMINAL_TOK_S_PER_SEQ))
+    return out, np.log(prior), kind
+
+
 class _Booster:
     """Thin wrapper so xgboost is imported only when a model is used."""
 
@@ -158,16 +320,18 @@ class _Booster:
 
     @staticmethod
     def predict(booster: Any, x: np.ndarray) -> np.ndarray:
-        import xgboost as xgb
-
-        return np.asarray(booster.predict(xgb.DMatrix(x, missing=np.nan)), dtype=float)
+        # inplace_predict skips the DMatrix (most of the cost of a one-row query).
+        return np.asarray(booster.inplace_predict(np.ascontiguousarray(x, dtype=np.float32), missing=np.nan),
+                          dtype=float)
 
     @staticmethod
-    def load(path: Path) -> Any:
+    def load(path: Path, n_jobs: int = 1) -> Any:
         import xgboost as xgb
 
         b = xgb.Booster()
         b.load_model(str(path))
+        # A loaded booster would use every core: on a one-row query the thread pool costs more than the trees.
+        b.set_param({"nthread": n_jobs})
         return b
 
 
@@ -249,19 +413,30 @@ class RooflineGBM(Predictor):
 
     # ------------------------------------------------------------------ core pieces
 
-    def _design(self, runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, pd.DataFrame]:
-        """Features (with prior kind), log prior, and the kNN feature frame."""
+    def _design(self, runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Features (with prior kind), log prior, prior kind and the kNN feature matrix."""
+        templates = self.__dict__.setdefault("_templates", {})
+        fast = _fast_features(runs, templates, [*self.feature_names_, *_KNN_FEATURES])
+        if fast is None:
+            return self._design_pandas(runs)
+        cols, log_prior, kind = fast
+        mat = np.column_stack([*(cols[c] for c in self.feature_names_), kind])
+        knn = np.column_stack([cols[c] for c in _KNN_FEATURES])
+        return mat, log_prior, kind, knn
+
+    def _design_pandas(self, runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The reference path of :meth:`_design` through ``physics.roofline`` and ``features.build_features``."""
         roof = physics.roofline(runs)
         log_prior, kind = _log_prior(roof, runs)
         x = feats.build_features(runs, names=self.feature_names_)
         mat = np.column_stack([x.to_numpy(dtype=float), kind])
-        knn = feats.build_features(runs, names=list(_KNN_FEATURES))
+        knn = feats.build_features(runs, names=list(_KNN_FEATURES)).to_numpy(dtype=float)
         return mat, log_prior, kind, knn
 
-    def _knn_space(self, knn: pd.DataFrame) -> np.ndarray:
+    def _knn_space(self, knn: np.ndarray) -> np.ndarray:
         cols = []
         for j, c in enumerate(_KNN_FEATURES):
-            v = knn[c].to_numpy(dtype=float)
+            v = knn[:, j]
             if c in _LOG_KNN:
                 v = np.log(np.where(v > 0, v, np.nan))
             v = np.where(np.isfinite(v), v, self.knn_center_[j])
@@ -300,10 +475,12 @@ class RooflineGBM(Predictor):
 
     def _novelty(self, runs: pd.DataFrame, keys: np.ndarray, seen: dict[str, set[str]],
                  curves: dict[str, list[float]], inside: np.ndarray) -> np.ndarray:
-        cat = np.where(np.array([k in curves for k in keys]), np.where(inside, 0, 1), 2)
+        cat = np.where(np.array([k in curves for k in keys], dtype=bool), np.where(inside, 0, 1), 2)
         unknown = np.zeros(len(runs), dtype=bool)
         for c in _IDENTITY:
-            unknown |= ~runs[c].astype("string").isin(list(seen[c])).fillna(False).to_numpy(dtype=bool)
+            known = seen[c]
+            unknown |= np.array([(v := _norm(x)) is None or v not in known for x in runs[c].tolist()],
+                                dtype=bool)
         return np.where(unknown, 3, cat).astype(int)
 
     def _sigma_features(self, cat: np.ndarray, dist_knn: np.ndarray, bdist: np.ndarray,
@@ -313,7 +490,15 @@ class RooflineGBM(Predictor):
     def _knn_distance(self, ref: np.ndarray, q: np.ndarray) -> np.ndarray:
         from scipy.spatial import cKDTree
 
-        tree = cKDTree(ref)
+        if ref is self.__dict__.get("knn_ref_"):
+            # The training points' tree is built once per fitted/loaded model, not per query.
+            cached = self.__dict__.get("_knn_tree")
+            if cached is None or cached[0] is not ref:
+                cached = (ref, cKDTree(ref))
+                self.__dict__["_knn_tree"] = cached
+            tree = cached[1]
+        else:
+            tree = cKDTree(ref)
         k = min(_K, len(ref))
         d, _ = tree.query(q, k=k)
         d = d.reshape(len(q), -1)
@@ -367,7 +552,7 @@ class RooflineGBM(Predictor):
         yv = np.log(pd.to_numeric(data[y]).to_numpy(dtype=float))
         self.feature_names_ = feats.feature_names(data, self.features)
         mat, log_prior, _, knn = self._design(data)
-        knn_raw = knn.to_numpy(dtype=float).copy()
+        knn_raw = knn.copy()
         for j, c in enumerate(_KNN_FEATURES):
             if c in _LOG_KNN:
                 knn_raw[:, j] = np.log(np.where(knn_raw[:, j] > 0, knn_raw[:, j], np.nan))
@@ -587,8 +772,8 @@ class RooflineGBM(Predictor):
             obj.knn_ref_ = np.array(st["knn_ref"], dtype=float).reshape(-1, len(_KNN_FEATURES))
             obj.scores_ = {k: [float(x) for x in v] for k, v in st["scores"].items()}
             obj.knn_cut_ = math.inf if st["knn_cut"] is None else float(st["knn_cut"])
-            obj.booster_ = _Booster.load(d / "efficiency.json")
-            obj.sigma_booster_ = _Booster.load(d / "sigma.json") if st["has_sigma"] else None
+            obj.booster_ = _Booster.load(d / "efficiency.json", obj.n_jobs)
+            obj.sigma_booster_ = _Booster.load(d / "sigma.json", obj.n_jobs) if st["has_sigma"] else None
             obj.n_train_ = int(st["n_train"])
         except (KeyError, TypeError, ValueError, OSError) as exc:
             raise PerfmodelError(f"{path}: the saved model is incomplete or damaged ({exc!r})") from None
