@@ -1,0 +1,136 @@
+"""Attribution: which quantities drive throughput (SHAP), the what-if waterfall, feature-set transfer."""
+
+import json
+
+import streamlit as st
+
+from perfmodel import ui
+from perfmodel.errors import PerfmodelError
+from perfmodel.explain import COMPARE_PROTOCOLS
+from perfmodel.ui import explain as X
+
+P = "attribution."
+home = ui.home()
+st.title("Attribution", anchor=False)
+st.caption("Which quantities drive the predicted throughput, as exact TreeSHAP values of a gradient-boosted model "
+           "of log throughput (a value v multiplies throughput by exp(v)); whether it learned hardware physics or "
+           "one framework's quirks shows in the feature-set comparison and the transfer test.")
+st.markdown("Feature kinds: " + X.legend_markdown())
+
+stamp = ui.store_stamp(home)
+datasets = ui.datasets_table(home, stamp)
+if datasets.empty:
+    st.info("No dataset yet: import benchmark result files on the Data page.", icon=":material/info:")
+    st.stop()
+ids = datasets["id"].tolist()
+names = dict(zip(ids, datasets["name"], strict=True))
+ui.restore_from_link(ids, names)
+if (warning := ui.link_warning()) is not None:
+    st.warning(warning, icon=":material/link_off:")
+if ui.selected_dataset() not in names:
+    ui.select_dataset(ids[0], forget_link=False)
+st.session_state[P + "dataset"] = ui.selected_dataset()
+# A what-if link (from the What-if page) carries the point; read it once per session.
+if not st.session_state.get(P + "link_read"):
+    st.session_state[P + "link_read"] = True
+    point, problems = X.whatif_from_link(st.query_params)
+    st.session_state[P + "link_problems"] = problems
+    for col, value in point.items():
+        st.session_state[P + "q." + col] = value
+
+c1, c2 = st.columns([2, 1])
+selected = c1.selectbox("Dataset", ids, key=P + "dataset", format_func=lambda i: f"{names[i]} ({i})",
+                        on_change=lambda: ui.select_dataset(st.session_state[P + "dataset"]))
+features = c2.selectbox("Feature set of the explained model", X.FEATURE_SET_CHOICES, key=P + "features",
+                        help="physical: catalog quantities (bytes, bandwidth, FLOPs); framework: the server "
+                             "metrics (fw_*) the data carries; identity: one-hot hardware/model/framework names.")
+engine = X.engine()
+try:
+    model = X.gbdt_model(home, selected, stamp, features)
+    ex = X.explanation(home, selected, stamp, features, engine)
+except PerfmodelError as exc:
+    ui.show_error(exc, what="Cannot explain this dataset")
+    st.stop()
+st.caption(f"{model.description}. {ex.message}.")
+if not ex.additivity_ok:
+    st.error(f"The SHAP values do not add up to the model output (error {ex.max_additivity_error:.1e}).")
+imp = ex.importance()
+
+st.subheader("Global importance", anchor=False)
+view = st.segmented_control("View", ["bar", "beeswarm"], default="bar", key=P + "view")
+if view == "beeswarm":
+    st.plotly_chart(X.beeswarm_figure(ex), key=P + "beeswarm")
+else:
+    st.plotly_chart(X.importance_figure(imp, title="mean |SHAP| per feature"), key=P + "importance")
+shares = imp.groupby("kind", sort=False)["share"].sum()
+st.caption("Share of the attribution by kind: " + ", ".join(f"{X.kind_label(k)} {v:.0%}" for k, v in shares.items()))
+
+st.subheader("Dependence", anchor=False)
+ranked = imp["feature"].tolist()
+d1, d2 = st.columns(2)
+ui.keep_valid(P + "dep_x", ranked)
+feat = d1.selectbox("Feature", ranked, key=P + "dep_x",
+                    format_func=lambda f: X.kind_label(ex.kinds[ex.feature_names.index(f)]).split()[0] + " " + f)
+others = ["(none)"] + [f for f in ranked if f != feat]
+if st.session_state.get(P + "dep_color") not in others:
+    st.session_state[P + "dep_color"] = others[1] if len(others) > 1 else "(none)"
+colour = d2.selectbox("Coloured by", others, key=P + "dep_color")
+st.plotly_chart(X.dependence_figure(ex, feat, None if colour == "(none)" else colour), key=P + "dependence")
+
+st.subheader("Waterfall of a what-if point", anchor=False)
+for problem in st.session_state.get(P + "link_problems", []):
+    st.warning(f"The link's {problem}.", icon=":material/link_off:")
+runs = ui.dataset_runs(home, selected, stamp)
+w = st.columns(7)
+point: dict[str, object] = {}
+for i, col in enumerate(("hardware", "model", "framework")):
+    values = sorted(str(v) for v in runs[col].dropna().unique()) if col in runs.columns else []
+    key = P + "q." + col
+    current = st.session_state.get(key)
+    if current is not None and current not in values:
+        values = [str(current), *values]  # a linked value the data does not have: keep it, the model extrapolates
+    if not values:
+        continue
+    if current is None:
+        st.session_state[key] = values[0]
+    point[col] = w[i].selectbox(col, values, key=key)
+for i, (col, label) in enumerate((("input_len_tok", "input len"), ("output_len_tok", "output len"),
+                                  ("batch_size", "batch"), ("device_count", "devices")), start=3):
+    key = P + "q." + col
+    if key not in st.session_state:
+        st.session_state[key] = float(X.WHATIF_DEFAULTS[col])
+    point[col] = w[i].number_input(label, min_value=1.0, step=1.0, format="%g", key=key)
+try:
+    wf = X.point_waterfall(home, selected, stamp, features, engine, json.dumps(point, sort_keys=True))
+except PerfmodelError as exc:
+    ui.show_error(exc, what="Cannot explain this point")
+else:
+    title = (f"{point.get('hardware')} / {point.get('model')} / {point.get('framework')}, "
+             f"{point['input_len_tok']:g} in / {point['output_len_tok']:g} out, batch {point['batch_size']:g}, "
+             f"{point['device_count']:g} device(s)")
+    st.plotly_chart(X.waterfall_figure(wf, title=title), key=P + "waterfall")
+    st.caption(f"Predicted {wf.prediction_tok_s:,.1f} tok/s = exp(base {wf.base_value:.3f} + contributions "
+               f"{wf.output - wf.base_value:+.3f}); each bar's label is its factor on the throughput. "
+               f"Link to this view: `{X.attribution_link(point, selected)}`")
+
+st.subheader("Feature-set comparison and transfer", anchor=False)
+st.caption("The same learners (GBDT on log throughput; degree-2 polynomial ridge) trained on each feature set. "
+           "Transfer: leave one framework (or accelerator) out, train on the rest, test on it; the drop is "
+           "random-split R² minus transfer R² (log throughput). A model that learned physics should lose little.")
+protocol = st.segmented_control("Protocol", COMPARE_PROTOCOLS, default="random", key=P + "protocol")
+done = st.session_state.setdefault(P + "compared", [])
+if st.button("Run the comparison", key=P + "compare", icon=":material/play_arrow:") and protocol not in done:
+    done.append(protocol)
+if protocol in done:
+    try:
+        table = X.comparison(home, selected, stamp, protocol)
+    except PerfmodelError as exc:
+        ui.show_error(exc, what="Cannot compare feature sets")
+    else:
+        shown = table.assign(set=[X.kind_label(s) if s in ("physical", "framework", "identity") else s
+                                  for s in table["set"]])
+        st.dataframe(shown.drop(columns=["note"]), hide_index=True, key=P + "table")
+        for note in sorted({n for n in table["note"] if n}):
+            st.info(note, icon=":material/info:")
+else:
+    st.caption("Training every learner on every set takes from seconds to a few minutes: press the button.")

@@ -1,0 +1,396 @@
+"""The Attribution page's cached wrappers, URL state and plotly figures.
+
+Cached wrappers are keyed on primitives (data directory, dataset id, store
+stamp, feature set, protocol) and call :mod:`perfmodel.explain`, whose own
+on-disk cache (``<home>/explain``) makes a fresh session fast too. The figure
+builders take result objects and draw; they use one style per feature kind
+(:data:`KIND_STYLE`: colour and marker), so physical and framework features
+look different in every chart and table.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlencode
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from .. import explain as E
+from . import cached
+
+__all__ = [
+    "KIND_STYLE",
+    "FEATURE_SET_CHOICES",
+    "QP_WHATIF",
+    "WHATIF_DEFAULTS",
+    "attribution_link",
+    "whatif_from_link",
+    "kind_label",
+    "legend_markdown",
+    "engine",
+    "gbdt_model",
+    "explanation",
+    "point_waterfall",
+    "comparison",
+    "importance_figure",
+    "beeswarm_figure",
+    "dependence_figure",
+    "waterfall_figure",
+]
+
+KIND_STYLE: Mapping[str, tuple[str, str, str]] = {
+    # kind: (colour, plotly marker symbol, text marker)
+    "physical": ("#1f77b4", "circle", "●"),
+    "framework": ("#d62728", "diamond", "◆"),
+    "identity": ("#7f7f7f", "square", "■"),
+    "workload": ("#2ca02c", "triangle-up", "▲"),
+    "other": ("#9467bd", "x", "✕"),
+}
+"""One colour and marker per feature kind, used by every chart and table of the page."""
+FEATURE_SET_CHOICES = ("all", "physical", "framework", "identity", "raw+derived+physical", "physical+framework")
+QP_WHATIF: Mapping[str, str] = {
+    "hardware": "hardware", "model": "model", "framework": "framework", "input_len_tok": "input_len",
+    "output_len_tok": "output_len", "batch_size": "batch", "device_count": "device_count",
+}
+"""What-if input (canonical column) -> URL query parameter, shared with the What-if page's links."""
+WHATIF_DEFAULTS: Mapping[str, float] = {"input_len_tok": 512.0, "output_len_tok": 128.0, "batch_size": 8.0,
+                                        "device_count": 1.0}
+_TOP = 20
+
+
+# --------------------------------------------------------------------------- links
+
+def attribution_link(point: Mapping[str, Any], dataset_id: str | None = None, page: str = "attribution") -> str:
+    """A relative URL that opens the Attribution page on a what-if point (for the What-if page).
+
+    Parameters
+    ----------
+    point
+        Canonical query columns (``hardware``, ``model``, ``framework``, ``input_len_tok``,
+        ``output_len_tok``, ``batch_size``, ``device_count``); missing ones are left out.
+    dataset_id
+        The dataset to explain with (optional).
+    page
+        The page's URL path.
+
+    Returns
+    -------
+    str
+        e.g. ``attribution?hardware=h100-sxm&model=llama-3-8b&batch=16``.
+    """
+    params: dict[str, str] = {}
+    if dataset_id:
+        params["dataset"] = dataset_id
+    for col, qp in QP_WHATIF.items():
+        v = point.get(col)
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            continue
+        params[qp] = f"{v:g}" if isinstance(v, float) else str(v)
+    return f"{page}?{urlencode(params)}" if params else page
+
+
+def whatif_from_link(query_params: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The what-if point a link carries, and a message per value that could not be read.
+
+    Parameters
+    ----------
+    query_params
+        ``st.query_params`` (or any mapping of parameter -> string).
+
+    Returns
+    -------
+    (dict, list of str)
+        Canonical column -> value (numbers as float) for the parameters present and valid; problems.
+    """
+    point: dict[str, Any] = {}
+    problems: list[str] = []
+    for col, qp in QP_WHATIF.items():
+        raw = query_params.get(qp)
+        if raw is None or raw == "":
+            continue
+        if col in WHATIF_DEFAULTS:
+            try:
+                v = float(raw)
+            except (TypeError, ValueError):
+                v = math.nan
+            if not math.isfinite(v) or v < 1:
+                problems.append(f"{qp}={raw!r} is not a positive number; using the default")
+                continue
+            point[col] = v
+        else:
+            point[col] = str(raw)
+    return point, problems
+
+
+def kind_label(kind: str) -> str:
+    """``"● physical"``: the kind with its marker, for tables."""
+    return f"{KIND_STYLE.get(kind, KIND_STYLE['other'])[2]} {kind}"
+
+
+def legend_markdown() -> str:
+    """A one-line coloured legend of the feature kinds (Streamlit Markdown colours)."""
+    names = {"#1f77b4": "blue", "#d62728": "red", "#7f7f7f": "gray", "#2ca02c": "green", "#9467bd": "violet"}
+    return "  ".join(f":{names[c]}[{m} {k}]" for k, (c, _, m) in KIND_STYLE.items())
+
+
+def engine() -> str:
+    """``shap`` when it is installed, else XGBoost's own exact TreeSHAP."""
+    try:
+        E.require_shap()
+    except E.PerfmodelError:
+        return "xgboost"
+    return "shap"
+
+
+# --------------------------------------------------------------------------- cached wrappers
+
+@st.cache_resource(show_spinner="Fitting the model to explain...", max_entries=16)
+def gbdt_model(home: str, dataset_id: str, stamp: int, features: str) -> E.TreeModel:
+    """The explained GBDT of a dataset and feature set (booster cached on disk too).
+
+    Parameters
+    ----------
+    home, dataset_id, stamp
+        Data directory, dataset, store stamp (part of the key).
+    features
+        Feature set name.
+
+    Returns
+    -------
+    TreeModel
+
+    Raises
+    ------
+    PerfmodelError
+        An empty feature set (no fw_ columns) or no usable rows.
+    """
+    return E.fit_gbdt(cached.dataset_runs(home, dataset_id, stamp), features, cache=True)
+
+
+@st.cache_resource(show_spinner="Computing SHAP values...", max_entries=16)
+def explanation(home: str, dataset_id: str, stamp: int, features: str, engine: str) -> E.Explanation:
+    """SHAP values of :func:`gbdt_model` on the dataset (at most 5,000 rows, cached on disk).
+
+    Parameters
+    ----------
+    home, dataset_id, stamp, features
+        As for :func:`gbdt_model`.
+    engine
+        SHAP engine.
+
+    Returns
+    -------
+    Explanation
+    """
+    return E.explain(gbdt_model(home, dataset_id, stamp, features), cached.dataset_runs(home, dataset_id, stamp),
+                     engine=engine)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def point_waterfall(home: str, dataset_id: str, stamp: int, features: str, engine: str,
+                    point_json: str) -> E.Waterfall:
+    """The waterfall of one what-if point (JSON of canonical query columns).
+
+    Parameters
+    ----------
+    home, dataset_id, stamp, features, engine
+        As for :func:`explanation`.
+    point_json
+        ``json.dumps`` of the point.
+
+    Returns
+    -------
+    Waterfall
+
+    Raises
+    ------
+    PerfmodelError
+        An invalid point (unknown hardware or model, non-positive value).
+    """
+    import json
+
+    return E.waterfall(gbdt_model(home, dataset_id, stamp, features), json.loads(point_json), engine=engine)
+
+
+@st.cache_data(show_spinner="Training every learner on every feature set...", max_entries=16)
+def comparison(home: str, dataset_id: str, stamp: int, protocol: str) -> pd.DataFrame:
+    """The feature-set comparison (random) or transfer test (with drops) of a dataset.
+
+    Parameters
+    ----------
+    home, dataset_id, stamp
+        As for :func:`gbdt_model`.
+    protocol
+        One of :data:`perfmodel.explain.COMPARE_PROTOCOLS`.
+
+    Returns
+    -------
+    pandas.DataFrame
+
+    Raises
+    ------
+    PerfmodelError
+        No fold (one framework only...) or no usable rows.
+    """
+    runs = cached.dataset_runs(home, dataset_id, stamp)
+    if protocol == "random":
+        return E.compare_feature_sets(runs, protocol="random")
+    return E.transfer_test(runs, protocol.removeprefix("transfer-"))
+
+
+# --------------------------------------------------------------------------- figures
+
+def _style(kind: str) -> tuple[str, str, str]:
+    return KIND_STYLE.get(kind, KIND_STYLE["other"])
+
+
+def importance_figure(imp: pd.DataFrame, *, top: int = _TOP, title: str = "") -> go.Figure:
+    """Horizontal bars of mean |SHAP|, one colour per feature kind (legend), largest on top.
+
+    Parameters
+    ----------
+    imp
+        :meth:`Explanation.importance`.
+    top
+        Features shown.
+    title
+        Figure title.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    head = imp.head(top).iloc[::-1]
+    fig = go.Figure()
+    for kind in E.KINDS:
+        part = head[head["kind"] == kind]
+        if part.empty:
+            continue
+        colour, _, marker = _style(kind)
+        fig.add_bar(x=part["mean_abs_shap"], y=part["feature"], orientation="h", name=f"{marker} {kind}",
+                    marker_color=colour, customdata=part["share"] * 100,
+                    hovertemplate="%{y}: %{x:.4g} (%{customdata:.1f}% of the total)<extra></extra>")
+    fig.update_layout(title=title, xaxis_title="mean |SHAP value|", barmode="overlay", legend_title="feature kind",
+                      yaxis={"categoryorder": "array", "categoryarray": head["feature"].tolist()},
+                      height=max(320, 22 * len(head) + 120), margin={"l": 10, "r": 10, "t": 50, "b": 40})
+    return fig
+
+
+def beeswarm_figure(ex: E.Explanation, *, top: int = 15, max_points: int = 1000) -> go.Figure:
+    """A beeswarm: every row's SHAP value per feature, coloured by the feature's value, marker by kind.
+
+    Parameters
+    ----------
+    ex
+        The explanation.
+    top
+        Features shown (most important first).
+    max_points
+        Rows drawn per feature (an even subsample when more).
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    imp = ex.importance().head(top)
+    n = len(ex.values)
+    pick = np.linspace(0, n - 1, min(n, max_points)).astype(int) if n else np.array([], dtype=int)
+    rng = np.random.default_rng(0)
+    fig = go.Figure()
+    labels = imp["feature"].tolist()[::-1]
+    shown_kinds: set[str] = set()
+    for pos, feat in enumerate(labels):
+        j = ex.feature_names.index(feat)
+        kind = ex.kinds[j]
+        v = ex.data[pick, j]
+        finite = np.isfinite(v)
+        lo, hi = (np.nanpercentile(v[finite], 5), np.nanpercentile(v[finite], 95)) if finite.any() else (0, 1)
+        scaled = np.clip((v - lo) / (hi - lo), 0, 1) if hi > lo else np.full(len(v), 0.5)
+        _, symbol, marker = _style(kind)
+        fig.add_scatter(x=ex.values[pick, j], y=pos + rng.uniform(-0.3, 0.3, len(pick)), mode="markers",
+                        name=f"{marker} {kind}", legendgroup=kind, showlegend=kind not in shown_kinds,
+                        marker={"symbol": symbol, "size": 5, "color": np.nan_to_num(scaled, nan=0.5),
+                                "colorscale": "RdBu_r", "cmin": 0, "cmax": 1, "opacity": 0.6,
+                                "colorbar": {"title": "feature value<br>(low→high)", "tickvals": []}
+                                if pos == 0 else None},
+                        hovertemplate=f"{feat}<br>SHAP %{{x:.3g}}<extra>{kind}</extra>")
+        shown_kinds.add(kind)
+    fig.update_layout(xaxis_title="SHAP value (effect on the model output)", legend_title="feature kind",
+                      yaxis={"tickvals": list(range(len(labels))), "ticktext": labels},
+                      height=max(320, 28 * len(labels) + 120), margin={"l": 10, "r": 10, "t": 30, "b": 40})
+    return fig
+
+
+def dependence_figure(ex: E.Explanation, feature: str, color: str | None) -> go.Figure:
+    """SHAP value of ``feature`` against its value, coloured by a second feature.
+
+    Parameters
+    ----------
+    ex
+        The explanation.
+    feature, color
+        Feature on the x axis; colouring feature (or None).
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    dep = ex.dependence(feature, color)
+    kind = ex.kinds[ex.feature_names.index(feature)]
+    colour, symbol, marker = _style(kind)
+    mk: dict[str, Any] = {"symbol": symbol, "size": 6, "opacity": 0.7}
+    if color is not None:
+        ckind = ex.kinds[ex.feature_names.index(color)]
+        mk.update(color=dep["color_value"], colorscale="Viridis",
+                  colorbar={"title": f"{_style(ckind)[2]} {color}"})
+    else:
+        mk["color"] = colour
+    fig = go.Figure(go.Scatter(x=dep["value"], y=dep["shap"], mode="markers", marker=mk, name=feature,
+                               hovertemplate=f"{feature} %{{x:.4g}}<br>SHAP %{{y:.3g}}<extra></extra>"))
+    fig.update_layout(title=f"{marker} {feature} ({kind})", xaxis_title=feature, yaxis_title="SHAP value",
+                      margin={"l": 10, "r": 10, "t": 50, "b": 40})
+    if dep["value"].gt(0).all() and dep["value"].max() / max(dep["value"].min(), 1e-300) > 100:
+        fig.update_xaxes(type="log")
+    return fig
+
+
+def waterfall_figure(wf: E.Waterfall, *, top: int = 12, title: str = "") -> go.Figure:
+    """A waterfall from the base value to the output, each step coloured by its feature's kind.
+
+    Parameters
+    ----------
+    wf
+        The waterfall.
+    top
+        Steps shown (the rest summed into one).
+    title
+        Figure title.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    t = wf.top(top)
+    start = wf.base_value + np.concatenate([[0.0], np.cumsum(t["shap"].to_numpy())[:-1]])
+    labels = [f"{f} = {v:.4g}" if np.isfinite(v) else str(f) for f, v in zip(t["feature"], t["value"], strict=True)]
+    fig = go.Figure()
+    shown: set[str] = set()
+    for i, rec in enumerate(t.itertuples()):
+        colour, _, marker = _style(rec.kind)
+        text = f"×{rec.factor:.3g}" if wf.log_output else f"{rec.shap:+.4g}"
+        fig.add_bar(x=[rec.shap], base=[start[i]], y=[labels[i]], orientation="h", marker_color=colour,
+                    marker_pattern_shape="" if rec.shap >= 0 else "/", name=f"{marker} {rec.kind}",
+                    legendgroup=rec.kind, showlegend=rec.kind not in shown, text=[text], textposition="outside",
+                    hovertemplate=f"{labels[i]}<br>SHAP {rec.shap:+.4g} ({text})<extra>{rec.kind}</extra>")
+        shown.add(rec.kind)
+    fig.add_vline(x=wf.base_value, line_dash="dot", annotation_text="base", annotation_position="top")
+    fig.add_vline(x=wf.output, line_dash="dash", annotation_text="output", annotation_position="bottom")
+    fig.update_layout(title=title, xaxis_title=wf.output_label, legend_title="feature kind",
+                      yaxis={"categoryorder": "array", "categoryarray": labels[::-1]},
+                      height=max(320, 28 * len(t) + 140), margin={"l": 10, "r": 10, "t": 60, "b": 40})
+    return fig
