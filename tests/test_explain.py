@@ -189,3 +189,14 @@ def test_user_errors_are_perfmodel_errors(kv_model: E.TreeModel, kv_runs: pd.Dat
         E.explain(kv_model, kv_runs, sample_size=5, engine="shap", cache=False)
     # the xgboost engine needs no extra
     assert E.explain(kv_model, kv_runs, sample_size=5, engine="xgboost", cache=False).additivity_ok
+
+
+def test_roofline_gbm_is_explained_as_log_efficiency(kv_runs: pd.DataFrame) -> None:
+    from perfmodel.models import get_predictor
+
+    model = get_predictor("roofline-gbm", n_estimators=20, calibration_folds=0).fit(kv_runs)
+    tm = E.tree_model(model)
+    assert tm.log_output and tm.output.startswith("log efficiency")
+    assert tm.feature_names[-1] == "prior_kind" and tm.kinds[-1] == "other"
+    ex = E.explain(tm, kv_runs, sample_size=50, engine="xgboost", cache=False)
+    assert ex.additivity_ok
