@@ -168,7 +168,11 @@ class FakeServer:
                     if mode != "no_usage":
                         usage = {"prompt_tokens": n_prompt, "completion_tokens": n_out,
                                  "total_tokens": n_prompt + n_out}
-                        self._chunk(b"data: " + json.dumps({"choices": [], "usage": usage}).encode() + b"\n\n")
+                        # llama.cpp-style server timings ride along in the last event
+                        timings = {"prompt_n": n_prompt, "predicted_n": n_out,
+                                   "predicted_per_token_ms": 1000 * server.token_delay_s}
+                        self._chunk(b"data: " + json.dumps({"choices": [], "usage": usage, "timings": timings}).encode()
+                                    + b"\n\n")
                     self._chunk(b"data: [DONE]\n\n")
                     self.wfile.write(b"0\r\n\r\n")
                 finally:
@@ -300,6 +304,9 @@ def test_healthy_point_against_fake_server(fake_server: FakeServer) -> None:
     assert row["itl_p50_s"] >= 0.0015 and row["tpot_s"] >= 0.0015
     assert backend.describe()["metrics"] == f"no server metrics: {fake_server.url}/metrics answered HTTP 404"
     assert not any(k.startswith("fw_vllm") for k in row)
+    # the server's own timings, where it sends them, become fw_server_* means
+    assert row["fw_server_predicted_per_token_ms_mean"] == pytest.approx(2.0)
+    assert row["fw_server_prompt_n_mean"] == 9 and row["fw_server_predicted_n_mean"] == 8
 
 
 def test_metrics_scraped_into_fw_columns() -> None:

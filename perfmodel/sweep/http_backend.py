@@ -196,6 +196,9 @@ class RequestRecord:
         Arrival times of text chunks, relative to ``start_s``.
     prompt_tokens, completion_tokens
         From ``usage`` (-1 when absent).
+    server_timings
+        The server's own per-request timings where it sends them (llama.cpp's
+        ``timings``: ``prompt_ms``, ``predicted_per_token_ms``, ...).
     """
 
     ok: bool = False
@@ -207,6 +210,7 @@ class RequestRecord:
     chunk_times_s: list[float] = field(default_factory=list)
     prompt_tokens: int = -1
     completion_tokens: int = -1
+    server_timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def e2e_s(self) -> float:
@@ -379,6 +383,17 @@ def summarise_failures(records: list[RequestRecord], n_total: int | None = None)
     detail = f"{first.reason}: {first.detail}" if first.detail else first.reason
     total = len(records) if n_total is None else n_total
     return f"{len(failed)} of {total} requests failed: {parts} (first: {detail[:300]})"
+
+
+def _server_timings(ok: list[RequestRecord]) -> dict[str, float]:
+    """Means of the server's own per-request timings (llama.cpp), as ``fw_server_<field>_mean``."""
+    fields = sorted({k for r in ok for k in r.server_timings})
+    out: dict[str, float] = {}
+    for k in fields:
+        vals = [r.server_timings[k] for r in ok if k in r.server_timings and math.isfinite(r.server_timings[k])]
+        if vals:
+            out[f"fw_server_{_sanitize(k)}_mean"] = float(np.mean(vals))
+    return out
 
 
 def _pct(values: list[float], stem: str) -> dict[str, float]:
@@ -827,6 +842,9 @@ class HttpBackend(Backend):
         except _StreamError as exc:
             conn.close()
             rec.reason, rec.detail = exc.reason, exc.detail
+        except asyncio.LimitOverrunError:
+            conn.close()
+            rec.reason, rec.detail = "malformed response", "a line of the response is longer than 64 KiB"
         rec.end_s = time.perf_counter()
         return rec
 
@@ -909,6 +927,10 @@ class HttpBackend(Backend):
             if text:
                 rec.chunk_times_s.append(now_s)
                 break
+        timings = event.get("timings")
+        if isinstance(timings, dict):
+            rec.server_timings = {k: float(v) for k, v in timings.items()
+                                  if isinstance(v, int | float) and not isinstance(v, bool)}
         usage = event.get("usage")
         return usage if usage else None
 
@@ -1104,4 +1126,5 @@ class HttpBackend(Backend):
             "fw_prompt_len_off_frac": float(np.mean(prompt_tok != point.input_len_tok)),
             "fw_duration_s": duration_s,
             "hw_client_cpu_ms_per_req": 1000.0 * cpu_s / max(len(records), 1),
+            **_server_timings(ok),
         }
