@@ -39,6 +39,9 @@ __all__ = [
     "fits_summary",
     "poor_fits",
     "curve_figure",
+    "whatif_figure",
+    "add_suspect_markers",
+    "SUSPECT_HOVER",
 ]
 
 LOAD_AXES: tuple[str, ...] = ("batch_size", "measured_concurrency", "request_rate_rps")
@@ -626,4 +629,124 @@ def curve_figure(fits: Sequence[CurveFit], points: pd.DataFrame, labels: Sequenc
         fig.update_xaxes(type="log", **_log_ticks(points["x"]))
     elif log_x:
         fig.update_xaxes(type="log")
+    return fig
+
+
+SUSPECT_HOVER = "faster than the roofline bound"
+"""Hover text of measured points that beat the physical bound (:func:`perfmodel.physics.flag_suspect`)."""
+
+
+def whatif_figure(table: pd.DataFrame, measured: pd.DataFrame, *, level: float, log_x: bool = True,
+                  title: str | None = None) -> go.Figure:
+    """A predicted saturation curve with its band, the roofline bound and the measured points nearby.
+
+    Parameters
+    ----------
+    table
+        :attr:`perfmodel.whatif.WhatIfResult.table`: ``batch_size``, ``pred_throughput_tok_s``,
+        ``pred_lower``, ``pred_upper``, ``confidence``, ``in_domain``, ``roofline_tok_s``.
+    measured
+        :attr:`perfmodel.whatif.WhatIfResult.measured`: ``batch_size``, ``output_throughput_tok_s``,
+        ``framework``, ``device_count``, ``same_config``, ``suspect``.
+    level
+        Band level, for the legend.
+    log_x
+        Logarithmic batch axis.
+    title
+        Figure title.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Traces by ``meta``: ``band`` (two, filled between), ``prediction`` (line; out-of-domain
+        batches as open circles), ``roofline`` (dashed, only where the catalog gives a bound),
+        ``measured`` (same configuration), ``measured-other`` (same hardware, model and lengths,
+        other framework or devices) and ``suspect`` ('x' markers, hover
+        :data:`SUSPECT_HOVER`).
+    """
+    y_title = axis_title("output_throughput_tok_s")
+    if len(table) == 0:
+        return _empty_figure("Nothing to predict", x="batch_size", y="output_throughput_tok_s")
+    fig = go.Figure()
+    b = table["batch_size"].astype(float).tolist()
+    colour = _PALETTE[0]
+    lo, hi = table["pred_lower"].astype(float), table["pred_upper"].astype(float)
+    if lo.notna().any():
+        fig.add_trace(go.Scatter(x=b, y=hi.tolist(), mode="lines", line={"width": 0}, showlegend=False,
+                                 hoverinfo="skip", meta="band"))
+        fig.add_trace(go.Scatter(x=b, y=lo.tolist(), mode="lines", line={"width": 0}, fill="tonexty",
+                                 fillcolor=_rgba(colour, 0.2), name=f"{level:.0%} band", meta="band",
+                                 hoverinfo="skip"))
+    inside = table["in_domain"].astype(bool).to_numpy()
+    custom = np.column_stack([lo.to_numpy(), hi.to_numpy(), table["confidence"].astype(float).to_numpy(),
+                              np.where(inside, "in domain", "OUT OF DOMAIN")]).tolist()
+    fig.add_trace(go.Scatter(
+        x=b, y=table["pred_throughput_tok_s"].astype(float).tolist(), mode="lines+markers", name="predicted",
+        meta="prediction", line={"color": colour, "width": 2.5},
+        marker={"size": 8, "color": colour, "symbol": ["circle" if v else "circle-open" for v in inside]},
+        customdata=custom,
+        hovertemplate=f"batch %{{x}}<br>predicted {y_title}: %{{y:,.4g}}<br>{level:.0%} band "
+                      "%{customdata[0]:,.4g} - %{customdata[1]:,.4g}<br>confidence %{customdata[2]:.2f} "
+                      "(%{customdata[3]})<extra></extra>"))
+    roof = table["roofline_tok_s"].astype(float)
+    if roof.notna().any():
+        fig.add_trace(go.Scatter(x=b, y=roof.tolist(), mode="lines", name="roofline bound", meta="roofline",
+                                 line={"color": "#555555", "dash": "dash"},
+                                 hovertemplate="batch %{x}<br>physical bound: %{y:,.4g} tok/s<extra></extra>"))
+    if len(measured):
+        sus = measured["suspect"].astype(bool)
+        same = measured["same_config"].astype(bool)
+        for meta, mask, name, marker in (
+                ("measured", same & ~sus, "measured (same configuration)",
+                 {"size": 9, "color": "#d62728"}),
+                ("measured-other", ~same & ~sus, "measured (other framework/devices)",
+                 {"size": 7, "color": "#7f7f7f", "symbol": "diamond"}),
+                ("suspect", sus, f"suspect: {SUSPECT_HOVER}",
+                 {"size": 10, "color": "#000000", "symbol": "x"})):
+            pts = measured.loc[mask.to_numpy()]
+            if not len(pts):
+                continue
+            extra = "<br>" + SUSPECT_HOVER if meta == "suspect" else ""
+            fig.add_trace(go.Scatter(
+                x=pts["batch_size"].astype(float).tolist(),
+                y=pts["output_throughput_tok_s"].astype(float).tolist(), mode="markers", name=name, meta=meta,
+                marker=marker, customdata=np.column_stack([_as_text(pts["framework"]),
+                                                           _as_text(pts["device_count"])]).tolist(),
+                hovertemplate=f"batch %{{x}}<br>measured {y_title}: %{{y:,.4g}}<br>%{{customdata[0]}}, "
+                              f"%{{customdata[1]}} device(s){extra}<extra></extra>"))
+    fig.update_layout(title=title, xaxis_title=axis_title("batch_size"), yaxis_title=y_title,
+                      legend={"orientation": "h", "y": -0.2}, margin={"t": 40 if title else 10})
+    if log_x:
+        fig.update_xaxes(type="log")
+    return fig
+
+
+def add_suspect_markers(fig: go.Figure, suspects: pd.DataFrame, *, x: str = "batch_size",
+                        y: str = "output_throughput_tok_s") -> go.Figure:
+    """Overlay measured points faster than the physical bound as black 'x' markers.
+
+    Parameters
+    ----------
+    fig
+        The figure to draw on (changed in place).
+    suspects
+        The suspect runs (columns ``x`` and ``y``; ``configuration`` shown on hover when present).
+    x, y
+        Columns to plot.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        ``fig``, with one trace ``meta="suspect"`` when ``suspects`` has rows.
+    """
+    if len(suspects) == 0 or x not in suspects.columns or y not in suspects.columns:
+        return fig
+    label = _as_text(suspects["configuration"]) if "configuration" in suspects.columns \
+        else [""] * len(suspects)
+    fig.add_trace(go.Scatter(
+        x=pd.to_numeric(suspects[x], errors="coerce").tolist(), y=pd.to_numeric(suspects[y], errors="coerce").tolist(),
+        mode="markers", name=f"suspect: {SUSPECT_HOVER}", meta="suspect",
+        marker={"symbol": "x", "size": 11, "color": "#000000", "line": {"width": 1}}, customdata=label,
+        hovertemplate=f"<b>%{{customdata}}</b><br>batch %{{x}}<br>{axis_title(y)}: %{{y:,.4g}}<br>"
+                      f"{SUSPECT_HOVER}<extra></extra>"))
     return fig

@@ -38,6 +38,7 @@ PAGE_SPECS: tuple[PageSpec, ...] = (
     PageSpec("pages/data.py", "Data", ":material/database:", "Data", "data", default=True),
     PageSpec("pages/curves.py", "Curves", ":material/show_chart:", "Analyse", "curves"),
     PageSpec("pages/attribution.py", "Attribution", ":material/insights:", "Analyse", "attribution"),
+    PageSpec("pages/whatif.py", "What-if", ":material/tune:", "Analyse", "whatif"),
     PageSpec("pages/sweeps.py", "Sweeps", ":material/speed:", "Measure", "sweeps"),
     PageSpec("pages/monitor.py", "Monitor", ":material/monitor_heart:", "Measure", "monitor"),
     PageSpec("pages/planner.py", "Planner", ":material/calculate:", "Plan", "planner"),

@@ -1,0 +1,151 @@
+"""What-if: the predicted saturation curve of a configuration nobody measured, with its band."""
+
+import json
+import math
+
+import streamlit as st
+
+from perfmodel import ui
+from perfmodel.errors import PerfmodelError
+from perfmodel.ui import whatif as W
+from perfmodel.ui.explain import QP_WHATIF
+from perfmodel.whatif import MAX_BATCH, POINT_COLUMNS, WHATIF_LEVELS, batch_grid
+
+K = W.KEYS
+home = ui.home()
+st.title("What-if", anchor=False)
+st.caption("Pick a configuration, train a predictor on a dataset, and see the predicted throughput-vs-batch "
+           "curve with its band, the physical (roofline) bound and the measured points nearby. Every input is "
+           "in the URL: copy the link to share this what-if.")
+
+stamp = ui.store_stamp(home)
+datasets = ui.datasets_table(home, stamp)
+if datasets.empty:
+    st.info("No dataset yet: import benchmark result files on the Data page.", icon=":material/info:")
+    st.stop()
+ids = datasets["id"].tolist()
+names = dict(zip(ids, datasets["name"], strict=True))
+rows_of = dict(zip(ids, datasets["rows"], strict=True))
+ui.restore_from_link(ids, names)
+link_problems = W.restore_from_link()
+if (warning := ui.link_warning()) is not None:
+    st.warning(warning, icon=":material/link_off:")
+for msg in link_problems:
+    st.warning(msg, icon=":material/link_off:")
+if ui.selected_dataset() not in names:
+    ui.select_dataset(ids[0], forget_link=False)
+st.session_state[K["dataset"]] = ui.selected_dataset()
+selected = st.selectbox("Dataset (training data and measured points)", ids, key=K["dataset"],
+                        format_func=lambda i: f"{names[i]} ({i})",
+                        on_change=lambda: ui.select_dataset(st.session_state[K["dataset"]]))
+runs = ui.dataset_runs(home, selected, stamp)
+W.apply_defaults(home, selected, stamp)
+
+hardware = ui.hardware_choices(home)
+models = ui.model_choices(home)
+hw_options = list(dict.fromkeys([*hardware, *runs.get("hardware", []).dropna().astype(str).unique()]))
+model_options = list(dict.fromkeys([*models, *runs.get("model", []).dropna().astype(str).unique()]))
+fw_options = sorted(runs.get("framework", []).dropna().astype(str).unique().tolist()) or ["vllm"]
+for key, options in ((K["hardware"], hw_options), (K["model"], model_options)):
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = options[0]
+if st.session_state.get(K["framework"]) not in fw_options:
+    fw_options.append(str(st.session_state.get(K["framework"]) or fw_options[0]))
+
+c1, c2, c3 = st.columns(3)
+c1.selectbox("Hardware", hw_options, key=K["hardware"], format_func=lambda v: hardware.get(v, v))
+c2.selectbox("Model", model_options, key=K["model"], format_func=lambda v: models.get(v, v))
+c3.selectbox("Framework", fw_options, key=K["framework"], accept_new_options=True)
+c1, c2, c3, c4, c5 = st.columns(5)
+c1.number_input("Input length (tokens)", min_value=0.0, step=64.0, key=K["input_len_tok"], format="%g")
+c2.number_input("Output length (tokens)", min_value=1.0, step=64.0, key=K["output_len_tok"], format="%g")
+c3.number_input("Devices", min_value=1.0, step=1.0, key=K["device_count"], format="%g")
+c4.number_input("Smallest batch", min_value=1.0, max_value=float(MAX_BATCH), key=K["batch_min"], format="%g")
+c5.number_input("Largest batch", min_value=1.0, max_value=float(MAX_BATCH), key=K["batch_max"], format="%g")
+c1, c2, c3, c4 = st.columns([2, 2, 2, 1], vertical_alignment="bottom")
+c1.selectbox("Predictor", W.PREDICTOR_CHOICES, key=K["predictor"],
+             help="roofline-gbm: perfmodel's own (roofline prior x learned efficiency, calibrated bands). "
+                  "The others are the published baselines; ala trains for minutes.")
+c2.segmented_control("Band level", WHATIF_LEVELS, key=K["level"], format_func=lambda v: f"{v:.0%}")
+c3.checkbox("Keep suspect points in training", key=K["keep_suspect"],
+            help="Points faster than the physical bound (reading the weights once per output token at peak "
+                 "memory bandwidth) are left out of training by default.")
+log_x = c4.toggle("log batch", key=K["log_x"])
+
+values = W.inputs()
+if values["level"] not in WHATIF_LEVELS:  # a segmented control can be cleared
+    values["level"] = 0.9
+try:
+    batches = batch_grid(float(values["batch_min"]), float(values["batch_max"]))
+except PerfmodelError as exc:
+    W.write_link(selected, values)
+    ui.show_error(exc, what="Cannot draw the curve")
+    st.stop()
+if values.get("batch_size") not in batches:
+    st.session_state[K["batch_size"]] = values["batch_size"] = batches[-1]
+W.write_link(selected, values)
+
+options = W.options_json(values["predictor"], bool(values["keep_suspect"]))
+path = W.model_dir(home, selected, int(rows_of[selected]), options)
+meta = path / "metadata.json"
+b1, b2 = st.columns([1, 3], vertical_alignment="center")
+label = "Retrain" if meta.exists() else "Train"
+if b1.button(f"{label} {values['predictor']}", key=W.P + "train", type="secondary" if meta.exists() else "primary",
+             icon=":material/model_training:"):
+    with st.spinner(f"Training {values['predictor']} on {names[selected]}..."):
+        try:
+            W.train(home, selected, stamp, options, path)
+        except PerfmodelError as exc:
+            ui.show_error(exc, what="Training failed")
+if not meta.exists():
+    b2.info(f"No {values['predictor']} model for this dataset and options yet: press **Train**.",
+            icon=":material/info:")
+    st.stop()
+b2.caption(f"Model: `{path}`")
+
+point = {c: values[c] for c in POINT_COLUMNS}
+try:
+    res = W.result(home, selected, stamp, str(path), meta.stat().st_mtime_ns, options,
+                   json.dumps(point, sort_keys=True), json.dumps(batches), float(values["level"]))
+except PerfmodelError as exc:
+    ui.show_error(exc, what="Cannot predict")
+    st.stop()
+
+at_b = res.table[res.table["batch_size"] == values["batch_size"]].iloc[0]
+m1, m2, m3, m4 = st.columns(4)
+m1.metric(f"Predicted at batch {values['batch_size']:g}", f"{at_b['pred_throughput_tok_s']:,.4g} tok/s")
+band = (f"{at_b['pred_lower']:,.4g} - {at_b['pred_upper']:,.4g}" if not math.isnan(at_b["pred_lower"])
+        else "n/a")
+m2.metric(f"{res.level:.0%} band", band)
+m3.metric("Confidence", "n/a" if math.isnan(at_b["confidence"]) else f"{at_b['confidence']:.2f}",
+          help="0..1, higher = closer to the training data and narrower band.")
+m4.metric("Roofline bound", "n/a" if math.isnan(at_b["roofline_tok_s"]) else f"{at_b['roofline_tok_s']:,.4g}",
+          help="Physical upper bound from the catalogs (n/a: the catalog lacks the bandwidth or FLOPS).")
+if not res.in_domain:
+    reasons = list(res.reasons) or ["the query is far from every training point in feature space"]
+    n_out = int((~res.table["in_domain"].astype(bool)).sum())
+    st.warning(f"**Out of domain** ({n_out} of {len(res.table)} batches): the prediction extrapolates, so its "
+               "band is wide and it deserves less trust.\n\n" + "\n".join(f"- {r}" for r in reasons),
+               icon=":material/explore_off:")
+elif res.reasons:
+    st.info("Partly outside the training data:\n\n" + "\n".join(f"- {r}" for r in res.reasons),
+            icon=":material/info:")
+st.plotly_chart(W.figure(res, bool(log_x)), key=W.P + "chart")
+if res.measured.empty:
+    st.caption("No measured runs of this hardware, model and lengths in the dataset.")
+else:
+    n_sus = int(res.measured["suspect"].sum())
+    st.caption(f"{len(res.measured)} measured run(s) of this hardware, model and lengths"
+               + (f"; {n_sus} faster than the roofline bound (x)." if n_sus else "."))
+
+st.subheader("Predictions", anchor=False)
+st.dataframe(res.table, hide_index=True)
+st.download_button("Download predictions (CSV)", W.result_csv(res),
+                   file_name=f"whatif-{values['hardware']}-{values['model']}.csv", mime="text/csv",
+                   icon=":material/download:", on_click="ignore")
+
+st.selectbox("Batch to explain", batches, key=K["batch_size"], format_func=lambda b: f"{b:g}")
+explain = {QP_WHATIF[c]: f"{float(values[c]):g}" if isinstance(values[c], float) else str(values[c])
+           for c in QP_WHATIF}
+st.page_link("pages/attribution.py", label="Explain this point on the Attribution page",
+             icon=":material/insights:", query_params={"dataset": selected, **explain})

@@ -1,0 +1,351 @@
+"""What-if: a predicted saturation curve for one configuration, with its band, the roofline and the data.
+
+:func:`whatif` asks a fitted predictor for every batch of a range at one
+(hardware, model, framework, lengths, devices) point, adds the physical bound
+(:func:`perfmodel.physics.roofline`), the measured points of the same hardware,
+model and lengths, and says in words why a query is outside the training data
+(:func:`domain_reasons`). :func:`fit_whatif_model` trains a predictor with the
+issue's rule for suspect points (left out unless asked to keep them).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import physics
+from .errors import PerfmodelError, Problem, ValidationError
+from .models.base import DEFAULT_TARGET, Predictor
+
+__all__ = [
+    "POINT_COLUMNS",
+    "WHATIF_LEVELS",
+    "MAX_BATCH",
+    "WhatIfResult",
+    "batch_grid",
+    "default_point",
+    "domain_reasons",
+    "fit_whatif_model",
+    "suspect_mask",
+    "whatif",
+]
+
+POINT_COLUMNS = ("hardware", "model", "framework", "input_len_tok", "output_len_tok", "device_count")
+"""What a what-if point fixes; the batch varies along the curve."""
+WHATIF_LEVELS = (0.8, 0.9, 0.95)
+"""Band levels offered (the levels the predictors are calibrated for)."""
+MAX_BATCH = 4096
+"""Largest batch a what-if curve may ask for."""
+
+
+@dataclass(frozen=True)
+class WhatIfResult:
+    """A predicted saturation curve for one configuration.
+
+    Attributes
+    ----------
+    point
+        The fixed query columns (:data:`POINT_COLUMNS`).
+    level
+        Nominal coverage of the band.
+    table
+        One row per batch: the point's columns, ``batch_size``, ``pred_throughput_tok_s``,
+        ``pred_lower``, ``pred_upper``, ``confidence``, ``in_domain`` and ``roofline_tok_s``
+        (the physical bound on output throughput, NaN where the catalog lacks a figure).
+    measured
+        Measured runs of the same hardware, model and lengths (``batch_size``,
+        ``output_throughput_tok_s``, ``framework``, ``device_count``, ``same_config``: also the
+        same framework and devices, ``suspect``: faster than the physical bound).
+    reasons
+        Why the query lies outside the training data, in words (empty when it does not).
+    """
+
+    point: Mapping[str, Any]
+    level: float
+    table: pd.DataFrame
+    measured: pd.DataFrame
+    reasons: tuple[str, ...]
+
+    @property
+    def in_domain(self) -> bool:
+        """True when every batch of the curve is inside the predictor's domain."""
+        return bool(self.table["in_domain"].all()) if len(self.table) else False
+
+
+def batch_grid(b_min: float, b_max: float) -> list[float]:
+    """Batches for a curve: the powers of two between ``b_min`` and ``b_max`` and both ends.
+
+    Parameters
+    ----------
+    b_min, b_max
+        The range (1 <= b_min <= b_max <= :data:`MAX_BATCH`).
+
+    Returns
+    -------
+    list of float
+        Sorted, distinct.
+
+    Raises
+    ------
+    ValidationError
+        The range is empty, not positive or beyond :data:`MAX_BATCH`.
+    """
+    problems = []
+    for name, v in (("batch_min", b_min), ("batch_max", b_max)):
+        if not (isinstance(v, (int, float)) and math.isfinite(v) and 1 <= v <= MAX_BATCH):
+            problems.append(Problem(f"expected a number from 1 to {MAX_BATCH}, got {v!r}", column=name))
+    if not problems and b_min > b_max:
+        problems.append(Problem(f"the smallest batch ({b_min:g}) is larger than the largest ({b_max:g})",
+                                column="batch_min"))
+    if problems:
+        raise ValidationError("invalid batch range:", problems)
+    grid = {float(b_min), float(b_max)}
+    p = 1.0
+    while p <= b_max:
+        if p >= b_min:
+            grid.add(p)
+        p *= 2
+    return sorted(grid)
+
+
+def suspect_mask(runs: pd.DataFrame) -> pd.Series:
+    """Rows faster than the physical bound (:func:`perfmodel.physics.flag_suspect`), False where unknowable.
+
+    Unlike ``flag_suspect`` this never raises for a row it cannot judge: a hardware or model
+    missing from the catalog, or a missing column, leaves the row unflagged.
+
+    Parameters
+    ----------
+    runs
+        Runs table.
+
+    Returns
+    -------
+    pandas.Series
+        bool, index aligned, named ``suspect``.
+    """
+    out = pd.Series(False, index=runs.index, name="suspect")
+    need = (*physics.QUERY_COLUMNS, "output_throughput_tok_s")
+    if len(runs) == 0 or any(c not in runs.columns for c in need):
+        return out
+    ok = pd.Series(True, index=runs.index)
+    for c in ("device_count", "input_len_tok", "output_len_tok", "batch_size"):
+        v = pd.to_numeric(runs[c], errors="coerce").astype("float64")
+        ok &= (v.notna() & (v >= 0 if c == "input_len_tok" else v > 0)).to_numpy()
+    for c in ("hardware", "model"):
+        names = runs[c].astype("string")
+        known = {str(v) for v in names.dropna().unique() if _known(c, str(v))}
+        ok &= names.isin(list(known)).fillna(False).to_numpy(dtype=bool)
+    okv = ok.to_numpy(dtype=bool)
+    flags = np.zeros(len(runs), dtype=bool)
+    if okv.any():  # positional: an index may repeat labels
+        flags[okv] = physics.flag_suspect(runs.iloc[np.flatnonzero(okv)]).to_numpy(dtype=bool)
+    return pd.Series(flags, index=runs.index, name="suspect")
+
+
+def _known(column: str, name: str) -> bool:
+    from . import catalog
+    from .errors import UnknownNameError
+
+    try:
+        (catalog.resolve_hardware if column == "hardware" else catalog.resolve_model)(name)
+    except UnknownNameError:
+        return False
+    return True
+
+
+def default_point(runs: pd.DataFrame) -> dict[str, Any]:
+    """The what-if inputs a dataset suggests: its most measured configuration and its batch range.
+
+    Parameters
+    ----------
+    runs
+        Runs table (may be empty).
+
+    Returns
+    -------
+    dict
+        :data:`POINT_COLUMNS` (values of the most frequent combination; None where the column is
+        absent) plus ``batch_min`` and ``batch_max`` (the dataset's range, 1..64 without batches).
+    """
+    out: dict[str, Any] = {c: None for c in POINT_COLUMNS}
+    out.update(batch_min=1.0, batch_max=64.0)
+    cols = [c for c in POINT_COLUMNS if c in runs.columns]
+    if len(runs) == 0 or not cols:
+        return out
+    counts = runs[cols].astype(object).where(runs[cols].notna(), None).value_counts(dropna=False)
+    if len(counts):
+        for c, v in zip(cols, counts.index[0], strict=True):
+            out[c] = None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+    for c in ("input_len_tok", "output_len_tok", "device_count"):
+        if out[c] is not None:
+            out[c] = float(out[c])
+    if "batch_size" in runs.columns:
+        b = pd.to_numeric(runs["batch_size"], errors="coerce").dropna()
+        b = b[(b >= 1) & (b <= MAX_BATCH)]
+        if len(b):
+            out.update(batch_min=float(b.min()), batch_max=float(b.max()))
+    return out
+
+
+def domain_reasons(train: pd.DataFrame, point: Mapping[str, Any], batches: Sequence[float]) -> list[str]:
+    """Why a what-if query lies outside the training data, one sentence per reason.
+
+    Parameters
+    ----------
+    train
+        The rows the predictor was trained on.
+    point
+        The query's fixed columns (:data:`POINT_COLUMNS`).
+    batches
+        The batches asked for.
+
+    Returns
+    -------
+    list of str
+        Unseen hardware, model or framework; batch, input or output length outside the trained
+        range. Empty when none applies.
+    """
+    out: list[str] = []
+    for c, what in (("hardware", "hardware"), ("model", "model"), ("framework", "framework")):
+        if c in train.columns and point.get(c) is not None:
+            seen = set(train[c].astype("string").dropna().tolist())
+            if str(point[c]) not in seen:
+                out.append(f"{what} {point[c]!r} is not in the training data (trained on "
+                           f"{', '.join(sorted(seen)[:6])}{', ...' if len(seen) > 6 else ''})")
+    ranges = [("batch_size", "batch", list(batches))]
+    ranges += [(c, label, [point.get(c)]) for c, label in (("input_len_tok", "input length"),
+                                                           ("output_len_tok", "output length"),
+                                                           ("device_count", "device count"))]
+    for col, label, values in ranges:
+        if col not in train.columns:
+            continue
+        v = pd.to_numeric(train[col], errors="coerce").dropna()
+        vals = [float(x) for x in values if x is not None]
+        if not len(v) or not vals:
+            continue
+        lo, hi = float(v.min()), float(v.max())
+        outside = [x for x in vals if x < lo or x > hi]
+        if outside:
+            shown = ", ".join(f"{x:g}" for x in outside[:6]) + (", ..." if len(outside) > 6 else "")
+            out.append(f"{label} {shown} outside the trained range {lo:g}-{hi:g}")
+    return out
+
+
+def fit_whatif_model(runs: pd.DataFrame, predictor: str = "roofline-gbm", *, keep_suspect: bool = False,
+                     settings: Mapping[str, Any] | None = None) -> tuple[Predictor, pd.DataFrame]:
+    """Train a predictor for what-if queries, leaving suspect points out unless asked to keep them.
+
+    Parameters
+    ----------
+    runs
+        Runs table with the measured ``output_throughput_tok_s``.
+    predictor
+        Registry name (see :data:`perfmodel.models.PREDICTORS`).
+    keep_suspect
+        Keep rows faster than the physical bound (:func:`suspect_mask`); by default they are
+        left out, as roofline-gbm itself does.
+    settings
+        Keyword settings of the predictor.
+
+    Returns
+    -------
+    (Predictor, pandas.DataFrame)
+        The fitted predictor and the rows it was trained on.
+
+    Raises
+    ------
+    PerfmodelError
+        Unknown predictor or setting, too few usable rows, or what the predictor's ``fit`` raises.
+    """
+    from .models import get_predictor
+
+    if DEFAULT_TARGET not in runs.columns:
+        raise ValidationError("cannot train", [Problem("required column is missing", column=DEFAULT_TARGET)])
+    kw = dict(settings or {})
+    model = get_predictor(predictor, **kw)
+    y = pd.to_numeric(runs[DEFAULT_TARGET], errors="coerce")
+    train = runs.loc[(y > 0).fillna(False).to_numpy(dtype=bool)]
+    if not keep_suspect:
+        train = train.loc[~suspect_mask(train).to_numpy(dtype=bool)]
+    if hasattr(model, "keep_suspect"):
+        model.keep_suspect = True  # already filtered here, with the same rule
+    if len(train) == 0:
+        raise PerfmodelError(f"no row with a positive {DEFAULT_TARGET!r} to train {predictor} on")
+    model.fit(train)
+    return model, train
+
+
+def whatif(model: Predictor, train: pd.DataFrame, point: Mapping[str, Any], batches: Sequence[float], *,
+           level: float = 0.9, runs: pd.DataFrame | None = None) -> WhatIfResult:
+    """Predict a saturation curve for one configuration.
+
+    Parameters
+    ----------
+    model
+        A fitted predictor.
+    train
+        The rows it was trained on (for :func:`domain_reasons`).
+    point
+        Values of :data:`POINT_COLUMNS`.
+    batches
+        Batch sizes (see :func:`batch_grid`).
+    level
+        Band level (0 < level < 1).
+    runs
+        Where to look for measured points (default ``train``).
+
+    Returns
+    -------
+    WhatIfResult
+
+    Raises
+    ------
+    ValidationError
+        A missing or invalid input (column named).
+    UnknownNameError
+        Hardware or model unknown to the catalog.
+    """
+    missing = [Problem("value is missing", column=c) for c in POINT_COLUMNS if point.get(c) in (None, "")]
+    if missing:
+        raise ValidationError("the what-if point is incomplete:", missing)
+    if not batches:
+        raise ValidationError("the what-if point is incomplete:", [Problem("no batch size", column="batch_size")])
+    q = pd.DataFrame({c: [point[c]] * len(batches) for c in POINT_COLUMNS})
+    for c in ("input_len_tok", "output_len_tok", "device_count"):
+        q[c] = pd.to_numeric(q[c], errors="coerce").astype("float64")
+    q["batch_size"] = np.asarray(batches, dtype=float)
+    pred = model.predict(q, level=level)
+    roof = physics.roofline(q)
+    table = pd.concat([q, pred], axis=1)
+    table["roofline_tok_s"] = roof["output_tok_s_max"].to_numpy(dtype=float)
+    src = train if runs is None else runs
+    measured = _measured_near(src, point)
+    return WhatIfResult(point=dict(point), level=float(level), table=table, measured=measured,
+                        reasons=tuple(domain_reasons(train, point, batches)))
+
+
+def _measured_near(runs: pd.DataFrame, point: Mapping[str, Any]) -> pd.DataFrame:
+    cols = ["batch_size", DEFAULT_TARGET, "framework", "device_count"]
+    need = ("hardware", "model", "input_len_tok", "output_len_tok", *cols)
+    if any(c not in runs.columns for c in need):
+        return pd.DataFrame(columns=[*cols, "same_config", "suspect"])
+    m = (runs["hardware"].astype("string") == str(point["hardware"])) \
+        & (runs["model"].astype("string") == str(point["model"]))
+    for c in ("input_len_tok", "output_len_tok"):
+        m &= pd.to_numeric(runs[c], errors="coerce") == float(point[c])
+    near = runs.loc[m.fillna(False).to_numpy(dtype=bool)]
+    near = near.loc[pd.to_numeric(near[DEFAULT_TARGET], errors="coerce").notna().to_numpy(dtype=bool)]
+    same = (near["framework"].astype("string") == str(point["framework"])) \
+        & (pd.to_numeric(near["device_count"], errors="coerce") == float(point["device_count"]))
+    out = near[cols].copy()
+    out["batch_size"] = pd.to_numeric(out["batch_size"], errors="coerce").astype("float64")
+    out[DEFAULT_TARGET] = pd.to_numeric(out[DEFAULT_TARGET], errors="coerce").astype("float64")
+    out["same_config"] = same.fillna(False).to_numpy(dtype=bool)
+    out["suspect"] = suspect_mask(near).to_numpy(dtype=bool)
+    return out.sort_values("batch_size").reset_index(drop=True)

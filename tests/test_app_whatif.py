@@ -1,0 +1,165 @@
+"""The What-if page, headless: trains on the sample data, restores a shared link, warns out of domain,
+links to the Attribution page with the same inputs; and the core it draws from (perfmodel.whatif)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from perfmodel import whatif as core
+from perfmodel.errors import ValidationError
+from perfmodel.store import Store
+from perfmodel.ui import samples
+from perfmodel.ui import whatif as W
+
+REPO = Path(__file__).resolve().parents[1]
+APP = str(REPO / "app.py")
+PAGE = "pages/whatif.py"
+TIMEOUT_S = 90
+K = W.KEYS
+
+
+def _sample_id() -> str:
+    samples.ensure_sample_data(Store())
+    return Store().dataset(samples.SAMPLE_DATASET_NAME).id
+
+
+def _whatif(**query: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT_S)
+    for k, v in query.items():
+        at.query_params[k] = v
+    at.run()
+    return at.switch_page(PAGE).run()
+
+
+def _train(at: AppTest) -> AppTest:
+    return at.button(key=W.P + "train").click().run()
+
+
+def _no_exception(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def _traces(at: AppTest) -> list[dict]:
+    charts = at.get("plotly_chart")
+    assert charts, "no chart"
+    return json.loads(charts[0].proto.spec)["data"]
+
+
+def test_page_trains_on_sample_and_draws_curve_band_and_measured_points() -> None:
+    at = _whatif()
+    _no_exception(at)
+    assert [t.value for t in at.title] == ["What-if"]
+    # Defaults from the sample: its most measured configuration and batch range 1..128.
+    assert at.selectbox(key=K["hardware"]).value == "cpu-x86-2vcpu"
+    assert at.selectbox(key=K["model"]).value == "perfmodel-tiny-llama"
+    assert at.number_input(key=K["batch_min"]).value == 1 and at.number_input(key=K["batch_max"]).value == 128
+    assert not at.get("plotly_chart")  # nothing until the model is trained
+    at = _train(at)
+    _no_exception(at)
+    assert not at.error
+    traces = _traces(at)
+    metas = [t.get("meta") for t in traces]
+    assert metas.count("band") == 2 and "prediction" in metas and "measured" in metas
+    assert "roofline" not in metas  # the catalog gives no bandwidth for the sample's CPU
+    pred = next(t for t in traces if t.get("meta") == "prediction")
+    assert pred["x"] == [1, 2, 4, 8, 16, 32, 64, 128]
+    table = at.dataframe[0].value
+    assert len(table) == 8 and (table["pred_lower"] <= table["pred_throughput_tok_s"]).all()
+    # On 96 sample rows the kNN cut is tight: some batches between measured ones may fall outside it.
+    assert table["in_domain"].any()
+    assert bool(at.warning) == (not table["in_domain"].all())
+    assert at.get("download_button")
+    # Every input is in the URL.
+    qp = dict(at.query_params)
+    for name in ("hardware", "model", "framework", "input_len", "output_len", "device_count", "batch",
+                 "batch_min", "batch_max", "level", "predictor", "keep_suspect", "dataset"):
+        assert name in qp, name
+
+
+def test_shared_link_restores_every_input_and_far_query_is_out_of_domain() -> None:
+    ds = _sample_id()
+    link = {"dataset": ds, "hardware": "cpu-x86-2vcpu", "model": "perfmodel-tiny-llama",
+            "framework": "transformers", "input_len": "8192", "output_len": "32", "device_count": "1",
+            "batch_min": "4", "batch_max": "2048", "batch": "512", "level": "0.8",
+            "predictor": "roofline-gbm", "keep_suspect": "1"}
+    at = _whatif(**link)
+    _no_exception(at)
+    assert at.selectbox(key=K["hardware"]).value == "cpu-x86-2vcpu"
+    assert at.selectbox(key=K["framework"]).value == "transformers"
+    assert at.number_input(key=K["input_len_tok"]).value == 8192
+    assert at.number_input(key=K["output_len_tok"]).value == 32
+    assert at.number_input(key=K["batch_min"]).value == 4 and at.number_input(key=K["batch_max"]).value == 2048
+    assert at.session_state[K["level"]] == 0.8 and at.checkbox(key=K["keep_suspect"]).value is True
+    assert at.selectbox(key=K["predictor"]).value == "roofline-gbm"
+    at = _train(at)
+    _no_exception(at)
+    assert at.selectbox(key=K["batch_size"]).value == 512
+    warning = " ".join(w.value for w in at.warning)
+    assert "Out of domain" in warning
+    assert "input length 8192 outside the trained range 64-256" in warning
+    assert "batch 256, 512, 1024, 2048 outside the trained range 1-128" in warning
+    pred = next(t for t in _traces(at) if t.get("meta") == "prediction")
+    assert "circle-open" in pred["marker"]["symbol"]
+    # The link survives the rerun unchanged (same inputs written back).
+    assert {k: at.query_params[k][0] if isinstance(at.query_params[k], list) else at.query_params[k]
+            for k in link} == link
+
+
+def test_attribution_link_carries_the_inputs() -> None:
+    ds = _sample_id()
+    at = _train(_whatif(dataset=ds, input_len="256", output_len="32", batch_min="2", batch_max="16",
+                        batch="8"))
+    _no_exception(at)
+    links = at.get("page_link")
+    assert links, "no link to the Attribution page"
+    proto = links[0].proto
+    assert "attribution" in proto.page
+    from urllib.parse import parse_qs
+
+    params = {k: v[0] for k, v in parse_qs(proto.query_string).items()}
+    assert params == {"dataset": ds, "hardware": "cpu-x86-2vcpu", "model": "perfmodel-tiny-llama",
+                      "framework": "transformers", "input_len": "256", "output_len": "32", "batch": "8",
+                      "device_count": "1"}
+
+
+# ------------------------------------------------------------------------------------------ core
+
+def _runs() -> pd.DataFrame:
+    rows = []
+    for hw in ("h100-sxm", "a100-40gb"):
+        for b in (1.0, 8.0, 32.0):
+            rows.append({"hardware": hw, "model": "llama-3-8b", "framework": "vllm", "device_count": 1,
+                         "input_len_tok": 128.0, "output_len_tok": 128.0, "batch_size": b,
+                         "output_throughput_tok_s": 40.0 * b})
+    return pd.DataFrame(rows)
+
+
+def test_batch_grid_and_domain_reasons() -> None:
+    assert core.batch_grid(3, 40) == [3.0, 4.0, 8.0, 16.0, 32.0, 40.0]
+    with pytest.raises(ValidationError, match="batch_min"):
+        core.batch_grid(64, 8)
+    point = {"hardware": "mi300x", "model": "llama-3-8b", "framework": "sglang", "input_len_tok": 128.0,
+             "output_len_tok": 4096.0, "device_count": 1.0}
+    reasons = core.domain_reasons(_runs(), point, [1.0, 64.0])
+    assert reasons[0].startswith("hardware 'mi300x' is not in the training data")
+    assert reasons[1].startswith("framework 'sglang'")
+    assert "batch 64 outside the trained range 1-32" in reasons
+    assert "output length 4096 outside the trained range 128-128" in reasons
+
+
+def test_suspect_mask_flags_points_above_the_weights_bound_only() -> None:
+    runs = _runs()
+    # Llama-3-8B bf16 on an H100 (3.35 TB/s): at batch 1 about 209 tok/s at most.
+    runs.loc[0, "output_throughput_tok_s"] = 5000.0
+    runs.loc[1, "hardware"] = "warp-drive"  # unknown to the catalog: not judged, never an error
+    mask = core.suspect_mask(runs)
+    assert mask.tolist() == [True, False, False, False, False, False]
+    model, train = core.fit_whatif_model(pd.concat([runs] * 3, ignore_index=True).iloc[[0, 2, 3, 4, 5] * 3],
+                                         "linear")
+    assert len(train) == 12  # the three copies of the suspect row are left out
+
