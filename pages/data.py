@@ -7,6 +7,7 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.plots import COLOR_OPTIONS, LOAD_AXES, THROUGHPUT_METRICS, axis_title
 from perfmodel.ui import state as K
 from perfmodel.ui import tables
+from perfmodel.ui import whatif as whatif_ui
 
 home = ui.home()
 st.title("Data", anchor=False)
@@ -28,7 +29,8 @@ with importer:
             ui.clear_store_caches()
             st.session_state[K.LAST_IMPORT] = info.id
             ui.select_dataset(info.id)
-            for key in K.FILTER.values():  # the old filters mean nothing in the new dataset
+            # the old filters and the auto-chosen colour mean nothing in the new dataset
+            for key in (*K.FILTER.values(), K.COLOR):
                 st.session_state.pop(key, None)
             st.rerun()  # so that the sidebar, drawn before this page, counts the new dataset
 
@@ -63,7 +65,8 @@ if ui.selected_dataset() not in names:
     ui.select_dataset(ids[0], forget_link=False)
 st.session_state[K.DATASET_WIDGET] = ui.selected_dataset()
 selected = st.selectbox("Dataset", ids, key=K.DATASET_WIDGET, format_func=lambda i: f"{names[i]} ({i})",
-                        on_change=lambda: ui.select_dataset(st.session_state[K.DATASET_WIDGET]))
+                        on_change=lambda: (ui.select_dataset(st.session_state[K.DATASET_WIDGET]),
+                                           st.session_state.pop(K.COLOR, None)))
 runs = ui.dataset_runs(home, selected, stamp)
 
 choices = ui.filter_choices(home, selected, stamp)
@@ -77,6 +80,14 @@ fkey = ui.filters_json(filters)
 shown = ui.filtered_runs(home, selected, stamp, fkey)
 issues = ui.dataset_issues(home, selected, stamp)
 st.caption(f"{len(shown):,} of {len(runs):,} runs match the filters.")
+suspects = whatif_ui.suspect_runs(home, selected, stamp)
+if len(suspects):
+    with st.expander(f"{len(suspects):,} suspect run(s): faster than the physical bound",
+                     icon=":material/report:"):
+        st.caption("Output throughput above batch x memory bandwidth / weight bytes (reading the weights once per "
+                   "step at peak bandwidth) points to a unit error, a mislabelled device or a miscounted batch. "
+                   "They are left out of training by default (What-if page: 'Keep suspect points').")
+        st.dataframe(suspects, hide_index=True, key="data.suspects")
 
 chart_tab, runs_tab, issues_tab = st.tabs(["Chart", "Runs", f"Issues ({len(issues):,})"])
 with chart_tab:
