@@ -10,6 +10,7 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.plots import THROUGHPUT_METRICS, axis_title, curve_group_columns, default_curve_by, poor_fits
 from perfmodel.ui import cached, links
 from perfmodel.ui import state as K
+from perfmodel.ui import whatif as whatif_ui
 
 N_DEFAULT_CONFIGS = 3
 N_BOOT_DEFAULT = 200
@@ -90,8 +91,13 @@ if not fitted:
                "batch sizes, so nothing was fitted. Measure more batch sizes, or group by fewer columns.",
                icon=":material/scatter_plot:")
 if configs:
-    st.plotly_chart(cached.curve_chart(home, selected, stamp, options, json.dumps(configs), log_x),
-                    key="curves.chart")
+    chart, n_suspect = whatif_ui.curves_with_suspects(
+        cached.curve_chart(home, selected, stamp, options, json.dumps(configs), log_x), view.table, home,
+        selected, stamp, list(by), configs, y)
+    st.plotly_chart(chart, key="curves.chart")
+    if n_suspect:
+        st.caption(f"x: {n_suspect} run(s) faster than the roofline bound (suspect data; the curve fits still "
+                   "include them).")
 
 st.subheader("Fits", anchor=False)
 st.dataframe(view.summary, hide_index=True,

@@ -290,3 +290,23 @@ def test_broken_sample_file_is_reported_not_raised(tmp_path: Path, monkeypatch: 
     at.run()  # still said on the next rerun
     assert any("sample data could not be imported" in t for t in _texts(at.error))
     assert Store().datasets() == []
+
+
+def test_data_page_lists_suspect_runs(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # 3,000 tok/s at batch 8 beats reading Llama-3-8B's bf16 weights once per step on one H100 (~1,670).
+    monkeypatch.setattr(samples, "SAMPLE_DIR", tmp_path / "none")
+    src = tmp_path / "suspect.csv"
+    pd.DataFrame({
+        "hardware": "h100-sxm", "device_count": 1, "framework": "vllm", "model": "llama-3-8b",
+        "input_len_tok": 512.0, "output_len_tok": 128.0, "load_kind": "static_batch",
+        "batch_size": [1.0, 4.0, 8.0, 16.0], "output_throughput_tok_s": [90.0, 300.0, 3000.0, 900.0],
+        "repeat_idx": 0, "source_format": "synthetic", "source_file": "s.csv", "source_row": range(1, 5)},
+    ).to_csv(src, index=False)
+    import_files([src], format="canonical", store=Store())
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=60).run()
+    assert not at.exception
+    exp = [e for e in at.expander if "suspect run" in e.label]
+    assert len(exp) == 1 and exp[0].label.startswith("1 suspect run(s)")
+    table = exp[0].dataframe[0].value
+    assert table["batch_size"].tolist() == [8.0] and table["output_throughput_tok_s"].tolist() == [3000.0]
+    assert abs(float(table["bound_tok_s"].iloc[0]) - 1669) < 20
