@@ -196,7 +196,7 @@ def _serve_command() -> list[str]:
 
 
 def start_transformers_server(model_dir: Path, *, port: int | None = None, log_dir: Path | None = None,
-                              warmup: bool = True) -> ServerProcess:
+                              warmup: bool = True, cpus: set[int] | None = None) -> ServerProcess:
     """Start ``transformers serve`` on CPU with continuous batching and wait until it answers.
 
     Parameters
@@ -210,6 +210,9 @@ def start_transformers_server(model_dir: Path, *, port: int | None = None, log_d
     warmup
         Send two short completions first: the first requests after start are
         slower, which would otherwise land in the first measured point.
+    cpus
+        Pin the server (all its threads) to these CPU cores (Linux), e.g. to keep
+        a benchmark's clients off the server's core.
 
     Returns
     -------
@@ -233,7 +236,9 @@ def start_transformers_server(model_dir: Path, *, port: int | None = None, log_d
     cmd = [*_serve_command(), str(model_dir), "--host", "127.0.0.1", "--port", str(port), "--device", "cpu",
            "--continuous-batching", "--log-level", "warning", *_CB_CACHE_ARGS]
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        pin = None if cpus is None else (lambda: os.sched_setaffinity(0, cpus))
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                                preexec_fn=pin)
     server = ServerProcess(url=f"http://127.0.0.1:{port}", model_dir=Path(model_dir), proc=proc, log_path=log_path)
     deadline = time.monotonic() + _START_TIMEOUT_S
     while True:

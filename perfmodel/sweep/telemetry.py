@@ -242,12 +242,13 @@ class TelemetrySampler:
             series = self._series[stem] = _Series()
         series.add(value)
 
-    def _read(self, field: str, fn: Callable[[], float]) -> float | None:
-        """One NVML reading; a field the device does not support is dropped after its first failure."""
+    def _read(self, field: str, fn: Callable[..., Any], *args: Any, attr: str | None = None) -> float | None:
+        """``fn(*args)`` (its ``attr``); a field the device does not support is dropped after its first failure."""
         if field in self._unsupported:
             return None
         try:
-            return float(fn())
+            value = fn(*args)
+            return float(getattr(value, attr) if attr else value)
         except Exception as exc:  # NVMLError_NotSupported, a GPU fallen off the bus, ...
             self._unsupported.add(field)
             log.debug("telemetry: %s unavailable (%s)", field, exc)
@@ -272,26 +273,26 @@ class TelemetrySampler:
         multi = len(self._handles) > 1
         for i, h in enumerate(self._handles):
             values: dict[str, float | None] = {}
-            util = self._read(f"util{i}", lambda h=h: nvml.nvmlDeviceGetUtilizationRates(h).gpu)
+            util = self._read(f"util{i}", nvml.nvmlDeviceGetUtilizationRates, h, attr="gpu")
             values["util_pct"] = util
             values["mem_util_pct"] = self._read(
-                f"memutil{i}", lambda h=h: nvml.nvmlDeviceGetUtilizationRates(h).memory)
-            used = self._read(f"mem{i}", lambda h=h: nvml.nvmlDeviceGetMemoryInfo(h).used)
+                f"memutil{i}", nvml.nvmlDeviceGetUtilizationRates, h, attr="memory")
+            used = self._read(f"mem{i}", nvml.nvmlDeviceGetMemoryInfo, h, attr="used")
             values["mem_used_gb"] = None if used is None else used / _GB
-            power_mw = self._read(f"power{i}", lambda h=h: nvml.nvmlDeviceGetPowerUsage(h))
+            power_mw = self._read(f"power{i}", nvml.nvmlDeviceGetPowerUsage, h)
             values["power_w"] = None if power_mw is None else power_mw / 1000.0
             values["sm_clock_mhz"] = self._read(
-                f"smclk{i}", lambda h=h: nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM))
+                f"smclk{i}", nvml.nvmlDeviceGetClockInfo, h, nvml.NVML_CLOCK_SM)
             values["mem_clock_mhz"] = self._read(
-                f"memclk{i}", lambda h=h: nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_MEM))
+                f"memclk{i}", nvml.nvmlDeviceGetClockInfo, h, nvml.NVML_CLOCK_MEM)
             values["temp_c"] = self._read(
-                f"temp{i}", lambda h=h: nvml.nvmlDeviceGetTemperature(h, nvml.NVML_TEMPERATURE_GPU))
+                f"temp{i}", nvml.nvmlDeviceGetTemperature, h, nvml.NVML_TEMPERATURE_GPU)
             if with_pcie:
                 # NVML reports KB/s; columns are MB/s.
-                rx = self._read(f"pcierx{i}", lambda h=h: nvml.nvmlDeviceGetPcieThroughput(
-                    h, nvml.NVML_PCIE_UTIL_RX_BYTES))
-                tx = self._read(f"pcietx{i}", lambda h=h: nvml.nvmlDeviceGetPcieThroughput(
-                    h, nvml.NVML_PCIE_UTIL_TX_BYTES))
+                rx = self._read(f"pcierx{i}", nvml.nvmlDeviceGetPcieThroughput, h,
+                               nvml.NVML_PCIE_UTIL_RX_BYTES)
+                tx = self._read(f"pcietx{i}", nvml.nvmlDeviceGetPcieThroughput, h,
+                               nvml.NVML_PCIE_UTIL_TX_BYTES)
                 values["pcie_rx_mb_s"] = None if rx is None else rx / 1000.0
                 values["pcie_tx_mb_s"] = None if tx is None else tx / 1000.0
             for key, v in values.items():
@@ -324,7 +325,7 @@ class TelemetrySampler:
         if not self.gpu_available or self._nvml is None:
             return []
         nvml = self._nvml
-        return [self._read(f"energy{i}", lambda h=h: nvml.nvmlDeviceGetTotalEnergyConsumption(h))
+        return [self._read(f"energy{i}", nvml.nvmlDeviceGetTotalEnergyConsumption, h)
                 for i, h in enumerate(self._handles)]
 
     # ------------------------------------------------------------------ results
@@ -363,9 +364,9 @@ class TelemetrySampler:
         if not self.gpu_available:
             return None
         starts, stops = self._energy_start_mj, self._energy_stop_mj
-        if starts and stops and len(starts) == len(stops) and all(
-                a is not None and b is not None for a, b in zip(starts, stops, strict=True)):
-            return sum(float(b) - float(a) for a, b in zip(starts, stops, strict=True)) / 1000.0  # type: ignore[arg-type]
+        pairs = [(a, b) for a, b in zip(starts, stops, strict=False) if a is not None and b is not None]
+        if starts and len(pairs) == len(starts) == len(stops):
+            return sum(b - a for a, b in pairs) / 1000.0
         power = self._series.get("hw_gpu_power_w")
         if power is None or power.n == 0 or not math.isfinite(self.duration_s):
             return None
