@@ -8,7 +8,6 @@ from perfmodel.plots import COLOR_OPTIONS, LOAD_AXES, THROUGHPUT_METRICS, axis_t
 from perfmodel.ui import state as K
 from perfmodel.ui import tables
 from perfmodel.ui import whatif as whatif_ui
-from perfmodel.ui import whatif as whatif_ui
 
 home = ui.home()
 st.title("Data", anchor=False)
@@ -81,15 +80,6 @@ fkey = ui.filters_json(filters)
 shown = ui.filtered_runs(home, selected, stamp, fkey)
 issues = ui.dataset_issues(home, selected, stamp)
 st.caption(f"{len(shown):,} of {len(runs):,} runs match the filters.")
-suspects = whatif_ui.suspect_runs(home, selected, stamp)
-if len(suspects):
-    with st.expander(f"{len(suspects):,} suspect run(s): faster than the physical bound",
-                     icon=":material/report:"):
-        st.caption("Output throughput above batch x memory bandwidth / weight bytes (reading the weights once per "
-                   "step at peak bandwidth) points to a unit error, a mislabelled device or a miscounted batch. "
-                   "They are left out of training by default (What-if page: 'Keep suspect points').")
-        st.dataframe(suspects, hide_index=True, key="data.suspects")
-
 suspects = whatif_ui.suspect_runs(home, selected, stamp)
 if len(suspects):
     with st.expander(f"{len(suspects):,} suspect run(s): faster than the physical bound",
