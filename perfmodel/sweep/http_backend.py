@@ -798,7 +798,8 @@ class HttpBackend(Backend):
             if hi is not None and hi - lo <= 1:
                 break
             rate = (c - (await f(1))) / max(n - 1, 1) if n > 1 else 1.0
-            step = max(1, int((target_tok - c_lo) / max(rate, 1e-9)))
+            # every word is at least one token: never more words than tokens still missing
+            step = min(max(1, int((target_tok - c_lo) / max(rate, 1e-9))), max(1, target_tok - c_lo))
             n = lo + step if hi is None else min(max(lo + 1, lo + step), hi - 1)
         best = _Prompt(words_for(lo), c_lo)
         remainder = target_tok - c_lo
