@@ -17,19 +17,9 @@ st.caption("Which quantities drive the predicted throughput, as exact TreeSHAP v
            "one framework's quirks shows in the feature-set comparison and the transfer test.")
 st.markdown("Feature kinds: " + X.legend_markdown())
 
-stamp = ui.store_stamp(home)
-datasets = ui.datasets_table(home, stamp)
-if datasets.empty:
-    st.info("No dataset yet: import benchmark result files on the Data page.", icon=":material/info:")
-    st.stop()
-ids = datasets["id"].tolist()
-names = dict(zip(ids, datasets["name"], strict=True))
-ui.restore_from_link(ids, names)
-if (warning := ui.link_warning()) is not None:
-    st.warning(warning, icon=":material/link_off:")
-if ui.selected_dataset() not in names:
-    ui.select_dataset(ids[0], forget_link=False)
-st.session_state[P + "dataset"] = ui.selected_dataset()
+ds = ui.available_datasets(home)
+stamp = ds.stamp
+ui.restore_dataset_link(ds)
 # A what-if link (from the What-if page) carries the point; read it once per session.
 if not st.session_state.get(P + "link_read"):
     st.session_state[P + "link_read"] = True
@@ -39,8 +29,7 @@ if not st.session_state.get(P + "link_read"):
         st.session_state[P + "q." + col] = value
 
 c1, c2 = st.columns([2, 1])
-selected = c1.selectbox("Dataset", ids, key=P + "dataset", format_func=lambda i: f"{names[i]} ({i})",
-                        on_change=lambda: ui.select_dataset(st.session_state[P + "dataset"]))
+selected = ui.dataset_selectbox(ds, P + "dataset", container=c1)
 features = c2.selectbox("Feature set of the explained model", X.FEATURE_SET_CHOICES, key=P + "features",
                         help="physical: catalog quantities (bytes, bandwidth, FLOPs); framework: the server "
                              "metrics (fw_*) the data carries; identity: one-hot hardware/model/framework names.")

@@ -21,24 +21,12 @@ st.caption("Throughput against batch size for every configuration: the fitted sa
            "confidence band, the knees (where adding batch stops paying) and the batch reaching 90%/95% of "
            "the plateau.")
 
-stamp = ui.store_stamp(home)
-datasets = ui.datasets_table(home, stamp)
-if datasets.empty:
-    st.info("No dataset yet: import benchmark result files on the Data page.", icon=":material/info:")
-    st.stop()
-ids = datasets["id"].tolist()
-names = dict(zip(ids, datasets["name"], strict=True))
-ui.restore_from_link(ids, names)
-links.restore_curves_from_link()
-if (warning := ui.link_warning()) is not None:
-    st.warning(warning, icon=":material/link_off:")
-if ui.selected_dataset() not in names:
-    ui.select_dataset(ids[0], forget_link=False)
-st.session_state[K.CURVES_DATASET_WIDGET] = ui.selected_dataset()
+ds = ui.available_datasets(home)
+stamp = ds.stamp
+ui.restore_dataset_link(ds, links.restore_curves_from_link)
 
 c1, c2 = st.columns([1, 2])
-selected = c1.selectbox("Dataset", ids, key=K.CURVES_DATASET_WIDGET, format_func=lambda i: f"{names[i]} ({i})",
-                        on_change=lambda: ui.select_dataset(st.session_state[K.CURVES_DATASET_WIDGET]))
+selected = ui.dataset_selectbox(ds, K.CURVES_DATASET_WIDGET, container=c1)
 runs = ui.dataset_runs(home, selected, stamp)
 group_options = list(dict.fromkeys(curve_group_columns(runs) + default_curve_by(runs)))
 ui.keep_valid(K.CURVES_BY, group_options)
@@ -104,7 +92,7 @@ st.dataframe(view.summary, hide_index=True,
              column_config={"plateau_tok_s": st.column_config.NumberColumn("plateau c (tok/s)", format="%.4g"),
                             "r2": st.column_config.NumberColumn("R²", format="%.3f")})
 st.download_button("Download fits (CSV)", cached.curve_fits_csv(home, selected, stamp, options),
-                   file_name=f"{names[selected]}-fits.csv".replace(" ", "_"), mime="text/csv",
+                   file_name=f"{ds.names[selected]}-fits.csv".replace(" ", "_"), mime="text/csv",
                    icon=":material/download:", on_click="ignore")
 
 st.subheader("Curves to review", anchor=False)

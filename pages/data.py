@@ -49,24 +49,13 @@ with importer:
 
 # --- browse -------------------------------------------------------------------------------------
 st.header("Datasets", anchor=False)
-if datasets.empty:
-    ui.write_link(None, {})
-    st.info("No dataset yet: import benchmark result files above.", icon=":material/info:")
-    st.stop()
-ids = datasets["id"].tolist()
-names = dict(zip(ids, datasets["name"], strict=True))
-ui.restore_from_link(ids, names)
-if (warning := ui.link_warning()) is not None:
-    st.warning(warning, icon=":material/link_off:")
+ds = ui.available_datasets(home, empty_message="No dataset yet: import benchmark result files above.",
+                           on_empty=lambda: ui.write_link(None, {}))
+ui.restore_dataset_link(ds)
 st.dataframe(datasets, hide_index=True, column_order=("name", "rows", "issues", "formats", "created", "id"),
              column_config={"created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
 
-if ui.selected_dataset() not in names:
-    ui.select_dataset(ids[0], forget_link=False)
-st.session_state[K.DATASET_WIDGET] = ui.selected_dataset()
-selected = st.selectbox("Dataset", ids, key=K.DATASET_WIDGET, format_func=lambda i: f"{names[i]} ({i})",
-                        on_change=lambda: (ui.select_dataset(st.session_state[K.DATASET_WIDGET]),
-                                           st.session_state.pop(K.COLOR, None)))
+selected = ui.dataset_selectbox(ds, K.DATASET_WIDGET, on_change=lambda: st.session_state.pop(K.COLOR, None))
 runs = ui.dataset_runs(home, selected, stamp)
 
 choices = ui.filter_choices(home, selected, stamp)
@@ -105,13 +94,13 @@ with runs_tab:
     cols = st.multiselect("Columns", all_cols, default=tables.default_columns(shown), key=K.COLUMNS)
     st.dataframe(shown[cols or all_cols], hide_index=True)
     st.download_button("Download filtered runs (CSV)", ui.filtered_csv(home, selected, stamp, fkey),
-                       file_name=f"{names[selected]}-runs.csv".replace(" ", "_"), mime="text/csv",
+                       file_name=f"{ds.names[selected]}-runs.csv".replace(" ", "_"), mime="text/csv",
                        icon=":material/download:", on_click="ignore")
 with issues_tab:
     ui.issues_table(issues, key=K.ISSUE_SEVERITY)
 
 with st.expander("Delete this dataset", icon=":material/delete:"):
-    st.write(f"Deletes **{names[selected]}** (`{selected}`) and its runs from `{home}`.")
+    st.write(f"Deletes **{ds.names[selected]}** (`{selected}`) and its runs from `{home}`.")
     if st.button("Delete", key=K.DELETE_CONFIRM, type="secondary"):
         try:
             ui.open_store(home).delete_dataset(selected)

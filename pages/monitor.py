@@ -36,16 +36,10 @@ try:
         stream = M.stream_from_upload(up.name, up.getvalue())
         key = f"upload:{up.name}:{up.size}"
     else:
-        stamp = ui.store_stamp(home)
-        datasets = ui.datasets_table(home, stamp)
-        if datasets.empty:
-            st.info("No dataset yet: import or sweep on the other pages.", icon=":material/info:")
-            st.stop()
-        ids = datasets["id"].tolist()
-        names = dict(zip(ids, datasets["name"], strict=True))
-        ds = st.selectbox("Dataset", ids, format_func=lambda i: f"{names[i]} ({i})", key="monitor.dataset")
-        stream = M.stream_from_dataset(home, ds, stamp)
-        key = f"dataset:{ds}:{stamp}"
+        datasets = ui.available_datasets(home, empty_message="No dataset yet: import or sweep on the other pages.")
+        ds = st.selectbox("Dataset", datasets.ids, format_func=datasets.label, key="monitor.dataset")
+        stream = M.stream_from_dataset(home, ds, datasets.stamp)
+        key = f"dataset:{ds}:{datasets.stamp}"
     metrics = st.multiselect("Metrics", list(stream.metrics), default=stream.primary_metrics(),
                              key="monitor.metrics")
     rep = M.report(stream, key, json.dumps({**settings, "metrics": metrics}))

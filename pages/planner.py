@@ -16,13 +16,8 @@ st.title("Planner", anchor=False)
 st.caption("How many of which device, at what batch, to serve this traffic within these latency targets, and "
            "at what cost. Bands come from the throughput curves' bootstrap intervals.")
 
-stamp = ui.store_stamp(home)
-datasets = ui.datasets_table(home, stamp)
-if datasets.empty:
-    st.info("No dataset yet: import benchmark result files on the Data page.", icon=":material/info:")
-    st.stop()
-ids = datasets["id"].tolist()
-names = dict(zip(ids, datasets["name"], strict=True))
+ds = ui.available_datasets(home)
+stamp, ids, names = ds.stamp, ds.ids, ds.names
 msg = analyses.restore_analysis(KIND, lambda p: P.apply_inputs(str(p.get("dataset", "")), dict(p.get("plan") or {})))
 if msg:
     st.warning(msg, icon=":material/link_off:")

@@ -13,13 +13,8 @@ home = ui.home()
 st.title("Report", anchor=False)
 st.caption("Executive summary, workload and SLOs, candidates, curves with knees, predictions with bands, "
            "attributions, provenance and hold-out accuracy, in one file that works offline.")
-stamp = ui.store_stamp(home)
-datasets = ui.datasets_table(home, stamp)
-if datasets.empty:
-    st.info("No dataset yet: import benchmark result files on the Data page.", icon=":material/info:")
-    st.stop()
-ids = datasets["id"].tolist()
-names = dict(zip(ids, datasets["name"], strict=True))
+ds = ui.available_datasets(home)
+stamp, ids, names = ds.stamp, ds.ids, ds.names
 plans = {a.id: a for a in cached.open_store(home).analyses("planner")}
 choices = ["", *plans]
 c1, c2 = st.columns(2)

@@ -18,26 +18,11 @@ st.caption("Pick a configuration, train a predictor on a dataset, and see the pr
            "curve with its band, the physical (roofline) bound and the measured points nearby. Every input is "
            "in the URL: copy the link to share this what-if.")
 
-stamp = ui.store_stamp(home)
-datasets = ui.datasets_table(home, stamp)
-if datasets.empty:
-    st.info("No dataset yet: import benchmark result files on the Data page.", icon=":material/info:")
-    st.stop()
-ids = datasets["id"].tolist()
-names = dict(zip(ids, datasets["name"], strict=True))
-rows_of = dict(zip(ids, datasets["rows"], strict=True))
-ui.restore_from_link(ids, names)
-link_problems = W.restore_from_link()
-if (warning := ui.link_warning()) is not None:
-    st.warning(warning, icon=":material/link_off:")
-for msg in link_problems:
-    st.warning(msg, icon=":material/link_off:")
-if ui.selected_dataset() not in names:
-    ui.select_dataset(ids[0], forget_link=False)
-st.session_state[K["dataset"]] = ui.selected_dataset()
-selected = st.selectbox("Dataset (training data and measured points)", ids, key=K["dataset"],
-                        format_func=lambda i: f"{names[i]} ({i})",
-                        on_change=lambda: ui.select_dataset(st.session_state[K["dataset"]]))
+ds = ui.available_datasets(home)
+stamp = ds.stamp
+rows_of = dict(zip(ds.ids, ds.table["rows"], strict=True))
+ui.restore_dataset_link(ds, W.restore_from_link)
+selected = ui.dataset_selectbox(ds, K["dataset"], label="Dataset (training data and measured points)")
 runs = ui.dataset_runs(home, selected, stamp)
 W.apply_defaults(home, selected, stamp)
 
@@ -92,7 +77,7 @@ b1, b2 = st.columns([1, 3], vertical_alignment="center")
 label = "Retrain" if meta.exists() else "Train"
 if b1.button(f"{label} {values['predictor']}", key=W.P + "train", type="secondary" if meta.exists() else "primary",
              icon=":material/model_training:"):
-    with st.spinner(f"Training {values['predictor']} on {names[selected]}..."):
+    with st.spinner(f"Training {values['predictor']} on {ds.names[selected]}..."):
         try:
             W.train(home, selected, stamp, options, path)
         except PerfmodelError as exc:
