@@ -49,6 +49,7 @@ __all__ = [
     "check_level",
     "write_metadata",
     "read_metadata",
+    "read_predictor_metadata",
     "to_jsonable",
 ]
 
@@ -218,6 +219,33 @@ def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
     meta.setdefault("settings", {})
     meta.setdefault("state", {})
     return meta
+
+
+def read_predictor_metadata(path: str | os.PathLike[str], name: str) -> tuple[Path, dict[str, Any]]:
+    """Read ``<path>/metadata.json`` (:func:`read_metadata`) of a model that must be a ``name`` predictor.
+
+    Parameters
+    ----------
+    path
+        A model directory written by :meth:`Predictor.save`.
+    name
+        The registered name of the predictor the directory must hold.
+
+    Returns
+    -------
+    tuple
+        The directory as a :class:`~pathlib.Path` and the metadata.
+
+    Raises
+    ------
+    PerfmodelError
+        As :func:`read_metadata`, or the directory holds another predictor.
+    """
+    d = Path(path)
+    meta = read_metadata(d)
+    if meta["predictor"] != name:
+        raise PerfmodelError(f"{d}: holds a {meta['predictor']!r} model, not {name!r}")
+    return d, meta
 
 
 class Predictor(ABC):

@@ -41,7 +41,7 @@ from .base import (
     Predictor,
     check_level,
     prediction_frame,
-    read_metadata,
+    read_predictor_metadata,
     register,
     write_metadata,
 )
@@ -249,10 +249,7 @@ class _FeatureBaseline(Predictor):
         PerfmodelError
             The directory holds no model of this kind, or its files are damaged.
         """
-        d = Path(path)
-        meta = read_metadata(d)
-        if meta["predictor"] != cls.name:
-            raise PerfmodelError(f"{d}: holds a {meta['predictor']!r} model, not {cls.name!r}")
+        d, meta = read_predictor_metadata(path, cls.name)
         st = meta["state"]
         try:
             obj = cls(**meta["settings"])
@@ -315,8 +312,25 @@ class LinearBaseline(_FeatureBaseline):
         self.intercept_ = float(obj["intercept"])
 
 
+class _EnsembleBaseline(_FeatureBaseline):
+    """A baseline of ``n_estimators`` trees grown on ``n_jobs`` threads."""
+
+    def __init__(self, *, features: str = DEFAULT_FEATURES, seed: int = 0,
+                 n_estimators: int = 100, n_jobs: int = 1) -> None:
+        super().__init__(features=features, seed=seed)
+        self.n_estimators = n_estimators
+        self.n_jobs = n_jobs
+
+    def _settings(self) -> dict[str, Any]:
+        return {**super()._settings(), "n_estimators": self.n_estimators, "n_jobs": self.n_jobs}
+
+    def _check_n_estimators(self) -> None:
+        if not isinstance(self.n_estimators, int) or self.n_estimators < 1:
+            raise PerfmodelError(f"{self.name}: n_estimators must be a positive integer, got {self.n_estimators!r}")
+
+
 @register
-class RandomForestBaseline(_FeatureBaseline):
+class RandomForestBaseline(_EnsembleBaseline):
     """scikit-learn ``RandomForestRegressor`` (library defaults) on the features, as published.
 
     Parameters
@@ -331,20 +345,10 @@ class RandomForestBaseline(_FeatureBaseline):
 
     name = "random-forest"
 
-    def __init__(self, *, features: str = DEFAULT_FEATURES, seed: int = 0,
-                 n_estimators: int = 100, n_jobs: int = 1) -> None:
-        super().__init__(features=features, seed=seed)
-        self.n_estimators = n_estimators
-        self.n_jobs = n_jobs
-
-    def _settings(self) -> dict[str, Any]:
-        return {**super()._settings(), "n_estimators": self.n_estimators, "n_jobs": self.n_jobs}
-
     def _fit_matrix(self, x: np.ndarray, y: np.ndarray) -> None:
         from sklearn.ensemble import RandomForestRegressor
 
-        if not isinstance(self.n_estimators, int) or self.n_estimators < 1:
-            raise PerfmodelError(f"random-forest: n_estimators must be a positive integer, got {self.n_estimators!r}")
+        self._check_n_estimators()
         rf = RandomForestRegressor(n_estimators=self.n_estimators, random_state=self.seed, n_jobs=self.n_jobs)
         rf.fit(x, y)
         trees = [est.tree_ for est in rf.estimators_]
@@ -403,7 +407,7 @@ class RandomForestBaseline(_FeatureBaseline):
 
 
 @register
-class XGBoostBaseline(_FeatureBaseline):
+class XGBoostBaseline(_EnsembleBaseline):
     """XGBoost regression (library defaults: 100 rounds, depth 6, eta 0.3) on the features, as published.
 
     Parameters
@@ -419,20 +423,10 @@ class XGBoostBaseline(_FeatureBaseline):
     name = "xgboost"
     _model_file = "booster.json"
 
-    def __init__(self, *, features: str = DEFAULT_FEATURES, seed: int = 0,
-                 n_estimators: int = 100, n_jobs: int = 1) -> None:
-        super().__init__(features=features, seed=seed)
-        self.n_estimators = n_estimators
-        self.n_jobs = n_jobs
-
-    def _settings(self) -> dict[str, Any]:
-        return {**super()._settings(), "n_estimators": self.n_estimators, "n_jobs": self.n_jobs}
-
     def _fit_matrix(self, x: np.ndarray, y: np.ndarray) -> None:
         import xgboost as xgb
 
-        if not isinstance(self.n_estimators, int) or self.n_estimators < 1:
-            raise PerfmodelError(f"xgboost: n_estimators must be a positive integer, got {self.n_estimators!r}")
+        self._check_n_estimators()
         params = {"objective": "reg:squarederror", "seed": self.seed, "nthread": self.n_jobs,
                   "tree_method": "hist"}
         self.booster_ = xgb.train(params, xgb.DMatrix(x, label=y), num_boost_round=self.n_estimators)

@@ -46,7 +46,6 @@ from __future__ import annotations
 import math
 import os
 import time
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -58,7 +57,7 @@ from .base import (
     Predictor,
     check_level,
     prediction_frame,
-    read_metadata,
+    read_predictor_metadata,
     register,
     write_metadata,
 )
@@ -419,10 +418,7 @@ class ALAPredictor(Predictor):
         """
         import xgboost as xgb
 
-        d = Path(path)
-        meta = read_metadata(d)
-        if meta["predictor"] != cls.name:
-            raise PerfmodelError(f"{d}: holds a {meta['predictor']!r} model, not {cls.name!r}")
+        d, meta = read_predictor_metadata(path, cls.name)
         st = meta["state"]
         try:
             obj = cls(**meta["settings"])
