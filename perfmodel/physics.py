@@ -151,6 +151,12 @@ def _resolve(runs: pd.DataFrame, column: str, kind: str) -> dict[str, HardwareSp
     return out
 
 
+def _specs(runs: pd.DataFrame, column: str) -> pd.Series:
+    # The catalog spec of every row's ``column`` ("hardware" or "model"), index aligned.
+    specs = _resolve(runs, column, column)
+    return runs[column].astype("string").map(lambda v: specs.get(str(v))).astype(object)
+
+
 def hardware_specs(runs: pd.DataFrame) -> pd.Series:
     """The catalog :class:`~perfmodel.catalog.HardwareSpec` of every row (index aligned).
 
@@ -169,8 +175,7 @@ def hardware_specs(runs: pd.DataFrame) -> pd.Series:
     UnknownNameError
         A hardware name is not in the catalog; the message names the first row and the column.
     """
-    specs = _resolve(runs, "hardware", "hardware")
-    return runs["hardware"].astype("string").map(lambda v: specs.get(str(v))).astype(object)
+    return _specs(runs, "hardware")
 
 
 def model_specs(runs: pd.DataFrame) -> pd.Series:
@@ -191,8 +196,7 @@ def model_specs(runs: pd.DataFrame) -> pd.Series:
     UnknownNameError
         A model name is not in the catalog; the message names the first row and the column.
     """
-    specs = _resolve(runs, "model", "model")
-    return runs["model"].astype("string").map(lambda v: specs.get(str(v))).astype(object)
+    return _specs(runs, "model")
 
 
 def _bytes_of(dtype: object) -> float:
