@@ -8,7 +8,8 @@ surface with its traceback.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 __all__ = [
     "PerfmodelError",
@@ -18,6 +19,7 @@ __all__ = [
     "StoreError",
     "NotFoundError",
     "Problem",
+    "problems_from_pydantic",
 ]
 
 
@@ -118,3 +120,39 @@ class NotFoundError(StoreError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+def problems_from_pydantic(exc: Any, source: str | None, *, extra: str,
+                           missing: Callable[[str], str] | None = None, empty_loc: str = "") -> list[Problem]:
+    """One :class:`Problem` per error of a pydantic ``ValidationError``, naming the option in ``column``.
+
+    Parameters
+    ----------
+    exc
+        The pydantic ``ValidationError``.
+    source
+        File name for messages.
+    extra
+        The message for an option the model does not have.
+    missing
+        Option name -> the message for a required option left out; None keeps pydantic's.
+    empty_loc
+        The column named by an error of the whole model (empty location).
+
+    Returns
+    -------
+    list of Problem
+    """
+    problems = []
+    for e in exc.errors():
+        loc = ".".join(str(x) for x in e["loc"]) or empty_loc
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            msg = extra
+        elif e["type"] == "missing":
+            if missing is not None:
+                msg = missing(loc)
+        elif "input" in e and e["type"] != "value_error":
+            msg += f" (got {e['input']!r})"
+        problems.append(Problem(msg, file=source, column=loc))
+    return problems

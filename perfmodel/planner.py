@@ -62,7 +62,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic import ValidationError as _PydanticValidationError
 
-from .errors import PerfmodelError, Problem, UnknownNameError, ValidationError
+from .errors import PerfmodelError, Problem, UnknownNameError, ValidationError, problems_from_pydantic
 
 __all__ = [
     "LengthBin",
@@ -193,16 +193,7 @@ class PlanInputs(BaseModel):
 
 
 def _problems_from_pydantic(exc: _PydanticValidationError, source: str | None) -> list[Problem]:
-    out = []
-    for e in exc.errors():
-        loc = ".".join(str(x) for x in e["loc"]) or "plan"
-        msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "extra_forbidden":
-            msg = "not a planner option"
-        elif e["type"] not in ("value_error", "missing") and "input" in e:
-            msg += f" (got {e['input']!r})"
-        out.append(Problem(msg, file=source, column=loc))
-    return out
+    return problems_from_pydantic(exc, source, extra="not a planner option", empty_loc="plan")
 
 
 def plan_inputs_from_dict(data: Mapping[str, Any], *, source: str | None = None) -> PlanInputs:

@@ -38,7 +38,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic import ValidationError as _PydanticValidationError
 
-from ..errors import PerfmodelError, Problem, ValidationError
+from ..errors import PerfmodelError, Problem, ValidationError, problems_from_pydantic
 from .backend import SweepPoint
 
 __all__ = [
@@ -443,20 +443,14 @@ def _estimate(plan: SweepPlan) -> PlanEstimate:
     return PlanEstimate(n_points=n, total_s=total_s, per_point_s=total_s / n if n else 0.0, basis=basis)
 
 
+def _required(loc: str) -> str:
+    return "required: " + (SweepPlan.model_fields[loc].description or "") if loc in SweepPlan.model_fields \
+        else "required"
+
+
 def _problems_from_pydantic(exc: _PydanticValidationError, source: str | None) -> list[Problem]:
-    problems = []
-    for e in exc.errors():
-        loc = ".".join(str(x) for x in e["loc"])
-        msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "extra_forbidden":
-            msg = "not a plan option; valid options: " + ", ".join(SweepPlan.model_fields)
-        elif e["type"] == "missing":
-            msg = "required: " + (SweepPlan.model_fields[loc].description or "") if loc in SweepPlan.model_fields \
-                else "required"
-        elif "input" in e and e["type"] != "value_error":
-            msg += f" (got {e['input']!r})"
-        problems.append(Problem(msg, file=source, column=loc))
-    return problems
+    return problems_from_pydantic(exc, source, missing=_required,
+                                  extra="not a plan option; valid options: " + ", ".join(SweepPlan.model_fields))
 
 
 def plan_from_dict(data: Mapping[str, Any], *, source: str | None = None) -> SweepPlan:
