@@ -338,6 +338,16 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
+def _free_name(con: sqlite3.Connection, base_name: str) -> str:
+    # ``base_name``, or ``base_name (2)``, ``(3)``... when a dataset already has it.
+    final_name = base_name
+    k = 2
+    while con.execute("SELECT 1 FROM datasets WHERE name = ?", (final_name,)).fetchone():
+        final_name = f"{base_name} ({k})"
+        k += 1
+    return final_name
+
+
 def content_id(results: Sequence[ImportResult], meta: ImportMeta | None) -> str:
     """The content address of an import: same files + same metadata -> same id.
 
@@ -476,23 +486,24 @@ class Store:
         finally:
             con.close()
 
-    def _init_schema(self) -> None:
-        # Check the version without the write lock: opening a store must not wait
-        # for another process's import to finish.
-        with self._read() as con:
-            version = con.execute("PRAGMA user_version").fetchone()[0]
+    def _schema_version(self, con: sqlite3.Connection) -> int:
+        # The store's schema version; newer than this perfmodel's is an error.
+        version = con.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise StoreError(
                 f"{self.path}: the store has schema version {version}, this perfmodel knows up to "
                 f"{SCHEMA_VERSION}; upgrade perfmodel or use another --home")
+        return version
+
+    def _init_schema(self) -> None:
+        # Check the version without the write lock: opening a store must not wait
+        # for another process's import to finish.
+        with self._read() as con:
+            version = self._schema_version(con)
         if version == SCHEMA_VERSION:
             return
         with self._write() as con:
-            version = con.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise StoreError(
-                    f"{self.path}: the store has schema version {version}, this perfmodel knows up to "
-                    f"{SCHEMA_VERSION}; upgrade perfmodel or use another --home")
+            version = self._schema_version(con)
             for step in range(version, SCHEMA_VERSION):
                 _MIGRATIONS[step](con)
             if version != SCHEMA_VERSION:
@@ -731,11 +742,7 @@ class Store:
             row = con.execute(f"SELECT {self._INFO_COLS} FROM datasets WHERE id = ?", (ds_id,)).fetchone()
             if row is not None:
                 return self._info(row)
-            final_name = base_name
-            k = 2
-            while con.execute("SELECT 1 FROM datasets WHERE name = ?", (final_name,)).fetchone():
-                final_name = f"{base_name} ({k})"
-                k += 1
+            final_name = _free_name(con, base_name)
             offset = 0
             for f in frames:
                 self._insert_runs(con, ds_id, f, offset)
@@ -814,11 +821,7 @@ class Store:
         # Not content-addressed: the content does not exist yet and will grow.
         ds_id = os.urandom(8).hex()
         base_name = str(name).strip() or "sweep"
-        final_name = base_name
-        k = 2
-        while con.execute("SELECT 1 FROM datasets WHERE name = ?", (final_name,)).fetchone():
-            final_name = f"{base_name} ({k})"
-            k += 1
+        final_name = _free_name(con, base_name)
         prov = {**dict(provenance), "kind": SWEEP_DATASET_KIND, "perfmodel_version": __version__}
         prov_json = json.dumps(prov, default=_json_default, allow_nan=True)
         created = _now()
