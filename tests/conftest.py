@@ -67,3 +67,27 @@ def stub_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(catalog, "resolve_hardware", lambda v: key(key=str(v).lower()), raising=False)
     monkeypatch.setattr(catalog, "resolve_model", lambda v: key(key=str(v).lower()), raising=False)
     monkeypatch.setattr(catalog, "canonical_framework", lambda v: str(v).lower(), raising=False)
+
+
+@pytest.fixture
+def suspect_dataset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store holding one Llama-3-8B bf16 / one H100 curve with one suspect run, and no sample data.
+
+    The GPU reads the model's 16 GB of weights at most ~209 times a second (3.35 TB/s), so 3,000 tok/s
+    at batch 8 beats the bound 8 x 209 = ~1,670 tok/s; the runs at batch 1, 4 and 16 do not.
+    """
+    import pandas as pd
+
+    from perfmodel.api import import_files
+    from perfmodel.store import Store
+    from perfmodel.ui import samples
+
+    monkeypatch.setattr(samples, "SAMPLE_DIR", tmp_path / "none")
+    src = tmp_path / "suspect.csv"
+    pd.DataFrame({
+        "hardware": "h100-sxm", "device_count": 1, "framework": "vllm", "model": "llama-3-8b",
+        "input_len_tok": 512.0, "output_len_tok": 128.0, "load_kind": "static_batch",
+        "batch_size": [1.0, 4.0, 8.0, 16.0], "output_throughput_tok_s": [90.0, 300.0, 3000.0, 900.0],
+        "repeat_idx": 0, "source_format": "synthetic", "source_file": "s.csv", "source_row": range(1, 5)},
+    ).to_csv(src, index=False)
+    import_files([src], format="canonical", store=Store())

@@ -292,17 +292,8 @@ def test_broken_sample_file_is_reported_not_raised(tmp_path: Path, monkeypatch: 
     assert Store().datasets() == []
 
 
-def test_data_page_lists_suspect_runs(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_data_page_lists_suspect_runs(suspect_dataset: None) -> None:
     # 3,000 tok/s at batch 8 beats reading Llama-3-8B's bf16 weights once per step on one H100 (~1,670).
-    monkeypatch.setattr(samples, "SAMPLE_DIR", tmp_path / "none")
-    src = tmp_path / "suspect.csv"
-    pd.DataFrame({
-        "hardware": "h100-sxm", "device_count": 1, "framework": "vllm", "model": "llama-3-8b",
-        "input_len_tok": 512.0, "output_len_tok": 128.0, "load_kind": "static_batch",
-        "batch_size": [1.0, 4.0, 8.0, 16.0], "output_throughput_tok_s": [90.0, 300.0, 3000.0, 900.0],
-        "repeat_idx": 0, "source_format": "synthetic", "source_file": "s.csv", "source_row": range(1, 5)},
-    ).to_csv(src, index=False)
-    import_files([src], format="canonical", store=Store())
     at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=60).run()
     assert not at.exception
     exp = [e for e in at.expander if "suspect run" in e.label]

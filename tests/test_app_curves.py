@@ -135,18 +135,9 @@ def test_too_few_batch_sizes_says_not_enough_points(tmp_path: Path, monkeypatch:
     assert [t.get("meta") for t in fig["data"]] == ["measured", "measured"]
 
 
-def test_suspect_points_are_drawn_as_x_with_hover(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_suspect_points_are_drawn_as_x_with_hover(suspect_dataset: None) -> None:
     # Llama-3-8B in bf16 on one H100 (3.35 TB/s) reads its 16 GB of weights at most ~209 times a second:
     # 3,000 tok/s at batch 8 is above 8 x 209 = 1,670, so that run is suspect; the others are not.
-    monkeypatch.setattr(samples, "SAMPLE_DIR", tmp_path / "none")
-    src = tmp_path / "suspect.csv"
-    pd.DataFrame({
-        "hardware": "h100-sxm", "device_count": 1, "framework": "vllm", "model": "llama-3-8b",
-        "input_len_tok": 512.0, "output_len_tok": 128.0, "load_kind": "static_batch",
-        "batch_size": [1.0, 4.0, 8.0, 16.0], "output_throughput_tok_s": [90.0, 300.0, 3000.0, 900.0],
-        "repeat_idx": 0, "source_format": "synthetic", "source_file": "s.csv", "source_row": range(1, 5)},
-    ).to_csv(src, index=False)
-    import_files([src], format="canonical", store=Store())
     at = _curves()
     _no_exception(at)
     sus = [t for t in _figure(at)["data"] if t.get("meta") == "suspect"]
