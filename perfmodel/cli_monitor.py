@@ -43,13 +43,68 @@ def _line(rec: dict[str, Any]) -> str:
             f"{rec['end_timestamp_s']:.3f} score {score}: {hint}")
 
 
+def _query(q: dict[str, Any]) -> dict[str, Any]:
+    """The query options as canonical columns (catalog keys for hardware and model)."""
+    import pandas as pd
+
+    from .cli import _resolve_names
+
+    row = {"hardware": q.get("hardware"), "model": q.get("model_name"), "framework": q.get("framework"),
+           "device_count": q.get("device_count"), "input_len_tok": q.get("input_len"),
+           "output_len_tok": q.get("output_len"), "batch_size": q.get("batch")}
+    given = {k: v for k, v in row.items() if v is not None}
+    table = _resolve_names(pd.DataFrame([given]), "the command line")
+    return {k: (v.item() if hasattr(v, "item") else v) for k, v in table.iloc[0].to_dict().items()}
+
+
+def _model_expectations(q: dict[str, Any], metric: str | None, stream_metrics: tuple[str, ...] | None
+                        ) -> dict[str, float]:
+    """``--expect-from`` / ``--model-dir``: the expected throughput for the query, keyed by metric."""
+    expect_from, model_dir = q.get("expect_from"), q.get("model_dir")
+    if expect_from is None and model_dir is None:
+        return {}
+    if expect_from is not None and model_dir is not None:
+        raise click.UsageError("give one of --expect-from DATASET and --model-dir DIR")
+    if q.get("batch") is None:
+        raise click.UsageError("--expect-from/--model-dir need the deployment's --batch (concurrency)")
+    if metric is None:
+        tp = [m for m in (stream_metrics or ()) if "throughput" in m.lower()]
+        if not tp:
+            raise click.UsageError("say which metric the expectation is for with --expect-metric METRIC")
+        metric = tp[0]
+    query = _query(q)
+    from .monitor.expect import curve_for_query, expectation_from_curve, expectation_from_predictor
+
+    if expect_from is not None:
+        from .store import Store
+
+        fit = curve_for_query(Store().runs(expect_from), query, source=expect_from)
+        value = expectation_from_curve(fit, float(query["batch_size"]))
+    else:
+        from .models import load_predictor
+
+        need = {"hardware": "--hardware", "model_name": "--model", "framework": "--framework",
+                "input_len": "--input-len", "output_len": "--output-len"}
+        missing = [opt for k, opt in need.items() if q.get(k) is None]
+        if missing:
+            raise click.UsageError("--model-dir needs the query's " + ", ".join(missing))
+        row = dict(query)
+        row.setdefault("device_count", 1)
+        value = expectation_from_predictor(load_predictor(Path(str(model_dir))), row)
+    assert isinstance(value, float)
+    return {metric: value}
+
+
 def _score_file(file: Path, detector: str, metrics: tuple[str, ...], group_col: str | None, window: int, w: int,
-                z: float, threshold: float, robust: bool, expected: tuple[str, ...], as_json: bool) -> None:
+                z: float, threshold: float, robust: bool, expected: tuple[str, ...], as_json: bool,
+                q: dict[str, Any] | None = None) -> None:
     from .monitor import monitor_stream, read_stream
 
     stream = read_stream(file, group_col=group_col)
+    exp: dict[str, float] = _model_expectations(q or {}, (q or {}).get("expect_metric"), stream.metrics)
+    exp.update(_expected(expected))  # an explicit METRIC=VALUE wins
     rep = monitor_stream(stream, detector=detector, metrics=list(metrics) or None, window=window, w=w, z=z,
-                         threshold_rel=threshold, robust=robust, expected=_expected(expected))
+                         threshold_rel=threshold, robust=robust, expected=exp)
     recs = rep.records()
     if as_json:
         click.echo(json.dumps(recs, indent=2))
@@ -57,6 +112,8 @@ def _score_file(file: Path, detector: str, metrics: tuple[str, ...], group_col: 
     n = sum(len(stream.group_frame(g)) for g in stream.groups)
     click.echo(f"{file.name}: {n} samples, {len(stream.groups)} group(s), detector {detector}: "
                f"{len(recs)} alert(s)")
+    for m, v in exp.items():
+        click.echo(f"expected {m}: {v:,.4g}")
     for r in recs:
         click.echo(_line(r))
 
@@ -79,6 +136,22 @@ def _options(f: Any) -> Any:
         click.option("--expected", multiple=True, metavar="METRIC=VALUE",
                      help="Expected value of a metric (threshold detector, cold start)."),
         click.option("--json", "as_json", is_flag=True, help="Print the alerts as a JSON list."),
+        click.option("--expect-from", default=None, metavar="DATASET",
+                     help="Expected throughput from the saturation curve of DATASET's configuration matching "
+                          "the query options, at --batch."),
+        click.option("--model-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+                     help="Expected throughput from a trained predictor (perfmodel train) for the query options."),
+        click.option("--expect-metric", default=None, metavar="METRIC",
+                     help="Metric the model's expectation applies to (default: the stream's first throughput "
+                          "column)."),
+        click.option("--hardware", default=None, help="Query: hardware name (catalog name or alias)."),
+        click.option("--model", "model_name", default=None, help="Query: model name."),
+        click.option("--framework", default=None, help="Query: framework."),
+        click.option("--device-count", type=click.IntRange(min=1), default=None, help="Query: accelerators."),
+        click.option("--input-len", type=click.FloatRange(min=0), default=None, help="Query: input tokens."),
+        click.option("--output-len", type=click.FloatRange(min=0), default=None, help="Query: output tokens."),
+        click.option("--batch", type=click.FloatRange(min=0, min_open=True), default=None,
+                     help="Query: batch size (concurrency) of the deployment."),
     ]):
         f = opt(f)
     return f
@@ -88,12 +161,16 @@ def _options(f: Any) -> Any:
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @_options
 def detect_cmd(file: Path, detector: str, metrics: tuple[str, ...], group_col: str | None, window: int, w: int,
-               z: float, threshold: float, robust: bool, expected: tuple[str, ...], as_json: bool) -> None:
+               z: float, threshold: float, robust: bool, expected: tuple[str, ...], as_json: bool,
+               **query: Any) -> None:
     """Score a recorded metric stream FILE (CSV/JSONL samples, Prometheus dump, nvidia-smi log).
 
-    Prints each anomaly with its group, start and end timestamp, detector, score and hint.
+    Prints each anomaly with its group, start and end timestamp, detector, score and hint. The
+    expected value of the threshold detector and of the cold start comes from --expected, or from a
+    stored configuration's curve (--expect-from) or a trained predictor (--model-dir) for the query
+    options (--hardware, --model, --framework, --device-count, --input-len, --output-len, --batch).
     """
-    _score_file(file, detector, metrics, group_col, window, w, z, threshold, robust, expected, as_json)
+    _score_file(file, detector, metrics, group_col, window, w, z, threshold, robust, expected, as_json, query)
 
 
 @click.command("monitor")
@@ -106,16 +183,19 @@ def detect_cmd(file: Path, detector: str, metrics: tuple[str, ...], group_col: s
 @_options
 def monitor_cmd(file: Path | None, target: str | None, interval_s: float, duration_s: float | None, detector: str,
                 metrics: tuple[str, ...], group_col: str | None, window: int, w: int, z: float, threshold: float,
-                robust: bool, expected: tuple[str, ...], as_json: bool) -> None:
+                robust: bool, expected: tuple[str, ...], as_json: bool, **query: Any) -> None:
     """Monitor a recorded stream FILE, or a live server with --target URL (alerts printed as they happen)."""
     if (file is None) == (target is None):
         raise click.UsageError("give a FILE or --target URL (one of them)")
     if file is not None:
-        _score_file(file, detector, metrics, group_col, window, w, z, threshold, robust, expected, as_json)
+        _score_file(file, detector, metrics, group_col, window, w, z, threshold, robust, expected, as_json, query)
         return
     assert target is not None
-    _live(target, interval_s, duration_s, detector, metrics, window, w, z, threshold, robust, _expected(expected),
-          as_json)
+    if (query.get("expect_from") or query.get("model_dir")) and not query.get("expect_metric"):
+        raise click.UsageError("with --target, say which scraped metric the expectation is for (--expect-metric)")
+    exp = _model_expectations(query, query.get("expect_metric"), None)
+    exp.update(_expected(expected))
+    _live(target, interval_s, duration_s, detector, metrics, window, w, z, threshold, robust, exp, as_json)
 
 
 def _live(target: str, interval_s: float, duration_s: float | None, detector: str, metrics: tuple[str, ...],

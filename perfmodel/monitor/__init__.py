@@ -7,7 +7,8 @@
 * :mod:`.hints` explains an anomaly (phase, telemetry, KV cache, queue, tensor
   parallel imbalance, noisy neighbour);
 * :mod:`.core` runs a detector over a whole stream;
-* :mod:`.evaluation` is the labelled benchmark (generator and scores).
+* :mod:`.evaluation` is the labelled benchmark (generator and scores);
+* :mod:`.expect` gives the expected value from a fitted curve or a predictor.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from .detectors import (
     WindowDetector,
     make_detector,
 )
+from .expect import ExpectationError, curve_for_query, expectation_from_curve, expectation_from_predictor
 from .hints import Cause, Hint, explain
 from .streams import (
     STREAM_FORMATS,
@@ -41,6 +43,7 @@ __all__ = [
     "ALERT_COLUMNS", "MonitorReport", "expected_for_replay", "monitor_stream",
     "DETECTORS", "Alert", "Detection", "Detector", "DetectorSettingsError", "Event", "PointDetector",
     "ThresholdDetector", "WindowDetector", "make_detector",
+    "ExpectationError", "curve_for_query", "expectation_from_curve", "expectation_from_predictor",
     "Cause", "Hint", "explain",
     "STREAM_FORMATS", "MetricStream", "PrometheusRates", "StreamFormatError", "read_stream", "read_stream_bytes",
     "replay_dataset", "replay_runs",
