@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +22,12 @@ from perfmodel.sweep import (
     LocalEngine,
     StaticBatchPoint,
     count_parameters,
+    local_backend,
     run_static_batches,
 )
+from perfmodel.sweep.backend import SweepPoint
+from perfmodel.sweep.local_backend import LocalEngineBackend
+from perfmodel.sweep.telemetry import TelemetrySampler
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -185,6 +191,64 @@ def test_point_longer_than_the_model_context_is_rejected() -> None:
     engine = LocalEngine(model_config=SMALL_CONFIG)
     with pytest.raises(ValidationError, match="max_position_embeddings"):
         engine.run([{"batch_size": 1, "input_len_tok": 100, "output_len_tok": 100}])
+
+
+# ---------------------------------------------------------------- telemetry in the local backend
+
+def _micro_point(warmup: int = 1) -> SweepPoint:
+    return SweepPoint(load_kind="static_batch", batch_size=2, input_len_tok=16, output_len_tok=24, repeat_idx=3,
+                      n_requests=None, warmup=warmup, timeout_s=600.0, key="b2-i16-o24-r3")
+
+
+def test_local_point_carries_host_telemetry_columns() -> None:
+    """A CPU point gets the sampler's hw_ means/maxima and a note; no GPU power is invented."""
+    _need_engine()
+    backend = LocalEngineBackend(engine_size="micro", telemetry_period_s=0.002)
+    backend.check()
+    res = backend.run_point(_micro_point(), cancel=threading.Event())
+    assert res.error is None and res.row is not None
+    row = res.row
+    assert row["repeat_idx"] == 3
+    assert {"hw_cpu_util_pct_mean", "hw_cpu_util_pct_max", "hw_mem_used_gb_mean", "hw_mem_used_pct_mean",
+            "hw_telemetry_samples"} <= set(row)
+    assert 0.0 <= row["hw_cpu_util_pct_mean"] <= row["hw_cpu_util_pct_max"] <= 100.0
+    assert row["hw_telemetry_samples"] >= 2  # a first sample at start and a last one at stop, at least
+    assert not any(k.startswith("hw_gpu") for k in row)
+    assert math.isnan(row.get("power_w", math.nan))
+    # the engine's own per-repeat snapshot columns are still there beside the sampled ones
+    assert "hw_proc_cpu_pct" in row
+    assert backend.describe()["telemetry"].endswith("host telemetry only")
+    # the row stays a valid canonical run
+    validate_runs(pd.DataFrame([row]), file="local point")
+
+
+def test_local_telemetry_off_and_warmups_left_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sampler starts after the warm-up calls (they would dilute the point's means); off means off."""
+    _need_engine()
+    events: list[str] = []
+
+    class Recording(TelemetrySampler):
+        def start(self) -> TelemetrySampler:
+            events.append("telemetry")
+            return super().start()
+
+    monkeypatch.setattr(local_backend, "TelemetrySampler", Recording)
+    backend = LocalEngineBackend(engine_size="micro")
+    backend.check()
+    generate = backend.engine._generate
+    monkeypatch.setattr(backend.engine, "_generate", lambda ids, n: (events.append(f"generate {n}"),
+                                                                      generate(ids, n))[1])
+    res = backend.run_point(_micro_point(warmup=2), cancel=threading.Event())
+    assert res.error is None
+    assert events == ["generate 8", "generate 8", "telemetry", "generate 24"]
+
+    off = LocalEngineBackend(engine_size="micro", telemetry=False)
+    off.check()
+    row = off.run_point(_micro_point(warmup=0), cancel=threading.Event()).row
+    assert row is not None and not any(k.endswith(("_mean", "_max")) for k in row)
+    assert off.describe()["telemetry"] == "off"
+    with pytest.raises(PerfmodelError, match="telemetry_period_s"):
+        LocalEngineBackend(engine_size="micro", telemetry_period_s=0)
 
 
 # ---------------------------------------------------------------- bundled sample runs (no torch needed)

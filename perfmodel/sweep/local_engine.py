@@ -347,7 +347,8 @@ class LocalEngine:
     # ------------------------------------------------------------------ measuring
     def measure(self, point: StaticBatchPoint | Mapping[str, int], *, repeats: int = 3,
                 on_progress: ProgressCallback | None = None, progress_offset: int = 0,
-                progress_total: int | None = None) -> list[dict[str, Any]]:
+                progress_total: int | None = None,
+                on_warm: Callable[[], None] | None = None) -> list[dict[str, Any]]:
         """Warm up, then measure one static-batch point ``repeats`` times.
 
         Parameters
@@ -361,6 +362,9 @@ class LocalEngine:
         progress_offset, progress_total
             Added to ``done`` and passed as ``total`` (default: ``repeats``), for
             a caller measuring several points with one progress bar.
+        on_warm
+            Called once after the warm-up calls, just before the first measured
+            one (a backend starts its telemetry there, so warm-ups stay out of it).
 
         Returns
         -------
@@ -390,6 +394,8 @@ class LocalEngine:
             ids = self._prompts(point)
             for _ in range(self.warmup_runs):
                 self._generate(ids, min(self.warmup_output_len_tok, point.output_len_tok))
+            if on_warm is not None:
+                on_warm()
             for r in range(repeats):
                 tele = _Telemetry()
                 started = pd.Timestamp.now(tz="UTC")
