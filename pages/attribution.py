@@ -7,6 +7,7 @@ import streamlit as st
 from perfmodel import ui
 from perfmodel.errors import PerfmodelError
 from perfmodel.explain import COMPARE_PROTOCOLS
+from perfmodel.ui import analyses
 from perfmodel.ui import explain as X
 
 P = "attribution."
@@ -18,6 +19,7 @@ st.caption("Which quantities drive the predicted throughput, as exact TreeSHAP v
 st.markdown("Feature kinds: " + X.legend_markdown())
 
 ds = ui.available_datasets(home)
+analyses.page_analysis("attribution")
 stamp = ds.stamp
 ui.restore_dataset_link(ds)
 # A what-if link (from the What-if page) carries the point; read it once per session.

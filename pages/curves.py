@@ -8,7 +8,7 @@ from perfmodel import ui
 from perfmodel.curves import INTERVAL_METHODS, MIN_BATCHES, R2_POOR, SHAPES
 from perfmodel.errors import PerfmodelError
 from perfmodel.plots import THROUGHPUT_METRICS, axis_title, curve_group_columns, default_curve_by, poor_fits
-from perfmodel.ui import cached, links
+from perfmodel.ui import analyses, cached, links
 from perfmodel.ui import state as K
 from perfmodel.ui import whatif as whatif_ui
 
@@ -22,6 +22,7 @@ st.caption("Throughput against batch size for every configuration: the fitted sa
            "the plateau.")
 
 ds = ui.available_datasets(home)
+analyses.page_analysis("curves")
 stamp = ds.stamp
 ui.restore_dataset_link(ds, links.restore_curves_from_link)
 

@@ -5,12 +5,13 @@ import streamlit as st
 from perfmodel import ui
 from perfmodel.errors import PerfmodelError
 from perfmodel.plots import COLOR_OPTIONS, LOAD_AXES, THROUGHPUT_METRICS, axis_title
+from perfmodel.ui import analyses, tables
 from perfmodel.ui import state as K
-from perfmodel.ui import tables
 from perfmodel.ui import whatif as whatif_ui
 
 home = ui.home()
 st.title("Data", anchor=False)
+analyses.page_analysis("data")
 ui.sample_notice()
 
 # --- import -------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import streamlit as st
 
 from perfmodel import ui
 from perfmodel.errors import PerfmodelError
+from perfmodel.ui import analyses
 from perfmodel.ui import whatif as W
 from perfmodel.ui.explain import QP_WHATIF
 from perfmodel.whatif import MAX_BATCH, POINT_COLUMNS, WHATIF_LEVELS, batch_grid
@@ -19,6 +20,7 @@ st.caption("Pick a configuration, train a predictor on a dataset, and see the pr
            "in the URL: copy the link to share this what-if.")
 
 ds = ui.available_datasets(home)
+analyses.page_analysis("whatif")
 stamp = ds.stamp
 rows_of = dict(zip(ds.ids, ds.table["rows"], strict=True))
 ui.restore_dataset_link(ds, W.restore_from_link)
