@@ -74,6 +74,36 @@ def test_points_stored_in_order_with_plan_identity_and_progress() -> None:
     assert events[-1].status == "done"
 
 
+class NamedBackend(FakeBackend):
+    """Rows name their model, as the HTTP backend does (model_label, else the served name)."""
+
+    def __init__(self, model: str) -> None:
+        super().__init__()
+        self.model = model
+
+    def run_point(self, point: SweepPoint, *, cancel: threading.Event) -> PointResult:
+        res = super().run_point(point, cancel=cancel)
+        assert res.row is not None
+        return PointResult(point, {**res.row, "model": self.model, "model_raw": "/srv/models/x"}, None, n_ok=res.n_ok)
+
+
+@pytest.mark.parametrize(("backend_model", "expected"), [
+    ("Meta-Llama-3-8B", "llama-3-8b"),  # a catalog alias resolves to the key
+    ("my-served-model", "my-served-model"),  # not in the catalog: kept, not "unknown"
+])
+def test_http_plan_without_model_keeps_the_backends_model_name(backend_model: str, expected: str) -> None:
+    store = Store()
+    plan = plan_from_dict({"backend": "http", "target": "http://127.0.0.1:9", "batch_sizes": [1, 2],
+                           "input_lens": [16], "output_lens": [8], "repeats": 1, "name": "named"})
+    result = run_sweep(create_sweep(plan, store=store).id, store=store, backend=NamedBackend(backend_model))
+    runs = store.runs(result.dataset_id)
+    assert set(runs["model"]) == {expected} and set(runs["model_raw"]) == {"/srv/models/x"}
+    # a plan that names its model still wins over the backend's name
+    plan = plan_from_dict({**plan.model_dump(), "model": "perfmodel-tiny-llama", "name": "named 2"})
+    result = run_sweep(create_sweep(plan, store=store).id, store=store, backend=NamedBackend(backend_model))
+    assert set(store.runs(result.dataset_id)["model"]) == {"perfmodel-tiny-llama"}
+
+
 def test_failures_retried_recorded_and_the_sweep_carries_on() -> None:
     sid, store = _sweep()
     backend = FakeBackend(fail={"b4-i16-o8-r0"}, flaky={"b2-i16-o8-r1"})

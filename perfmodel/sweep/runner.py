@@ -264,6 +264,15 @@ def _complete_row(row: Mapping[str, Any], point: SweepPoint, identity: Mapping[s
     out["hardware"] = identity["hardware"]
     out["hardware_raw"] = identity["hardware_raw"]
     out["model"] = identity["model"]
+    if identity["model"] == "unknown" and row.get("model") not in (None, "", "unknown"):
+        # The plan names no model: the backend's own name (an HTTP backend's model_label
+        # or the served name) beats "unknown", resolved through the catalog where it can be.
+        from .. import catalog
+
+        try:
+            out["model"] = str(catalog.resolve_model(str(row["model"])).key)
+        except UnknownNameError:
+            out["model"] = str(row["model"])
     out.setdefault("model_raw", identity["model_raw"])
     if "framework" in identity:
         out["framework"] = identity["framework"]
