@@ -91,6 +91,7 @@ for i, (col, label) in enumerate((("input_len_tok", "input len"), ("output_len_t
     if key not in st.session_state:
         st.session_state[key] = float(X.WHATIF_DEFAULTS[col])
     point[col] = w[i].number_input(label, min_value=1.0, step=1.0, format="%g", key=key)
+analyses.write_page_link(X.attribution_link(point, selected))  # the view's state, for saving
 try:
     wf = X.point_waterfall(home, selected, stamp, features, engine, json.dumps(point, sort_keys=True))
 except PerfmodelError as exc:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import streamlit as st
 
@@ -20,7 +21,7 @@ from ..errors import PerfmodelError
 from ..store import AnalysisInfo
 from . import cached
 
-__all__ = ["QUERY_KEY", "page_analysis", "current_params", "restore_analysis", "save_widget", "manage_widget",
+__all__ = ["QUERY_KEY", "page_analysis", "current_params", "write_page_link", "restore_analysis", "save_widget", "manage_widget",
            "write_analysis_link"]
 
 QUERY_KEY = "analysis"
@@ -137,6 +138,25 @@ def page_analysis(page: str) -> None:
         if opened and opened["page"] == page and st.query_params.get(QUERY_KEY) == opened["id"]:
             changed = "" if current_params() == opened["params"] else " (changed since it was saved)"
             st.caption(f"Analysis open: **{opened['name']}**{changed} · `?{QUERY_KEY}={opened['id']}`")
+
+
+def write_page_link(link: str) -> None:
+    """Make a page's own relative link (``page?a=1&b=2``) the URL's state, keeping ``?analysis=ID``.
+
+    For a page that builds its link as a string rather than writing
+    ``st.query_params`` itself, so that a saved analysis captures its view.
+
+    Parameters
+    ----------
+    link
+        Relative URL whose query string is the page's whole state.
+    """
+    wanted = {k: v for k, v in parse_qs(urlsplit(link).query, keep_blank_values=False).items() if k != QUERY_KEY}
+    if current_params() == wanted:
+        return  # writing an unchanged URL would still send a message to the browser
+    aid = st.query_params.get(QUERY_KEY)
+    st.query_params.from_dict(_query_for(wanted, aid) if aid else
+                              {k: v if len(v) > 1 else v[0] for k, v in wanted.items()})
 
 
 def restore_analysis(kind: str, apply: Callable[[Mapping[str, Any]], None]) -> str | None:
