@@ -23,6 +23,7 @@ __all__ = [
     "QUEUE_GROWTH_REL",
     "TP_IMBALANCE_REL",
     "THROTTLE_CLOCK_DROP_REL",
+    "HOST_CPU_RISE_PCT",
     "REFERENCE_SAMPLES",
     "Cause",
     "Hint",
@@ -43,6 +44,8 @@ THROTTLE_CLOCK_DROP_REL = 0.10
 """An SM clock 10% below its reference means power or thermal throttling."""
 MOVED_REL = 0.20
 """Telemetry that changed by more than 20% moved with the anomaly."""
+HOST_CPU_RISE_PCT = 10.0
+"""Host CPU utilisation counts as newly saturated when at least 90% and 10 points above the reference."""
 REFERENCE_SAMPLES = 100
 """Samples before the anomaly used as the reference."""
 
@@ -202,6 +205,12 @@ def explain(group_frame: pd.DataFrame, start: int, end: int, metric: str, *,
         elif "util" in low and "gpu" in low and "mem" not in low and math.isfinite(a) and a >= SATURATION_PCT \
                 and not (math.isfinite(b) and b >= SATURATION_PCT):
             causes.append(Cause("compute_saturated", f"GPU utilisation rose to {a:.0f}%", {"during": a}))
+        elif "cpu" in low and ("util" in low or "pct" in low) and "gpu" not in low and math.isfinite(a) \
+                and a >= SATURATION_PCT and math.isfinite(b) and a - b >= HOST_CPU_RISE_PCT:
+            # CPU-side serving (tokenisation, scheduling, a CPU engine) slows when another process takes its cores.
+            causes.append(Cause("host_cpu_saturated", f"host CPU utilisation rose to {a:.0f}% (from {b:.0f}%): "
+                                "a competing process starves the server; pin the server to its own cores or "
+                                "move the neighbour", {"before": b, "during": a}))
         elif "pcie" in low and math.isfinite(a) and math.isfinite(b) and b > 0 and _rel(a, b) > MOVED_REL:
             causes.append(Cause("pcie_traffic", f"PCIe traffic rose {_pct(_rel(a, b))}: host-device transfers "
                                 "(swapping or offload) compete with inference", {"before": b, "during": a}))
