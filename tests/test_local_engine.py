@@ -293,3 +293,43 @@ def test_bundled_sample_runs_import_as_canonical() -> None:
     assert len(res.runs) == 96
     assert set(res.runs["hardware"]) == {"cpu-x86-2vcpu"}
     assert set(res.runs["model"]) == {"perfmodel-tiny-llama"}
+
+
+# ---------------------------------------------------------------- sample runs measured with the launcher
+
+LAUNCHER_LOCAL_CSV = REPO / "sample_runs" / "perfmodel-small-llama_cpu-x86-2vcpu_local-sweep.csv"
+LAUNCHER_HTTP_CSV = REPO / "sample_runs" / "perfmodel-served-tiny-llama_cpu-x86-2vcpu_transformers-serve.csv"
+
+
+def test_launcher_local_sample_is_canonical_and_pinned() -> None:
+    from perfmodel.importers import read_file
+
+    res = read_file(LAUNCHER_LOCAL_CSV)
+    assert res.format == "canonical"
+    df = res.runs
+    assert len(df) == 10  # batch 1..16 (5 sizes) x 2 repeats
+    assert set(df["model"]) == {"perfmodel-small-llama"} and set(df["load_kind"]) == {"static_batch"}
+    assert df["batch_size"].tolist() == [1, 2, 4, 8, 16] * 2  # interleaved repeats
+    assert df["output_throughput_tok_s"].iloc[0] == pytest.approx(18.795047, rel=1e-6)
+    assert df["output_throughput_tok_s"].iloc[-1] == pytest.approx(62.067572, rel=1e-6)
+    # the sampler's columns ride along (host telemetry: no GPU power)
+    assert df["hw_telemetry_samples"].min() >= 2 and df["hw_cpu_util_pct_mean"].between(0, 100).all()
+    assert df["power_w"].isna().all()
+    med = df.groupby("batch_size")["output_throughput_tok_s"].median()
+    assert med[16] > 2.5 * med[1]  # batching pays
+
+
+def test_launcher_http_sample_is_canonical_and_pinned() -> None:
+    from perfmodel.importers import read_file
+
+    res = read_file(LAUNCHER_HTTP_CSV)
+    assert res.format == "canonical"
+    df = res.runs
+    assert len(df) == 6  # concurrency 1, 2, 4 x 2 repeats
+    assert set(df["model"]) == {"perfmodel-served-tiny-llama"} and set(df["load_kind"]) == {"concurrency"}
+    assert df["n_requests"].tolist() == [8, 8, 16] * 2
+    assert (df["output_len_tok"] == 32).all() and (df["fw_output_short_frac"] == 0).all()  # length honoured
+    assert (df["ttft_s"] < df["e2e_latency_s"]).all()
+    assert df["output_throughput_tok_s"].iloc[0] == pytest.approx(182.728974, rel=1e-6)
+    med = df.groupby("batch_size")["output_throughput_tok_s"].median()
+    assert med[4] > 2 * med[1]
