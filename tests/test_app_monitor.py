@@ -1,8 +1,5 @@
-"""The Monitor page, headless: the upload prompt, a replay of the sample dataset, settings from the URL.
-
-AppTest cannot drive ``st.file_uploader``, so the recorded-file path is covered through the same
-core calls by tests/test_monitor.py and tests/test_monitor_cli.py; here the page replays a stored dataset.
-"""
+"""The Monitor page, headless: the upload prompt, a recorded stream uploaded to the page, a replay of the
+sample dataset, settings from the URL."""
 
 from __future__ import annotations
 
@@ -46,3 +43,18 @@ def test_replay_of_the_sample_dataset_marks_alerts_with_hints() -> None:
     alerts = at.dataframe[0].value
     assert len(alerts) > 0 and {"group", "metric", "start_timestamp_s", "hint"} <= set(alerts.columns)
     assert at.query_params["detector"] in ("threshold", ["threshold"])
+
+
+def test_recorded_stream_upload_shows_the_alert_and_its_hint() -> None:
+    """tests/data/monitor/stream.csv has a decode slowdown with the KV cache full at samples 295-305."""
+    at = _monitor(detector="window")
+    at.file_uploader(key="monitor.upload").set_value(
+        [("stream.csv", (REPO / "tests" / "data" / "monitor" / "stream.csv").read_bytes(), "text/csv")]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error
+    at.multiselect(key="monitor.metrics").set_value(["tpot_s"]).run()
+    alerts = at.dataframe[0].value
+    hit = alerts[(alerts.start_index >= 295) & (alerts.start_index <= 305)]
+    assert len(hit) == 1 and "KV-cache usage reached 98%" in hit.iloc[0]["hint"]
+    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert "alerts" in [tr.get("meta") for tr in fig["data"]]
