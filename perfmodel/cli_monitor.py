@@ -201,11 +201,18 @@ def monitor_cmd(file: Path | None, target: str | None, interval_s: float, durati
 def _live(target: str, interval_s: float, duration_s: float | None, detector: str, metrics: tuple[str, ...],
           window: int, w: int, z: float, threshold: float, robust: bool, expected: dict[str, float],
           as_json: bool) -> None:
+    from collections import deque
+
+    import pandas as pd
+
     from .monitor import PrometheusRates, make_detector
+    from .monitor.hints import explain
 
     url = target.rstrip("/") + "/metrics"
     rates = PrometheusRates()
     dets: dict[tuple[str, str], Any] = {}
+    # Recent samples per group (bounded), so an alert gets the same root-cause hints as a recorded stream.
+    history: dict[str, deque[dict[str, Any]]] = {}
     t_end = None if duration_s is None else time.monotonic() + duration_s
     n_alerts = 0
     try:
@@ -222,6 +229,7 @@ def _live(target: str, interval_s: float, duration_s: float | None, detector: st
             except ValueError as exc:
                 raise PerfmodelError(f"{url} did not answer in the Prometheus text format: {exc}") from exc
             for row in rows:
+                history.setdefault(row["group"], deque(maxlen=max(window, 60))).append(dict(row))
                 for m, v in row.items():
                     if m in ("timestamp_s", "group") or (metrics and m not in metrics):
                         continue
@@ -232,11 +240,15 @@ def _live(target: str, interval_s: float, duration_s: float | None, detector: st
                     alert = dets[key].update(t0, v)
                     if alert is not None:
                         n_alerts += 1
+                        frames = {g: pd.DataFrame(list(h)) for g, h in history.items()}
+                        mine = frames.pop(row["group"])
+                        hint = explain(mine, len(mine) - 1, len(mine) - 1, m, others=frames)
+                        band = (f"{m} {alert.direction} ({alert.value:.4g} vs band "
+                                f"[{alert.lower:.4g}, {alert.upper:.4g}])")
                         rec = {"group": row["group"], "metric": m, "detector": detector, "start_timestamp_s": t0,
                                "end_timestamp_s": t0, "score": alert.score, "value": alert.value,
-                               "expected": alert.center,
-                               "hint": f"{m} {alert.direction} ({alert.value:.4g} vs band "
-                                       f"[{alert.lower:.4g}, {alert.upper:.4g}])"}
+                               "expected": alert.center, "causes": ",".join(hint.codes),
+                               "hint": f"{band}: {hint.sentence}" if hint.sentence else band}
                         click.echo(json.dumps(rec) if as_json else _line(rec), nl=True)
             time.sleep(max(0.0, interval_s - (time.time() - t0)))
     except KeyboardInterrupt:

@@ -40,3 +40,47 @@ def test_bad_input_exits_2_with_location() -> None:
     assert res.exit_code == 2 and "METRIC=VALUE" in res.output
     res = CliRunner().invoke(main, ["monitor", "--target", "http://127.0.0.1:9", "--duration", "1"])
     assert res.exit_code == 2 and "cannot scrape" in res.output
+
+
+def test_live_target_alerts_with_root_cause_hints() -> None:
+    """A real HTTP server on 127.0.0.1 serves a vLLM-style Prometheus page; after 60 scrapes the queue
+    jumps and the KV cache fills: the live monitor alerts on the queue with the same hints as a recording."""
+    import json as _json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    scrapes = {"n": 0}
+
+    class Page(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            n = scrapes["n"]
+            scrapes["n"] += 1
+            waiting, kv = (25, 0.99) if n >= 60 else (n % 3, 0.5)
+            body = (f'# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{{model_name="m"}} {waiting}\n'
+                    f'# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{{model_name="m"}} {kv}\n'
+                    '# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name="m"} 8\n').encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        res = CliRunner().invoke(main, ["monitor", "--target", url, "--interval", "0.01", "--duration", "6",
+                                        "--detector", "point", "--metric", "fw_vllm_num_requests_waiting",
+                                        "--json"], catch_exceptions=False)
+    finally:
+        server.shutdown()
+    assert res.exit_code == 0, res.output
+    alerts = [_json.loads(line) for line in res.output.splitlines() if line.startswith("{")]
+    assert alerts, res.output
+    first = alerts[0]
+    assert first["metric"] == "fw_vllm_num_requests_waiting"
+    assert "kv_cache_full" in first["causes"] and "queue_growing" in first["causes"]
+    assert "KV-cache usage reached 99%" in first["hint"]
