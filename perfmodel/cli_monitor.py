@@ -180,8 +180,12 @@ def detect_cmd(file: Path, detector: str, metrics: tuple[str, ...], group_col: s
               help="Seconds between scrapes (--target).")
 @click.option("--duration", "duration_s", type=click.FloatRange(min=0), default=None,
               help="Stop after this many seconds (--target; default: until Ctrl-C).")
+@click.option("--telemetry-period", "telemetry_period_s", type=click.FloatRange(min=0), default=0.05,
+              show_default=True, help="--target: seconds between GPU (NVML) or host telemetry samples, "
+                                      "aggregated per scrape into hw_ columns for the hints; 0 turns it off.")
 @_options
-def monitor_cmd(file: Path | None, target: str | None, interval_s: float, duration_s: float | None, detector: str,
+def monitor_cmd(file: Path | None, target: str | None, interval_s: float, duration_s: float | None,
+                telemetry_period_s: float, detector: str,
                 metrics: tuple[str, ...], group_col: str | None, window: int, w: int, z: float, threshold: float,
                 robust: bool, expected: tuple[str, ...], as_json: bool, **query: Any) -> None:
     """Monitor a recorded stream FILE, or a live server with --target URL (alerts printed as they happen)."""
@@ -195,18 +199,25 @@ def monitor_cmd(file: Path | None, target: str | None, interval_s: float, durati
         raise click.UsageError("with --target, say which scraped metric the expectation is for (--expect-metric)")
     exp = _model_expectations(query, query.get("expect_metric"), None)
     exp.update(_expected(expected))
-    _live(target, interval_s, duration_s, detector, metrics, window, w, z, threshold, robust, exp, as_json)
+    _live(target, interval_s, duration_s, detector, metrics, window, w, z, threshold, robust, exp, as_json,
+          telemetry_period_s)
 
 
 def _live(target: str, interval_s: float, duration_s: float | None, detector: str, metrics: tuple[str, ...],
           window: int, w: int, z: float, threshold: float, robust: bool, expected: dict[str, float],
-          as_json: bool) -> None:
+          as_json: bool, telemetry_period_s: float = 0.0) -> None:
     from collections import deque
 
     import pandas as pd
 
     from .monitor import PrometheusRates, make_detector
     from .monitor.hints import explain
+    from .sweep.telemetry import TelemetrySampler
+
+    def sampler() -> TelemetrySampler | None:
+        # One sampler per scrape interval: its summary is the telemetry of that interval.
+        period = min(telemetry_period_s, interval_s)
+        return TelemetrySampler(period_s=max(period, 0.001)).start() if telemetry_period_s > 0 else None
 
     url = target.rstrip("/") + "/metrics"
     rates = PrometheusRates()
@@ -215,6 +226,7 @@ def _live(target: str, interval_s: float, duration_s: float | None, detector: st
     history: dict[str, deque[dict[str, Any]]] = {}
     t_end = None if duration_s is None else time.monotonic() + duration_s
     n_alerts = 0
+    tele = sampler()
     try:
         while t_end is None or time.monotonic() < t_end:
             t0 = time.time()
@@ -228,10 +240,18 @@ def _live(target: str, interval_s: float, duration_s: float | None, detector: st
                 rows = rates.feed(t0, text)
             except ValueError as exc:
                 raise PerfmodelError(f"{url} did not answer in the Prometheus text format: {exc}") from exc
+            hw: dict[str, float] = {}
+            if tele is not None:
+                tele.stop()
+                hw = tele.summary()
+                tele = sampler()
             for row in rows:
+                row.update(hw)
                 history.setdefault(row["group"], deque(maxlen=max(window, 60))).append(dict(row))
                 for m, v in row.items():
-                    if m in ("timestamp_s", "group") or (metrics and m not in metrics):
+                    # telemetry is context for the hints unless asked for by name
+                    if m in ("timestamp_s", "group") or (metrics and m not in metrics) \
+                            or (not metrics and m.startswith("hw_")):
                         continue
                     key = (row["group"], m)
                     if key not in dets:
@@ -253,6 +273,9 @@ def _live(target: str, interval_s: float, duration_s: float | None, detector: st
             time.sleep(max(0.0, interval_s - (time.time() - t0)))
     except KeyboardInterrupt:
         pass
+    finally:
+        if tele is not None:
+            tele.stop()
     if not as_json:
         click.echo(f"stopped: {n_alerts} alert(s)", err=True)
 

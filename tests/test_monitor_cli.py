@@ -84,3 +84,34 @@ def test_live_target_alerts_with_root_cause_hints() -> None:
     assert first["metric"] == "fw_vllm_num_requests_waiting"
     assert "kv_cache_full" in first["causes"] and "queue_growing" in first["causes"]
     assert "KV-cache usage reached 99%" in first["hint"]
+
+
+def test_live_telemetry_is_context_not_an_alarm() -> None:
+    """With or without per-scrape telemetry (host CPU here: no GPU), a steady server raises nothing: the
+    hw_ columns feed the hints and are not judged unless named with --metric."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Page(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            body = b'# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name="m"} 4\n'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        for period in (0.0, 0.02):
+            res = CliRunner().invoke(main, ["monitor", "--target", url, "--interval", "0.05", "--duration", "1",
+                                            "--telemetry-period", str(period), "--json"], catch_exceptions=False)
+            assert res.exit_code == 0, res.output
+            # a constant gauge and unnamed hw_ columns raise nothing
+            assert not [ln for ln in res.output.splitlines() if ln.startswith("{")], res.output
+    finally:
+        server.shutdown()
