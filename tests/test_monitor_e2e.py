@@ -7,7 +7,8 @@ second the test turns the requests finished in that second into one sample:
 output throughput, median TTFT and median time per output token (client-side)
 and host CPU utilisation (``hw_cpu_util_pct``, psutil, as the sweep telemetry
 names it). After a quiet baseline, busy-loop processes pinned to the server's
-cores compete with it for about ten seconds.
+cores compete with it, and its threads are throttled (stopped half of every
+0.2 s), for about ten seconds.
 
 Checks: the streaming window detector (fed sample by sample while the load
 runs) and :func:`perfmodel.monitor.monitor_stream` on the recorded samples both
@@ -27,6 +28,7 @@ import http.client
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -136,6 +138,34 @@ def _start_hogs(cpus: set[int]) -> list[subprocess.Popen[bytes]]:
     return [subprocess.Popen([sys.executable, "-c", code]) for _ in range(2 * len(cpus))]
 
 
+class _Throttle:
+    """Throttled server: SIGSTOP/SIGCONT at a 50 % duty cycle, so the slowdown is real even when the
+    CPU hogs alone do not bite (an idle second core, or a machine whose other load just went away)."""
+
+    def __init__(self, pid: int, period_s: float = 0.2) -> None:
+        self.pid, self.period_s = pid, period_s
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop_event.is_set():
+            os.kill(self.pid, signal.SIGSTOP)
+            self.stop_event.wait(self.period_s / 2)
+            os.kill(self.pid, signal.SIGCONT)
+            self.stop_event.wait(self.period_s / 2)
+
+    def start(self) -> _Throttle:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        if self.thread.is_alive():
+            self.thread.join(timeout=5)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGCONT)
+
+
 def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
     for p in procs:
         with contextlib.suppress(ProcessLookupError):
@@ -156,6 +186,7 @@ def test_cpu_hog_on_the_server_raises_an_alert_with_a_hint(transformers_server: 
     live_alerts: list[float] = []
     rows: list[dict[str, float]] = []
     hogs: list[subprocess.Popen[bytes]] = []
+    throttle: _Throttle | None = None
     hog_t: list[float] = []
     psutil.cpu_percent(interval=None)
     try:
@@ -176,8 +207,11 @@ def test_cpu_hog_on_the_server_raises_an_alert_with_a_hint(transformers_server: 
                 if not hogs and time.monotonic() >= t_hog:
                     hog_t.append(time.time())
                     hogs = _start_hogs(server_cpus)
+                    throttle = _Throttle(transformers_server.proc.pid).start()
             errors = list(load.errors)
     finally:
+        if throttle is not None:
+            throttle.stop()
         _stop(hogs)
     assert hog_t, "the slowdown never started"
     assert not errors or len(errors) < 3, errors[:3]
