@@ -228,7 +228,8 @@ SWEEP_DATASET_KIND = "sweep"
 
 
 ANALYSIS_ID_BYTES = 12
-"""Random bytes of an analysis id (``secrets.token_urlsafe``: 16 URL-safe characters, 96 bits, unguessable)."""
+"""Random bytes of an analysis id (``secrets.token_urlsafe``: 16 URL-safe characters, 96 bits, unguessable).
+Ids never start with ``-`` or ``_``: one beginning with ``-`` would read as an option on the command line."""
 
 
 @dataclass(frozen=True)
@@ -1164,6 +1165,8 @@ FROM sweeps s LEFT JOIN sweep_points p ON p.sweep_id = s.id"""
         with self._write() as con:
             while True:
                 aid = secrets.token_urlsafe(ANALYSIS_ID_BYTES)
+                if aid[0] in "-_":
+                    continue
                 if con.execute("SELECT 1 FROM analyses WHERE id = ?", (aid,)).fetchone() is None:
                     break
             con.execute("INSERT INTO analyses (id, name, created_at, kind, payload) VALUES (?, ?, ?, ?, ?)",

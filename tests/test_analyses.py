@@ -40,3 +40,13 @@ def test_bad_inputs(tmp_path) -> None:  # noqa: ANN001
     a = store.save_analysis("x", "planner", {})
     with pytest.raises(StoreError, match="empty"):
         store.rename_analysis(a.id, "")
+
+
+def test_ids_never_look_like_command_line_options(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """`perfmodel report ID` broke in CI when a random id began with '-' (read as an option)."""
+    import secrets
+
+    draws = iter(["-HbadId0123456789", "_alsoBad012345678", "good0123456789ab"])
+    monkeypatch.setattr(secrets, "token_urlsafe", lambda n: next(draws))
+    info = Store(tmp_path).save_analysis("x", "planner", {"a": 1})
+    assert info.id == "good0123456789ab"
