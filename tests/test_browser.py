@@ -15,6 +15,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -36,19 +37,16 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def app_url(_isolated_home: Path, tmp_path: Path) -> Iterator[str]:
-    if not CHROMIUM.exists():
-        pytest.skip(f"needs Debian's chromium at {CHROMIUM} (apt-get install -y chromium chromium-driver)")
-    pytest.importorskip("playwright.sync_api", reason="needs playwright (pip install perfmodel[browser])")
+@contextmanager
+def streamlit_server(home: Path, log_path: Path) -> Iterator[str]:
+    """``streamlit run app.py`` on a free port with ``home`` as PERFMODEL_HOME; stopped on exit."""
     port = _free_port()
-    env = {**os.environ, "PERFMODEL_HOME": str(_isolated_home)}
-    log = (tmp_path / "streamlit.log").open("wb")
+    log = log_path.open("ab")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
          "--server.fileWatcherType", "none"],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        cwd=REPO, env={**os.environ, "PERFMODEL_HOME": str(home)}, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -61,7 +59,7 @@ def app_url(_isolated_home: Path, tmp_path: Path) -> Iterator[str]:
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
                 log.flush()
-                pytest.fail("streamlit did not start:\n" + (tmp_path / "streamlit.log").read_text()[-3000:])
+                pytest.fail("streamlit did not start:\n" + log_path.read_text()[-3000:])
             time.sleep(0.5)
         yield url
     finally:
@@ -70,7 +68,18 @@ def app_url(_isolated_home: Path, tmp_path: Path) -> Iterator[str]:
             proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait(timeout=15)
         log.close()
+
+
+
+@pytest.fixture
+def app_url(_isolated_home: Path, tmp_path: Path) -> Iterator[str]:
+    if not CHROMIUM.exists():
+        pytest.skip(f"needs Debian's chromium at {CHROMIUM} (apt-get install -y chromium chromium-driver)")
+    pytest.importorskip("playwright.sync_api", reason="needs playwright (pip install perfmodel[browser])")
+    with streamlit_server(_isolated_home, tmp_path / "streamlit.log") as url:
+        yield url
 
 
 def test_upload_import_and_plot(app_url: str, all_results_csv: Path) -> None:

@@ -8,18 +8,12 @@ chromium the way ``tests/test_browser.py`` does.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from test_browser import CHROMIUM, CHROMIUM_ARGS, START_TIMEOUT_S, _free_port
+from test_browser import CHROMIUM, CHROMIUM_ARGS, streamlit_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -27,41 +21,6 @@ REPO = Path(__file__).resolve().parents[1]
 CHIPS_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMultiSelect"]')).map(
   m => m.innerText.split('\\n').map(s => s.trim()).filter(Boolean))"""
 """Each multiselect's visible text: its label and the chosen values."""
-
-
-@contextmanager
-def _server(home: Path, log_path: Path) -> Iterator[str]:
-    """``streamlit run app.py`` on a free port with ``home`` as PERFMODEL_HOME; stopped on exit."""
-    port = _free_port()
-    log = log_path.open("ab")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"],
-        cwd=REPO, env={**os.environ, "PERFMODEL_HOME": str(home)}, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.flush()
-                pytest.fail("streamlit did not start:\n" + log_path.read_text()[-3000:])
-            time.sleep(0.5)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
-        log.close()
 
 
 def _query(url: str) -> dict[str, list[str]]:
@@ -81,7 +40,7 @@ def test_saved_curves_analysis_reopens_after_restart(_isolated_home: Path, tmp_p
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
-            with _server(_isolated_home, log) as url:
+            with streamlit_server(_isolated_home, log) as url:
                 page = browser.new_page(viewport={"width": 1400, "height": 1100})
                 page.set_default_timeout(60_000)
                 # The root first: a fresh server runs pages/*.py straight from a first URL naming one,
@@ -108,7 +67,7 @@ def test_saved_curves_analysis_reopens_after_restart(_isolated_home: Path, tmp_p
             # The server is gone: the link is served by a new process reading the same store.
             with pytest.raises(OSError):
                 urllib.request.urlopen(f"{url}/_stcore/health", timeout=2)
-            with _server(_isolated_home, log) as url2:
+            with streamlit_server(_isolated_home, log) as url2:
                 page = browser.new_page(viewport={"width": 1400, "height": 1100})
                 page.set_default_timeout(60_000)
                 page.goto(f"{url2}/?analysis={aid}")
