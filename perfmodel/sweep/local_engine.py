@@ -291,7 +291,13 @@ class LocalEngine:
         self._torch, self._transformers = torch, transformers
         config = transformers.LlamaConfig(**self.model_config)
         torch.manual_seed(self.seed)
-        model = transformers.LlamaForCausalLM(config)
+        if str(self.device).startswith("cpu"):
+            model = transformers.LlamaForCausalLM(config)
+        else:
+            # Initialise the random weights on the accelerator itself: an 8 B model
+            # built on the host first takes minutes and 32 GB of host memory.
+            with torch.device(self.device):
+                model = transformers.LlamaForCausalLM(config)
         model = model.to(device=self.device, dtype=getattr(torch, self.dtype)).eval()
         # No EOS: every sequence must generate exactly the requested length.
         model.generation_config.eos_token_id = None
