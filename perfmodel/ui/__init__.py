@@ -19,7 +19,6 @@ from .cached import (
     filters_json,
     format_choices,
     hardware_choices,
-    home,
     model_choices,
     open_store,
     runs_figure,
@@ -29,7 +28,7 @@ from .forms import AS_IN_FILE, AUTO_FORMAT, UploadForm, import_uploads, to_meta
 from .links import link_warning, restore_from_link, select_dataset, selected_dataset, write_link
 from .pickers import NO_DATASET, Datasets, available_datasets, dataset_selectbox, restore_dataset_link
 from .samples import SAMPLE_DATASET_NAME, ensure_sample_data, sample_files
-from .shell import PAGE_SPECS, PAGE_TITLE, PageSpec, pages, sidebar, startup
+from .shell import PAGE_SPECS, PAGE_TITLE, PageSpec, home, pages, sidebar, startup
 from .widgets import issues_table, keep_valid, sample_notice, show_error, upload_form
 
 __all__ = [

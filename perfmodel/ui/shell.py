@@ -16,7 +16,7 @@ from . import cached
 from . import state as K
 from .samples import ensure_sample_data
 
-__all__ = ["PageSpec", "PAGE_SPECS", "pages", "sidebar", "startup", "PAGE_TITLE"]
+__all__ = ["PageSpec", "PAGE_SPECS", "pages", "sidebar", "startup", "home", "PAGE_TITLE"]
 
 PAGE_TITLE = "perfmodel"
 
@@ -75,6 +75,24 @@ def startup() -> None:
     if names:
         st.session_state[K.SAMPLE_NOTICE] = names
         cached.clear_store_caches()
+
+
+def home() -> str:
+    """The data directory, for a page: every page calls it first, so it also runs :func:`startup`.
+
+    ``app.py`` runs the start-up step before the page, but a fresh server asked
+    for a page URL first (``/curves``) runs ``pages/curves.py`` on its own
+    (Streamlit's ``pages/`` folder, before ``st.navigation`` has been seen), so
+    the page itself must fill an empty store with the sample data. Once per
+    session, whichever runs first.
+
+    Returns
+    -------
+    str
+        :func:`perfmodel.ui.cached.home`.
+    """
+    startup()
+    return cached.home()
 
 
 def sidebar() -> None:
