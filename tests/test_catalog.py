@@ -525,3 +525,16 @@ def test_builtin_catalog_files_validate() -> None:
     data = Path(catalog.__file__).parent / "data"
     for name in ("hardware.yaml", "models.yaml", "frameworks.yaml"):
         catalog.load_file(data / name)
+
+
+def test_accelerator_prices_and_gh200_power_are_sourced_or_explained() -> None:
+    hw = catalog.hardware_catalog()
+    assert hw["gh200"].tdp_w == 1000 and "tdp_w" in hw["gh200"].sources
+    assert "upper bound" in hw["gh200"].notes  # module power includes the Grace CPU and LPDDR5X
+    for key, price in (("mi300x", 1.85), ("gaudi2", 1.30)):
+        assert hw[key].price_per_hour_usd == pytest.approx(price)
+        assert hw[key].sources["price_per_hour_usd"].startswith("https://")
+        assert "approximate on-demand list price" in " ".join(hw[key].notes.split())
+    for key in ("mi250", "intel-max-1550", "intel-pvc", "sn40l"):
+        assert hw[key].price_per_hour_usd is None
+        assert "no public" in hw[key].notes.lower(), key  # the gap is stated, not silent
