@@ -717,3 +717,8 @@ _register_explain(main)
 from .cli_report import register as _register_report  # noqa: E402
 
 _register_report(main)
+
+# Side-by-side comparison of two datasets lives in its own module.
+from .cli_compare import register as _register_compare  # noqa: E402
+
+_register_compare(main)

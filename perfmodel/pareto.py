@@ -16,7 +16,7 @@ errors. Points without repeats on both sides cannot be judged and say so
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,7 +25,8 @@ import plotly.graph_objects as go
 
 from .errors import Problem, ValidationError
 
-__all__ = ["FRONTS", "NOISE_Z", "COMPARE_KEYS", "pareto_mask", "fronts", "front_figure", "Comparison", "compare"]
+__all__ = ["FRONTS", "NOISE_Z", "COMPARE_KEYS", "COMPARE_METRICS", "pareto_mask", "fronts", "front_figure", "Comparison",
+           "compare", "noise_verdicts", "VERDICTS", "select_runs", "configuration_labels", "comparison_figure"]
 
 FRONTS: dict[str, tuple[str, bool, str, bool]] = {
     "throughput_vs_latency": ("e2e_s", True, "throughput_per_device_tok_s", False),
@@ -39,6 +40,13 @@ NOISE_Z = 2.0
 
 COMPARE_KEYS = ("hardware", "model", "device_count", "input_len_tok", "output_len_tok", "batch_size")
 """Columns matching a point of one dataset with a point of the other by default."""
+
+VERDICTS = ("beyond noise", "within noise", "no repeats")
+"""What :func:`noise_verdicts` says of a matched point."""
+
+COMPARE_METRICS = ("output_throughput_tok_s", "total_throughput_tok_s", "request_throughput_rps", "e2e_latency_s",
+                   "ttft_s", "tpot_s")
+"""Metrics offered for comparison (any numeric column works in :func:`compare`)."""
 
 
 def pareto_mask(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *, minimize_x: bool = True,
@@ -174,7 +182,9 @@ class Comparison:
     table
         One row per matched point: the keys, ``mean_a``, ``mean_b``, ``n_a``,
         ``n_b``, ``diff`` (b - a), ``diff_pct`` (relative to a), ``noise_se``,
-        ``significant`` (nullable boolean: missing without repeats on both sides).
+        ``significant`` (nullable boolean: missing without repeats on both sides),
+        ``std_a``, ``std_b`` (run-to-run standard deviation of each side; missing
+        with one run).
     label_a, label_b
         Names of the two sides.
     metric
@@ -250,9 +260,11 @@ def compare(runs_a: pd.DataFrame, runs_b: pd.DataFrame, *, keys: Sequence[str] =
     judged = (m["n_a"] >= 2) & (m["n_b"] >= 2)
     sig = pd.array([bool(abs(d) > NOISE_Z * s) if j else pd.NA for d, s, j in zip(diff, se, judged, strict=True)],
                    dtype="boolean")
-    table = pd.DataFrame({**{k: m[k] for k in ks}, "mean_a": m["mean_a"], "mean_b": m["mean_b"], "n_a": m["n_a"],
-                          "n_b": m["n_b"], "diff": diff, "diff_pct": 100 * diff / m["mean_a"],
-                          "noise_se": se.where(judged), "significant": sig})
+    table = pd.DataFrame({**{k: m[k] for k in ks}, "mean_a": m["mean_a"], "mean_b": m["mean_b"],
+                          "n_a": m["n_a"].astype(int), "n_b": m["n_b"].astype(int), "diff": diff,
+                          "diff_pct": 100 * diff / m["mean_a"],
+                          "noise_se": se.where(judged), "significant": sig, "std_a": m["std_a"],
+                          "std_b": m["std_b"]})
     n_sig = int(table["significant"].fillna(False).sum())
     n_judged = int(judged.sum())
     if len(table):
@@ -265,3 +277,179 @@ def compare(runs_a: pd.DataFrame, runs_b: pd.DataFrame, *, keys: Sequence[str] =
         msg = f"no point of {label_a} matches one of {label_b} on {', '.join(ks)}"
     return Comparison(table=table, label_a=label_a, label_b=label_b, metric=metric, n_only_a=only_a,
                       n_only_b=only_b, message=msg)
+
+
+def noise_verdicts(table: pd.DataFrame) -> list[str]:
+    """One of :data:`VERDICTS` per matched point of a comparison table.
+
+    Parameters
+    ----------
+    table
+        :attr:`Comparison.table`.
+
+    Returns
+    -------
+    list of str
+        ``beyond noise`` (significant), ``within noise``, or ``no repeats``
+        (fewer than two runs on a side: cannot be judged).
+    """
+    return [VERDICTS[2] if pd.isna(s) else VERDICTS[0] if bool(s) else VERDICTS[1]
+            for s in table["significant"].astype(object)]
+
+
+def select_runs(runs: pd.DataFrame, where: Mapping[str, Sequence[str]], *, label: str = "runs") -> pd.DataFrame:
+    """The rows whose column values are among the given ones (one side of a comparison).
+
+    Values match as text, ignoring case; a hardware or model name that matches
+    no row is also tried through the catalog (``H100`` finds ``h100-sxm``).
+
+    Parameters
+    ----------
+    runs
+        A runs table.
+    where
+        Column -> accepted values; an empty list accepts every value.
+    label
+        Names the table in messages (a dataset or file name).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The matching rows (index kept).
+
+    Raises
+    ------
+    ValidationError
+        A column is missing, or a value matches no row (the message lists the valid ones).
+    """
+    problems: list[Problem] = []
+    keep = np.ones(len(runs), dtype=bool)
+    for col, values in where.items():
+        wanted = [str(v) for v in values if str(v).strip()]
+        if not wanted:
+            continue
+        if col not in runs.columns:
+            problems.append(Problem(f"no such column; valid: {', '.join(map(str, runs.columns[:30]))}",
+                                    file=label, column=col))
+            continue
+        text = runs[col].astype("string").str.lower()
+        present = sorted({str(v) for v in runs[col].dropna().astype(str).unique()})
+        hit = np.zeros(len(runs), dtype=bool)
+        for v in wanted:
+            m = (text == v.lower()).fillna(False).to_numpy(dtype=bool)
+            if not m.any() and col in ("hardware", "model"):
+                m = (text == _catalog_key(col, v)).fillna(False).to_numpy(dtype=bool)
+            if not m.any():
+                shown = ", ".join(present[:20]) + (" ..." if len(present) > 20 else "")
+                problems.append(Problem(f"no row has {v!r}; valid: {shown}", file=label, column=col))
+            hit |= m
+        keep &= hit
+    if problems:
+        raise ValidationError(f"cannot select the runs of {label}", problems)
+    return runs[keep]
+
+
+def _catalog_key(col: str, value: str) -> str | None:
+    """The catalog key of a hardware/model name, or None when the catalog does not know it."""
+    from . import catalog
+    from .errors import UnknownNameError
+
+    try:
+        spec = catalog.resolve_hardware(value) if col == "hardware" else catalog.resolve_model(value)
+    except UnknownNameError:
+        return None
+    return str(spec.key)
+
+
+def configuration_labels(table: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
+    """One label per row of a comparison table: its key values except the batch size.
+
+    Parameters
+    ----------
+    table
+        :attr:`Comparison.table`.
+    keys
+        The key columns of the comparison.
+
+    Returns
+    -------
+    pandas.Series
+        Labels such as ``"h100-sxm · llama-3-8b · 1 dev · 1024/1024"``.
+    """
+    parts: list[pd.Series] = []
+    cols = [k for k in keys if k in table.columns and k != "batch_size"]
+    lengths = "input_len_tok" in cols and "output_len_tok" in cols
+    for k in cols:
+        if lengths and k in ("input_len_tok", "output_len_tok"):
+            continue
+        v = table[k]
+        if k == "device_count":
+            parts.append(v.map(lambda x: f"{x:g} dev" if isinstance(x, float) else f"{x} dev"))
+        else:
+            parts.append(v.map(lambda x: f"{x:g}" if isinstance(x, float) else str(x)))
+    if lengths:
+        parts.append(table["input_len_tok"].map("{:g}".format) + "/" + table["output_len_tok"].map("{:g}".format))
+    if not parts:
+        return pd.Series(["all"] * len(table), index=table.index, dtype=object)
+    out = parts[0].astype(str)
+    for p in parts[1:]:
+        out = out + " · " + p.astype(str)
+    return out
+
+
+def comparison_figure(comp: Comparison, configurations: Sequence[str] | None = None, *,
+                      log_x: bool = True) -> go.Figure:
+    """Overlay of both sides' means against batch size, one colour per configuration.
+
+    Side A is drawn solid, side B dashed; error bars are each side's run-to-run
+    standard deviation; B's points that differ from A beyond noise are ringed.
+
+    Parameters
+    ----------
+    comp
+        A comparison.
+    configurations
+        Labels (:func:`configuration_labels`) to draw; default the first four.
+    log_x
+        Logarithmic batch axis.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    from .plots import axis_title
+
+    t = comp.table
+    keys = [c for c in t.columns if c in COMPARE_KEYS]
+    labels = configuration_labels(t, keys)
+    chosen = list(dict.fromkeys(labels)) if configurations is None else list(configurations)
+    if configurations is None:
+        chosen = chosen[:4]
+    palette = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+    fig = go.Figure()
+    x_col = "batch_size" if "batch_size" in t.columns else None
+    for i, conf in enumerate(chosen):
+        d = t[labels == conf]
+        if x_col is not None:
+            d = d.sort_values(x_col)
+        x = d[x_col] if x_col is not None else np.arange(len(d))
+        colour = palette[i % len(palette)]
+        for side, dash, lab in (("a", "solid", comp.label_a), ("b", "dash", comp.label_b)):
+            fig.add_trace(go.Scatter(
+                x=x, y=d[f"mean_{side}"], mode="lines+markers", name=f"{lab}: {conf}", legendgroup=conf,
+                line={"color": colour, "dash": dash}, meta=side,
+                error_y={"type": "data", "array": d[f"std_{side}"].fillna(0.0), "visible": True, "thickness": 1},
+                hovertemplate=f"{lab}<br>batch %{{x:g}}<br>%{{y:.4g}}<extra>{conf}</extra>"))
+        sig = d[d["significant"].fillna(False).astype(bool)]
+        if len(sig):
+            fig.add_trace(go.Scatter(
+                x=sig[x_col] if x_col is not None else np.arange(len(sig)), y=sig["mean_b"], mode="markers",
+                name="beyond run-to-run noise", legendgroup=conf, meta="significant", showlegend=i == 0,
+                marker={"symbol": "circle-open", "size": 16, "color": colour, "line": {"width": 2}},
+                hovertemplate="%{y:.4g}: beyond run-to-run noise<extra></extra>"))
+    fig.update_layout(title=f"{axis_title(comp.metric)}: {comp.label_a} (solid) vs {comp.label_b} (dashed)",
+                      xaxis_title="batch size", yaxis_title=axis_title(comp.metric), template="plotly_white",
+                      height=460, margin={"l": 60, "r": 20, "t": 50, "b": 50}, legend={"orientation": "h"})
+    if log_x:
+        fig.update_xaxes(type="log")
+    return fig

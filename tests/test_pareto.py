@@ -87,3 +87,30 @@ def test_compare_frameworks_on_shared_data(all_results_csv) -> None:  # noqa: AN
                 label_a="vllm", label_b="tensorrt-llm")
     assert len(c.table) >= 50
     assert c.table["significant"].isna().all()  # LLM-Inference-Bench has one run per point: no noise estimate
+
+
+def test_compare_overlay_and_verdicts() -> None:
+    from perfmodel.pareto import (
+        COMPARE_KEYS,
+        comparison_figure,
+        configuration_labels,
+        noise_verdicts,
+        select_runs,
+    )
+
+    a = _runs({1.0: [100, 102, 98], 8.0: [500, 510, 490], 16.0: [900]}, "vllm")
+    b = _runs({1.0: [101, 99, 103], 8.0: [600, 610, 590], 16.0: [950, 960]}, "sglang")
+    both = pd.concat([a, b], ignore_index=True)
+    c = compare(select_runs(both, {"framework": ["VLLM"]}), select_runs(both, {"framework": ["sglang"]}),
+                label_a="vllm", label_b="sglang")
+    assert noise_verdicts(c.table) == ["within noise", "beyond noise", "no repeats"]  # batch 1, 8, 16
+    assert c.table["std_b"].iloc[1] == pytest.approx(10.0)
+    assert set(configuration_labels(c.table, COMPARE_KEYS)) == {"h100-sxm · llama-3-8b · 1 dev · 128/128"}
+    fig = comparison_figure(c)
+    metas = [t.meta for t in fig.data]
+    assert metas == ["a", "b", "significant"]
+    assert list(fig.data[2].x) == [8.0] and list(fig.data[2].y) == [600.0]
+    assert list(fig.data[1].error_y.array) == pytest.approx([2.0, 10.0, 7.0710678])
+    with pytest.raises(ValidationError, match="no row has 'tgi'; valid: sglang, vllm"):
+        select_runs(both, {"framework": ["tgi"]}, label="mixed")
+    assert len(select_runs(both, {"hardware": ["H100 SXM"]})) == len(both)  # catalog alias

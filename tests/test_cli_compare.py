@@ -1,0 +1,92 @@
+"""``perfmodel compare`` on real data: two sample_runs measurements, two frameworks of LLM-Inference-Bench.
+
+The sample files are perfmodel's own measurements of the same tiny Llama on the
+same 2-vCPU host: the local engine (static batches, 3 repeats) and
+``transformers serve`` over HTTP (concurrency 1, 2, 4, 2 repeats); they share
+input 64 / output 32 at batch 1, 2 and 4, and differ by far more than their
+run-to-run noise. LLM-Inference-Bench has one run per point, so nothing in it
+can be judged against noise, and the command says so.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from perfmodel.api import import_files
+from perfmodel.cli import main
+from perfmodel.store import Store
+
+REPO = Path(__file__).resolve().parents[1]
+LOCAL = REPO / "sample_runs" / "perfmodel-tiny-llama_cpu-x86-2vcpu.csv"
+SERVED = REPO / "sample_runs" / "perfmodel-served-tiny-llama_cpu-x86-2vcpu_transformers-serve.csv"
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    res = CliRunner().invoke(main, list(args))
+    if res.exception is not None and not isinstance(res.exception, SystemExit):
+        raise res.exception
+    return res.exit_code, res.stdout, res.stderr
+
+
+def test_local_engine_vs_served_beyond_noise(tmp_path: Path) -> None:
+    out = tmp_path / "diff.csv"
+    code, stdout, _ = _run("compare", str(LOCAL), str(SERVED), "--ignore", "model", "-o", str(out), "--json")
+    assert code == 0
+    d = json.loads(stdout)
+    assert (d["n_matched"], d["n_beyond_noise"], d["n_within_noise"], d["n_no_repeats"]) == (3, 3, 0, 0)
+    assert (d["n_only_a"], d["n_only_b"]) == (29, 0)  # the local sweep has more batches and lengths
+    pts = {p["batch_size"]: p for p in d["points"]}
+    assert sorted(pts) == [1.0, 2.0, 4.0]
+    assert (pts[1.0]["n_a"], pts[1.0]["n_b"]) == (3, 2)
+    assert pts[1.0]["mean_a"] == pytest.approx(116.397, abs=0.01)
+    assert pts[1.0]["mean_b"] == pytest.approx(176.711, abs=0.01)
+    assert pts[1.0]["noise_se"] == pytest.approx(8.3215, abs=1e-3)
+    assert pts[4.0]["diff_pct"] == pytest.approx(137.6, abs=0.1)
+    assert all(p["verdict"] == "beyond noise" for p in d["points"])
+    assert "+117.0%" in d["message"]
+    csv = pd.read_csv(out)
+    assert len(csv) == 3 and set(csv["verdict"]) == {"beyond noise"}
+    assert {"mean_a", "mean_b", "std_a", "std_b", "noise_se", "n_a", "n_b"} <= set(csv.columns)
+
+
+def test_stored_datasets_by_name_in_text() -> None:
+    import_files([LOCAL], name="local engine")
+    import_files([SERVED], name="served")
+    code, stdout, _ = _run("compare", "local engine", "served", "--ignore", "model")
+    assert code == 0
+    assert "A = local engine\nB = served\n" in stdout
+    assert "3 of 3 with repeats on both sides differ beyond run-to-run noise" in stdout
+    assert stdout.count("beyond noise") == 3  # the verdict of each row (the summary says "beyond run-to-run noise")
+
+
+def test_two_frameworks_of_one_file(all_results_csv: Path) -> None:
+    a = str(all_results_csv)
+    code, stdout, _ = _run("--json", "compare", a, a, "--where", "model=Llama-3-8B", "--where", "hardware=H100",
+                           "--where-a", "framework=vllm", "--where-b", "framework=tensorrt-llm")
+    assert code == 0
+    d = json.loads(stdout)
+    assert d["label_a"].endswith("framework=vllm]") and d["label_b"].endswith("framework=tensorrt-llm]")
+    assert (d["n_matched"], d["n_no_repeats"], d["n_only_a"], d["n_only_b"]) == (51, 51, 9, 0)
+    assert "+25.5%" in d["message"] and "51 without repeats cannot be judged" in d["message"]
+    first = next(p for p in d["points"] if p["batch_size"] == 1 and p["input_len_tok"] == 128
+                 and p["device_count"] == 1)
+    assert first["hardware"] == "h100-sxm" and first["model"] == "llama-3-8b"  # names resolved by the catalog
+    assert first["mean_a"] == pytest.approx(128.781, abs=0.01) and first["mean_b"] == pytest.approx(142.737, abs=0.01)
+    assert first["significant"] is None and first["verdict"] == "no repeats"
+
+
+def test_user_errors_name_the_option_and_the_valid_values(all_results_csv: Path) -> None:
+    a = str(all_results_csv)
+    code, _, err = _run("compare", a, a, "--where-a", "framework=vlm")
+    assert code == 2
+    assert "column 'framework': no row has 'vlm'; valid: deepspeed, deepspeed-mii, llama.cpp" in err
+    code, _, err = _run("compare", a, a, "--where-b", "framework")
+    assert code == 2 and "not COLUMN=VALUE" in err
+    code, _, err = _run("compare", str(LOCAL), "no-such-dataset")
+    assert code == 2 and "no-such-dataset" in err
+    assert Store().datasets() == []
