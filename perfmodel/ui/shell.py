@@ -39,6 +39,7 @@ PAGE_SPECS: tuple[PageSpec, ...] = (
     PageSpec("pages/curves.py", "Curves", ":material/show_chart:", "Analyse", "curves"),
     PageSpec("pages/attribution.py", "Attribution", ":material/insights:", "Analyse", "attribution"),
     PageSpec("pages/whatif.py", "What-if", ":material/tune:", "Analyse", "whatif"),
+    PageSpec("pages/compare.py", "Compare", ":material/compare_arrows:", "Analyse", "compare"),
     PageSpec("pages/sweeps.py", "Sweeps", ":material/speed:", "Measure", "sweeps"),
     PageSpec("pages/monitor.py", "Monitor", ":material/monitor_heart:", "Measure", "monitor"),
     PageSpec("pages/planner.py", "Planner", ":material/calculate:", "Plan", "planner"),

@@ -1,0 +1,97 @@
+"""Compare: two datasets (or two subsets of one) point by point, with a run-to-run noise verdict and an overlay."""
+
+import streamlit as st
+
+from perfmodel import ui
+from perfmodel.errors import PerfmodelError
+from perfmodel.pareto import COMPARE_KEYS, NOISE_Z, comparison_figure, configuration_labels
+from perfmodel.plots import axis_title
+from perfmodel.ui import analyses
+from perfmodel.ui import compare as C
+
+K = C.KEYS
+home = ui.home()
+st.title("Compare", anchor=False)
+st.caption("Two frameworks, two versions or two sweeps side by side: points are matched on hardware, model, "
+           f"devices, input/output length and batch size; a difference is beyond run-to-run noise when it exceeds "
+           f"{NOISE_Z:g} standard errors of both sides' repeats (points without repeats cannot be judged).")
+
+ds = ui.available_datasets(home)
+analyses.page_analysis("compare")
+for msg in C.restore_from_link(ds.ids):
+    st.warning(msg, icon=":material/link_off:")
+for side in ("a", "b"):
+    if st.session_state.get(K[side]) not in ds.names:
+        st.session_state[K[side]] = ui.selected_dataset() if ui.selected_dataset() in ds.names else ds.ids[0]
+
+sides = {}
+for side, col in zip(("a", "b"), st.columns(2), strict=True):
+    with col:
+        st.subheader(f"Side {side.upper()}", anchor=False)
+        dataset = st.selectbox("Dataset", ds.ids, key=K[side], format_func=ds.label)
+        runs = ui.dataset_runs(home, dataset, ds.stamp)
+        by_options = [C.NO_SUBSET, *[c for c in C.SUBSET_COLUMNS if c in runs.columns and runs[c].notna().any()]]
+        if st.session_state.get(K[f"by_{side}"]) not in by_options:
+            st.session_state[K[f"by_{side}"]] = C.NO_SUBSET
+        by = st.selectbox("Only the rows where", by_options, key=K[f"by_{side}"])
+        values = sorted(runs[by].dropna().astype(str).unique()) if by != C.NO_SUBSET else []
+        ui.keep_valid(K[f"in_{side}"], values)
+        chosen = st.multiselect(f"{by} is one of", values, key=K[f"in_{side}"], disabled=by == C.NO_SUBSET,
+                                placeholder="any value")
+        label = ds.names[dataset] + (f" [{by}={','.join(chosen)}]" if by != C.NO_SUBSET and chosen else "")
+        sides[side] = {"dataset": dataset, "runs": runs, "by": by, "in": chosen, "label": label}
+
+metrics = C.metric_choices(sides["a"]["runs"], sides["b"]["runs"])
+if st.session_state.get(K["metric"]) not in metrics:
+    st.session_state[K["metric"]] = metrics[0]
+o1, o2, o3 = st.columns([2, 3, 1], vertical_alignment="bottom")
+metric = o1.selectbox("Metric", metrics, key=K["metric"], format_func=axis_title)
+ui.keep_valid(K["ignore"], C.key_choices())
+ignore = o2.multiselect("Do not match on", C.key_choices(), key=K["ignore"],
+                        help="E.g. model, when the two sides name the same model differently.")
+log_x = o3.toggle("log batch", value=True, key=K["log_x"])
+
+label_a, label_b = sides["a"]["label"], sides["b"]["label"]
+if label_a == label_b:
+    label_a, label_b = f"A: {label_a}", f"B: {label_b}"
+state = {"a": sides["a"]["dataset"], "b": sides["b"]["dataset"], "by_a": sides["a"]["by"], "in_a": sides["a"]["in"],
+         "by_b": sides["b"]["by"], "in_b": sides["b"]["in"], "metric": metric, "ignore": ignore,
+         "config": st.session_state.get(K["config"], [])}
+options = C.options_json(sides["a"]["by"], sides["a"]["in"], sides["b"]["by"], sides["b"]["in"], metric, ignore,
+                         label_a, label_b)
+try:
+    comp = C.comparison(home, sides["a"]["dataset"], sides["b"]["dataset"], ds.stamp, options)
+except PerfmodelError as exc:
+    C.write_link(state)
+    ui.show_error(exc, what="Cannot compare")
+    st.stop()
+
+table = C.table_with_verdicts(comp)
+st.markdown(f"**{comp.message}.**")
+m1, m2, m3, m4 = st.columns(4)
+m1.metric("Matched points", f"{len(table):,}", help=f"{comp.n_only_a} only in A, {comp.n_only_b} only in B")
+for m, verdict in zip((m2, m3, m4), ("beyond noise", "within noise", "no repeats"), strict=True):
+    m.metric(verdict.capitalize(), f"{int((table['verdict'] == verdict).sum()):,}")
+if table.empty:
+    C.write_link(state)
+    st.info("No point of A matches one of B: try leaving a column out of the matching.", icon=":material/info:")
+    st.stop()
+
+keys = [c for c in comp.table.columns if c in COMPARE_KEYS]
+labels = configuration_labels(comp.table, keys)
+configs = list(dict.fromkeys(labels))
+ui.keep_valid(K["config"], configs)
+if not st.session_state.get(K["config"]):
+    st.session_state[K["config"]] = configs[:4]
+shown = st.multiselect(f"Configurations to overlay ({len(configs):,})", configs, key=K["config"])
+state["config"] = shown
+C.write_link(state)
+st.plotly_chart(comparison_figure(comp, shown, log_x=log_x), key=C.P + "chart")
+
+st.subheader("Per point", anchor=False)
+st.dataframe(table.drop(columns=["significant"]), hide_index=True, key=C.P + "table",
+             column_config={"diff_pct": st.column_config.NumberColumn("diff %", format="%+.1f"),
+                            "mean_a": st.column_config.NumberColumn("A", format="%.4g"),
+                            "mean_b": st.column_config.NumberColumn("B", format="%.4g")})
+st.download_button("Download the comparison (CSV)", table.to_csv(index=False), file_name="comparison.csv",
+                   mime="text/csv", icon=":material/download:", on_click="ignore")

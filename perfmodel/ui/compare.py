@@ -1,0 +1,151 @@
+"""The Compare page's state keys, URL state and cached comparison.
+
+The page compares two sides, each a dataset optionally cut to the rows whose
+``by`` column takes some values (two frameworks of one dataset, two sweeps,
+two models). Everything the page shows is in its URL (``?a=ID&by_a=model&in_a=x``...),
+so a copied link or a saved analysis reopens it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from ..pareto import COMPARE_KEYS, COMPARE_METRICS, Comparison, compare, noise_verdicts, select_runs
+from . import cached
+
+__all__ = ["P", "KEYS", "QP", "SUBSET_COLUMNS", "NO_SUBSET", "restore_from_link", "write_link", "options_json",
+           "comparison", "table_with_verdicts", "metric_choices", "key_choices"]
+
+P = "compare."
+KEYS = {name: P + name for name in ("a", "b", "by_a", "in_a", "by_b", "in_b", "metric", "ignore", "config",
+                                    "log_x")}
+#: Widget -> URL parameter (``in_*``, ``ignore`` and ``config`` repeat).
+QP = {"a": "a", "b": "b", "by_a": "by_a", "in_a": "in_a", "by_b": "by_b", "in_b": "in_b", "metric": "metric",
+      "ignore": "ignore", "config": "config"}
+_LISTS = ("in_a", "in_b", "ignore", "config")
+SUBSET_COLUMNS = ("framework", "framework_version", "model", "hardware", "load_kind", "weight_dtype",
+                  "kv_cache_dtype", "quantization", "device_count")
+"""Columns a side can be cut by."""
+NO_SUBSET = "(all rows)"
+_CHECKED = P + "link_checked"
+
+
+def restore_from_link(ids: Sequence[str]) -> list[str]:
+    """On the session's first run of the page, put the URL's state into the widgets' state.
+
+    Parameters
+    ----------
+    ids
+        The store's dataset ids (a side naming another one is reported and left out).
+
+    Returns
+    -------
+    list of str
+        Messages about what the link asked for and could not be restored.
+    """
+    if st.session_state.get(_CHECKED):
+        return []
+    st.session_state[_CHECKED] = True
+    problems = []
+    for name, qp in QP.items():
+        values = [str(v) for v in st.query_params.get_all(qp)]
+        if not values:
+            continue
+        if name in ("a", "b") and values[0] not in ids:
+            problems.append(f"The link's dataset {values[0]!r} (side {name.upper()}) is not in this store.")
+            continue
+        st.session_state[KEYS[name]] = values if name in _LISTS else values[0]
+    return problems
+
+
+def write_link(state: Mapping[str, Any]) -> None:
+    """Put the page's state in the URL (only when it changed), keeping ``?analysis=ID``.
+
+    Parameters
+    ----------
+    state
+        Widget name (a key of :data:`QP`) -> value (a list for the repeated ones).
+    """
+    wanted: dict[str, list[str]] = {}
+    for name, qp in QP.items():
+        v = state.get(name)
+        vals = [str(x) for x in v] if isinstance(v, list | tuple) else ([] if v in (None, "", NO_SUBSET) else [str(v)])
+        if vals:
+            wanted[qp] = vals
+    current = {k: [str(v) for v in st.query_params.get_all(k)] for k in st.query_params.keys() if k in QP.values()}
+    if current == wanted:
+        return
+    for k in set(current) - set(wanted):
+        del st.query_params[k]
+    for k, vals in wanted.items():
+        st.query_params[k] = vals if len(vals) > 1 else vals[0]
+
+
+def options_json(by_a: str | None, in_a: Sequence[str], by_b: str | None, in_b: Sequence[str], metric: str,
+                 ignore: Sequence[str], label_a: str, label_b: str) -> str:
+    """The comparison's options as a JSON string (the cache key of :func:`comparison`).
+
+    Returns
+    -------
+    str
+    """
+    where_a = {by_a: list(in_a)} if by_a and by_a != NO_SUBSET and in_a else {}
+    where_b = {by_b: list(in_b)} if by_b and by_b != NO_SUBSET and in_b else {}
+    return json.dumps({"where_a": where_a, "where_b": where_b, "metric": metric, "ignore": sorted(ignore),
+                       "label_a": label_a, "label_b": label_b}, sort_keys=True)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def comparison(home: str, dataset_a: str, dataset_b: str, stamp: int, options: str) -> Comparison:
+    """The two sides compared point by point (cached on the ids, the store stamp and the options' JSON).
+
+    Raises
+    ------
+    PerfmodelError
+        A subset matches no row, or a side lacks the metric.
+    """
+    o = json.loads(options)
+    a = select_runs(cached.dataset_runs(home, dataset_a, stamp), o["where_a"], label=o["label_a"])
+    b = select_runs(cached.dataset_runs(home, dataset_b, stamp), o["where_b"], label=o["label_b"])
+    return compare(a, b, metric=o["metric"], label_a=o["label_a"], label_b=o["label_b"], ignore=o["ignore"])
+
+
+def table_with_verdicts(comp: Comparison) -> pd.DataFrame:
+    """The comparison table with a ``verdict`` column, for display and download.
+
+    Parameters
+    ----------
+    comp
+        A comparison.
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    return comp.table.assign(verdict=noise_verdicts(comp.table))
+
+
+def metric_choices(runs_a: pd.DataFrame, runs_b: pd.DataFrame) -> list[str]:
+    """The comparable metrics both sides carry (output throughput first).
+
+    Returns
+    -------
+    list of str
+    """
+    return [m for m in COMPARE_METRICS if m in runs_a.columns and m in runs_b.columns
+            and runs_a[m].notna().any() and runs_b[m].notna().any()] or [COMPARE_METRICS[0]]
+
+
+def key_choices() -> list[str]:
+    """Key columns the user may leave out of the matching.
+
+    Returns
+    -------
+    list of str
+    """
+    return [k for k in COMPARE_KEYS if k != "batch_size"]

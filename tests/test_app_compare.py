@@ -1,0 +1,69 @@
+"""The Compare page, headless (AppTest) on the sample data the app imports into an empty store.
+
+The sample dataset holds perfmodel's local-engine sweep of the tiny Llama and the same model served by
+``transformers serve``; cutting one side to each model (and not matching on the model name) compares them
+at input 64 / output 32, batch 1, 2 and 4, where the served model is faster by far more than the noise
+(the same figures as ``tests/test_cli_compare.py`` on the files).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+from test_app_analyses import _ok, _open, _qp, _reopen, _save
+
+from perfmodel.store import Store
+from perfmodel.ui.compare import KEYS
+
+
+def _local_vs_served():  # noqa: ANN202
+    at = _open("pages/compare.py")
+    _ok(at)
+    at.selectbox(key=KEYS["by_a"]).set_value("model").run()
+    at.multiselect(key=KEYS["in_a"]).set_value(["perfmodel-tiny-llama"]).run()
+    at.selectbox(key=KEYS["by_b"]).set_value("model").run()
+    at.multiselect(key=KEYS["in_b"]).set_value(["perfmodel-served-tiny-llama"]).run()
+    at.multiselect(key=KEYS["ignore"]).set_value(["model"]).run()
+    _ok(at)
+    return at
+
+
+def test_local_engine_vs_served_on_the_sample() -> None:
+    at = _local_vs_served()
+    assert {m.label: m.value for m in at.metric} == {"Matched points": "3", "Beyond noise": "3",
+                                                     "Within noise": "0", "No repeats": "0"}
+    assert any("+117.0%" in m.value for m in at.markdown)
+    (df,) = at.dataframe
+    table = df.value
+    assert table["batch_size"].tolist() == [1.0, 2.0, 4.0]
+    assert abs(table["mean_a"].iloc[0] - 116.397) < 0.01 and abs(table["mean_b"].iloc[0] - 176.711) < 0.01
+    assert set(table["verdict"]) == {"beyond noise"}
+    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert [t.get("meta") for t in fig["data"]] == ["a", "b", "significant"]
+    x = fig["data"][2]["x"]  # plotly writes numeric arrays as base64 typed arrays
+    assert np.frombuffer(base64.b64decode(x["bdata"]), dtype=x["dtype"]).tolist() == [1.0, 2.0, 4.0]
+    assert at.query_params["in_b"] in ("perfmodel-served-tiny-llama", ["perfmodel-served-tiny-llama"])
+
+
+def test_a_link_to_a_missing_dataset_warns() -> None:
+    at = _open("pages/compare.py", a="not-a-dataset")
+    _ok(at)
+    assert any("not-a-dataset" in w.value for w in at.warning)
+    assert at.selectbox(key=KEYS["a"]).value == Store().datasets()[0].id  # fell back to a stored one
+
+
+def test_compare_view_reopens_from_a_saved_analysis() -> None:
+    at = _local_vs_served()
+    params = _qp(at)
+    aid = _save(at, "compare", "local vs served")
+    at2 = _reopen(aid, "Compare")
+    _ok(at2)
+    for name in ("by_a", "by_b"):
+        assert at2.selectbox(key=KEYS[name]).value == "model"
+    assert at2.multiselect(key=KEYS["in_a"]).value == ["perfmodel-tiny-llama"]
+    assert at2.multiselect(key=KEYS["in_b"]).value == ["perfmodel-served-tiny-llama"]
+    assert at2.multiselect(key=KEYS["ignore"]).value == ["model"]
+    assert {m.label: m.value for m in at2.metric}["Beyond noise"] == "3"
+    assert _qp(at2) == params
