@@ -333,3 +333,17 @@ def test_launcher_http_sample_is_canonical_and_pinned() -> None:
     assert df["output_throughput_tok_s"].iloc[0] == pytest.approx(182.728974, rel=1e-6)
     med = df.groupby("batch_size")["output_throughput_tok_s"].median()
     assert med[4] > 2 * med[1]
+
+
+def test_warmup_length_full_on_accelerators_short_on_cpu() -> None:
+    # On an H200 a first repeat after an 8-token warm-up ran 2-4x slower than the next ones
+    # (the caching allocator met each new KV-cache length for the first time), so
+    # accelerators warm up over the whole output; a CPU keeps the cheap 8-token warm-up.
+    from perfmodel.sweep.local_engine import LocalEngine, StaticBatchPoint
+
+    point = StaticBatchPoint(batch_size=4, input_len_tok=16, output_len_tok=128)
+    assert LocalEngine(device="cpu")._warmup_len(point) == 8
+    assert LocalEngine(device="cuda")._warmup_len(point) == 128
+    assert LocalEngine(device="cuda:1", warmup_output_len_tok=16)._warmup_len(point) == 16
+    assert LocalEngine(device="cpu")._warmup_len(StaticBatchPoint(batch_size=1, input_len_tok=4,
+                                                                  output_len_tok=3)) == 3

@@ -132,3 +132,17 @@ def test_every_engine_size_has_a_matching_catalog_entry() -> None:
     # the "large" size has Llama-3-8B's shape: the same parameter count as the published model
     assert catalog.resolve_model(ENGINE_SIZES["large"].model).params_b == pytest.approx(
         catalog.resolve_model("meta-llama/Meta-Llama-3-8B").params_b, rel=1e-3)
+
+
+def test_estimate_on_an_accelerator_uses_the_catalog_peak_not_the_cpu_rate() -> None:
+    # The first H200 sweep was estimated at "520 h" with the CPU cost model; it took 5 min.
+    from perfmodel.sweep.plan import plan_from_dict
+
+    base = {"backend": "local", "engine_size": "large", "engine_dtype": "bfloat16", "hardware": "h200",
+            "batch_sizes": [1, 4, 16, 32, 64, 128, 256], "input_lens": [128, 512], "output_lens": [128],
+            "repeats": 3, "order": "grouped"}
+    gpu = plan_from_dict({**base, "engine_device": "cuda"}).estimate()
+    cpu = plan_from_dict({**base, "engine_device": "cpu"}).estimate()
+    assert 120 < gpu.total_s < 1200, gpu  # measured: about 290 s for this grid (with short warm-ups)
+    assert "h200" in gpu.basis and "TFLOP/s" in gpu.basis
+    assert cpu.total_s > 100 * gpu.total_s

@@ -22,7 +22,7 @@ pm() { python3 -c 'import sys; from perfmodel.cli import main; sys.argv[0] = "pe
   echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2) x $(nproc)"
 } > "$OUT/provenance.txt" 2>&1
 cat "$OUT/provenance.txt"
-pm --version || exit 1
+pm datasets >/dev/null || exit 1
 # PLANS: "plan.yaml:seconds ..." (each sweep stopped with SIGTERM after its seconds).
 for spec in ${PLANS:-benchmarks/gpu/large.yaml:300 benchmarks/gpu/medium.yaml:110}; do
   plan=${spec%%:*}; secs=${spec##*:}; name=$(sed -n 's/^name: *//p' "$plan")
