@@ -7,14 +7,26 @@ import streamlit as st
 from perfmodel import ui
 from perfmodel.errors import PerfmodelError
 from perfmodel.monitor import DETECTORS
+from perfmodel.ui import analyses
 from perfmodel.ui import monitor as M
+from perfmodel.ui import pagestate as PS
+
+SOURCES = ["Recorded file", "Stored dataset (replay)"]
+#: The stream choice in the URL (the detector settings are written by M.write_settings). An uploaded file
+#: cannot be in a link: its analysis reopens the settings and asks for the file again.
+VIEW = {"source": ("monitor.source", SOURCES[0]), "dataset": ("monitor.dataset", ""),
+        "metrics": ("monitor.metrics", []), "group": ("monitor.group", ""), "shown": ("monitor.metric_shown", "")}
 
 home = ui.home()
 st.title("Monitor", anchor=False)
 st.caption("Judge a metric stream against a dynamic baseline (point or window detector) or an expected value "
            "(threshold detector); each anomaly comes with a hint on where to look.")
 
+analyses.page_analysis("monitor")
 M.restore_settings()
+PS.restore("monitor", VIEW)
+if "monitor.metrics" in st.session_state:
+    st.session_state.setdefault("monitor.metrics_for", st.session_state.get("monitor.dataset"))
 c1, c2, c3, c4, c5 = st.columns(5)
 for name, default in M.DEFAULTS.items():
     st.session_state.setdefault(f"monitor.{name}", default)
@@ -26,30 +38,46 @@ threshold = c5.number_input("Threshold (relative)", min_value=0.01, max_value=5.
 settings = {"detector": detector, "window": int(window), "w": int(w), "z": float(z), "threshold": float(threshold)}
 M.write_settings(settings)
 
-source = st.radio("Stream", ["Recorded file", "Stored dataset (replay)"], horizontal=True, key="monitor.source")
+if st.session_state.get("monitor.source") not in SOURCES:
+    st.session_state["monitor.source"] = SOURCES[0]
+source = st.radio("Stream", SOURCES, horizontal=True, key="monitor.source")
 try:
     if source == "Recorded file":
         up = st.file_uploader("CSV/JSONL samples, Prometheus dump or nvidia-smi log", key="monitor.upload")
         if up is None:
+            PS.write(VIEW, {"dataset": None, "metrics": None, "group": None, "shown": None})
             st.info("Upload a recorded stream, or replay a stored dataset.", icon=":material/info:")
             st.stop()
         stream = M.stream_from_upload(up.name, up.getvalue())
         key = f"upload:{up.name}:{up.size}"
+        stream_id = key
     else:
         datasets = ui.available_datasets(home, empty_message="No dataset yet: import or sweep on the other pages.")
+        if st.session_state.get("monitor.dataset") not in datasets.names:
+            st.session_state["monitor.dataset"] = datasets.ids[0]
         ds = st.selectbox("Dataset", datasets.ids, format_func=datasets.label, key="monitor.dataset")
         stream = M.stream_from_dataset(home, ds, datasets.stamp)
         key = f"dataset:{ds}:{datasets.stamp}"
-    metrics = st.multiselect("Metrics", list(stream.metrics), default=stream.primary_metrics(),
-                             key="monitor.metrics")
+        stream_id = ds
+    # The primary metrics by default for each new stream; a link's or the user's choice for this stream stays.
+    if st.session_state.get("monitor.metrics_for") != stream_id:
+        st.session_state["monitor.metrics_for"] = stream_id
+        st.session_state["monitor.metrics"] = stream.primary_metrics()
+    ui.keep_valid("monitor.metrics", list(stream.metrics))
+    metrics = st.multiselect("Metrics", list(stream.metrics), key="monitor.metrics")
     rep = M.report(stream, key, json.dumps({**settings, "metrics": metrics}))
 except PerfmodelError as exc:
     ui.show_error(exc, what="Cannot monitor this stream")
     st.stop()
 
 g1, g2 = st.columns(2)
+shown_options = metrics or list(stream.metrics)
+for k, options in (("monitor.group", stream.groups), ("monitor.metric_shown", shown_options)):
+    if st.session_state.get(k) not in options:
+        st.session_state.pop(k, None)  # a linked value this stream lacks: the first option
 group = g1.selectbox("Group", stream.groups, key="monitor.group")
-shown = g2.selectbox("Metric shown", metrics or list(stream.metrics), key="monitor.metric_shown")
+shown = g2.selectbox("Metric shown", shown_options, key="monitor.metric_shown")
+PS.write(VIEW, {"dataset": None} if source == SOURCES[0] else None)
 if (group, shown) in rep.detections:
     st.plotly_chart(M.series_figure(rep, group, shown), key="monitor.chart")
 st.subheader(f"Alerts ({len(rep.alerts):,})", anchor=False)

@@ -6,8 +6,12 @@ import streamlit as st
 
 from perfmodel import ui
 from perfmodel.errors import PerfmodelError
-from perfmodel.ui import cached
+from perfmodel.ui import analyses, cached
+from perfmodel.ui import pagestate as PS
 from perfmodel.ui import planner as P
+
+#: The page's inputs in its URL (so that a saved analysis reopens them).
+SPEC = {"dataset": ("report.dataset", ""), "plan": ("report.plan", ""), "accuracy": ("report.accuracy", True)}
 
 home = ui.home()
 st.title("Report", anchor=False)
@@ -15,8 +19,13 @@ st.caption("Executive summary, workload and SLOs, candidates, curves with knees,
            "attributions, provenance and hold-out accuracy, in one file that works offline.")
 ds = ui.available_datasets(home)
 stamp, ids, names = ds.stamp, ds.ids, ds.names
+analyses.page_analysis("report")
+PS.restore("report", SPEC)
 plans = {a.id: a for a in cached.open_store(home).analyses("planner")}
 choices = ["", *plans]
+if st.session_state.get("report.plan") not in choices:
+    st.session_state["report.plan"] = ""
+st.session_state.setdefault("report.accuracy", True)
 c1, c2 = st.columns(2)
 plan_id = c2.selectbox("Saved plan (Planner page)", choices, key="report.plan",
                        format_func=lambda i: "none (data only)" if not i else plans[i].name)
@@ -25,7 +34,8 @@ if st.session_state.get("report.dataset") not in names or plan_id:
     st.session_state["report.dataset"] = default_ds if default_ds in names else ids[0]
 dataset = c1.selectbox("Dataset", ids, key="report.dataset", format_func=lambda i: f"{names[i]} ({i})",
                        disabled=bool(plan_id))
-accuracy = st.checkbox("Include hold-out accuracy (a few seconds more)", value=True, key="report.accuracy")
+accuracy = st.checkbox("Include hold-out accuracy (a few seconds more)", key="report.accuracy")
+PS.write(SPEC)
 inputs_json = json.dumps(plans[plan_id].payload.get("plan"), sort_keys=True) if plan_id else ""
 
 if st.button("Build report", type="primary", key="report.build"):

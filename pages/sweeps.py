@@ -6,7 +6,8 @@ from perfmodel import ui
 from perfmodel.errors import PerfmodelError
 from perfmodel.sweep.plan import ENGINE_SIZES, SweepPlan, format_duration
 from perfmodel.sweep.runner import create_sweep, launch_detached, stop_sweep
-from perfmodel.ui import cached
+from perfmodel.ui import analyses, cached
+from perfmodel.ui import pagestate as PS
 from perfmodel.ui import sweeps as S
 
 home = ui.home()
@@ -14,6 +15,9 @@ st.title("Sweeps", anchor=False)
 st.caption("Measure your own throughput curves: a grid of batch sizes (local engine) or concurrency levels "
            "(OpenAI-compatible server) x input and output lengths. The sweep runs in a background process, "
            "stores every point as it finishes, and keeps running if this tab closes.")
+analyses.page_analysis("sweeps")
+PS.restore("sweeps", S.URL_SPEC)
+PS.defaults({k: v for k, v in S.URL_SPEC.items() if k != "sweep"})
 
 
 def _start(plan: SweepPlan) -> None:
@@ -36,10 +40,12 @@ with st.expander("New sweep", icon=":material/play_circle:", expanded=not st.ses
             c1, c2, c3 = st.columns(3)
             values: dict = {"backend": backend}
             if backend == "local":
+                if st.session_state.get(f["engine_size"]) not in ENGINE_SIZES:
+                    st.session_state[f["engine_size"]] = S.FORM_DEFAULTS["engine_size"]
                 values["engine_size"] = c1.selectbox(
-                    "Engine size", list(ENGINE_SIZES), index=list(ENGINE_SIZES).index("tiny"), key=f["engine_size"],
+                    "Engine size", list(ENGINE_SIZES), key=f["engine_size"],
                     help="\n".join(f"- **{k}**: {v.description}" for k, v in ENGINE_SIZES.items()))
-                values["engine_threads"] = c2.number_input("Threads", min_value=1, max_value=256, value=1,
+                values["engine_threads"] = c2.number_input("Threads", min_value=1, max_value=256,
                                                            key=f["engine_threads"])
                 batch_label = "Batch sizes"
             else:
@@ -48,26 +54,26 @@ with st.expander("New sweep", icon=":material/play_circle:", expanded=not st.ses
                 values["framework"] = c3.text_input("Framework", placeholder="vllm", key=f["framework"])
                 batch_label = "Concurrency levels"
             hardware = cached.hardware_choices(home)
+            if st.session_state.get(f["hardware"]) not in hardware:
+                st.session_state[f["hardware"]] = list(hardware)[0]
             values["hardware"] = c3.selectbox("Hardware", list(hardware), key=f["hardware"],
-                                              index=list(hardware).index("cpu-x86-2vcpu")
-                                              if "cpu-x86-2vcpu" in hardware else 0,
                                               format_func=lambda k: f"{hardware[k]} ({k})")
             g1, g2, g3 = st.columns(3)
             grid_help = "Comma-separated integers, 1:64:x2 (geometric) or 128:512:+128 (steps)."
-            values["batch_sizes"] = g1.text_input(batch_label, value="1:32:x2", key=f["batch_sizes"], help=grid_help)
-            values["input_lens"] = g2.text_input("Input lengths (tokens)", value="64", key=f["input_lens"],
+            values["batch_sizes"] = g1.text_input(batch_label, key=f["batch_sizes"], help=grid_help)
+            values["input_lens"] = g2.text_input("Input lengths (tokens)", key=f["input_lens"],
                                                  help=grid_help)
-            values["output_lens"] = g3.text_input("Output lengths (tokens)", value="32", key=f["output_lens"],
+            values["output_lens"] = g3.text_input("Output lengths (tokens)", key=f["output_lens"],
                                                   help=grid_help)
             n1, n2, n3, n4, n5 = st.columns(5)
-            values["repeats"] = n1.number_input("Repeats", min_value=1, max_value=1000, value=3, key=f["repeats"])
-            values["warmup"] = n2.number_input("Warm-up", min_value=0, max_value=100, value=1, key=f["warmup"])
-            values["timeout_s"] = n3.number_input("Timeout per point (s)", min_value=1.0, value=600.0,
+            values["repeats"] = n1.number_input("Repeats", min_value=1, max_value=1000, key=f["repeats"])
+            values["warmup"] = n2.number_input("Warm-up", min_value=0, max_value=100, key=f["warmup"])
+            values["timeout_s"] = n3.number_input("Timeout per point (s)", min_value=1.0,
                                                   key=f["timeout_s"])
-            values["retries"] = n4.number_input("Retries", min_value=0, max_value=10, value=1, key=f["retries"])
+            values["retries"] = n4.number_input("Retries", min_value=0, max_value=10, key=f["retries"])
             if backend == "http":
                 values["n_requests"] = n5.number_input("Requests per point (0 = 4 x concurrency)", min_value=0,
-                                                       value=0, key=f["n_requests"])
+                                                       key=f["n_requests"])
             values["name"] = st.text_input("Dataset name", placeholder="default: sweep <backend> <model>",
                                            key=f["name"])
             values["confirm_large"] = st.checkbox("Allow more than 10,000 points", key=f["confirm_large"])
@@ -98,6 +104,8 @@ with st.expander("New sweep", icon=":material/play_circle:", expanded=not st.ses
             else:
                 st.success(f"Started: {plan.estimate().text()}.", icon=":material/check_circle:")
 
+PS.write(S.URL_SPEC)  # the form as last submitted and the selected sweep, for links and saved analyses
+
 # --- past and running sweeps --------------------------------------------------------------------
 table = S.sweeps_table(home, ui.store_stamp(home))
 st.header("Sweeps", anchor=False)
@@ -109,6 +117,7 @@ labels = {r.id: f"{r.name} · {r.status} · {r.done}/{r.points} ({r.id})" for r 
 if st.session_state.get(S.SELECTED) not in labels:
     st.session_state[S.SELECTED] = ids[0]
 st.session_state[S.SELECT_WIDGET] = st.session_state[S.SELECTED]
+PS.write(S.URL_SPEC)
 st.selectbox("Sweep", ids, key=S.SELECT_WIDGET, format_func=labels.get,
              on_change=lambda: st.session_state.__setitem__(S.SELECTED, st.session_state[S.SELECT_WIDGET]))
 

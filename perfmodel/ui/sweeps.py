@@ -36,6 +36,8 @@ __all__ = [
     "eta_s",
     "plan_from_form",
     "plan_from_upload",
+    "FORM_DEFAULTS",
+    "URL_SPEC",
 ]
 
 PREFIX = "sweeps."
@@ -47,6 +49,14 @@ FIELD = {name: f"sweeps.form.{name}" for name in (
     "backend", "engine_size", "engine_threads", "target", "model", "hardware", "framework", "batch_sizes",
     "input_lens", "output_lens", "repeats", "warmup", "timeout_s", "n_requests", "retries", "name",
     "confirm_large")}
+FORM_DEFAULTS: dict[str, Any] = {
+    "backend": "local", "engine_size": "tiny", "engine_threads": 1, "target": "", "model": "", "framework": "",
+    "hardware": "cpu-x86-2vcpu", "batch_sizes": "1:32:x2", "input_lens": "64", "output_lens": "32", "repeats": 3,
+    "warmup": 1, "timeout_s": 600.0, "retries": 1, "n_requests": 0, "name": "", "confirm_large": False}
+"""The form's initial values (given through the session state, so that a link can replace them)."""
+URL_SPEC: dict[str, tuple[str, Any]] = {"sweep": (SELECTED, ""),
+                                        **{name: (FIELD[name], d) for name, d in FORM_DEFAULTS.items()}}
+"""The page's URL state: the selected sweep and the form's values as last submitted (Check plan / Start)."""
 UPLOAD = "sweeps.upload"
 ACTIVE_STATES = ("pending", "running")
 """States in which the page keeps polling."""

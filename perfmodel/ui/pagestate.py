@@ -1,0 +1,123 @@
+"""A page's inputs in its URL, typed: read once per session into the widgets' state, written back on every run.
+
+For pages whose inputs are plain widgets (Report, Sweeps, Monitor): a spec maps
+each URL parameter to its widget key and default, the default's type (str,
+int, float, bool, list of str) says how to read the parameter back. With the
+inputs in the URL, :func:`perfmodel.ui.analyses.page_analysis` saves them as a
+named analysis and ``?analysis=ID`` reopens them, like every other page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import streamlit as st
+
+__all__ = ["Spec", "restore", "write", "defaults"]
+
+Spec = Mapping[str, tuple[str, Any]]
+"""URL parameter -> (widget key, default value)."""
+
+_CHECKED = "pagestate.{page}.checked"
+
+
+def _parse(raw: list[str], default: Any) -> Any:
+    """A URL value in the default's type, or None when it does not read as one."""
+    if isinstance(default, list):
+        return list(raw)
+    value = raw[0]
+    try:
+        if isinstance(default, bool):
+            return {"true": True, "false": False}.get(value.lower())
+        if isinstance(default, int):
+            return int(float(value))
+        if isinstance(default, float):
+            return float(value)
+    except ValueError:
+        return None
+    return value
+
+
+def _text(value: Any) -> list[str]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, list | tuple):
+        return [str(v) for v in value]
+    if isinstance(value, bool):
+        return ["true" if value else "false"]
+    if isinstance(value, float) and value.is_integer():
+        return [f"{value:g}"]
+    return [str(value)]
+
+
+def defaults(spec: Spec) -> None:
+    """Give every widget of the spec its default unless the session already has a value.
+
+    Widgets then take their value from the session state only (a widget given
+    both a default and a state value makes Streamlit warn).
+
+    Parameters
+    ----------
+    spec
+        URL parameter -> (widget key, default).
+    """
+    for key, default in spec.values():
+        if key not in st.session_state:
+            st.session_state[key] = list(default) if isinstance(default, list) else default
+
+
+def restore(page: str, spec: Spec) -> list[str]:
+    """On the session's first run of the page, put the URL's values into the widgets' state.
+
+    Parameters
+    ----------
+    page
+        The page's name (keys the once-per-session flag).
+    spec
+        URL parameter -> (widget key, default).
+
+    Returns
+    -------
+    list of str
+        The parameters whose value could not be read (left at their default).
+    """
+    flag = _CHECKED.format(page=page)
+    if st.session_state.get(flag):
+        return []
+    st.session_state[flag] = True
+    bad = []
+    for qp, (key, default) in spec.items():
+        raw = [str(v) for v in st.query_params.get_all(qp)]
+        if not raw:
+            continue
+        value = _parse(raw, default)
+        if value is None:
+            bad.append(f"{qp}={raw[0]!r}")
+            continue
+        st.session_state[key] = value
+    return bad
+
+
+def write(spec: Spec, values: Mapping[str, Any] | None = None) -> None:
+    """Put the page's inputs in the URL when they changed (other parameters, such as ``analysis``, stay).
+
+    Parameters
+    ----------
+    spec
+        URL parameter -> (widget key, default).
+    values
+        URL parameter -> value, for inputs to take from elsewhere than the
+        widget's state (e.g. a form's value that is only committed on submit).
+    """
+    values = values or {}
+    wanted = {qp: _text(values[qp] if qp in values else st.session_state.get(key)) for qp, (key, _) in spec.items()}
+    wanted = {k: v for k, v in wanted.items() if v}
+    current = {k: [str(v) for v in st.query_params.get_all(k)] for k in st.query_params.keys() if k in spec}
+    if current == wanted:
+        return  # writing an unchanged URL would still send a message to the browser
+    for k in set(current) - set(wanted):
+        del st.query_params[k]
+    for k, vals in wanted.items():
+        if current.get(k) != vals:
+            st.query_params[k] = vals if len(vals) > 1 else vals[0]
