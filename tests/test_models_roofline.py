@@ -9,7 +9,7 @@ import pytest
 from perfmodel import physics
 from perfmodel.errors import PerfmodelError, UnknownNameError, ValidationError
 from perfmodel.models import NotFittedError, load_predictor
-from perfmodel.models.roofline_gbm import RooflineGBM
+from perfmodel.models.roofline_gbm import RooflineGBM, _Booster, _config_keys
 
 HW = ("h100-sxm", "a100-40gb", "mi300x")
 MODELS = ("llama-3-8b", "mistral-7b-v0.1", "llama-2-7b")
@@ -86,7 +86,7 @@ def test_save_load_round_trip_is_identical_and_json_only(fitted: tuple[RooflineG
     m, df = fitted
     m.save(tmp_path / "model")
     files = sorted(p.name for p in (tmp_path / "model").iterdir())
-    assert files == ["efficiency.json", "metadata.json", "sigma.json"]
+    assert files == ["efficiency.json", "metadata.json", "sigma.json", "transfer.json"]
     assert not list((tmp_path / "model").glob("*.pkl"))
     loaded = load_predictor(tmp_path / "model")
     assert isinstance(loaded, RooflineGBM)
@@ -138,3 +138,76 @@ def test_settings_checked_at_fit() -> None:
         RooflineGBM(calibration_folds=1).fit(_synthetic())
     with pytest.raises(ValidationError, match="target column is missing"):
         RooflineGBM().fit(_synthetic().drop(columns="output_throughput_tok_s"))
+
+
+BIASED = ("h100-sxm", "vllm", "llama-3-8b", 1)  # one group runs 1.6x faster than the law says
+
+
+def _truth(df: pd.DataFrame) -> np.ndarray:
+    bound = physics.roofline(df)["output_tok_s_max"].to_numpy()
+    eff = np.array([EFF[(h, f)] for h, f in zip(df.hardware, df.framework, strict=True)])
+    boost = np.where((df.hardware == BIASED[0]) & (df.framework == BIASED[1]) & (df.model == BIASED[2])
+                     & (df.device_count == BIASED[3]), 1.6, 1.0)
+    return bound * eff * boost / (1.0 + df.batch_size.to_numpy() / 256.0)
+
+
+@pytest.fixture(scope="module")
+def biased() -> pd.DataFrame:
+    df = _synthetic()
+    return df.assign(output_throughput_tok_s=_truth(df) * np.exp(np.random.default_rng(3).normal(0, 0.02, len(df))))
+
+
+def _in_group(df: pd.DataFrame) -> pd.Series:
+    return ((df.hardware == BIASED[0]) & (df.framework == BIASED[1]) & (df.model == BIASED[2])
+            & (df.device_count == BIASED[3]))
+
+
+def test_anchoring_on_measured_batches_removes_configuration_bias(biased: pd.DataFrame) -> None:
+    # Guards the anchoring: a query of a measured configuration follows that configuration's own
+    # level, not the average efficiency the trees learned for its hardware and framework.
+    held = (_in_group(biased) & (biased.input_len_tok == 512.0) & (biased.batch_size == 16.0)).to_numpy()
+    train, q = biased[~held], biased[held].drop(columns="output_throughput_tok_s")
+    truth = _truth(q)
+    ape = {}
+    for aw in (0.0, 1.0):
+        m = RooflineGBM(n_estimators=60, min_child_weight=20.0, calibration_folds=0, anchor_weight=aw,
+                        curve_weight_inside=0.0).fit(train)
+        ape[aw] = float(np.abs(m.predict(q).pred_throughput_tok_s.to_numpy() / truth - 1).max())
+    assert ape[1.0] < 0.06 and ape[0.0] > 2 * ape[1.0]
+
+
+def test_sibling_lengths_correct_an_unmeasured_configuration(biased: pd.DataFrame) -> None:
+    held = (_in_group(biased) & (biased.input_len_tok == 512.0)).to_numpy()
+    train, q = biased[~held], biased[held].drop(columns="output_throughput_tok_s")
+    truth = _truth(q)
+    ape = {}
+    for sw in (0.0, 1.0):
+        m = RooflineGBM(n_estimators=60, min_child_weight=20.0, calibration_folds=0, sibling_weight=sw).fit(train)
+        ape[sw] = float(np.median(np.abs(m.predict(q).pred_throughput_tok_s.to_numpy() / truth - 1)))
+    assert ape[1.0] < 0.08 and ape[0.0] > 2 * ape[1.0]
+
+
+def test_beyond_the_largest_trained_batch_the_curve_gain_is_damped(biased: pd.DataFrame) -> None:
+    m = RooflineGBM(n_estimators=40, calibration_folds=0, extrapolation_damping=0.5).fit(biased)
+    row = biased[(biased.batch_size == 64.0)].iloc[[0]]
+    q = row.drop(columns="output_throughput_tok_s").assign(batch_size=256.0)
+    key = _config_keys(q).iloc[0]
+    alpha, beta = m.curves_[key][:2]
+    gain = np.log(256.0 / (alpha + beta * 256.0)) - np.log(64.0 / (alpha + beta * 64.0))
+    expected = float(np.exp(m.anchors_[key][1][-1] + 0.5 * gain))
+    assert float(m.predict(q).pred_throughput_tok_s.iloc[0]) == pytest.approx(expected, rel=1e-9)
+    assert 1.0 < expected / float(row.output_throughput_tok_s.iloc[0]) < 2.0
+
+
+def test_unseen_hardware_uses_the_hardware_blind_transfer_model(biased: pd.DataFrame) -> None:
+    train = biased[biased.hardware != "a100-40gb"]
+    q = biased[biased.hardware == "a100-40gb"].drop(columns="output_throughput_tok_s")
+    m = RooflineGBM(n_estimators=60, calibration_folds=0).fit(train)
+    mat, log_prior, _, _ = m._design(q)
+    blind = np.exp(_Booster.predict(m.transfer_booster_, mat[:, m._hw_blind()]) + log_prior)
+    np.testing.assert_allclose(m.predict(q).pred_throughput_tok_s.to_numpy(), blind, rtol=1e-9)
+    names = [*m.feature_names_, "prior_kind"]
+    used = {names[j] for j in m._hw_blind()}
+    assert not any(c.startswith("id_hw_") for c in used) and "mem_bw_gbs" not in used
+    assert RooflineGBM(n_estimators=10, calibration_folds=0, transfer_model=False).fit(train) \
+        .transfer_booster_ is None

@@ -85,6 +85,12 @@ _KNN_FEATURES = ("log1p_ii", "log1p_oo", "log2_bb", "device_count", "active_para
                  "peak_tflops", "dtype_bytes")
 _LOG_KNN = frozenset({"device_count", "active_params", "mem_bw_gbs", "peak_tflops"})
 _K = 5
+# Catalog figures that single out a device: with a handful of accelerators the trees use them as an
+# identity, which does not transfer to an accelerator they never saw (the roofline prior carries them).
+_HW_FEATURES = frozenset({
+    "mem_bw_gbs", "peak_tflops", "flops_per_byte", "bytes_per_sm", "l2_reuse", "pcie_contention",
+    "mem_fraction_used", "mem_bw_pressure_s", "compute_intensity_s", "weight_bytes_over_bw_s",
+    "log_prefill_s_min", "log_decode_step_s_min", "log_e2e_s_min", "log_output_tok_s_max"})
 _NOMINAL_TOK_S_PER_SEQ = 100.0
 
 
@@ -349,6 +355,19 @@ class RooflineGBM(Predictor):
         Weight of the per-configuration curve inside its measured batch range (0..1).
     curve_weight_outside
         Weight of the curve outside its measured batch range (0..1).
+    anchor_weight
+        Share (0..1) of the efficiency model's error at the configuration's nearest measured
+        batches that is carried over to a query of that configuration (anchoring).
+    extrapolation_damping
+        Exponent (0..1) on the saturating curve's gain from the largest measured batch to a
+        larger query batch.
+    sibling_weight
+        Share (0..1) of the efficiency model's error at the same batch in the configurations that
+        differ only in the lengths carried over to a query of an unmeasured configuration.
+    transfer_model
+        Answer queries on hardware absent from the training data with a second efficiency
+        model that does not see hardware identity or catalog figures (only the roofline and
+        the vendor), instead of the main model.
     keep_suspect
         Keep training rows that beat the physical bound (:func:`perfmodel.physics.flag_suspect`).
     calibration_folds
@@ -365,8 +384,9 @@ class RooflineGBM(Predictor):
 
     def __init__(self, *, features: str = "all", n_estimators: int = 300, learning_rate: float = 0.08,
                  max_depth: int = 6, min_child_weight: float = 2.0, subsample: float = 0.9,
-                 colsample_bytree: float = 0.8, curve_weight_inside: float = 0.5,
-                 curve_weight_outside: float = 1.0, keep_suspect: bool = False,
+                 colsample_bytree: float = 0.8, curve_weight_inside: float = 0.3,
+                 curve_weight_outside: float = 1.0, anchor_weight: float = 1.0,
+                 extrapolation_damping: float = 0.5, sibling_weight: float = 1.0, transfer_model: bool = True, keep_suspect: bool = False,
                  calibration_folds: int = 3, random_state: int = 0, n_jobs: int = 1) -> None:
         self.features = features
         self.n_estimators = n_estimators
@@ -377,6 +397,10 @@ class RooflineGBM(Predictor):
         self.colsample_bytree = colsample_bytree
         self.curve_weight_inside = curve_weight_inside
         self.curve_weight_outside = curve_weight_outside
+        self.anchor_weight = anchor_weight
+        self.extrapolation_damping = extrapolation_damping
+        self.sibling_weight = sibling_weight
+        self.transfer_model = transfer_model
         self.keep_suspect = keep_suspect
         self.calibration_folds = calibration_folds
         self.random_state = random_state
@@ -394,7 +418,8 @@ class RooflineGBM(Predictor):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or not (0 < v <= 1):
                 problems.append(Problem(f"must be in (0, 1], got {v!r}", column=name))
-        for name in ("curve_weight_inside", "curve_weight_outside"):
+        for name in ("curve_weight_inside", "curve_weight_outside", "anchor_weight", "extrapolation_damping",
+                     "sibling_weight"):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or not (0 <= v <= 1):
                 problems.append(Problem(f"must be in [0, 1], got {v!r}", column=name))
@@ -468,10 +493,125 @@ class RooflineGBM(Predictor):
                 logc[i] = np.nan
         return logc, inside, dist
 
-    def _combine(self, log_gbm: np.ndarray, logc: np.ndarray, inside: np.ndarray) -> np.ndarray:
-        w = np.where(inside, self.curve_weight_inside, self.curve_weight_outside)
-        w = np.where(np.isnan(logc), 0.0, w)
-        return (1 - w) * log_gbm + w * np.nan_to_num(logc)
+    def _combine(self, log_gbm: np.ndarray, logc: np.ndarray, inside: np.ndarray, keys: np.ndarray,
+                 bb: np.ndarray, anchors: dict[str, list[list[float]]],
+                 curves: dict[str, list[float]], b_max_train: float) -> np.ndarray:
+        """Final log prediction: efficiency model anchored on the configuration's measured batches.
+
+        Inside the measured range the efficiency model's error at the two neighbouring measured
+        batches (interpolated in log batch) is added back, then averaged with the curve. Above
+        it the measured throughput at the largest batch is scaled by the curve's gain to the
+        query batch, damped (the law fitted on small batches overstates the gain where serving
+        stops scaling; within the batches other configurations were measured at the gain is
+        averaged with the anchored efficiency model instead). Below it the nearest measured batch's error is carried over.
+        """
+        out = log_gbm.copy()
+        aw, damp = self.anchor_weight, self.extrapolation_damping
+        for i, (k, b) in enumerate(zip(keys, bb, strict=True)):
+            a = anchors.get(k)
+            if a is None:
+                out[i] += self.sibling_weight * self._sibling_residual(anchors, k, b)
+                continue
+            ab, ly, res = a
+            j = int(np.searchsorted(ab, b))
+            if j < len(ab) and ab[j] == b:
+                out[i] = log_gbm[i] + aw * res[j]
+            elif j == 0:
+                out[i] = log_gbm[i] + aw * res[0]
+            elif j == len(ab):
+                c = curves.get(k)
+                anchored = log_gbm[i] + aw * res[-1]
+                if c is None:
+                    out[i] = anchored
+                else:
+                    alpha, beta = c[0], c[1]
+                    gain = math.log(b / (alpha + beta * b)) - math.log(ab[-1] / (alpha + beta * ab[-1]))
+                    if b > b_max_train:
+                        out[i] = ly[-1] + damp * gain
+                    else:
+                        # Other configurations were measured this far: the efficiency model knows
+                        # how serving scales here, the curve how this configuration does.
+                        w = self.curve_weight_outside
+                        out[i] = (1 - w) * anchored + w * (ly[-1] + gain)
+                continue
+            else:
+                lo, hi = math.log(ab[j - 1]), math.log(ab[j])
+                t = (math.log(b) - lo) / (hi - lo)
+                out[i] = log_gbm[i] + aw * ((1 - t) * res[j - 1] + t * res[j])
+            if inside[i] and not math.isnan(logc[i]):
+                w = self.curve_weight_inside
+                out[i] = (1 - w) * out[i] + w * logc[i]
+        return out
+
+    @staticmethod
+    def _sibling_residual(anchors: dict[str, list[list[float]]], key: str, b: float) -> float:
+        """The efficiency model's in-sample error at batch ``b`` in the configurations that differ
+        from ``key`` only in the lengths (interpolated in log length; 0 where there are none)."""
+        head, ii, oo = key.rsplit("|", 2)
+        try:
+            q = math.log(max(float(ii), 1.0)) + math.log(max(float(oo), 1.0))
+        except ValueError:
+            return 0.0
+        sib = anchors.get("\x00sib|" + head + "|" + f"{b:g}")
+        if sib is None:
+            return 0.0
+        ls, rs = sib
+        j = int(np.searchsorted(ls, q))
+        if j == 0:
+            return rs[0]
+        if j == len(ls):
+            return rs[-1]
+        t = (q - ls[j - 1]) / (ls[j] - ls[j - 1])
+        return (1 - t) * rs[j - 1] + t * rs[j]
+
+    @staticmethod
+    def _anchors(keys: np.ndarray, bb: np.ndarray, yv: np.ndarray, log_gbm: np.ndarray
+                 ) -> dict[str, list[list[float]]]:
+        """Per configuration: measured batches (sorted), mean log throughput, mean in-sample error."""
+        # numpy rather than a pandas groupby loop: this runs once per calibration fold.
+        kc, kinv = np.unique(keys.astype(str), return_inverse=True)
+        pair = np.stack([kinv.astype(float), bb.astype(float)], axis=1)
+        up, pinv, cnt = np.unique(pair, axis=0, return_inverse=True, return_counts=True)
+        pinv = pinv.reshape(-1)
+        ly = np.bincount(pinv, weights=yv, minlength=len(up)) / cnt
+        res = np.bincount(pinv, weights=yv - log_gbm, minlength=len(up)) / cnt
+        gk = up[:, 0].astype(int)
+        bounds = np.flatnonzero(np.diff(gk)) + 1
+        out: dict[str, list[list[float]]] = {}
+        for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(up)], strict=True):
+            out[str(kc[gk[lo]])] = [up[lo:hi, 1].tolist(), ly[lo:hi].tolist(), res[lo:hi].tolist()]
+        # Siblings: the same configuration at other lengths, by batch (keys cannot hold "\x00").
+        sib: dict[str, list[tuple[float, float]]] = {}
+        for k, (bs, _, rs) in list(out.items()):
+            head, ii, oo = k.rsplit("|", 2)
+            try:
+                lk = math.log(max(float(ii), 1.0)) + math.log(max(float(oo), 1.0))
+            except ValueError:
+                continue
+            for b, r in zip(bs, rs, strict=True):
+                sib.setdefault("\x00sib|" + head + "|" + f"{b:g}", []).append((lk, r))
+        for sk, pts in sib.items():
+            pts.sort()
+            out[sk] = [[x for x, _ in pts], [r for _, r in pts]]
+        return out
+
+    def _hw_blind(self) -> list[int]:
+        """Columns of the design matrix the transfer model may use (no hardware identity or figures)."""
+        return [j for j, c in enumerate([*self.feature_names_, "prior_kind"])
+                if not c.startswith(feats.IDENTITY_PREFIXES["hardware"]) and c not in _HW_FEATURES]
+
+    def _base(self, booster: Any, transfer: Any, mat: np.ndarray, log_prior: np.ndarray,
+              unknown_hw: np.ndarray) -> np.ndarray:
+        out = _Booster.predict(booster, mat) + log_prior
+        if transfer is not None and unknown_hw.any():
+            out[unknown_hw] = _Booster.predict(transfer, mat[unknown_hw][:, self._hw_blind()]) \
+                + log_prior[unknown_hw]
+        return out
+
+    @staticmethod
+    def _unknown(runs: pd.DataFrame, col: str, seen: dict[str, set[str]]) -> np.ndarray:
+        known = seen[col]
+        return np.array([(v := _norm(x)) is None or v not in known for x in runs[col].tolist()], dtype=bool)
 
     def _novelty(self, runs: pd.DataFrame, keys: np.ndarray, seen: dict[str, set[str]],
                  curves: dict[str, list[float]], inside: np.ndarray) -> np.ndarray:
@@ -563,7 +703,10 @@ class RooflineGBM(Predictor):
         bb = data["batch_size"].astype("float64").to_numpy()
         r = yv - log_prior
         self.booster_ = self._fit_core(mat, r, self.random_state)
+        self.transfer_booster_ = (_Booster.train(mat[:, self._hw_blind()], r, self._xgb_params(self.random_state),
+                                                 self.n_estimators) if self.transfer_model else None)
         self.curves_ = _fit_curves(keys, bb, np.exp(yv))
+        self.anchors_ = self._anchors(keys, bb, yv, _Booster.predict(self.booster_, mat) + log_prior)
         self.seen_ = {c: set(data[c].astype("string").dropna().unique().tolist()) for c in _IDENTITY}
         self.batch_range_ = [float(bb.min()), float(bb.max())]
         self.len_lo_ = np.array([max(float(data[c].min()), 1.0) for c in ("input_len_tok", "output_len_tok")])
@@ -597,15 +740,20 @@ class RooflineGBM(Predictor):
                 tr = ~te
                 if te.sum() == 0 or tr.sum() < 10:
                     continue
-                booster = _Booster.train(mat[tr], yv[tr] - log_prior[tr],
-                                         self._xgb_params(self.random_state + 1 + s_i * k + f),
-                                         max(self.n_estimators // 2, 1))
-                log_gbm = _Booster.predict(booster, mat[te]) + log_prior[te]
-                curves = _fit_curves(keys[tr], bb[tr], np.exp(yv[tr]))
-                logc, inside, bdist = self._curve_pred(curves, keys[te], bb[te])
-                pred = self._combine(log_gbm, logc, inside)
+                params = self._xgb_params(self.random_state + 1 + s_i * k + f)
+                rounds = max(self.n_estimators // 2, 1)
+                booster = _Booster.train(mat[tr], yv[tr] - log_prior[tr], params, rounds)
                 sub = data.iloc[np.flatnonzero(te)]
                 seen = {c: set(data[c].iloc[np.flatnonzero(tr)].astype(str).unique()) for c in _IDENTITY}
+                unknown_hw = self._unknown(sub, "hardware", seen)
+                transfer = None
+                if self.transfer_model and unknown_hw.any():
+                    transfer = _Booster.train(mat[tr][:, self._hw_blind()], yv[tr] - log_prior[tr], params, rounds)
+                log_gbm = self._base(booster, transfer, mat[te], log_prior[te], unknown_hw)
+                curves = _fit_curves(keys[tr], bb[tr], np.exp(yv[tr]))
+                anchors = self._anchors(keys[tr], bb[tr], yv[tr], _Booster.predict(booster, mat[tr]) + log_prior[tr])
+                logc, inside, bdist = self._curve_pred(curves, keys[te], bb[te])
+                pred = self._combine(log_gbm, logc, inside, keys[te], bb[te], anchors, curves, float(bb[tr].max()))
                 cat = self._novelty(sub, keys[te], seen, curves, inside)
                 dk = self._knn_distance(knn_all[tr], knn_all[te])
                 lo = np.array([max(float(data[c].iloc[np.flatnonzero(tr)].min()), 1.0)
@@ -682,9 +830,10 @@ class RooflineGBM(Predictor):
         mat, log_prior, _, knn = self._design(runs)
         keys = _config_keys(runs).to_numpy()
         bb = runs["batch_size"].astype("float64").to_numpy()
-        log_gbm = _Booster.predict(self.booster_, mat) + log_prior
+        log_gbm = self._base(self.booster_, self.transfer_booster_, mat, log_prior,
+                             self._unknown(runs, "hardware", self.seen_))
         logc, inside, bdist = self._curve_pred(self.curves_, keys, bb)
-        pred = self._combine(log_gbm, logc, inside)
+        pred = self._combine(log_gbm, logc, inside, keys, bb, self.anchors_, self.curves_, self.batch_range_[1])
         cat = self._novelty(runs, keys, self.seen_, self.curves_, inside)
         dk = self._knn_distance(self.knn_ref_, self._knn_space(knn))
         ld = self._length_distance(runs, self.len_lo_, self.len_hi_)
@@ -734,13 +883,16 @@ class RooflineGBM(Predictor):
             "len_lo": self.len_lo_, "len_hi": self.len_hi_, "knn_center": self.knn_center_,
             "knn_scale": self.knn_scale_, "knn_ref": np.round(self.knn_ref_, 12), "n_train": self.n_train_,
             "scores": self.scores_, "knn_cut": getattr(self, "knn_cut_", math.inf),
-            "has_sigma": self.sigma_booster_ is not None,
+            "has_sigma": self.sigma_booster_ is not None, "anchors": self.anchors_,
+            "has_transfer": self.transfer_booster_ is not None,
         }
         d = write_metadata(path, self.name, self.get_params(), state)
         try:
             self.booster_.save_model(str(d / "efficiency.json"))
             if self.sigma_booster_ is not None:
                 self.sigma_booster_.save_model(str(d / "sigma.json"))
+            if self.transfer_booster_ is not None:
+                self.transfer_booster_.save_model(str(d / "transfer.json"))
         except Exception as exc:  # xgboost raises its own error type for I/O
             raise PerfmodelError(f"{d}: cannot write the model files ({exc})") from None
 
@@ -775,6 +927,9 @@ class RooflineGBM(Predictor):
             obj.booster_ = _Booster.load(d / "efficiency.json", obj.n_jobs)
             obj.sigma_booster_ = _Booster.load(d / "sigma.json", obj.n_jobs) if st["has_sigma"] else None
             obj.n_train_ = int(st["n_train"])
+            obj.anchors_ = {k: [[float(x) for x in col] for col in v] for k, v in st["anchors"].items()}
+            obj.transfer_booster_ = (_Booster.load(d / "transfer.json", obj.n_jobs) if st["has_transfer"]
+                                     else None)
         except (KeyError, TypeError, ValueError, OSError) as exc:
             raise PerfmodelError(f"{path}: the saved model is incomplete or damaged ({exc!r})") from None
         except Exception as exc:  # xgboost.core.XGBoostError on a damaged booster file
