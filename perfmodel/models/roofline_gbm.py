@@ -14,16 +14,30 @@
    Because the bound carries the scaling in batch, length, model size and
    device, the learned part extrapolates as "same efficiency" rather than
    flattening out.
-3. **Saturating curve.** For a configuration with measured points at two or
+3. **Anchoring.** A query of a configuration measured at other batches is
+   answered relative to those measurements: the efficiency model's error at
+   the neighbouring measured batches (interpolated in log batch) is added back
+   (``y(anchor) x model(q) / model(anchor)``), which removes the
+   configuration's own bias; an unmeasured configuration whose siblings (same
+   hardware, framework, model, devices, other lengths) were measured at the
+   query's batch gets their error, interpolated in log length. Queries on an
+   accelerator absent from the training data are answered by a second,
+   hardware-blind efficiency model (no hardware indicators or catalog figures
+   besides the roofline and the vendor): with a handful of accelerators the
+   trees use bandwidth and FLOP/s as an identity, which does not transfer.
+4. **Saturating curve.** For a configuration with measured points at two or
    more batch sizes, throughput is also fitted per configuration with the
    batch-time law ``T(B) = B / (alpha + beta * B)`` (a batch costs a fixed
    ``alpha`` - reading the weights every step - plus ``beta`` per sequence -
    KV cache, compute, prefill), i.e. a weighted linear fit of ``B / T`` on
-   ``B``. Inside the measured batch range the two estimates are averaged in
-   log space; above it the curve takes over (it saturates as physics says,
-   trees would not); below it the trees alone answer: "the saturating curve wins batch extrapolation, the
-   physics prior wins across hardware".
-4. **Bands.** Split-conformal with cross-fitting, hand-rolled rather than
+   ``B``. Inside the measured batch range it is averaged with the anchored
+   model in log space; above it the measured throughput at the largest batch
+   is scaled by the curve's gain (averaged with the anchored model where other
+   configurations were measured at the query's batch, damped by
+   ``extrapolation_damping`` beyond every batch in the training data, where the
+   law fitted on small batches overstates the gain: serving stops scaling);
+   below it the anchored trees alone answer.
+5. **Bands.** Split-conformal with cross-fitting, hand-rolled rather than
    MAPIE because the calibration needs Mondrian categories and a learned
    difficulty: out-of-fold residuals on log throughput are collected under
    three fold schemes (random rows, whole configurations, whole hardware), so
