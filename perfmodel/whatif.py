@@ -160,7 +160,7 @@ def _known(column: str, name: str) -> bool:
 
 
 def default_point(runs: pd.DataFrame) -> dict[str, Any]:
-    """The what-if inputs a dataset suggests: its most measured configuration and its batch range.
+    """The what-if inputs a dataset suggests: its most measured configuration and that configuration's batch range.
 
     Parameters
     ----------
@@ -171,7 +171,8 @@ def default_point(runs: pd.DataFrame) -> dict[str, Any]:
     -------
     dict
         :data:`POINT_COLUMNS` (values of the most frequent combination; None where the column is
-        absent) plus ``batch_min`` and ``batch_max`` (the dataset's range, 1..64 without batches).
+        absent) plus ``batch_min`` and ``batch_max`` (the batch range measured for that
+        configuration, the dataset's when it has none, 1..64 without batches).
     """
     out: dict[str, Any] = {c: None for c in POINT_COLUMNS}
     out.update(batch_min=1.0, batch_max=64.0)
@@ -186,7 +187,15 @@ def default_point(runs: pd.DataFrame) -> dict[str, Any]:
         if out[c] is not None:
             out[c] = float(out[c])
     if "batch_size" in runs.columns:
-        b = pd.to_numeric(runs["batch_size"], errors="coerce").dropna()
+        # A dataset mixing a CPU model and a GPU one must not offer the CPU curve batch 512.
+        same = pd.Series(True, index=runs.index)
+        for c in cols:
+            if out[c] is not None:
+                same &= runs[c].astype(object).eq(out[c]).fillna(False) | (
+                    pd.to_numeric(runs[c], errors="coerce").eq(out[c]).fillna(False)
+                    if isinstance(out[c], float) else False)
+        pool = runs.loc[same.to_numpy()] if same.any() else runs
+        b = pd.to_numeric(pool["batch_size"], errors="coerce").dropna()
         b = b[(b >= 1) & (b <= MAX_BATCH)]
         if len(b):
             out.update(batch_min=float(b.min()), batch_max=float(b.max()))

@@ -101,8 +101,12 @@ def test_shared_link_restores_every_input_and_far_query_is_out_of_domain() -> No
     assert at.selectbox(key=K["batch_size"]).value == 512
     warning = " ".join(w.value for w in at.warning)
     assert "Out of domain" in warning
-    assert "input length 8192 outside the trained range 64-256" in warning
-    assert "batch 256, 512, 1024, 2048 outside the trained range 1-128" in warning
+    sample = pd.concat([pd.read_csv(f, usecols=["input_len_tok", "batch_size"]) for f in samples.sample_files()])
+    lengths, batches = sample["input_len_tok"], sample["batch_size"]
+    assert f"input length 8192 outside the trained range {lengths.min():g}-{lengths.max():g}" in warning
+    outside = [b for b in (4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048) if b > batches.max()]
+    assert (f"batch {', '.join(map(str, outside))} outside the trained range "
+            f"{batches.min():g}-{batches.max():g}") in warning
     pred = next(t for t in _traces(at) if t.get("meta") == "prediction")
     assert "circle-open" in pred["marker"]["symbol"]
     # The link survives the rerun unchanged (same inputs written back).
@@ -163,3 +167,16 @@ def test_suspect_mask_flags_points_above_the_weights_bound_only() -> None:
                                          "linear")
     assert len(train) == 12  # the three copies of the suspect row are left out
 
+
+
+def test_default_batch_range_is_the_chosen_configurations() -> None:
+    # A CPU model measured to batch 128 beside a GPU model measured to 512: the default
+    # configuration (the most measured) gets its own batch range, not the dataset's.
+    cpu = pd.DataFrame({"hardware": "cpu", "model": "tiny", "framework": "transformers", "device_count": 1,
+                        "input_len_tok": 64.0, "output_len_tok": 32.0, "batch_size": [1.0, 8.0, 128.0] * 2})
+    gpu = pd.DataFrame({"hardware": "h200", "model": "large", "framework": "transformers", "device_count": 1,
+                        "input_len_tok": 512.0, "output_len_tok": 128.0, "batch_size": [4.0, 512.0]})
+    d = core.default_point(pd.concat([cpu, gpu], ignore_index=True))
+    assert (d["hardware"], d["batch_min"], d["batch_max"]) == ("cpu", 1.0, 128.0)
+    d = core.default_point(pd.concat([cpu.head(1), gpu], ignore_index=True))
+    assert (d["hardware"], d["batch_min"], d["batch_max"]) == ("h200", 4.0, 512.0)
