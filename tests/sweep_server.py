@@ -36,9 +36,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -125,7 +126,7 @@ def _training_text() -> str:
     return "\n".join(parts)
 
 
-def build_tiny_model(out_dir: Path, *, seed: int = 0) -> Path:
+def build_tiny_model(out_dir: Path, *, seed: int = 0, config: Mapping[str, Any] | None = None) -> Path:
     """Train a tokenizer on local text and save a random-weight Llama beside it.
 
     Parameters
@@ -134,6 +135,9 @@ def build_tiny_model(out_dir: Path, *, seed: int = 0) -> Path:
         Directory to write (created); reused as is when it already holds a model.
     seed
         Seeds the random weights.
+    config
+        ``LlamaConfig`` keyword arguments (default :data:`TINY_SERVER_MODEL_CONFIG`);
+        the tokenizer is trained to its ``vocab_size``.
 
     Returns
     -------
@@ -155,12 +159,13 @@ def build_tiny_model(out_dir: Path, *, seed: int = 0) -> Path:
     except ImportError as exc:
         raise ServerUnavailable(f"building the tiny model needs torch, transformers and sentencepiece ({exc}); "
                                 "pip install 'perfmodel[engine]'") from None
+    cfg = dict(TINY_SERVER_MODEL_CONFIG if config is None else config)
     out_dir.mkdir(parents=True, exist_ok=True)
     text_path = out_dir / "train.txt"
     text_path.write_text(_training_text(), encoding="utf-8")
     spm.SentencePieceTrainer.train(
         input=str(text_path), model_prefix=str(out_dir / "tokenizer"),
-        vocab_size=int(TINY_SERVER_MODEL_CONFIG["vocab_size"]), model_type="bpe", byte_fallback=False,
+        vocab_size=int(cfg["vocab_size"]), model_type="bpe", byte_fallback=False,
         character_coverage=1.0, num_threads=1, minloglevel=2, unk_id=0, bos_id=1, eos_id=2, pad_id=-1)
     text_path.unlink()
     (out_dir / "tokenizer.vocab").unlink(missing_ok=True)
@@ -169,7 +174,7 @@ def build_tiny_model(out_dir: Path, *, seed: int = 0) -> Path:
     tok = LlamaTokenizer.from_pretrained(str(out_dir))
     tok.save_pretrained(str(out_dir))
     torch.manual_seed(seed)
-    model = LlamaForCausalLM(LlamaConfig(**TINY_SERVER_MODEL_CONFIG))
+    model = LlamaForCausalLM(LlamaConfig(**cfg))
     model.save_pretrained(str(out_dir))
     return out_dir
 
