@@ -8,7 +8,17 @@ BIN    := $(VENV)/bin
 TORCH  ?= torch==2.13.0
 PYTEST_ARGS ?=
 
-.PHONY: app test setup setup-test chromium lint bench clean
+.PHONY: app test setup setup-test chromium llama-server lint bench clean
+
+# llama.cpp's llama-server for tests/test_llama_server_sweep.py, compiled once into ~/.cache/perfmodel/llama.cpp
+# by tools/build_llama_server.sh (about 19 min of CPU: 10-30 min of wall time on 2 cores, then a no-op). With it
+# built, the test must run (PERFMODEL_REQUIRE_LLAMA_SERVER=1); `make test LLAMA_SERVER=0` skips the build and
+# lets that test skip.
+LLAMA_SERVER ?= 1
+ifeq ($(LLAMA_SERVER),1)
+TEST_DEPS := llama-server
+TEST_ENV  := PERFMODEL_REQUIRE_LLAMA_SERVER=1
+endif
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,8 +44,14 @@ chromium:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
 	  || echo "chromium not installed: browser tests will be skipped"; }
 
-test: $(VENV)/.test chromium
-	$(BIN)/pytest -q -ra $(PYTEST_ARGS)
+# cmake and a C++ compiler for llama-server (Debian packages; installed when root and missing).
+llama-server: $(VENV)/.test
+	@command -v cmake >/dev/null 2>&1 && command -v c++ >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake g++ ninja-build >/dev/null); } || true
+	nice -n 10 env PYTHON=$(BIN)/python tools/build_llama_server.sh
+
+test: $(VENV)/.test chromium $(TEST_DEPS)
+	$(TEST_ENV) $(BIN)/pytest -q -ra $(PYTEST_ARGS)
 
 lint: $(VENV)/.test
 	$(BIN)/ruff check perfmodel tests benchmarks app.py pages
