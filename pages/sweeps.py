@@ -50,6 +50,13 @@ with st.expander("New sweep", icon=":material/play_circle:", expanded=not st.ses
                 batch_label = "Batch sizes"
             else:
                 values["target"] = c1.text_input("Server URL", placeholder="http://127.0.0.1:8000", key=f["target"])
+                if st.session_state.get(f["server_type"]) not in S.SERVER_TYPES:
+                    st.session_state[f["server_type"]] = S.FORM_DEFAULTS["server_type"]
+                # Without it every request is sent with max_tokens only, and a server may stop at EOS early.
+                values["server_type"] = c1.selectbox(
+                    "Server type", S.SERVER_TYPES, key=f["server_type"], format_func=S.server_type_label,
+                    help="Chooses how each request forces the output length (in brackets); "
+                         "generic sends max_tokens only.")
                 values["model"] = c2.text_input("Model (as served)", key=f["model"])
                 values["framework"] = c3.text_input("Framework", placeholder="vllm", key=f["framework"])
                 batch_label = "Concurrency levels"
@@ -136,6 +143,10 @@ def progress_panel() -> None:
         ui.show_error(exc, what="Cannot show the sweep")
         return
     state = info.state
+    if selected_state in S.ACTIVE_STATES and state not in S.ACTIVE_STATES:
+        # It has just ended: only this fragment reruns while polling, so without a full rerun the sweep
+        # selector and the table below would still say "pending"/"running" and the polling would go on.
+        st.rerun()
     finished = info.n_done + info.n_failed
     st.progress(finished / info.n_points if info.n_points else 1.0,
                 text=f"**{state}**: {info.n_done} done, {info.n_failed} failed, "

@@ -117,3 +117,22 @@ def test_resume_button_finishes_an_interrupted_sweep() -> None:
     assert Store().sweep(info.id).n_done == 2
     at.run()
     assert "2 done" in at.get("progress")[0].proto.text
+
+
+def test_http_form_carries_the_server_type() -> None:
+    # Without it the page could only send max_tokens: a server may then stop at EOS before the asked length.
+    http = S.plan_from_form({**S.FORM_DEFAULTS, "backend": "http", "target": "http://127.0.0.1:8000",
+                             "server_type": "transformers"})
+    assert http.server_type == "transformers" and http.backend == "http"
+    local = S.plan_from_form({**S.FORM_DEFAULTS, "server_type": "vllm"})
+    assert local.server_type is None and local.backend == "local"
+    assert S.server_type_label("vllm") == "vllm (ignore_eos)"
+
+
+def test_http_form_offers_the_server_types() -> None:
+    at = _page()
+    at.radio(key=S.FIELD["backend"]).set_value("http").run()
+    _no_exception(at)
+    box = at.selectbox(key=S.FIELD["server_type"])
+    assert box.value == "generic"
+    assert box.options == [S.server_type_label(t) for t in S.SERVER_TYPES]

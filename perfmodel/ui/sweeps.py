@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from ..plots import throughput_figure
+from ..sweep.http_backend import DEFAULT_LENGTH_CONTROL, SERVER_TYPES
 from ..sweep.plan import SweepPlan, plan_from_dict, plan_from_text
 from . import cached
 
@@ -36,6 +37,8 @@ __all__ = [
     "eta_s",
     "plan_from_form",
     "plan_from_upload",
+    "server_type_label",
+    "SERVER_TYPES",
     "FORM_DEFAULTS",
     "URL_SPEC",
 ]
@@ -46,13 +49,13 @@ SELECTED = "sweeps.selected"
 SELECT_WIDGET = "sweeps.select"
 FORM = "sweeps.form"
 FIELD = {name: f"sweeps.form.{name}" for name in (
-    "backend", "engine_size", "engine_threads", "target", "model", "hardware", "framework", "batch_sizes",
-    "input_lens", "output_lens", "repeats", "warmup", "timeout_s", "n_requests", "retries", "name",
+    "backend", "engine_size", "engine_threads", "target", "server_type", "model", "hardware", "framework",
+    "batch_sizes", "input_lens", "output_lens", "repeats", "warmup", "timeout_s", "n_requests", "retries", "name",
     "confirm_large")}
 FORM_DEFAULTS: dict[str, Any] = {
-    "backend": "local", "engine_size": "tiny", "engine_threads": 1, "target": "", "model": "", "framework": "",
-    "hardware": "cpu-x86-2vcpu", "batch_sizes": "1:32:x2", "input_lens": "64", "output_lens": "32", "repeats": 3,
-    "warmup": 1, "timeout_s": 600.0, "retries": 1, "n_requests": 0, "name": "", "confirm_large": False}
+    "backend": "local", "engine_size": "tiny", "engine_threads": 1, "target": "", "server_type": "generic",
+    "model": "", "framework": "", "hardware": "cpu-x86-2vcpu", "batch_sizes": "1:32:x2", "input_lens": "64",
+    "output_lens": "32", "repeats": 3, "warmup": 1, "timeout_s": 600.0, "retries": 1, "n_requests": 0, "name": "", "confirm_large": False}
 """The form's initial values (given through the session state, so that a link can replace them)."""
 URL_SPEC: dict[str, tuple[str, Any]] = {"sweep": (SELECTED, ""),
                                         **{name: (FIELD[name], d) for name, d in FORM_DEFAULTS.items()}}
@@ -198,12 +201,27 @@ def plan_from_form(values: Mapping[str, Any]) -> SweepPlan:
     if data.get("n_requests") == 0:
         data.pop("n_requests")
     if data.get("backend") == "local":
-        for k in ("target", "n_requests"):
+        for k in ("target", "n_requests", "server_type"):
             data.pop(k, None)
     else:
         for k in ("engine_size", "engine_threads"):
             data.pop(k, None)
     return plan_from_dict(data)
+
+
+def server_type_label(server_type: str) -> str:
+    """``"transformers (generation_config)"``: a server type and how it forces the output length.
+
+    Parameters
+    ----------
+    server_type
+        One of :data:`perfmodel.sweep.http_backend.SERVER_TYPES`.
+
+    Returns
+    -------
+    str
+    """
+    return f"{server_type} ({DEFAULT_LENGTH_CONTROL.get(server_type, '?')})"
 
 
 def plan_from_upload(name: str, content: bytes) -> SweepPlan:
