@@ -26,7 +26,9 @@ that order. Sets:
     ``log_decode_step_s_min``, ``log_e2e_s_min``, ``log_output_tok_s_max``,
     ``kv_read_share`` (share of the decode step spent reading the KV cache).
 ``framework``
-    every numeric ``fw_*`` column of the runs (dynamic: depends on the data).
+    every numeric ``fw_*`` column of the runs (dynamic: depends on the data),
+    except :data:`CLIENT_FW_COLUMNS`, the HTTP sweep client's notes about its
+    own measurement.
 ``identity``
     one-hot indicators ``id_hw_<hardware>``, ``id_fw_<framework>``,
     ``id_model_<model>`` and ``id_vendor_<vendor>`` for the values present
@@ -59,6 +61,7 @@ __all__ = [
     "DERIVED",
     "PHYSICAL",
     "IDENTITY_PREFIXES",
+    "CLIENT_FW_COLUMNS",
     "feature_names",
     "build_features",
 ]
@@ -110,9 +113,18 @@ def _parts(set: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+CLIENT_FW_COLUMNS = frozenset({"fw_requested_input_len_tok", "fw_requested_output_len_tok", "fw_output_short_frac",
+                               "fw_prompt_len_off_frac", "fw_duration_s"})
+"""``fw_`` columns written by the HTTP sweep client (``perfmodel.sweep.http_backend``) about its own measurement:
+the requested lengths, the length checks and the measured window. They are not framework-internal metrics, and
+``fw_duration_s`` is the target in disguise (output throughput = requests x output length / window), so the
+``framework`` set leaves them out."""
+
+
 def _framework_columns(runs: pd.DataFrame) -> list[str]:
     return sorted(c for c in runs.columns
-                  if str(c).startswith(FRAMEWORK_PREFIX) and pd.api.types.is_numeric_dtype(runs[c]))
+                  if str(c).startswith(FRAMEWORK_PREFIX) and str(c) not in CLIENT_FW_COLUMNS
+                  and pd.api.types.is_numeric_dtype(runs[c]))
 
 
 def _vendor(runs: pd.DataFrame) -> pd.Series:
