@@ -9,7 +9,7 @@ import pytest
 from perfmodel import physics
 from perfmodel.errors import PerfmodelError, UnknownNameError, ValidationError
 from perfmodel.models import NotFittedError, load_predictor
-from perfmodel.models.roofline_gbm import RooflineGBM, _Booster, _config_keys
+from perfmodel.models.roofline_gbm import RooflineGBM, _Booster, _config_keys, _config_keys_rows
 
 HW = ("h100-sxm", "a100-40gb", "mi300x")
 MODELS = ("llama-3-8b", "mistral-7b-v0.1", "llama-2-7b")
@@ -211,3 +211,29 @@ def test_unseen_hardware_uses_the_hardware_blind_transfer_model(biased: pd.DataF
     assert not any(c.startswith("id_hw_") for c in used) and "mem_bw_gbs" not in used
     assert RooflineGBM(n_estimators=10, calibration_folds=0, transfer_model=False).fit(train) \
         .transfer_booster_ is None
+
+
+def test_vectorised_anchoring_equals_the_row_by_row_reference(biased: pd.DataFrame) -> None:
+    # Guards the vectorised _combine/_curve_pred (flattened anchor and sibling tables, grouped
+    # searchsorted) against the original per-row loops: every branch (exact batch, between, below,
+    # above inside and beyond the trained batches, sibling and unknown configurations) must agree.
+    rng = np.random.default_rng(5)
+    held = (_in_group(biased) & (biased.input_len_tok == 512.0)).to_numpy()  # siblings only
+    train = biased[~held & (biased.hardware != "mi300x")]
+    m = RooflineGBM(n_estimators=30, calibration_folds=0).fit(train)
+    q = pd.concat([biased.assign(batch_size=rng.choice([1.0, 2.0, 4.0, 10.0, 16.0, 50.0, 64.0, 100.0, 300.0],
+                                                       len(biased))),
+                   biased.assign(input_len_tok=biased.input_len_tok * 1.5)], ignore_index=True)
+    keys = _config_keys(q).to_numpy()
+    assert (keys == _config_keys_rows(q).to_numpy()).all()
+    bb = q.batch_size.to_numpy(dtype=float)
+    mat, log_prior, _, _ = m._design(q)
+    log_gbm = m._base(m.booster_, m.transfer_booster_, mat, log_prior, m._unknown(q, "hardware", m.seen_))
+    vec, ref = m._curve_pred(m.curves_, keys, bb), m._curve_pred_loop(m.curves_, keys, bb)
+    for a, b in zip(vec, ref, strict=True):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-9, equal_nan=True)
+    args = (keys, bb, m.anchors_, m.curves_, m.batch_range_[1])
+    out = m._combine(log_gbm, vec[0], vec[1], *args)
+    np.testing.assert_allclose(out, m._combine_loop(log_gbm, ref[0], ref[1], *args), rtol=0, atol=1e-9)
+    assert (out != log_gbm).mean() > 0.5  # the anchors and siblings did act
+    assert np.unique(np.round(out - log_gbm, 6)).size > 20

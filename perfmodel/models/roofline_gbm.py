@@ -106,6 +106,7 @@ _HW_FEATURES = frozenset({
     "mem_fraction_used", "mem_bw_pressure_s", "compute_intensity_s", "weight_bytes_over_bw_s",
     "log_prefill_s_min", "log_decode_step_s_min", "log_e2e_s_min", "log_output_tok_s_max"})
 _NOMINAL_TOK_S_PER_SEQ = 100.0
+_SMALL = 16  # up to this many query rows the per-row loops beat the vectorised look-ups
 
 
 def _norm(v: object) -> str | None:
@@ -125,6 +126,18 @@ def _floats(runs: pd.DataFrame, col: str) -> np.ndarray:
 
 
 def _config_keys(runs: pd.DataFrame) -> pd.Series:
+    if len(runs) > 64:
+        # Large queries repeat few configurations: build each key string once.
+        present = [c for c in CONFIG_COLUMNS if c in runs.columns]
+        codes = runs.groupby(present, dropna=False, sort=False).ngroup().to_numpy() if present \
+            else np.zeros(len(runs), dtype=np.intp)
+        _, first = np.unique(codes, return_index=True)
+        uniq = _config_keys_rows(runs.iloc[first]).to_numpy()  # ngroup codes are 0..G-1
+        return pd.Series(uniq[codes], index=runs.index, dtype=object)
+    return _config_keys_rows(runs)
+
+
+def _config_keys_rows(runs: pd.DataFrame) -> pd.Series:
     n = len(runs)
     parts: list[list[str]] = []
     for c in CONFIG_COLUMNS:
@@ -224,10 +237,24 @@ def _fast_features(runs: pd.DataFrame, templates: dict[tuple[str | None, ...], _
     Returns None when a feature is not one this path knows (the caller falls back).
     """
     n = len(runs)
-    cols = {c: ([_norm(v) for v in runs[c].tolist()] if c in runs.columns else [_ABSENT] * n)
-            for c in _TEMPLATE_COLUMNS}
-    keys = list(zip(*(cols[c] for c in _TEMPLATE_COLUMNS), strict=True))
-    uniq = dict.fromkeys(keys)
+    # Each column as (codes, normalised distinct values): per row for a few rows, once per distinct
+    # value for many (the per-row _norm was most of the cost of a 10,000-row query).
+    cols: dict[str, tuple[np.ndarray, list[str | None]]] = {}
+    for c in _TEMPLATE_COLUMNS:
+        if c not in runs.columns:
+            cols[c] = (np.zeros(n, dtype=np.intp), [_ABSENT])
+        elif n <= 64:
+            cols[c] = (np.arange(n, dtype=np.intp), [_norm(v) for v in runs[c].tolist()])
+        else:
+            codes, distinct = pd.factorize(runs[c], use_na_sentinel=True)
+            vals = [_norm(v) for v in distinct] + [None]
+            cols[c] = (np.where(codes < 0, len(vals) - 1, codes).astype(np.intp), vals)
+    comb = np.zeros(n, dtype=np.int64)
+    for codes, vals in cols.values():
+        comb = comb * len(vals) + codes
+    _, first, comb_inv = np.unique(comb, return_index=True, return_inverse=True)
+    first_keys = [tuple(cols[c][1][cols[c][0][i]] for c in _TEMPLATE_COLUMNS) for i in first.tolist()]
+    uniq = dict.fromkeys(first_keys)
     missing = [k for k in uniq if k not in templates]
     if missing:
         # Resolve on the real rows first so an unknown name is reported at its own row.
@@ -241,7 +268,7 @@ def _fast_features(runs: pd.DataFrame, templates: dict[tuple[str | None, ...], _
         for i, k in enumerate(missing):
             templates[k] = _Template(roof.iloc[i], hws.iloc[i], ms.iloc[i])
     pos = {k: i for i, k in enumerate(uniq)}
-    inv = np.fromiter((pos[k] for k in keys), dtype=np.intp, count=n)
+    inv = np.array([pos[k] for k in first_keys], dtype=np.intp)[comb_inv.reshape(-1)]
     tpl_u = [templates[k] for k in uniq]
 
     def arr(attr: str) -> np.ndarray:
@@ -315,9 +342,10 @@ def _fast_features(runs: pd.DataFrame, templates: dict[tuple[str | None, ...], _
                     if col == "vendor":
                         values = np.array([t.vendor for t in tpl_u], dtype=object)[inv]
                     else:
-                        raw = cols[col] if col in cols else (
-                            [_norm(x) for x in runs[col].tolist()] if col in runs.columns else [None] * n)
-                        values = np.array([None if v is None else v.lower() for v in raw], dtype=object)
+                        codes, raw = cols[col] if col in cols else (
+                            (np.arange(n), [_norm(x) for x in runs[col].tolist()]) if col in runs.columns
+                            else (np.zeros(n, dtype=np.intp), [None]))
+                        values = np.array([None if v is None else v.lower() for v in raw], dtype=object)[codes]
                     lowered[col] = values
                 out[c] = (lowered[col] == c[len(prefix):]).astype(float)
                 break
@@ -326,6 +354,112 @@ def _fast_features(runs: pd.DataFrame, templates: dict[tuple[str | None, ...], _
     kind = np.where(np.isfinite(full) & (full > 0), 0.0, np.where(np.isfinite(comp) & (comp > 0), 1.0, 2.0))
     prior = np.where(kind == 0, full, np.where(kind == 1, comp, bb * _NOMINAL_TOK_S_PER_SEQ))
     return out, np.log(prior), kind
+
+
+class _CurveTable:
+    """The per-configuration curves as an index and an array (alpha, beta, b_min, b_max, n)."""
+
+    __slots__ = ("index", "values")
+
+    def __init__(self, curves: dict[str, list[float]]) -> None:
+        self.index = pd.Index(list(curves), dtype=object)
+        self.values = np.array(list(curves.values()), dtype=float).reshape(-1, 5) if curves \
+            else np.full((1, 5), np.nan)
+
+
+class _AnchorTable:
+    """The anchors dict flattened for vectorised look-ups: per configuration a slice of sorted batches."""
+
+    __slots__ = ("cfg_index", "cfg_start", "cfg_count", "cfg_of", "b", "ly", "res",
+                 "sib_index", "sib_start", "sib_count", "sib_of", "sib_len", "sib_res")
+
+    def __init__(self, anchors: dict[str, list[list[float]]]) -> None:
+        cfg = [(k, v) for k, v in anchors.items() if not k.startswith("\x00")]
+        sib = [(k[len(_SIB):], v) for k, v in anchors.items() if k.startswith(_SIB)]
+        self.cfg_index = pd.Index([k for k, _ in cfg], dtype=object)
+        self.cfg_count = np.array([len(v[0]) for _, v in cfg], dtype=np.intp)
+        self.cfg_start = np.r_[0, np.cumsum(self.cfg_count)[:-1]].astype(np.intp) if cfg else np.zeros(0, np.intp)
+        self.cfg_of = np.repeat(np.arange(len(cfg)), self.cfg_count)
+        self.b, self.ly, self.res = (np.array([x for _, v in cfg for x in v[i]], dtype=float) for i in range(3))
+        self.sib_index = pd.Index([k for k, _ in sib], dtype=object)
+        self.sib_count = np.array([len(v[0]) for _, v in sib], dtype=np.intp)
+        self.sib_start = np.r_[0, np.cumsum(self.sib_count)[:-1]].astype(np.intp) if sib else np.zeros(0, np.intp)
+        self.sib_of = np.repeat(np.arange(len(sib)), self.sib_count)
+        self.sib_len, self.sib_res = (np.array([x for _, v in sib for x in v[i]], dtype=float) for i in range(2))
+
+    def sibling_residual(self, keys: list[str], bb: np.ndarray) -> np.ndarray:
+        """Vectorised :meth:`RooflineGBM._sibling_residual` for configuration keys ``keys`` at batches ``bb``."""
+        out = np.zeros(len(keys))
+        if len(self.sib_index) == 0 or not keys:
+            return out
+        if len(keys) > 64:
+            # Once per distinct (configuration, batch).
+            kcode, uk = pd.factorize(np.asarray(keys, dtype=object))
+            pairs, inv = np.unique(np.column_stack([kcode.astype(float), bb]), axis=0, return_inverse=True)
+            sub = self._sibling_rows([uk[int(c)] for c in pairs[:, 0]], pairs[:, 1])
+            return sub[inv.reshape(-1)]
+        return self._sibling_rows(keys, bb)
+
+    def _sibling_rows(self, keys: list[str], bb: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(keys))
+        parts = [k.rsplit("|", 2) for k in keys]
+        ii = pd.to_numeric(pd.Series([p[1] for p in parts], dtype=object), errors="coerce").to_numpy(float)
+        oo = pd.to_numeric(pd.Series([p[2] for p in parts], dtype=object), errors="coerce").to_numpy(float)
+        q = np.log(np.maximum(ii, 1.0)) + np.log(np.maximum(oo, 1.0))
+        sk = [p[0] + "|" + f"{b:g}" for p, b in zip(parts, bb.tolist(), strict=True)]
+        si = self.sib_index.get_indexer(sk)
+        ok = (si >= 0) & np.isfinite(q)
+        if not ok.any():
+            return out
+        s, qv = si[ok], q[ok]
+        start, cnt = self.sib_start[s], self.sib_count[s]
+        j = _group_searchsorted(self.sib_of, self.sib_len, s, qv) - start
+        lo_i = start + np.clip(j - 1, 0, cnt - 1)
+        hi_i = start + np.clip(j, 0, cnt - 1)
+        ls, rs = self.sib_len, self.sib_res
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = (qv - ls[lo_i]) / (ls[hi_i] - ls[lo_i])
+            val = np.where(j == 0, rs[start], np.where(j == cnt, rs[start + cnt - 1],
+                                                        (1 - t) * rs[lo_i] + t * rs[hi_i]))
+        out[ok] = val
+        return out
+
+
+_SIB = "\x00sib|"
+
+
+def _group_searchsorted(group_of: np.ndarray, values: np.ndarray, g: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """For each query (group ``g``, value ``v``): the global position ``np.searchsorted(values[group],
+    v, 'left')`` would give inside its group's slice, with ``values`` sorted within consecutive groups.
+
+    Exact: values are replaced by their integer rank among all values, so (group, rank) compares as one integer.
+    """
+    allv = np.unique(np.concatenate([values, v]))
+    width = len(allv) + 1
+    comp = group_of.astype(np.int64) * width + np.searchsorted(allv, values)
+    q = g.astype(np.int64) * width + np.searchsorted(allv, v)
+    return np.searchsorted(comp, q, side="left")
+
+
+def _cached(table_cls: type, src: dict) -> Any:
+    """One flattened table per dict object (the fitted model's dicts are built once; folds' are fresh)."""
+    cache = _TABLE_CACHE.get(table_cls)
+    if cache is not None and cache[0] is src:
+        return cache[1]
+    t = table_cls(src)
+    _TABLE_CACHE[table_cls] = (src, t)
+    return t
+
+
+_TABLE_CACHE: dict[type, tuple[dict, Any]] = {}
+
+
+def _curve_table(curves: dict[str, list[float]]) -> _CurveTable:
+    return _cached(_CurveTable, curves)
+
+
+def _anchor_table(anchors: dict[str, list[list[float]]]) -> _AnchorTable:
+    return _cached(_AnchorTable, anchors)
 
 
 class _Booster:
@@ -488,7 +622,28 @@ class RooflineGBM(Predictor):
     @staticmethod
     def _curve_pred(curves: dict[str, list[float]], keys: np.ndarray, bb: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """log curve prediction (NaN without a curve), inside-range flag, log batch distance outside."""
+        """log curve prediction (NaN without a curve), inside-range flag, log batch distance outside.
+
+        Vectorised; :meth:`_curve_pred_loop` is the row-by-row reference (pinned equal by a test),
+        also used for a handful of rows, where the index look-ups cost more than the loop.
+        """
+        if len(keys) <= _SMALL:
+            return RooflineGBM._curve_pred_loop(curves, keys, bb)
+        t = _curve_table(curves)
+        ci = t.index.get_indexer(keys)
+        has = ci >= 0
+        c = t.values[np.where(has, ci, 0)]
+        alpha, beta, bmin, bmax = c[:, 0], c[:, 1], c[:, 2], c[:, 3]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logc = np.where(has & (bb >= bmin), np.log(bb / (alpha + beta * bb)), np.nan)
+            dist = np.where(has, np.maximum(np.maximum(np.log2(bmin / bb), np.log2(bb / bmax)), 0.0), 0.0)
+        inside = has & (bmin <= bb) & (bb <= bmax)
+        return logc, inside, dist
+
+    @staticmethod
+    def _curve_pred_loop(curves: dict[str, list[float]], keys: np.ndarray, bb: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Row-by-row reference of :meth:`_curve_pred`."""
         n = len(keys)
         logc = np.full(n, np.nan)
         inside = np.zeros(n, dtype=bool)
@@ -510,7 +665,59 @@ class RooflineGBM(Predictor):
     def _combine(self, log_gbm: np.ndarray, logc: np.ndarray, inside: np.ndarray, keys: np.ndarray,
                  bb: np.ndarray, anchors: dict[str, list[list[float]]],
                  curves: dict[str, list[float]], b_max_train: float) -> np.ndarray:
-        """Final log prediction: efficiency model anchored on the configuration's measured batches.
+        """Final log prediction, vectorised (the rules are :meth:`_combine_loop`'s, pinned equal by a test)."""
+        if len(keys) <= _SMALL:
+            return self._combine_loop(log_gbm, logc, inside, keys, bb, anchors, curves, b_max_train)
+        out = log_gbm.copy()
+        aw, damp = self.anchor_weight, self.extrapolation_damping
+        t = _anchor_table(anchors)
+        ci = t.cfg_index.get_indexer(keys)
+        has = ci >= 0
+        # Unmeasured configurations: their length siblings' error at the query batch.
+        if (~has).any():
+            miss = np.flatnonzero(~has)
+            out[miss] += self.sibling_weight * t.sibling_residual([keys[i] for i in miss], bb[miss])
+        if not has.any():
+            return out
+        idx = np.flatnonzero(has)
+        c, b = ci[idx], bb[idx]
+        start, cnt = t.cfg_start[c], t.cfg_count[c]
+        j = _group_searchsorted(t.cfg_of, t.b, c, b) - start  # measured batches of the config below b
+        last = start + cnt - 1
+        at = np.minimum(start + j, last)
+        exact = (j < cnt) & (t.b[at] == b)
+        below = (j == 0) & ~exact
+        above = j == cnt
+        between = ~exact & ~below & ~above
+        g, r = log_gbm[idx], t.res
+        res_q = np.where(exact, r[at], np.where(below, r[start], 0.0))
+        lo_i, hi_i = np.maximum(start + j - 1, start), at
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lb_lo, lb_hi = np.log(t.b[lo_i]), np.log(t.b[hi_i])
+            frac = (np.log(b) - lb_lo) / (lb_hi - lb_lo)
+            res_q = np.where(between, (1 - frac) * r[lo_i] + frac * r[hi_i], res_q)
+        val = g + aw * res_q
+        # Above the configuration's measured batches: the curve's gain from its largest measured batch.
+        anchored = g + aw * r[last]
+        ct = _curve_table(curves)
+        cc = ct.index.get_indexer(keys[idx])
+        cv = ct.values[np.where(cc >= 0, cc, 0)]
+        alpha, beta, b_last, ly_last = cv[:, 0], cv[:, 1], t.b[last], t.ly[last]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gain = np.log(b / (alpha + beta * b)) - np.log(b_last / (alpha + beta * b_last))
+        w_out = self.curve_weight_outside
+        ext = np.where(b > b_max_train, ly_last + damp * gain, (1 - w_out) * anchored + w_out * (ly_last + gain))
+        val = np.where(above, np.where(cc >= 0, ext, anchored), val)
+        blend = ~above & inside[idx] & ~np.isnan(logc[idx])
+        w_in = self.curve_weight_inside
+        val = np.where(blend, (1 - w_in) * val + w_in * logc[idx], val)
+        out[idx] = val
+        return out
+
+    def _combine_loop(self, log_gbm: np.ndarray, logc: np.ndarray, inside: np.ndarray, keys: np.ndarray,
+                      bb: np.ndarray, anchors: dict[str, list[list[float]]],
+                      curves: dict[str, list[float]], b_max_train: float) -> np.ndarray:
+        """Row-by-row reference of :meth:`_combine`: final log prediction: efficiency model anchored on the configuration's measured batches.
 
         Inside the measured range the efficiency model's error at the two neighbouring measured
         batches (interpolated in log batch) is added back, then averaged with the curve. Above
@@ -625,16 +832,20 @@ class RooflineGBM(Predictor):
     @staticmethod
     def _unknown(runs: pd.DataFrame, col: str, seen: dict[str, set[str]]) -> np.ndarray:
         known = seen[col]
-        return np.array([(v := _norm(x)) is None or v not in known for x in runs[col].tolist()], dtype=bool)
+        if len(runs) <= _SMALL:
+            return np.array([(v := _norm(x)) is None or v not in known for x in runs[col].tolist()], dtype=bool)
+        # Once per distinct value rather than per row.
+        codes, uniq = pd.factorize(runs[col], use_na_sentinel=True)
+        flags = np.array([(v := _norm(x)) is None or v not in known for x in uniq], dtype=bool)
+        return np.where(codes < 0, True, flags[np.maximum(codes, 0)] if len(flags) else True)
 
     def _novelty(self, runs: pd.DataFrame, keys: np.ndarray, seen: dict[str, set[str]],
                  curves: dict[str, list[float]], inside: np.ndarray) -> np.ndarray:
-        cat = np.where(np.array([k in curves for k in keys], dtype=bool), np.where(inside, 0, 1), 2)
+        has_curve = _curve_table(curves).index.get_indexer(keys) >= 0
+        cat = np.where(has_curve, np.where(inside, 0, 1), 2)
         unknown = np.zeros(len(runs), dtype=bool)
         for c in _IDENTITY:
-            known = seen[c]
-            unknown |= np.array([(v := _norm(x)) is None or v not in known for x in runs[c].tolist()],
-                                dtype=bool)
+            unknown |= self._unknown(runs, c, seen)
         return np.where(unknown, 3, cat).astype(int)
 
     def _sigma_features(self, cat: np.ndarray, dist_knn: np.ndarray, bdist: np.ndarray,
@@ -856,8 +1067,9 @@ class RooflineGBM(Predictor):
         if self.sigma_booster_ is not None:
             sigma = np.exp(_Booster.predict(self.sigma_booster_,
                                             self._sigma_features(cat, dk, bdist, ld, mat)))
-            q = np.array([self._quantile(c, lvl) for c in cat])
-            q90 = np.array([self._quantile(c, 0.9) for c in cat])
+            cats = np.unique(cat)
+            q = np.array([self._quantile(c, lvl) for c in cats])[np.searchsorted(cats, cat)]
+            q90 = np.array([self._quantile(c, 0.9) for c in cats])[np.searchsorted(cats, cat)]
             # Far beyond the data no calibration point resembles the query: widen with the distance.
             b_lo, b_hi = self.batch_range_
             bglob = np.maximum(np.maximum(np.log2(b_lo / bb), np.log2(bb / b_hi)), 0.0)
