@@ -99,6 +99,7 @@ __all__ = [
     "LOSSES",
     "DEFAULT_BY",
     "OPTIONAL_BY",
+    "VARYING_BY",
     "MIN_BATCHES",
     "R2_MIN_SUCCESS",
     "REPEAT_SPREAD_MAX",
@@ -131,6 +132,10 @@ DEFAULT_BY = ("hardware", "device_count", "framework", "model", "input_len_tok",
 """Columns that always identify a configuration."""
 OPTIONAL_BY = ("weight_dtype", "kv_cache_dtype", "tp_size", "pp_size")
 """Added to the default grouping when present with at least one value."""
+VARYING_BY = ("fw_num_threads",)
+"""Added to the default grouping when they take more than one value: measurement settings outside the
+canonical columns that change the throughput (the local engine's torch threads). A dataset measured at
+one setting keeps its configurations (and their labels) unchanged."""
 
 MIN_BATCHES = 3
 """A 3-parameter curve needs at least three distinct batch sizes."""
@@ -1205,7 +1210,8 @@ def _fractions(shape: str, params: Mapping[str, float], grid: np.ndarray, boot: 
 
 def _resolve_by(runs: pd.DataFrame, by: Sequence[str] | None) -> list[str]:
     if by is None or tuple(by) == DEFAULT_BY:
-        cols = list(DEFAULT_BY) + [c for c in OPTIONAL_BY if c in runs.columns and runs[c].notna().any()]
+        cols = (list(DEFAULT_BY) + [c for c in OPTIONAL_BY if c in runs.columns and runs[c].notna().any()]
+                + [c for c in VARYING_BY if c in runs.columns and runs[c].nunique() > 1])
         missing = [c for c in DEFAULT_BY if c not in runs.columns]
     else:
         cols = list(by)
@@ -1230,7 +1236,8 @@ def fit_curves(runs: pd.DataFrame, by: Sequence[str] | None = DEFAULT_BY, *, sha
         Canonical runs table (or any frame with the ``by``, ``x`` and ``y`` columns).
     by
         Columns identifying a configuration. The default :data:`DEFAULT_BY` also
-        adds the :data:`OPTIONAL_BY` columns that are present with values.
+        adds the :data:`OPTIONAL_BY` columns that are present with values and the
+        :data:`VARYING_BY` columns that take more than one value.
         Missing key values (NaN) form their own group.
     shape, intervals, n_boot, level, init, loss, restarts, fallback
         As in :func:`fit_curve`.

@@ -278,7 +278,8 @@ def _log_ticks(x: pd.Series) -> dict[str, object]:
 # --------------------------------------------------------------------------- saturation curves
 
 CURVE_GROUP_COLUMNS: tuple[str, ...] = ("hardware", "device_count", "framework", "model", "input_len_tok",
-                                        "output_len_tok", "weight_dtype", "kv_cache_dtype", "tp_size", "pp_size")
+                                        "output_len_tok", "weight_dtype", "kv_cache_dtype", "tp_size", "pp_size",
+                                        "fw_num_threads")
 """Columns a saturation curve can be grouped by (the configuration keys offered by the app)."""
 
 KNEE_META = "knee"
@@ -340,6 +341,8 @@ def config_label(key: Mapping[str, Any]) -> str:
             parts.append(str(v))
         elif col in ("weight_dtype", "kv_cache_dtype"):
             parts.append(f"{'w' if col == 'weight_dtype' else 'kv'} {v}")
+        elif col == "fw_num_threads":
+            parts.append(f"{_num(v)} thread{'' if v == 1 else 's'}")
         else:
             parts.append(f"{col}={_num(v) if isinstance(v, int | float) else v}")
     return " · ".join(parts) or "(all runs)"
@@ -404,14 +407,15 @@ def default_curve_by(runs: pd.DataFrame) -> list[str]:
     -------
     list of str
         :data:`perfmodel.curves.DEFAULT_BY` then the :data:`perfmodel.curves.OPTIONAL_BY` columns
-        with values, restricted to the columns of ``runs`` (and in the order of
-        :data:`CURVE_GROUP_COLUMNS`).
+        with values and the :data:`perfmodel.curves.VARYING_BY` columns with more than one value,
+        restricted to the columns of ``runs`` (and in the order of :data:`CURVE_GROUP_COLUMNS`).
     """
-    from .curves import DEFAULT_BY, OPTIONAL_BY
+    from .curves import DEFAULT_BY, OPTIONAL_BY, VARYING_BY
 
     with_values = set(curve_group_columns(runs))
+    varying = {c for c in VARYING_BY if c in runs.columns and runs[c].nunique() > 1}
     return [c for c in CURVE_GROUP_COLUMNS
-            if (c in DEFAULT_BY and c in runs.columns) or (c in OPTIONAL_BY and c in with_values)]
+            if (c in DEFAULT_BY and c in runs.columns) or (c in OPTIONAL_BY and c in with_values) or c in varying]
 
 
 def repeat_summary(runs: pd.DataFrame, by: Sequence[str], *, x: str = "batch_size",

@@ -335,6 +335,33 @@ def test_launcher_http_sample_is_canonical_and_pinned() -> None:
     assert med[4] > 2 * med[1]
 
 
+LAUNCHER_THREADS_CSV = REPO / "sample_runs" / "perfmodel-tiny-llama_cpu-x86-2vcpu_threads-1-2_local-sweep.csv"
+
+
+def test_launcher_threads_sample_is_canonical_pinned_and_two_curves() -> None:
+    from perfmodel.curves import fit_curves
+    from perfmodel.importers import read_file
+
+    res = read_file(LAUNCHER_THREADS_CSV)
+    assert res.format == "canonical"
+    df = res.runs
+    assert len(df) == 36  # threads 1 and 2 x batch 1..32 (6 sizes) x 3 repeats
+    assert set(df["model"]) == {"perfmodel-tiny-llama"} and set(df["load_kind"]) == {"static_batch"}
+    assert df["fw_num_threads"].tolist() == [1] * 18 + [2] * 18
+    assert df["batch_size"].tolist() == [1, 2, 4, 8, 16, 32] * 6  # interleaved repeats, per sweep
+    assert set(df["input_len_tok"]) == {128} and set(df["output_len_tok"]) == {32}
+    assert df["output_throughput_tok_s"].iloc[0] == pytest.approx(70.906027, rel=1e-6)
+    assert df["output_throughput_tok_s"].iloc[-1] == pytest.approx(153.376490, rel=1e-6)
+    med = df.groupby(["fw_num_threads", "batch_size"])["output_throughput_tok_s"].median()
+    assert med[1, 32] > 3 * med[1, 1]  # batching pays
+    assert (med[2] < med[1]).all()  # on the busy 2-vCPU VM a second thread made every point slower
+    # The default grouping separates the thread counts: two curves, the noisy 2-thread one flagged.
+    table = fit_curves(df, intervals="none")
+    assert table["fw_num_threads"].tolist() == [1, 2]
+    assert table["success"].tolist() == [True, False]
+    assert "repeats disagree" in table["message"].iloc[1]
+
+
 def test_warmup_length_full_on_accelerators_short_on_cpu() -> None:
     # On an H200 a first repeat after an 8-token warm-up ran 2-4x slower than the next ones
     # (the caching allocator met each new KV-cache length for the first time), so
