@@ -179,9 +179,15 @@ def default_point(runs: pd.DataFrame) -> dict[str, Any]:
     cols = [c for c in POINT_COLUMNS if c in runs.columns]
     if len(runs) == 0 or not cols:
         return out
-    counts = runs[cols].astype(object).where(runs[cols].notna(), None).value_counts(dropna=False)
+    # Settings the curves keep apart (e.g. torch threads) count apart here too, so the default
+    # is one real curve, not two settings measured 2-5x apart pooled together.
+    from .curves import VARYING_BY
+
+    apart = [c for c in VARYING_BY if c in runs.columns and runs[c].nunique() > 1]
+    key = cols + apart
+    counts = runs[key].astype(object).where(runs[key].notna(), None).value_counts(dropna=False)
     if len(counts):
-        for c, v in zip(cols, counts.index[0], strict=True):
+        for c, v in zip(cols, counts.index[0][:len(cols)], strict=True):
             out[c] = None if v is None or (isinstance(v, float) and math.isnan(v)) else v
     for c in ("input_len_tok", "output_len_tok", "device_count"):
         if out[c] is not None:

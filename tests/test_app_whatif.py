@@ -194,3 +194,16 @@ def test_default_batch_range_is_the_chosen_configurations() -> None:
     assert (d["hardware"], d["batch_min"], d["batch_max"]) == ("cpu", 1.0, 128.0)
     d = core.default_point(pd.concat([cpu.head(1), gpu], ignore_index=True))
     assert (d["hardware"], d["batch_min"], d["batch_max"]) == ("h200", 4.0, 512.0)
+
+
+def test_default_configuration_counts_thread_settings_apart() -> None:
+    # 3 rows at 1 thread + 3 at 2 threads of one configuration lose to 4 rows of another:
+    # the curves keep thread counts apart, so the what-if default does too.
+    a = pd.DataFrame({"hardware": "cpu", "model": "tiny", "input_len_tok": 128.0, "output_len_tok": 32.0,
+                      "batch_size": [1.0, 2.0, 4.0] * 2, "fw_num_threads": [1.0] * 3 + [2.0] * 3})
+    b = pd.DataFrame({"hardware": "cpu", "model": "tiny", "input_len_tok": 64.0, "output_len_tok": 32.0,
+                      "batch_size": [1.0, 2.0, 4.0, 8.0], "fw_num_threads": 1.0})
+    d = core.default_point(pd.concat([a, b], ignore_index=True))
+    assert (d["input_len_tok"], d["batch_max"]) == (64.0, 8.0)
+    d = core.default_point(pd.concat([a, b], ignore_index=True).drop(columns="fw_num_threads"))
+    assert (d["input_len_tok"], d["batch_max"]) == (128.0, 4.0)
