@@ -22,7 +22,8 @@
 The server runs one thread pinned to the first core together with the proxy;
 the clients get the other cores (``--no-pin`` turns this off).
 
-Run: ``.venv/bin/python benchmarks/bench_http_client.py [--repeats 3] [--requests 24] [--guidellm PATH]``.
+Run: ``.venv/bin/python benchmarks/bench_http_client.py [--repeats 3] [--requests 24] [--guidellm PATH]
+[--server transformers|llama] [--output-len N] [--concurrency 1,2] [--skip-cpu]``.
 
 Measured 2026-11-29 on the shared 2-vCPU VM (other jobs running, load 3-6):
 client CPU 0.41-0.52 ms/request at concurrency 64 (0.45-0.54 at 1), 1,100-2,200
@@ -34,12 +35,27 @@ included) against perfmodel's 10-15 ms: on two cores its processes crowd out
 the proxy and the server, the 5 % agreement target needs a machine with idle
 cores. transformers serve reports no per-request timings of its own to compare
 with (llama.cpp's ``timings`` become ``fw_server_*`` columns).
+
+3. **Against llama.cpp's llama-server** (``--server llama``; built by
+   tools/build_llama_server.sh): no proxy (it honours ``ignore_eos``), one server
+   thread pinned to the first core, and the server's own per-request ``timings``
+   printed beside perfmodel's TPOT. Measured 2026-11-29 23:59 UTC (load 4 from
+   other jobs), ``--output-len 128 --requests 8 --repeats 3 --concurrency 1,2``:
+   the server's decode time per token 9.22 / 7.99 ms vs perfmodel's TPOT 9.14 /
+   8.07 ms (-0.8 % / +1.0 %) at c = 1 / 2; guidellm 0.8.1 measured +15.7 % / -30.6 %
+   against perfmodel's 104 / 228 tok/s while its processes used 2.3-2.7 CPU-s per
+   request on the one client core (perfmodel 44-63 ms), so on this machine the
+   guidellm figure says more about guidellm's own CPU than about the server.
+   Its TTFT was 16 ms against perfmodel's 66 ms: its synthetic prompts share a prefix
+   that llama-server's prompt cache reuses, perfmodel's prompts are distinct.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import math
 import os
 import resource
 import statistics
@@ -193,7 +209,8 @@ def _wait_port(port: int, timeout_s: float = 20.0) -> None:
     raise RuntimeError(f"nothing listens on port {port}")
 
 
-def perfmodel_point(url: str, server_type: str, concurrency: int, n_requests: int, key: str) -> dict[str, Any]:
+def perfmodel_point(url: str, server_type: str, concurrency: int, n_requests: int, key: str,
+                    extra: dict[str, float] | None = None) -> dict[str, Any]:
     backend = HttpBackend(target=url, server_type=server_type, telemetry=False)
     point = SweepPoint(load_kind="concurrency", batch_size=concurrency, input_len_tok=PROMPT_TOK,
                        output_len_tok=OUTPUT_TOK, repeat_idx=0, n_requests=n_requests, warmup=concurrency,
@@ -201,6 +218,8 @@ def perfmodel_point(url: str, server_type: str, concurrency: int, n_requests: in
     res = backend.run_point(point, cancel=threading.Event())
     if res.row is None or res.error:
         raise RuntimeError(f"perfmodel point failed: {res.error}")
+    if extra is not None:
+        extra.update({k: v for k, v in res.row.items() if k.startswith("fw_server_") or k == "tpot_s"})
     return res.row
 
 
@@ -252,7 +271,84 @@ def _perfmodel_metrics(row: dict[str, Any], cpu_s: float) -> dict[str, float]:
 def _timed_perfmodel(url: str, server_type: str, c: int, n: int, key: str) -> dict[str, float]:
     cpu0 = time.process_time()  # the whole client process, as for guidellm (calibration included)
     row = perfmodel_point(url, server_type, c, n, key)
-    return _perfmodel_metrics(row, time.process_time() - cpu0)
+    out = _perfmodel_metrics(row, time.process_time() - cpu0)
+    # llama.cpp sends its own per-request timings: the server's decode time per token
+    # beside the client's TPOT (both exclude the first token)
+    server_tpot_ms = row.get("fw_server_predicted_per_token_ms_mean")
+    if server_tpot_ms is not None and math.isfinite(float(server_tpot_ms)):
+        out["tpot_ms"] = 1000 * float(row["tpot_s"])
+        out["server_tpot_ms"] = float(server_tpot_ms)
+    return out
+
+
+def _pin_process_tree(pid: int, cpus: set[int]) -> None:
+    """Pin every thread of ``pid`` (threads already started keep their own affinity otherwise)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(int(task.name), cpus)
+
+
+def _print_table(med: dict[str, dict[str, float]], c: int) -> None:
+    ref = med["perfmodel"]
+    for k, m in med.items():
+        print(f"{c:>2} {k:<17} {m['tok_s']:>7.1f} {100 * (m['tok_s'] / ref['tok_s'] - 1):>+6.1f}% "
+              f"{m['conc']:>5.2f} {m['tok_s_at_c']:>8.1f} "
+              f"{100 * (m['tok_s_at_c'] / ref['tok_s_at_c'] - 1):>+6.1f}% {m['e2e_ms']:>7.1f} "
+              f"{m['ttft_ms']:>7.1f} {m['in_tok']:>5.1f} {m['out_tok']:>5.1f} {m['cpu_ms_req']:>10.1f}")
+    if "guidellm" in med:
+        print(f"{'':>2} (guidellm's own reported figure: {med['guidellm']['reported_tok_s']:.1f} tok/s)")
+    if "server_tpot_ms" in ref:
+        print(f"{'':>2} (server's own decode time per token {ref['server_tpot_ms']:.2f} ms vs perfmodel's TPOT "
+              f"{ref['tpot_ms']:.2f} ms: {100 * (ref['tpot_ms'] / ref['server_tpot_ms'] - 1):+.1f}%)")
+
+
+def _median_runs(res: dict[str, list[dict[str, float]]], c: int) -> dict[str, dict[str, float]]:
+    med = {k: {m: statistics.median(x[m] for x in v) for m in v[0]} for k, v in res.items() if v}
+    for k in med:
+        med[k]["tok_s_at_c"] = statistics.median(x["tok_s"] * c / x["conc"] for x in res[k])
+    return med
+
+
+def llama_comparison(args: argparse.Namespace, exe: Path) -> None:
+    """perfmodel vs guidellm (vs the server's own timings) against llama.cpp's llama-server.
+
+    llama-server honours ``ignore_eos`` (no proxy needed) and sends per-request ``timings``.
+    The server runs one thread pinned to the first core; the clients get the others.
+    """
+    from llama_server import convert_to_gguf, llama_server_binary, start_llama_server
+
+    from perfmodel.sweep.local_engine import TINY_LLAMA_CONFIG
+
+    if llama_server_binary() is None:
+        print("llama-server is not built: run tools/build_llama_server.sh")
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-llama-") as tmp:
+        work = Path(tmp)
+        model_dir = build_tiny_model(work / "model", config=TINY_LLAMA_CONFIG)
+        gguf = convert_to_gguf(model_dir, work / "tiny.gguf")
+        server = start_llama_server(gguf, slots=max(args.concurrency), threads=1, log_dir=work)
+        try:
+            if hasattr(os, "sched_setaffinity") and len(os.sched_getaffinity(0)) >= 2 and not args.no_pin:
+                all_cpus = sorted(os.sched_getaffinity(0))
+                _pin_process_tree(server.proc.pid, {all_cpus[0]})
+                os.sched_setaffinity(0, set(all_cpus[1:]))
+                print(f"llama-server (1 thread) pinned to CPU {all_cpus[0]}, clients to {all_cpus[1:]}")
+            print(f"output throughput against llama-server: {PROMPT_TOK}-token prompts, {OUTPUT_TOK}-token outputs "
+                  f"(ignore_eos), {args.requests} requests per run, median of {args.repeats} alternating runs")
+            print(f"{'c':>2} {'client':<17} {'tok/s':>7} {'diff':>7} {'conc':>5} {'tok/s@c':>8} {'diff':>7} "
+                  f"{'E2E ms':>7} {'TTFT ms':>7} {'in':>5} {'out':>5} {'CPU ms/req':>10}")
+            for c in args.concurrency:
+                res: dict[str, list[dict[str, float]]] = {"perfmodel": [], "guidellm": []}
+                for r in range(args.repeats):
+                    res["perfmodel"].append(_timed_perfmodel(server.url, "llama.cpp", c, args.requests,
+                                                             f"l{c}-{r}"))
+                    if exe.exists():
+                        res["guidellm"].append(guidellm_point(exe, server.url, model_dir, c, args.requests, work))
+                _print_table(_median_runs(res, c), c)
+            if not exe.exists():
+                print(f"(guidellm not found at {exe}: pip install guidellm into a separate venv)")
+        finally:
+            server.stop()
 
 
 def client_cpu(concurrency: int, n_requests: int) -> dict[str, float]:
@@ -278,22 +374,34 @@ def client_cpu(concurrency: int, n_requests: int) -> dict[str, float]:
 
 
 def main() -> None:
+    global PROMPT_TOK, OUTPUT_TOK
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--requests", type=int, default=16, help="requests per point and client")
     ap.add_argument("--guidellm", default="/tmp/guidellm-venv/bin/guidellm")
     ap.add_argument("--cpu-requests", type=int, default=3000)
     ap.add_argument("--no-pin", action="store_true", help="do not pin the server and the clients to separate cores")
+    ap.add_argument("--server", choices=("transformers", "llama"), default="transformers",
+                    help="the real server to compare clients on (llama: tools/build_llama_server.sh's llama-server)")
+    ap.add_argument("--prompt-len", type=int, default=PROMPT_TOK)
+    ap.add_argument("--output-len", type=int, default=OUTPUT_TOK)
+    ap.add_argument("--concurrency", type=lambda t: [int(x) for x in t.split(",")], default=[1, 2])
+    ap.add_argument("--skip-cpu", action="store_true", help="skip the client-CPU measurement")
     args = ap.parse_args()
+    PROMPT_TOK, OUTPUT_TOK = args.prompt_len, args.output_len
 
-    print("client CPU per request against a trivial server (16 streamed tokens per request)")
-    print(f"{'concurrency':>11} {'requests':>8} {'CPU ms/req':>10} {'req/s':>8}")
-    for c in (1, 64):
-        r = client_cpu(c, args.cpu_requests)
-        print(f"{c:>11} {args.cpu_requests:>8} {r['cpu_ms_per_req']:>10.3f} {r['rps']:>8.0f}")
-    print()
+    if not args.skip_cpu:
+        print("client CPU per request against a trivial server (16 streamed tokens per request)")
+        print(f"{'concurrency':>11} {'requests':>8} {'CPU ms/req':>10} {'req/s':>8}")
+        for c in (1, 64):
+            r = client_cpu(c, args.cpu_requests)
+            print(f"{c:>11} {args.cpu_requests:>8} {r['cpu_ms_per_req']:>10.3f} {r['rps']:>8.0f}")
+        print()
 
     exe = Path(args.guidellm)
+    if args.server == "llama":
+        llama_comparison(args, exe)
+        return
     with tempfile.TemporaryDirectory(prefix="bench-http-") as tmp:
         work = Path(tmp)
         model_dir = build_tiny_model(work / "model")
@@ -324,7 +432,7 @@ def main() -> None:
                   "process (tree) per request, start-up included")
             print(f"{'c':>2} {'client':<17} {'tok/s':>7} {'diff':>7} {'conc':>5} {'tok/s@c':>8} {'diff':>7} "
                   f"{'E2E ms':>7} {'TTFT ms':>7} {'in':>5} {'out':>5} {'CPU ms/req':>10}")
-            for c in (1, 2):
+            for c in args.concurrency:
                 res: dict[str, list[dict[str, float]]] = {k: [] for k in clients}
                 for r in range(args.repeats):
                     # alternate the clients so slow drift of the shared machine hits each alike
@@ -333,17 +441,7 @@ def main() -> None:
                         res["guidellm"].append(guidellm_point(exe, proxy_url, model_dir, c, args.requests, work))
                     res["perfmodel direct"].append(_timed_perfmodel(server.url, "transformers", c, args.requests,
                                                                     f"d{c}-{r}"))
-                med = {k: {m: statistics.median(x[m] for x in v) for m in v[0]} for k, v in res.items() if v}
-                for k in med:
-                    med[k]["tok_s_at_c"] = statistics.median(x["tok_s"] * c / x["conc"] for x in res[k])
-                ref = med["perfmodel"]
-                for k, m in med.items():
-                    print(f"{c:>2} {k:<17} {m['tok_s']:>7.1f} {100 * (m['tok_s'] / ref['tok_s'] - 1):>+6.1f}% "
-                          f"{m['conc']:>5.2f} {m['tok_s_at_c']:>8.1f} "
-                          f"{100 * (m['tok_s_at_c'] / ref['tok_s_at_c'] - 1):>+6.1f}% {m['e2e_ms']:>7.1f} "
-                          f"{m['ttft_ms']:>7.1f} {m['in_tok']:>5.1f} {m['out_tok']:>5.1f} {m['cpu_ms_req']:>10.1f}")
-                if "guidellm" in med:
-                    print(f"{'':>2} (guidellm's own reported figure: {med['guidellm']['reported_tok_s']:.1f} tok/s)")
+                _print_table(_median_runs(res, c), c)
             if not exe.exists():
                 print(f"(guidellm not found at {exe}: pip install guidellm into a separate venv)")
         finally:
