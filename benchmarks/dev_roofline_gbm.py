@@ -1,6 +1,7 @@
 """Developer loop for the roofline-gbm predictor: the issue-4 protocols on All_results.csv, 3 seeds.
 
 Usage: python benchmarks/dev_roofline_gbm.py [--seeds 3] [--protocols random,config,...] [key=value settings]
+Protocols: random, config, length, batch128, batch64, loho (hardware), lomo (model), lofo (framework).
 Prints median / p90 APE, 90% band coverage and width, Spearman(confidence, |error|) per protocol.
 The official harness is perfmodel/evaluate.py; this script is for iterating on the predictor.
 """
@@ -48,12 +49,17 @@ def splits(runs: pd.DataFrame, protocol: str, seed: int):
         for hw in sorted(runs.hardware.unique()):
             te = (runs.hardware == hw).to_numpy()
             yield ~te, te
+    elif protocol in ("lomo", "lofo"):
+        col = "model" if protocol == "lomo" else "framework"
+        for v in sorted(runs[col].astype(str).unique()):
+            te = (runs[col].astype(str) == v).to_numpy()
+            yield ~te, te
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--protocols", default="random,config,length,batch128,batch64,loho")
+    ap.add_argument("--protocols", default="random,config,length,batch128,batch64,loho,lomo,lofo")
     ap.add_argument("settings", nargs="*")
     a = ap.parse_args()
     settings = {}

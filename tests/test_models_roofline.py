@@ -237,3 +237,27 @@ def test_vectorised_anchoring_equals_the_row_by_row_reference(biased: pd.DataFra
     np.testing.assert_allclose(out, m._combine_loop(log_gbm, ref[0], ref[1], *args), rtol=0, atol=1e-9)
     assert (out != log_gbm).mean() > 0.5  # the anchors and siblings did act
     assert np.unique(np.round(out - log_gbm, 6)).size > 20
+
+
+def test_band_covers_fresh_noise_and_widens_with_novelty(fitted: tuple[RooflineGBM, pd.DataFrame]) -> None:
+    # Guards the Mondrian calibration: a new noise draw of the training configurations is covered at
+    # about the nominal 90% (not 100%: the band is not just wide), and the band of an accelerator,
+    # framework or model the model never saw is wider than that of a measured configuration.
+    m, df = fitted
+    fresh = _synthetic(seed=11)
+    p = m.predict(fresh.drop(columns="output_throughput_tok_s"), level=0.9)
+    y = fresh.output_throughput_tok_s.to_numpy()
+    cov = float(((y >= p.pred_lower.to_numpy()) & (y <= p.pred_upper.to_numpy())).mean())
+    assert 0.85 <= cov <= 0.97, cov
+    width = (p.pred_upper / p.pred_lower).to_numpy()
+    row = df.drop(columns="output_throughput_tok_s").iloc[[40]]
+    known = m.predict(row)
+    w_known = float(known.pred_upper.iloc[0] / known.pred_lower.iloc[0])
+    assert w_known == pytest.approx(width[40], rel=1e-9)
+    for col, value in (("hardware", "h200-sxm"), ("framework", "sglang"), ("model", "llama-3-70b")):
+        p_new = m.predict(row.assign(**{col: value}))
+        assert float(p_new.pred_upper.iloc[0] / p_new.pred_lower.iloc[0]) > 1.2 * w_known, col
+        assert not bool(p_new.in_domain.iloc[0])
+    cats = m._novelty(row.assign(framework="sglang"), _config_keys(row).to_numpy(), m.seen_, m.curves_,
+                      np.array([True]))
+    assert cats.tolist() == [5]
