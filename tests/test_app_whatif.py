@@ -128,6 +128,7 @@ def test_shared_link_restores_every_input_and_far_query_is_out_of_domain() -> No
             for k in link} == link
 
 
+@pytest.mark.usefixtures("tiny_sample_only")
 def test_attribution_link_carries_the_inputs() -> None:
     ds = _sample_id()
     at = _train(_whatif(dataset=ds, input_len="256", output_len="32", batch_min="2", batch_max="16",
