@@ -871,8 +871,15 @@ class RooflineGBM(Predictor):
         return cat.astype(int)
 
     def _sigma_features(self, cat: np.ndarray, dist_knn: np.ndarray, bdist: np.ndarray,
-                        ldist: np.ndarray, mat: np.ndarray, curve_rms: np.ndarray) -> np.ndarray:
-        return np.column_stack([cat, np.log1p(dist_knn), bdist, ldist, np.log(curve_rms + 1e-4), mat])
+                        ldist: np.ndarray, mat: np.ndarray, curve_rms: np.ndarray, pred: np.ndarray,
+                        log_gbm: np.ndarray, logc: np.ndarray) -> np.ndarray:
+        # Disagreement between the answer and its ingredients (the trees alone, the curve alone):
+        # where anchoring had to move the trees far, or the curve disagrees, the answer is less sure.
+        with np.errstate(invalid="ignore"):
+            d_gbm = np.log(np.abs(pred - log_gbm) + 1e-4)
+            d_curve = np.log(np.abs(pred - logc) + 1e-4)
+        return np.column_stack([cat, np.log1p(dist_knn), bdist, ldist, np.log(curve_rms + 1e-4), d_gbm, d_curve,
+                                mat])
 
     def _knn_distance(self, ref: np.ndarray, q: np.ndarray) -> np.ndarray:
         from scipy.spatial import cKDTree
@@ -988,7 +995,7 @@ class RooflineGBM(Predictor):
             kk = ng if ng <= _LOGO_MAX_GROUPS else k
             schemes[col] = (self._group_folds(groups, kk, rng), kk)
         knn_all = self.knn_ref_
-        res, cats, sig_x = [], [], []
+        res, cats, sig_x, fold_ids = [], [], [], []
         seed = self.random_state + 1
         for scheme, (fold, kk) in schemes.items():
             for f in range(kk):
@@ -1030,16 +1037,24 @@ class RooflineGBM(Predictor):
                                for c in ("input_len_tok", "output_len_tok")])
                 ld = self._length_distance(sub, lo, hi)
                 res.append(yv[te] - pred)
+                # Rows and configurations are exchangeable row by row; a held-out group only as a whole.
+                fold_ids.append(np.full(int(te.sum()), -1 if scheme in ("rows", "config") else len(fold_ids)))
                 cats.append(cat)
-                sig_x.append(self._sigma_features(cat, dk, bdist, ld, mat[te], _curve_table(curves).rms(keys[te])))
+                sig_x.append(self._sigma_features(cat, dk, bdist, ld, mat[te], _curve_table(curves).rms(keys[te]),
+                                                  pred, log_gbm, logc))
         r_all = np.concatenate(res)
         c_all = np.concatenate(cats)
         sx = np.vstack(sig_x)
-        # Difficulty model on half of the calibration points, conformal scores on the other
-        # half, so the scores stay exchangeable with a new query's.
-        perm = rng.permutation(len(r_all))
-        half = np.zeros(len(r_all), dtype=bool)
-        half[perm[: len(r_all) // 2]] = True
+        # Difficulty model on half of the calibration points, conformal scores on the other half, so
+        # the scores stay exchangeable with a new query's. Group-holdout folds go to one half whole:
+        # split by row, the difficulty model would learn a held-out accelerator's (framework's,
+        # model's) own residuals and its scores would come out smaller than a really new one's.
+        f_all = np.concatenate(fold_ids)
+        half = rng.random(len(r_all)) < 0.5
+        groups = np.unique(f_all[f_all >= 0])
+        order = groups[rng.permutation(len(groups))]
+        grouped = f_all >= 0
+        half[grouped] = np.isin(f_all[grouped], order[: len(order) // 2])
         params = self._xgb_params(self.random_state + 999)
         params.update({"max_depth": 3, "eta": 0.05, "min_child_weight": 20.0})
         self.sigma_booster_ = _Booster.train(sx[half], np.log(np.abs(r_all[half]) + 1e-3), params, 150)
@@ -1110,7 +1125,8 @@ class RooflineGBM(Predictor):
         if self.sigma_booster_ is not None:
             sigma = np.exp(_Booster.predict(self.sigma_booster_,
                                             self._sigma_features(cat, dk, bdist, ld, mat,
-                                                                 _curve_table(self.curves_).rms(keys))))
+                                                                 _curve_table(self.curves_).rms(keys),
+                                                                 pred, log_gbm, logc)))
             cats = np.unique(cat)
             q = np.array([self._quantile(c, lvl) for c in cats])[np.searchsorted(cats, cat)]
             q90 = np.array([self._quantile(c, 0.9) for c in cats])[np.searchsorted(cats, cat)]
