@@ -57,8 +57,8 @@ def test_framework_set_is_the_server_metrics_and_predicts(runs) -> None:
     assert all(n.startswith(("fw_llamacpp_", "fw_server_")) for n in names)
     df = E.compare_feature_sets(runs, sets=("physical", "framework"), learners=("gbdt",), n_estimators=100,
                                 max_depth=4).set_index("set")
-    # the server's counters measure the output rate itself: near-perfect, unlike the physical set here
-    # (the CPU catalog entry has no bandwidth/FLOPS, so only kv_cache_bytes varies)
+    # the server's counters measure the output rate itself: near-perfect; the physical set (measured CPU
+    # bandwidth and fp32 peak from the catalog) explains part of it, under the shared VM's repeat noise
     assert df.loc["framework", "r2"] > 0.95
-    assert df.loc["framework", "r2"] > df.loc["physical", "r2"] + 0.5
+    assert 0.3 < df.loc["physical", "r2"] < df.loc["framework", "r2"] - 0.2
     assert df.loc["framework", "top_features"].startswith("fw_llamacpp_tokens_predicted_per_s")
