@@ -261,3 +261,21 @@ def test_band_covers_fresh_noise_and_widens_with_novelty(fitted: tuple[RooflineG
     cats = m._novelty(row.assign(framework="sglang"), _config_keys(row).to_numpy(), m.seen_, m.curves_,
                       np.array([True]))
     assert cats.tolist() == [5]
+
+
+def test_query_without_parallelism_and_dtype_columns_is_anchored_like_a_full_one(biased: pd.DataFrame) -> None:
+    # The What-if page sends hardware, model, framework, device count, lengths and batch only; the
+    # training rows also carry tp_size, dtypes and load_kind. The short query must still find its
+    # measured configuration (anchoring), and answer exactly as the full query does.
+    full = biased.assign(tp_size=biased.device_count, pp_size=1, weight_dtype="bf16", kv_cache_dtype="bf16",
+                         load_kind="static_batch")
+    held = (_in_group(full) & (full.input_len_tok == 512.0) & (full.batch_size == 16.0)).to_numpy()
+    m = RooflineGBM(n_estimators=60, min_child_weight=20.0, calibration_folds=0, anchor_weight=1.0,
+                    curve_weight_inside=0.0).fit(full[~held])
+    q_full = full[held].drop(columns="output_throughput_tok_s")
+    q_short = q_full[["hardware", "model", "framework", "device_count", "input_len_tok", "output_len_tok",
+                      "batch_size"]]
+    p_full = m.predict(q_full).pred_throughput_tok_s.to_numpy()
+    p_short = m.predict(q_short).pred_throughput_tok_s.to_numpy()
+    np.testing.assert_allclose(p_short, p_full, rtol=1e-9)
+    assert float(np.abs(p_short / _truth(q_short) - 1).max()) < 0.06  # anchored: the 1.6x bias is learned

@@ -160,6 +160,59 @@ def _config_keys_rows(runs: pd.DataFrame) -> pd.Series:
     return pd.Series(["|".join(t) for t in zip(*parts, strict=True)], index=runs.index, dtype=object)
 
 
+_NUMERIC_CONFIG = frozenset({"device_count", "tp_size", "pp_size", "input_len_tok", "output_len_tok"})
+_COMPLETION_INDEX: dict[tuple[int, ...], tuple[dict, dict[tuple[str, ...], list[str]]]] = {}
+
+
+def _complete_query(runs: pd.DataFrame, known: dict[str, Any]) -> tuple[pd.DataFrame, np.ndarray]:
+    """Fill the :data:`CONFIG_COLUMNS` a query lacks entirely from the one trained configuration it names.
+
+    A what-if query names hardware, model, framework, device count and lengths, but
+    rarely ``tp_size``, the dtypes or ``load_kind``; its key would then match no
+    trained configuration, so anchoring would never apply and its features would
+    miss the dtype. Each row takes those columns from the one trained configuration
+    that agrees on every column the query has; rows with no or several such
+    configurations get missing values (they are then new configurations).
+
+    Returns
+    -------
+    (runs, keys)
+        The completed query and its configuration keys.
+    """
+    keys = _config_keys(runs).to_numpy()
+    absent = tuple(i for i, c in enumerate(CONFIG_COLUMNS) if c not in runs.columns)
+    if not absent or len(runs) == 0 or not known:
+        return runs, keys
+    present = tuple(i for i in range(len(CONFIG_COLUMNS)) if i not in absent)
+    cached = _COMPLETION_INDEX.get(absent)
+    if cached is not None and cached[0] is known:  # the same trained model's dict (held, so never reused)
+        index = cached[1]
+    else:
+        index = {}
+        for k in known:
+            parts = k.split("|")
+            index.setdefault(tuple(parts[i] for i in present), []).append(k)
+        _COMPLETION_INDEX[absent] = (known, index)
+    resolved: dict[str, str] = {}
+    for key in set(keys.tolist()):
+        parts = key.split("|")
+        hits = index.get(tuple(parts[i] for i in present), [])
+        if len(hits) == 1:
+            resolved[key] = hits[0]
+    if not resolved:
+        return runs, keys
+    full_keys = [resolved.get(k, k) for k in keys.tolist()]
+    split = [k.split("|") for k in full_keys]
+    # One DataFrame construction: inserting columns one by one costs more than the prediction.
+    cols: dict[str, Any] = {c: runs[c].to_numpy() for c in runs.columns}
+    for i in absent:
+        col = CONFIG_COLUMNS[i]
+        vals = [p[i] for p in split]
+        cols[col] = (np.array([float(v) if v else np.nan for v in vals]) if col in _NUMERIC_CONFIG
+                     else np.array([v if v else None for v in vals], dtype=object))
+    return pd.DataFrame(cols, index=runs.index), np.array(full_keys, dtype=object)
+
+
 def _log_prior(roof: pd.DataFrame, runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     bb = runs["batch_size"].astype("float64").to_numpy()
     oo = runs["output_len_tok"].astype("float64").to_numpy()
@@ -1110,8 +1163,8 @@ class RooflineGBM(Predictor):
         physics.check_query(runs, columns=(*physics.QUERY_COLUMNS, "framework"))
         if len(runs) == 0:
             return prediction_frame(runs.index, *(np.empty(0),) * 4, np.empty(0, dtype=bool))
+        runs, keys = _complete_query(runs, self.anchors_)
         mat, log_prior, _, knn = self._design(runs)
-        keys = _config_keys(runs).to_numpy()
         bb = runs["batch_size"].astype("float64").to_numpy()
         log_gbm = self._base(self.booster_, self.transfer_booster_, mat, log_prior,
                              self._unknown(runs, "hardware", self.seen_))
