@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 __all__ = [
@@ -52,6 +53,8 @@ __all__ = [
     "start_transformers_server",
     "tiny_model_dir",
     "transformers_server",
+    "run_http_sweep",
+    "assert_sweep_stored",
 ]
 
 TINY_SERVER_MODEL_CONFIG = {
@@ -292,3 +295,41 @@ def transformers_server(tiny_model_dir: Path) -> Iterator[ServerProcess]:
         yield server
     finally:
         server.stop()
+
+
+def run_http_sweep(url: str, home: Path, *, name: str, server_type: str, concurrency: tuple[int, ...],
+                   input_len: int, output_lens: tuple[int, ...],
+                   backend_options: dict[str, Any]) -> tuple[Any, pd.DataFrame, pd.DataFrame]:
+    """Run a one-repeat HTTP sweep against ``url`` through the real runner into a store at ``home``.
+
+    Returns
+    -------
+    (result, runs, points)
+        The runner's result, the dataset's runs and the sweep's points.
+    """
+    from perfmodel.store import Store
+    from perfmodel.sweep.plan import plan_from_dict
+    from perfmodel.sweep.runner import create_sweep, run_sweep
+
+    store = Store(home)
+    plan = plan_from_dict({
+        "name": name, "backend": "http", "target": url, "server_type": server_type, "hardware": "cpu-x86-2vcpu",
+        "batch_sizes": list(concurrency), "input_lens": [input_len], "output_lens": list(output_lens),
+        "repeats": 1, "warmup": 2, "retries": 1, "timeout_s": 120, "backend_options": backend_options,
+    }).check()
+    info = create_sweep(plan, store=store)
+    result = run_sweep(info.id, store=store)
+    return result, store.runs(result.dataset_id), store.sweep_points(result.sweep_id)
+
+
+def assert_sweep_stored(result: Any, runs: pd.DataFrame, points: pd.DataFrame, concurrency: tuple[int, ...],
+                        output_lens: tuple[int, ...]) -> None:
+    """Every (concurrency, output length) point finished without a failed request and is in the store."""
+    n = len(concurrency) * len(output_lens)
+    assert result.status == "done", result.error
+    assert result.n_done == n and result.n_failed == 0
+    assert len(runs) == n
+    assert set(points["status"]) == {"done"}
+    assert sorted(zip(runs["batch_size"], runs["output_len_tok"], strict=True)) == sorted(
+        (float(c), float(o)) for c in concurrency for o in output_lens)
+    assert (runs["n_failed"] == 0).all()

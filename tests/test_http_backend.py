@@ -14,52 +14,39 @@ from __future__ import annotations
 import threading
 
 import pytest
-from sweep_server import ServerProcess, tiny_model_dir, transformers_server  # noqa: F401 - fixtures
+from sweep_server import (  # noqa: F401 - fixtures
+    ServerProcess,
+    assert_sweep_stored,
+    run_http_sweep,
+    tiny_model_dir,
+    transformers_server,
+)
 
-from perfmodel.store import Store
+from perfmodel.features import CLIENT_FW_COLUMNS
 from perfmodel.sweep.backend import SweepPoint
 from perfmodel.sweep.http_backend import HttpBackend, HttpBackendError
-from perfmodel.sweep.plan import plan_from_dict
-from perfmodel.sweep.runner import create_sweep, run_sweep
 
 pytestmark = pytest.mark.slow
 
 INPUT_LEN = 32
 OUTPUT_LENS = (16, 32)
 CONCURRENCY = (1, 2, 4)
-# Columns the backend writes itself; anything else starting with fw_ would come from /metrics.
-CLIENT_FW = {"fw_requested_input_len_tok", "fw_requested_output_len_tok", "fw_output_short_frac",
-             "fw_prompt_len_off_frac", "fw_duration_s"}
 
 
 @pytest.fixture(scope="module")
 def sweep_runs(transformers_server: ServerProcess, tmp_path_factory: pytest.TempPathFactory):  # noqa: F811
     home = tmp_path_factory.mktemp("http-sweep-home")
-    store = Store(home)
-    plan = plan_from_dict({
-        "name": "tiny http sweep", "backend": "http", "target": transformers_server.url,
-        "server_type": "transformers", "hardware": "cpu-x86-2vcpu",
-        "batch_sizes": list(CONCURRENCY), "input_lens": [INPUT_LEN], "output_lens": list(OUTPUT_LENS),
-        "repeats": 1, "warmup": 2, "retries": 1, "timeout_s": 120,
-        # the 2-vCPU test machine is shared: 1 ms telemetry would only steal from the server
-        "backend_options": {"telemetry_period_s": 0.1},
-    }).check()
-    info = create_sweep(plan, store=store)
-    result = run_sweep(info.id, store=store)
-    return result, store.runs(result.dataset_id), store.sweep_points(result.sweep_id)
+    # the 2-vCPU test machine is shared: 1 ms telemetry would only steal from the server
+    return run_http_sweep(transformers_server.url, home, name="tiny http sweep", server_type="transformers",
+                          concurrency=CONCURRENCY, input_len=INPUT_LEN, output_lens=OUTPUT_LENS,
+                          backend_options={"telemetry_period_s": 0.1})
 
 
 def test_sweep_completes_and_points_are_in_the_store(sweep_runs) -> None:
     result, runs, points = sweep_runs
-    assert result.status == "done", result.error
-    assert result.n_done == len(CONCURRENCY) * len(OUTPUT_LENS) and result.n_failed == 0
-    assert len(runs) == len(CONCURRENCY) * len(OUTPUT_LENS)
-    assert set(points["status"]) == {"done"}
-    assert sorted(zip(runs["batch_size"], runs["output_len_tok"], strict=True)) == sorted(
-        (float(c), float(o)) for c in CONCURRENCY for o in OUTPUT_LENS)
+    assert_sweep_stored(result, runs, points, CONCURRENCY, OUTPUT_LENS)
     assert set(runs["load_kind"]) == {"concurrency"}
     assert set(runs["source_format"]) == {"perfmodel-http"}
-    assert (runs["n_failed"] == 0).all()
 
 
 def test_requested_lengths_honoured_from_usage(sweep_runs) -> None:
@@ -114,7 +101,7 @@ def test_ttft_below_e2e_and_percentiles_ordered(sweep_runs) -> None:
 def test_no_metrics_endpoint_is_recorded_honestly(sweep_runs, transformers_server: ServerProcess) -> None:  # noqa: F811
     _, runs, _ = sweep_runs
     fw = {c for c in runs.columns if c.startswith("fw_") and runs[c].notna().any()}
-    assert fw == CLIENT_FW  # transformers serve has no /metrics: no server columns at all
+    assert fw == CLIENT_FW_COLUMNS  # transformers serve has no /metrics: no server columns at all
     backend = HttpBackend(target=transformers_server.url, server_type="transformers")
     backend.check()
     assert backend.describe()["metrics"] == f"no server metrics: {transformers_server.url}/metrics answered HTTP 404"

@@ -18,12 +18,9 @@ from __future__ import annotations
 
 import pytest
 from llama_server import LLAMA_SERVER_ALIAS, LLAMA_SERVER_SLOTS, llama_server, tiny_gguf  # noqa: F401 - fixtures
-from sweep_server import ServerProcess
+from sweep_server import ServerProcess, assert_sweep_stored, run_http_sweep
 
-from perfmodel.store import Store
 from perfmodel.sweep.http_backend import HttpBackend
-from perfmodel.sweep.plan import plan_from_dict
-from perfmodel.sweep.runner import create_sweep, run_sweep
 
 pytestmark = pytest.mark.slow
 
@@ -36,32 +33,18 @@ assert max(CONCURRENCY) <= LLAMA_SERVER_SLOTS
 @pytest.fixture(scope="module")
 def sweep_runs(llama_server: ServerProcess, tmp_path_factory: pytest.TempPathFactory):  # noqa: F811
     home = tmp_path_factory.mktemp("llama-sweep-home")
-    store = Store(home)
-    plan = plan_from_dict({
-        "name": "tiny llama-server sweep", "backend": "http", "target": llama_server.url,
-        "server_type": "llama.cpp", "hardware": "cpu-x86-2vcpu",
-        "batch_sizes": list(CONCURRENCY), "input_lens": [INPUT_LEN], "output_lens": list(OUTPUT_LENS),
-        "repeats": 1, "warmup": 2, "retries": 1, "timeout_s": 120,
-        # scrape often: a point lasts about a second here
-        "backend_options": {"telemetry_period_s": 0.1, "metrics_period_s": 0.1},
-    }).check()
-    info = create_sweep(plan, store=store)
-    result = run_sweep(info.id, store=store)
-    return result, store.runs(result.dataset_id), store.sweep_points(result.sweep_id)
+    # scrape often: a point lasts about a second here
+    return run_http_sweep(llama_server.url, home, name="tiny llama-server sweep", server_type="llama.cpp",
+                          concurrency=CONCURRENCY, input_len=INPUT_LEN, output_lens=OUTPUT_LENS,
+                          backend_options={"telemetry_period_s": 0.1, "metrics_period_s": 0.1})
 
 
 def test_sweep_completes_and_points_are_in_the_store(sweep_runs) -> None:
     result, runs, points = sweep_runs
-    assert result.status == "done", result.error
-    assert result.n_done == len(CONCURRENCY) * len(OUTPUT_LENS) and result.n_failed == 0
-    assert len(runs) == len(CONCURRENCY) * len(OUTPUT_LENS)
-    assert set(points["status"]) == {"done"}
-    assert sorted(zip(runs["batch_size"], runs["output_len_tok"], strict=True)) == sorted(
-        (float(c), float(o)) for c in CONCURRENCY for o in OUTPUT_LENS)
+    assert_sweep_stored(result, runs, points, CONCURRENCY, OUTPUT_LENS)
     assert set(runs["framework"]) == {"llama.cpp"}
     # the served alias is the catalog name of the tiny model, so physical features resolve
     assert set(runs["model"]) == {LLAMA_SERVER_ALIAS}
-    assert (runs["n_failed"] == 0).all()
 
 
 def test_requested_lengths_honoured_from_usage(sweep_runs) -> None:
