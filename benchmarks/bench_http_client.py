@@ -53,7 +53,6 @@ with (llama.cpp's ``timings`` become ``fw_server_*`` columns).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import os
@@ -281,11 +280,12 @@ def _timed_perfmodel(url: str, server_type: str, c: int, n: int, key: str) -> di
     return out
 
 
-def _pin_process_tree(pid: int, cpus: set[int]) -> None:
-    """Pin every thread of ``pid`` (threads already started keep their own affinity otherwise)."""
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(int(task.name), cpus)
+def _split_cpus(no_pin: bool) -> tuple[set[int] | None, set[int] | None]:
+    """The server's core and the clients' cores (None, None when not pinning or on fewer than 2 cores)."""
+    if no_pin or not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2:
+        return None, None
+    all_cpus = sorted(os.sched_getaffinity(0))
+    return {all_cpus[0]}, set(all_cpus[1:])
 
 
 def _print_table(med: dict[str, dict[str, float]], c: int) -> None:
@@ -326,13 +326,13 @@ def llama_comparison(args: argparse.Namespace, exe: Path) -> None:
         work = Path(tmp)
         model_dir = build_tiny_model(work / "model", config=TINY_LLAMA_CONFIG)
         gguf = convert_to_gguf(model_dir, work / "tiny.gguf")
-        server = start_llama_server(gguf, slots=max(args.concurrency), threads=1, log_dir=work)
+        server_cpus, client_cpus = _split_cpus(args.no_pin)
+        server = start_llama_server(gguf, slots=max(args.concurrency), threads=1, log_dir=work, cpus=server_cpus)
         try:
-            if hasattr(os, "sched_setaffinity") and len(os.sched_getaffinity(0)) >= 2 and not args.no_pin:
-                all_cpus = sorted(os.sched_getaffinity(0))
-                _pin_process_tree(server.proc.pid, {all_cpus[0]})
-                os.sched_setaffinity(0, set(all_cpus[1:]))
-                print(f"llama-server (1 thread) pinned to CPU {all_cpus[0]}, clients to {all_cpus[1:]}")
+            if client_cpus is not None:
+                os.sched_setaffinity(0, client_cpus)
+                print(f"llama-server (1 thread) pinned to CPU {sorted(server_cpus or ())}, clients to "
+                      f"{sorted(client_cpus)}")
             print(f"output throughput against llama-server: {PROMPT_TOK}-token prompts, {OUTPUT_TOK}-token outputs "
                   f"(ignore_eos), {args.requests} requests per run, median of {args.repeats} alternating runs")
             print(f"{'c':>2} {'client':<17} {'tok/s':>7} {'diff':>7} {'conc':>5} {'tok/s@c':>8} {'diff':>7} "
@@ -408,10 +408,7 @@ def main() -> None:
         # The server gets a core of its own, the clients (this process, the proxy,
         # guidellm's processes) the others: on 2 cores guidellm's workers otherwise
         # slow the one-thread server down and the comparison measures that.
-        server_cpus = client_cpus = None
-        if hasattr(os, "sched_setaffinity") and len(os.sched_getaffinity(0)) >= 2 and not args.no_pin:
-            all_cpus = sorted(os.sched_getaffinity(0))
-            server_cpus, client_cpus = {all_cpus[0]}, set(all_cpus[1:])
+        server_cpus, client_cpus = _split_cpus(args.no_pin)
         server = start_transformers_server(model_dir, log_dir=work, cpus=server_cpus)
         if client_cpus is not None:
             os.sched_setaffinity(0, client_cpus)

@@ -135,7 +135,8 @@ def _health(url: str) -> bool:
 
 def start_llama_server(gguf: Path, *, slots: int = LLAMA_SERVER_SLOTS, ctx_per_slot: int = 512,
                        alias: str = LLAMA_SERVER_ALIAS, port: int | None = None, threads: int = 1,
-                       log_dir: Path | None = None, binary: Path | None = None) -> ServerProcess:
+                       log_dir: Path | None = None, binary: Path | None = None,
+                       cpus: set[int] | None = None) -> ServerProcess:
     """Start ``llama-server --metrics -np SLOTS -t THREADS`` on 127.0.0.1 and wait for ``/health``.
 
     Parameters
@@ -156,6 +157,9 @@ def start_llama_server(gguf: Path, *, slots: int = LLAMA_SERVER_SLOTS, ctx_per_s
         Where the log goes (default: beside the model file).
     binary
         The executable (default: the cached one).
+    cpus
+        Pin the server (all its threads) to these CPU cores (Linux), e.g. to keep a
+        benchmark's clients off the server's core.
 
     Returns
     -------
@@ -176,7 +180,9 @@ def start_llama_server(gguf: Path, *, slots: int = LLAMA_SERVER_SLOTS, ctx_per_s
            "--alias", alias, "--no-webui"]
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        pin = None if cpus is None else (lambda: os.sched_setaffinity(0, cpus))
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                                preexec_fn=pin)
     server = ServerProcess(url=f"http://127.0.0.1:{port}", model_dir=Path(gguf), proc=proc, log_path=log_path)
     deadline = time.monotonic() + _START_TIMEOUT_S
     while not _health(server.url):
