@@ -13,7 +13,10 @@ cores compete with it, and its threads are throttled (stopped half of every
 Checks: the streaming window detector (fed sample by sample while the load
 runs) and :func:`perfmodel.monitor.monitor_stream` on the recorded samples both
 raise an alert during the slowdown, its hint names a phase that grew or the
-saturated host CPU, and at most one anomaly starts before the slowdown.
+saturated host CPU, and at most two anomalies that claim a slowdown (throughput
+low, latency high) come before it. The tiny server keeps speeding up for a
+while after its warm-up (+10-25 % over the baseline on this VM): the detectors
+rightly report that as "high" throughput, which is no false alarm of a slowdown.
 
 Margins for a shared 2-core machine: robust (median/MAD) baseline, means of
 three samples, z = 4; the hogs (two per server core) cut the server's share of
@@ -50,10 +53,11 @@ CONCURRENCY = 2
 OUTPUT_TOK = 16
 PROMPT = "the of and to in is " * 4
 INTERVAL_S = 1.0
-WARMUP_S = 2.0
+WARMUP_S = 5.0
 BASELINE_S = 20.0
 SLOWDOWN_S = 10.0
 DETECTOR = {"window": 12, "w": 3, "z": 4.0, "robust": True}
+WORSE = {"output_throughput_tok_s": "low", "ttft_s": "high", "tpot_s": "high"}
 PHASE_OR_CPU = {"prefill_grew", "decode_grew", "host_cpu_saturated"}
 
 
@@ -184,6 +188,7 @@ def test_cpu_hog_on_the_server_raises_an_alert_with_a_hint(transformers_server: 
     server_cpus = os.sched_getaffinity(transformers_server.proc.pid)
     live = make_detector("window", **DETECTOR)  # type: ignore[arg-type]
     live_alerts: list[float] = []
+    live_drops: list[float] = []
     rows: list[dict[str, float]] = []
     hogs: list[subprocess.Popen[bytes]] = []
     throttle: _Throttle | None = None
@@ -202,8 +207,11 @@ def test_cpu_hog_on_the_server_raises_an_alert_with_a_hint(transformers_server: 
                 t_next += INTERVAL_S
                 row = _sample(time.time(), load.take(), float(psutil.cpu_percent(interval=None)))
                 rows.append(row)
-                if live.update(row["timestamp"], row["output_throughput_tok_s"]) is not None:
+                alert = live.update(row["timestamp"], row["output_throughput_tok_s"])
+                if alert is not None:
                     live_alerts.append(row["timestamp"])
+                    if alert.direction == "low":
+                        live_drops.append(row["timestamp"])
                 if not hogs and time.monotonic() >= t_hog:
                     hog_t.append(time.time())
                     hogs = _start_hogs(server_cpus)
@@ -222,14 +230,15 @@ def test_cpu_hog_on_the_server_raises_an_alert_with_a_hint(transformers_server: 
     tp_during = float(during["output_throughput_tok_s"].median())
     summary = (f"throughput median {tp_before:.0f} -> {tp_during:.0f} tok/s, CPU "
                f"{before['hw_cpu_util_pct'].median():.0f} -> {during['hw_cpu_util_pct'].median():.0f}%, "
-               f"live alerts at {[round(t - hog_t[0], 1) for t in live_alerts]} s from the hog start")
+               f"live alerts at {[round(t - hog_t[0], 1) for t in live_alerts]} s from the hog start; throughput "
+               f"{[round(v) for v in frame['output_throughput_tok_s']]}")
     assert tp_before > 0, summary
     # the slowdown itself must be real before the monitor can be judged on it
     assert tp_during < 0.8 * tp_before, summary
 
     # live: the streaming detector fed while the load ran
     assert any(t >= hog_t[0] for t in live_alerts), summary
-    assert sum(t < hog_t[0] for t in live_alerts) <= 2, summary
+    assert sum(t < hog_t[0] for t in live_drops) <= 2, summary
 
     # recorded: the whole stream through monitor_stream, with hints
     stream = read_stream_bytes("e2e.csv", frame.to_csv(index=False).encode())
@@ -237,7 +246,8 @@ def test_cpu_hog_on_the_server_raises_an_alert_with_a_hint(transformers_server: 
                          **DETECTOR)  # type: ignore[arg-type]
     recs = rep.records()
     in_slowdown = [r for r in recs if r["end_timestamp_s"] >= hog_t[0]]
-    early = [r for r in recs if r["start_timestamp_s"] < hog_t[0] and r["end_timestamp_s"] < hog_t[0]]
+    early = [r for r in recs if r["start_timestamp_s"] < hog_t[0] and r["end_timestamp_s"] < hog_t[0]
+             and r["direction"] == WORSE[r["metric"]]]
     detail = summary + "; alerts: " + "; ".join(
         f"{r['metric']} {r['start_timestamp_s'] - hog_t[0]:+.1f}..{r['end_timestamp_s'] - hog_t[0]:+.1f} s "
         f"{[c['code'] for c in r['hint']['causes']]}" for r in recs)

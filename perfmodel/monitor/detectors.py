@@ -16,11 +16,14 @@ Three detectors judge one metric series (one group, one metric):
 
 Design choices, each for a reason:
 
-* The baseline statistics are recomputed every ``refresh`` samples and frozen
-  in between. Both paths compute them with the same numpy reduction on the same
+* The baseline statistics are recomputed every ``refresh`` samples (default:
+  100, or the window when it is shorter) and frozen in between. Both paths compute them with the same numpy reduction on the same
   window contents, so the vectorised :meth:`Detector.run` gives exactly the
   answers of :meth:`Detector.update` sample by sample (tested), and a million
   samples take well under two seconds.
+* The robust scale is the larger of the MAD and the interquartile range (both
+  as a normal sigma): on quantised series such as per-second token counts the
+  MAD alone collapses when most samples share one or two values.
 * Samples that raise an alert do not enter the baseline: an anomaly lasting a
   few hundred samples must not teach the baseline that it is normal.
 * Cold start: until ``min_baseline`` samples are in the baseline, the dynamic
@@ -84,10 +87,12 @@ DEFAULT_THRESHOLD_REL = 0.15
 DEFAULT_MIN_BASELINE = 30
 """Baseline samples needed before the dynamic detectors trust it (cold start until then)."""
 DEFAULT_REFRESH = 100
-"""Samples between two recomputations of the baseline statistics."""
+"""Most samples between two recomputations of the baseline statistics (never more than the window,
+so a short sliding window does slide)."""
 SIGMA_FLOOR_REL = 0.01
 """Lower bound of the scale, relative to the centre: a perfectly flat series still needs a 3% move to alert."""
 _MAD_TO_SIGMA = 1.4826  # MAD of a normal distribution is 0.6745 sigma
+_IQR_TO_SIGMA = 1.349  # the interquartile range of a normal distribution is 1.349 sigma
 _TINY = 1e-12
 
 Expected = float | Callable[[np.ndarray], Any] | None
@@ -248,6 +253,19 @@ def _median(arr: np.ndarray) -> float:
     return (float(p[k - 1]) + float(p[k])) / 2.0
 
 
+def _median_quartiles(arr: np.ndarray) -> tuple[float, float, float]:
+    """Median, first and third quartiles (numpy's default linear interpolation) from one partition."""
+    n = arr.size
+    pos = [q * (n - 1) for q in (0.5, 0.25, 0.75)]
+    idx = sorted({i for p in pos for i in (math.floor(p), math.ceil(p))})
+    part = np.partition(arr, idx)
+    out = []
+    for p in pos:
+        lo, hi = math.floor(p), math.ceil(p)
+        out.append(float(part[lo]) + (p - lo) * (float(part[hi]) - float(part[lo])))
+    return out[0], out[1], out[2]
+
+
 def _expected_array(expected: Expected, t: np.ndarray) -> np.ndarray:
     if expected is None:
         return np.full(t.shape, np.nan)
@@ -354,7 +372,7 @@ class _BaselineDetector(Detector):
     def __init__(self, *, window: int = DEFAULT_WINDOW, z: float = DEFAULT_Z, w: int = 1,
                  robust: bool = False, expected: Expected = None,
                  threshold_rel: float = DEFAULT_THRESHOLD_REL, min_baseline: int = DEFAULT_MIN_BASELINE,
-                 refresh: int = DEFAULT_REFRESH, sigma_floor_rel: float = SIGMA_FLOOR_REL) -> None:
+                 refresh: int | None = None, sigma_floor_rel: float = SIGMA_FLOOR_REL) -> None:
         problems = []
         if not (isinstance(window, int | np.integer) and window >= 2):
             problems.append(f"window must be a whole number >= 2, got {window!r}")
@@ -364,6 +382,9 @@ class _BaselineDetector(Detector):
             problems.append(f"z must be a positive number, got {z!r}")
         if not (isinstance(threshold_rel, int | float) and 0 < threshold_rel < 10):
             problems.append(f"threshold must be a relative deviation in (0, 10), got {threshold_rel!r}")
+        if refresh is None:
+            refresh = min(DEFAULT_REFRESH, window) if isinstance(window, int | np.integer) and window >= 1 \
+                else DEFAULT_REFRESH
         if not (isinstance(refresh, int | np.integer) and refresh >= 1):
             problems.append(f"refresh must be a whole number >= 1, got {refresh!r}")
         if not (isinstance(min_baseline, int | np.integer) and 2 <= min_baseline):
@@ -394,8 +415,12 @@ class _BaselineDetector(Detector):
         # statistics are bit-identical (and partition/sum are several times faster than median/std).
         n = arr.size
         if self.robust:
-            center = _median(arr)
-            scale = _MAD_TO_SIGMA * _median(np.abs(arr - center))
+            # MAD collapses on quantised series (per-second token counts move in steps of the output
+            # length: when most samples sit on one or two levels the MAD is a fraction of the real
+            # spread), so the robust scale is the larger of the MAD and the interquartile range, each
+            # converted to a normal sigma.
+            center, q1, q3 = _median_quartiles(arr)
+            scale = max(_MAD_TO_SIGMA * _median(np.abs(arr - center)), (q3 - q1) / _IQR_TO_SIGMA)
         else:
             center = float(arr.sum()) / n
             d = arr - center
@@ -513,7 +538,7 @@ class PointDetector(_BaselineDetector):
     z
         Alert when ``|x - center| > z * scale``.
     robust
-        Median and MAD (times 1.4826) instead of mean and standard deviation.
+        Median and the larger of MAD x 1.4826 and IQR / 1.349 instead of mean and standard deviation.
     expected
         Expectation used during cold start (constant or callable of timestamps).
     threshold_rel
@@ -521,7 +546,7 @@ class PointDetector(_BaselineDetector):
     min_baseline
         Samples needed before the baseline is trusted.
     refresh
-        Samples between recomputations of the baseline statistics.
+        Samples between recomputations of the baseline statistics (default: ``min(100, window)``).
     sigma_floor_rel
         Lower bound of the scale relative to the centre.
 
@@ -535,7 +560,7 @@ class PointDetector(_BaselineDetector):
 
     def __init__(self, *, window: int = DEFAULT_WINDOW, z: float = DEFAULT_Z, robust: bool = False,
                  expected: Expected = None, threshold_rel: float = DEFAULT_THRESHOLD_REL,
-                 min_baseline: int = DEFAULT_MIN_BASELINE, refresh: int = DEFAULT_REFRESH,
+                 min_baseline: int = DEFAULT_MIN_BASELINE, refresh: int | None = None,
                  sigma_floor_rel: float = SIGMA_FLOOR_REL) -> None:
         super().__init__(window=window, z=z, w=1, robust=robust, expected=expected, threshold_rel=threshold_rel,
                          min_baseline=min_baseline, refresh=refresh, sigma_floor_rel=sigma_floor_rel)
@@ -558,7 +583,7 @@ class WindowDetector(_BaselineDetector):
 
     def __init__(self, *, window: int = DEFAULT_WINDOW, w: int = DEFAULT_W, z: float = DEFAULT_Z,
                  robust: bool = False, expected: Expected = None, threshold_rel: float = DEFAULT_THRESHOLD_REL,
-                 min_baseline: int = DEFAULT_MIN_BASELINE, refresh: int = DEFAULT_REFRESH,
+                 min_baseline: int = DEFAULT_MIN_BASELINE, refresh: int | None = None,
                  sigma_floor_rel: float = SIGMA_FLOOR_REL) -> None:
         super().__init__(window=window, z=z, w=w, robust=robust, expected=expected, threshold_rel=threshold_rel,
                          min_baseline=min_baseline, refresh=refresh, sigma_floor_rel=sigma_floor_rel)
@@ -619,7 +644,7 @@ class ThresholdDetector(Detector):
 
 def make_detector(name: str, *, window: int = DEFAULT_WINDOW, z: float = DEFAULT_Z, w: int = DEFAULT_W,
                   threshold_rel: float = DEFAULT_THRESHOLD_REL, robust: bool = False, expected: Expected = None,
-                  min_baseline: int | None = None, refresh: int = DEFAULT_REFRESH) -> Detector:
+                  min_baseline: int | None = None, refresh: int | None = None) -> Detector:
     """Build a detector by name with the usual settings.
 
     Parameters
