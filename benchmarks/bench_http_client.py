@@ -38,16 +38,21 @@ with (llama.cpp's ``timings`` become ``fw_server_*`` columns).
 
 3. **Against llama.cpp's llama-server** (``--server llama``; built by
    tools/build_llama_server.sh): no proxy (it honours ``ignore_eos``), one server
-   thread pinned to the first core, and the server's own per-request ``timings``
-   printed beside perfmodel's TPOT. Measured 2026-11-29 23:59 UTC (load 4 from
-   other jobs), ``--output-len 128 --requests 8 --repeats 3 --concurrency 1,2``:
-   the server's decode time per token 9.22 / 7.99 ms vs perfmodel's TPOT 9.14 /
-   8.07 ms (-0.8 % / +1.0 %) at c = 1 / 2; guidellm 0.8.1 measured +15.7 % / -30.6 %
-   against perfmodel's 104 / 228 tok/s while its processes used 2.3-2.7 CPU-s per
-   request on the one client core (perfmodel 44-63 ms), so on this machine the
-   guidellm figure says more about guidellm's own CPU than about the server.
-   Its TTFT was 16 ms against perfmodel's 66 ms: its synthetic prompts share a prefix
-   that llama-server's prompt cache reuses, perfmodel's prompts are distinct.
+   thread pinned to the first core, the clients on the other, and the server's own
+   per-request ``timings`` printed beside perfmodel's TPOT. Both clients send
+   ``cache_prompt: false`` (guidellm through its backend ``extras``): guidellm's
+   synthetic prompts share a prefix that llama-server's slot cache would otherwise
+   reuse (its TTFT was 16 ms against perfmodel's 66 ms), perfmodel's are distinct.
+   guidellm runs with ``--disable-console-interactive``.
+   Measured 2026-11-30 01:48 UTC (load 0.1-1.5), ``--server llama --output-len 384
+   --requests 12 --repeats 3 --concurrency 1,2 --skip-cpu``: perfmodel 259.5 / 332.5
+   tok/s, guidellm 0.8.1 254.6 / 332.4 tok/s (-1.9 % / -0.0 %; per in-flight request
+   -1.4 % / +0.4 %) at c = 1 / 2; the server's decode time per token 3.79 / 5.88 ms
+   vs perfmodel's TPOT 3.79 / 5.88 ms (within 0.05 %). With 128-token outputs
+   guidellm measured -6.3 % / -8.7 %: its own per-request overhead on the one client
+   core (1.1-1.7 CPU-s per request, start-up included, vs perfmodel's 38-170 ms)
+   adds about 25 ms to every request, which longer requests amortise. The tiny
+   model's context is 512 tokens: prompt + output must stay within it.
 """
 
 from __future__ import annotations
@@ -77,6 +82,10 @@ from perfmodel.sweep.http_backend import HttpBackend, _Prompt  # noqa: E402
 
 PROMPT_TOK = 64
 OUTPUT_TOK = 32
+# llama-server reuses a slot's KV cache for the prompt prefix it shares with the slot's last prompt:
+# guidellm's synthetic prompts share one, perfmodel's are distinct. Both clients send this, so both
+# measure full prefills.
+NO_PROMPT_CACHE = {"cache_prompt": False}
 
 # A rewriting proxy, run as its own process: guidellm's ignore_eos becomes
 # transformers serve's generation_config; responses are relayed chunk by chunk.
@@ -209,8 +218,8 @@ def _wait_port(port: int, timeout_s: float = 20.0) -> None:
 
 
 def perfmodel_point(url: str, server_type: str, concurrency: int, n_requests: int, key: str,
-                    extra: dict[str, float] | None = None) -> dict[str, Any]:
-    backend = HttpBackend(target=url, server_type=server_type, telemetry=False)
+                    extra: dict[str, float] | None = None, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    backend = HttpBackend(target=url, server_type=server_type, telemetry=False, extra_body=body or {})
     point = SweepPoint(load_kind="concurrency", batch_size=concurrency, input_len_tok=PROMPT_TOK,
                        output_len_tok=OUTPUT_TOK, repeat_idx=0, n_requests=n_requests, warmup=concurrency,
                        timeout_s=300, key=key)
@@ -223,10 +232,14 @@ def perfmodel_point(url: str, server_type: str, concurrency: int, n_requests: in
 
 
 def guidellm_point(exe: Path, url: str, tokenizer_dir: Path, concurrency: int, n_requests: int,
-                   workdir: Path) -> dict[str, float]:
+                   workdir: Path, body: dict[str, Any] | None = None) -> dict[str, float]:
     out = workdir / f"guidellm-c{concurrency}-{time.monotonic_ns()}.json"
-    cmd = [str(exe), "run",
-           "--backend", f"kind=openai_http,target={url},request_format=/v1/completions,validate_backend=false",
+    backend = {"kind": "openai_http", "target": url, "request_format": "/v1/completions",
+               "validate_backend": False}
+    if body:
+        backend["extras"] = {"body": body}
+    cmd = [str(exe), "run", "--disable-console-interactive",
+           "--backend", json.dumps(backend),
            "--tokenizer", f"kind=huggingface_auto,model={tokenizer_dir}",
            "--data", f"kind=synthetic_text,prompt_tokens={PROMPT_TOK},output_tokens={OUTPUT_TOK}",
            "--profile", f"kind=concurrent,streams={concurrency}",
@@ -267,9 +280,10 @@ def _perfmodel_metrics(row: dict[str, Any], cpu_s: float) -> dict[str, float]:
             "cpu_ms_req": 1000 * cpu_s / row["n_requests"]}
 
 
-def _timed_perfmodel(url: str, server_type: str, c: int, n: int, key: str) -> dict[str, float]:
+def _timed_perfmodel(url: str, server_type: str, c: int, n: int, key: str,
+                     body: dict[str, Any] | None = None) -> dict[str, float]:
     cpu0 = time.process_time()  # the whole client process, as for guidellm (calibration included)
-    row = perfmodel_point(url, server_type, c, n, key)
+    row = perfmodel_point(url, server_type, c, n, key, body=body)
     out = _perfmodel_metrics(row, time.process_time() - cpu0)
     # llama.cpp sends its own per-request timings: the server's decode time per token
     # beside the client's TPOT (both exclude the first token)
@@ -341,9 +355,10 @@ def llama_comparison(args: argparse.Namespace, exe: Path) -> None:
                 res: dict[str, list[dict[str, float]]] = {"perfmodel": [], "guidellm": []}
                 for r in range(args.repeats):
                     res["perfmodel"].append(_timed_perfmodel(server.url, "llama.cpp", c, args.requests,
-                                                             f"l{c}-{r}"))
+                                                             f"l{c}-{r}", body=NO_PROMPT_CACHE))
                     if exe.exists():
-                        res["guidellm"].append(guidellm_point(exe, server.url, model_dir, c, args.requests, work))
+                        res["guidellm"].append(guidellm_point(exe, server.url, model_dir, c, args.requests, work,
+                                                              body=NO_PROMPT_CACHE))
                 _print_table(_median_runs(res, c), c)
             if not exe.exists():
                 print(f"(guidellm not found at {exe}: pip install guidellm into a separate venv)")
