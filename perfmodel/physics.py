@@ -121,7 +121,10 @@ def check_query(runs: pd.DataFrame, *, columns: tuple[str, ...] = QUERY_COLUMNS,
             for i in np.flatnonzero(bad)[:10]:
                 problems.append(Problem("value is missing", file=file, row=int(rows[i]), column=c))
             continue
-        v = pd.to_numeric(s, errors="coerce").astype("float64").to_numpy()
+        if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
+            v = s.to_numpy(dtype="float64", na_value=np.nan)  # to_numeric/astype cost more on small queries
+        else:
+            v = pd.to_numeric(s, errors="coerce").astype("float64").to_numpy()
         low = 0.0 if c == "input_len_tok" else None
         ok = np.isfinite(v) & ((v >= 0) if low is not None else (v > 0))
         for i in np.flatnonzero(~ok)[:10]:

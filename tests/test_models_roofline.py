@@ -279,3 +279,20 @@ def test_query_without_parallelism_and_dtype_columns_is_anchored_like_a_full_one
     p_short = m.predict(q_short).pred_throughput_tok_s.to_numpy()
     np.testing.assert_allclose(p_short, p_full, rtol=1e-9)
     assert float(np.abs(p_short / _truth(q_short) - 1).max()) < 0.06  # anchored: the 1.6x bias is learned
+
+
+def test_small_query_column_cache_lives_for_one_call(fitted: tuple[RooflineGBM, pd.DataFrame]) -> None:
+    # One-row predictions read each column once per call (a cache reset when predict returns):
+    # a query frame changed in place between two calls must be read afresh, and the one-row answer
+    # must equal the same row predicted among many (the vectorised path, no cache).
+    m, df = fitted
+    many = df.drop(columns="output_throughput_tok_s").iloc[:40].copy()
+    q = many.iloc[[3]].copy()
+    first = m.predict(q)
+    pd.testing.assert_frame_equal(first, m.predict(many).iloc[[3]], rtol=1e-9)
+    # columns the first call read (the configuration's), changed in place
+    q["hardware"] = "mi300x" if q["hardware"].iloc[0] != "mi300x" else "h100-sxm"
+    q["input_len_tok"] = q["input_len_tok"] * 2
+    second = m.predict(q)
+    assert second.pred_throughput_tok_s.iloc[0] != first.pred_throughput_tok_s.iloc[0]
+    pd.testing.assert_frame_equal(second, m.predict(q.copy()), rtol=1e-12)

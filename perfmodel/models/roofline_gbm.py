@@ -41,9 +41,11 @@
    hand-rolled rather than MAPIE because the calibration needs the classes and
    a learned difficulty: out-of-fold residuals on log throughput are collected
    by internal holdout of every kind of novelty a query can have - random rows
-   and whole configurations (``calibration_folds`` folds, 3 by default: 5
-   narrowed the random-split band by only ~1 point of coverage for 50% more
-   training time), whole models (3 folds), and each
+   and whole configurations (``calibration_folds`` folds are run, 3 by default,
+   of up to 10: each run fold holds out a tenth, so the calibration models see
+   nearly as much data as the final one; with a third held out their residuals
+   were larger and the bands over-covered), whole models (3 folds: holding out
+   fewer models made confidence track the error less), and each
    accelerator and each framework left out in turn (group k-fold above 10 of
    them). Each query gets a class (0: its configuration is known and the batch
    inside the measured range; 1: known configuration, batch outside; 2: new
@@ -53,8 +55,11 @@
    to the 5 nearest training points in a standardised space, batch and length
    distance outside the measured range, the log RMS of the configuration's own
    curve fit, and the efficiency features). The band is
-   ``exp(+-q_c(level) * sigma)`` around the prediction, with ``q_c`` the
-   conformal quantile of ``|residual| / sigma`` in the query's class, so it
+   ``exp(+-q_c(level) * sigma * far)`` around the prediction, with ``far`` a
+   stretch with the distance beyond the data (batch and length doublings past
+   the first, kNN distance beyond the calibration points' 99th percentile) and
+   ``q_c`` the conformal quantile of ``|residual| / (sigma * far)`` in the
+   query's class (``far`` enters the scores as it enters the band), so it
    widens honestly with novelty (a new framework's band is calibrated on
    frameworks held out of the training data) and distance.
    ``confidence = exp(-half-width of the 90% band in log space)``; ``in_domain``
@@ -68,9 +73,11 @@ scores, kNN reference points) and the two boosters as XGBoost JSON.
 
 from __future__ import annotations
 
+import contextvars
 import math
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -100,6 +107,7 @@ CONFIG_COLUMNS = ("hardware", "device_count", "tp_size", "pp_size", "framework",
 NOVELTY_CATEGORIES = ("known config, batch inside", "known config, batch outside",
                       "new config of known parts", "unknown model", "unknown hardware", "unknown framework")
 """Mondrian classes of the conformal bands, by index (a query with several unknown parts takes the last)."""
+_MAX_SPLITS = 10  # rows/configurations: run k of up to 10 folds (each trains on 90 %)
 _LOGO_MAX_GROUPS = 10  # up to this many hardware/frameworks, calibrate by leaving each one out in turn
 
 _IDENTITY = ("hardware", "framework", "model")
@@ -123,10 +131,42 @@ def _norm(v: object) -> str | None:
     return str(v)
 
 
+# Column values of the frames of one small prediction, read once: a pandas column access costs
+# 30-50 us, and a one-row prediction read its columns ~50 times (a third of its time). Set by
+# RooflineGBM.predict for small queries only and reset when it returns, so a frame changed between
+# two calls is read afresh; cached arrays are read-only.
+_COLUMN_CACHE: contextvars.ContextVar[dict[int, tuple[pd.DataFrame, dict[tuple[str, str], Any]]] | None] = \
+    contextvars.ContextVar("perfmodel_roofline_gbm_columns", default=None)
+
+
+def _column_cached(runs: pd.DataFrame, col: str, kind: str, make: Callable[[], Any]) -> Any:
+    cache = _COLUMN_CACHE.get()
+    if cache is None:
+        return make()
+    entry = cache.get(id(runs))
+    if entry is None or entry[0] is not runs:
+        entry = cache[id(runs)] = (runs, {})
+    store = entry[1]
+    if (col, kind) not in store:
+        value = make()
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
+        store[(col, kind)] = value
+    return store[(col, kind)]
+
+
+def _values(runs: pd.DataFrame, col: str) -> list[Any]:
+    """The column's values as a list (the column must exist)."""
+    return _column_cached(runs, col, "list", lambda: runs[col].tolist())
+
+
 def _floats(runs: pd.DataFrame, col: str) -> np.ndarray:
     if col not in runs.columns:
         return np.full(len(runs), np.nan)
-    s = runs[col]
+    return _column_cached(runs, col, "float", lambda: _to_floats(runs[col]))
+
+
+def _to_floats(s: pd.Series) -> np.ndarray:
     if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
         # Skips to_numeric/astype, which cost more than the arithmetic on a one-row query.
         return s.to_numpy(dtype="float64", na_value=np.nan)
@@ -155,7 +195,7 @@ def _config_keys_rows(runs: pd.DataFrame) -> pd.Series:
             v = _floats(runs, c)
             parts.append(["" if math.isnan(x) else f"{x:g}" for x in v.tolist()])
         else:
-            parts.append(["" if (x := _norm(v)) is None else x for v in runs[c].tolist()])
+            parts.append(["" if (x := _norm(v)) is None else x for v in _values(runs, c)])
     # Plain lists rather than pandas string ops: this runs on every prediction.
     return pd.Series(["|".join(t) for t in zip(*parts, strict=True)], index=runs.index, dtype=object)
 
@@ -210,7 +250,16 @@ def _complete_query(runs: pd.DataFrame, known: dict[str, Any]) -> tuple[pd.DataF
         cols[col] = (np.array([float(v) if v else np.nan for v in vals]) if col in _NUMERIC_CONFIG
                      else np.array([v if v else None for v in vals], dtype=object))
     # One concat: inserting columns one by one costs more than the prediction of one row.
-    return pd.concat([runs, pd.DataFrame(cols, index=runs.index)], axis=1), np.array(full_keys, dtype=object)
+    done = pd.concat([runs, pd.DataFrame(cols, index=runs.index)], axis=1)
+    cache = _COLUMN_CACHE.get()
+    if cache is not None:
+        # The completed frame has the query's columns and the new ones: their values are known.
+        store = dict(cache[id(runs)][1]) if id(runs) in cache and cache[id(runs)][0] is runs else {}
+        for col, v in cols.items():
+            v.flags.writeable = False
+            store[(col, "float" if col in _NUMERIC_CONFIG else "list")] = v if col in _NUMERIC_CONFIG else v.tolist()
+        cache[id(done)] = (done, store)
+    return done, np.array(full_keys, dtype=object)
 
 
 def _log_prior(roof: pd.DataFrame, runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -313,7 +362,7 @@ def _fast_features(runs: pd.DataFrame, templates: dict[tuple[str | None, ...], _
         if c not in runs.columns:
             cols[c] = (np.zeros(n, dtype=np.intp), [_ABSENT])
         elif n <= 64:
-            cols[c] = (np.arange(n, dtype=np.intp), [_norm(v) for v in runs[c].tolist()])
+            cols[c] = (np.arange(n, dtype=np.intp), [_norm(v) for v in _values(runs, c)])
         else:
             codes, distinct = pd.factorize(runs[c], use_na_sentinel=True)
             vals = [_norm(v) for v in distinct] + [None]
@@ -412,7 +461,7 @@ def _fast_features(runs: pd.DataFrame, templates: dict[tuple[str | None, ...], _
                         values = np.array([t.vendor for t in tpl_u], dtype=object)[inv]
                     else:
                         codes, raw = cols[col] if col in cols else (
-                            (np.arange(n), [_norm(x) for x in runs[col].tolist()]) if col in runs.columns
+                            (np.arange(n), [_norm(x) for x in _values(runs, col)]) if col in runs.columns
                             else (np.zeros(n, dtype=np.intp), [None]))
                         values = np.array([None if v is None else v.lower() for v in raw], dtype=object)[codes]
                     lowered[col] = values
@@ -428,17 +477,24 @@ def _fast_features(runs: pd.DataFrame, templates: dict[tuple[str | None, ...], _
 class _CurveTable:
     """The per-configuration curves as an index and an array (alpha, beta, b_min, b_max, n)."""
 
-    __slots__ = ("index", "values")
+    __slots__ = ("index", "values", "pos")
 
     def __init__(self, curves: dict[str, list[float]]) -> None:
         self.index = pd.Index(list(curves), dtype=object)
+        self.pos = {k: i for i, k in enumerate(curves)}
         # alpha, beta, b_min, b_max, n, fit log RMS (NaN in models saved before it was kept)
         rows = [list(v) + [math.nan] * (6 - len(v)) for v in curves.values()]
         self.values = np.array(rows, dtype=float).reshape(-1, 6) if curves else np.full((1, 6), np.nan)
 
+    def locate(self, keys: np.ndarray) -> np.ndarray:
+        """Row of each key's curve, -1 without one."""
+        if len(keys) <= _SMALL:  # a dict look-up per key beats building an index query
+            return np.array([self.pos.get(k, -1) for k in keys], dtype=np.intp)
+        return self.index.get_indexer(keys)
+
     def rms(self, keys: np.ndarray) -> np.ndarray:
         """Fit log RMS of each key's curve (NaN without one)."""
-        ci = self.index.get_indexer(keys)
+        ci = self.locate(keys)
         return np.where(ci >= 0, self.values[np.maximum(ci, 0), 5], np.nan)
 
 
@@ -909,7 +965,7 @@ class RooflineGBM(Predictor):
     def _unknown(runs: pd.DataFrame, col: str, seen: dict[str, set[str]]) -> np.ndarray:
         known = seen[col]
         if len(runs) <= _SMALL:
-            return np.array([(v := _norm(x)) is None or v not in known for x in runs[col].tolist()], dtype=bool)
+            return np.array([(v := _norm(x)) is None or v not in known for x in _values(runs, col)], dtype=bool)
         # Once per distinct value rather than per row.
         codes, uniq = pd.factorize(runs[col], use_na_sentinel=True)
         flags = np.array([(v := _norm(x)) is None or v not in known for x in uniq], dtype=bool)
@@ -917,7 +973,7 @@ class RooflineGBM(Predictor):
 
     def _novelty(self, runs: pd.DataFrame, keys: np.ndarray, seen: dict[str, set[str]],
                  curves: dict[str, list[float]], inside: np.ndarray) -> np.ndarray:
-        has_curve = _curve_table(curves).index.get_indexer(keys) >= 0
+        has_curve = _curve_table(curves).locate(keys) >= 0
         cat = np.where(has_curve, np.where(inside, 0, 1), 2)
         for code, c in ((3, "model"), (4, "hardware"), (5, "framework")):
             cat = np.where(self._unknown(runs, c, seen), code, cat)
@@ -954,7 +1010,7 @@ class RooflineGBM(Predictor):
     def _length_distance(self, runs: pd.DataFrame, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         out = np.zeros(len(runs))
         for j, c in enumerate(("input_len_tok", "output_len_tok")):
-            v = np.maximum(runs[c].astype("float64").to_numpy(), 1.0)
+            v = np.maximum(_floats(runs, c), 1.0)
             out = np.maximum(out, np.maximum(np.log2(lo[j] / v), np.log2(v / hi[j])))
         return np.maximum(out, 0.0)
 
@@ -1037,10 +1093,17 @@ class RooflineGBM(Predictor):
         # Internal group holdout, one scheme per kind of novelty a query can have, so every Mondrian
         # class is calibrated on residuals of its own kind (a new framework is far harder than a new
         # configuration). Hardware and frameworks are few: each is left out in turn.
+        # Rows and configurations are split into more folds than are run (up to 10: each run
+        # fold trains on 90 % of the data), so the calibration models are nearly as well fed as the
+        # final one; with k folds of a third each they trained on two thirds, their residuals were
+        # larger than the final model's and the bands over-covered (94 % for a nominal 90 %). Small
+        # data keeps k folds, so every class still gets enough calibration points.
+        models = data["model"].astype(str).to_numpy()
+        n_cfg = len(np.unique(keys))
         schemes: dict[str, tuple[np.ndarray, int]] = {
-            "rows": (rng.permutation(n) % k, k),
-            "config": (self._group_folds(keys, k, rng), k),
-            "model": (self._group_folds(data["model"].astype(str).to_numpy(), min(k, 3), rng), min(k, 3)),
+            "rows": (rng.permutation(n) % self._splits(k, n, 1000), k),
+            "config": (self._group_folds(keys, self._splits(k, n_cfg, 30), rng), k),
+            "model": (self._group_folds(models, min(k, 3), rng), min(k, 3)),
         }
         for col in ("hardware", "framework"):
             groups = data[col].astype(str).to_numpy()
@@ -1048,7 +1111,7 @@ class RooflineGBM(Predictor):
             kk = ng if ng <= _LOGO_MAX_GROUPS else k
             schemes[col] = (self._group_folds(groups, kk, rng), kk)
         knn_all = self.knn_ref_
-        res, cats, sig_x, fold_ids = [], [], [], []
+        res, cats, sig_x, fold_ids, b_out = [], [], [], [], []
         seed = self.random_state + 1
         for scheme, (fold, kk) in schemes.items():
             for f in range(kk):
@@ -1090,6 +1153,9 @@ class RooflineGBM(Predictor):
                                for c in ("input_len_tok", "output_len_tok")])
                 ld = self._length_distance(sub, lo, hi)
                 res.append(yv[te] - pred)
+                b_tr = bb[tr]
+                bglob = np.maximum(np.maximum(np.log2(b_tr.min() / bb[te]), np.log2(bb[te] / b_tr.max())), 0.0)
+                b_out.append(np.maximum(bdist, bglob))
                 # Rows and configurations are exchangeable row by row; a held-out group only as a whole.
                 fold_ids.append(np.full(int(te.sum()), -1 if scheme in ("rows", "config") else len(fold_ids)))
                 cats.append(cat)
@@ -1108,19 +1174,35 @@ class RooflineGBM(Predictor):
         order = groups[rng.permutation(len(groups))]
         grouped = f_all >= 0
         half[grouped] = np.isin(f_all[grouped], order[: len(order) // 2])
+        # The band is q * sigma * far (see predict): far is the same here, so the difficulty model
+        # learns the residual per unit of far and the scores are normalised exactly as a query's
+        # band is. (Applied to queries only, far double-counted the batch distance the difficulty
+        # model had already learnt: 96 % coverage for a nominal 90 % one step outside the range.)
+        dtr = np.exp(sx[:, 1]) - 1
+        self.knn_cut_ = float(np.quantile(dtr, 0.99))
+        far = self._far(np.concatenate(b_out), sx[:, 3], dtr)
         params = self._xgb_params(self.random_state + 999)
         params.update({"max_depth": 3, "eta": 0.05, "min_child_weight": 20.0})
-        self.sigma_booster_ = _Booster.train(sx[half], np.log(np.abs(r_all[half]) + 1e-3), params, 150)
+        self.sigma_booster_ = _Booster.train(sx[half], np.log(np.abs(r_all[half]) / far[half] + 1e-3), params, 150)
         sigma = np.exp(_Booster.predict(self.sigma_booster_, sx[~half]))
-        score = np.abs(r_all[~half]) / sigma
+        score = np.abs(r_all[~half]) / (sigma * far[~half])
         self.scores_ = {}
         for c in range(len(NOVELTY_CATEGORIES)):
             sc = np.sort(score[c_all[~half] == c])
             if len(sc) < 20:  # too few to calibrate alone: borrow the next harder category's scores
                 sc = np.sort(score[c_all[~half] >= c]) if (c_all[~half] >= c).sum() >= 20 else np.sort(score)
             self.scores_[str(c)] = sc.tolist()
-        dtr = np.exp(sx[:, 1]) - 1
-        self.knn_cut_ = float(np.quantile(dtr, 0.99))
+
+    def _far(self, b_out: np.ndarray, ldist: np.ndarray, dk: np.ndarray) -> np.ndarray:
+        """Band stretch with the distance beyond the data: batch and length doublings past the first,
+        and kNN distance beyond the 99th percentile of the calibration points'."""
+        return 1.0 + np.maximum(b_out - 1.0, 0.0) + np.maximum(ldist - 1.0, 0.0) \
+            + np.maximum(dk / max(self.knn_cut_, 1e-9) - 1.0, 0.0)
+
+    @staticmethod
+    def _splits(k: int, n_units: int, min_held: int) -> int:
+        """Folds to split ``n_units`` into so that ``k`` of them hold out at least ``min_held`` units."""
+        return int(np.clip((k * n_units) // max(min_held, 1), k, max(k, _MAX_SPLITS)))
 
     @staticmethod
     def _group_folds(groups: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -1163,9 +1245,17 @@ class RooflineGBM(Predictor):
         physics.check_query(runs, columns=(*physics.QUERY_COLUMNS, "framework"))
         if len(runs) == 0:
             return prediction_frame(runs.index, *(np.empty(0),) * 4, np.empty(0, dtype=bool))
+        token = _COLUMN_CACHE.set({}) if len(runs) <= _SMALL else None
+        try:
+            return self._predict(runs, lvl)
+        finally:
+            if token is not None:
+                _COLUMN_CACHE.reset(token)
+
+    def _predict(self, runs: pd.DataFrame, lvl: float) -> pd.DataFrame:
         runs, keys = _complete_query(runs, self.anchors_)
         mat, log_prior, _, knn = self._design(runs)
-        bb = runs["batch_size"].astype("float64").to_numpy()
+        bb = _floats(runs, "batch_size")
         log_gbm = self._base(self.booster_, self.transfer_booster_, mat, log_prior,
                              self._unknown(runs, "hardware", self.seen_))
         logc, inside, bdist = self._curve_pred(self.curves_, keys, bb)
@@ -1186,8 +1276,7 @@ class RooflineGBM(Predictor):
             # Far beyond the data no calibration point resembles the query: widen with the distance.
             b_lo, b_hi = self.batch_range_
             bglob = np.maximum(np.maximum(np.log2(b_lo / bb), np.log2(bb / b_hi)), 0.0)
-            far = 1.0 + np.maximum(np.maximum(bdist, bglob) - 1.0, 0.0) + np.maximum(ld - 1.0, 0.0) \
-                + np.maximum(dk / max(self.knn_cut_, 1e-9) - 1.0, 0.0)
+            far = self._far(np.maximum(bdist, bglob), ld, dk)
             half_w = q * sigma * far
             lo, hi = np.exp(pred - half_w), np.exp(pred + half_w)
             conf = np.exp(-q90 * sigma * far)
