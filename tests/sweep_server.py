@@ -333,3 +333,18 @@ def assert_sweep_stored(result: Any, runs: pd.DataFrame, points: pd.DataFrame, c
     assert sorted(zip(runs["batch_size"], runs["output_len_tok"], strict=True)) == sorted(
         (float(c), float(o)) for c in concurrency for o in output_lens)
     assert (runs["n_failed"] == 0).all()
+
+
+def assert_throughput_latency_consistent(runs: pd.DataFrame) -> None:
+    """Per point: throughputs are the usage token counts over the measured window, requests/s and
+    in-flight requests follow Little's law for a closed loop, and e2e = TTFT + (out - 1) x TPOT."""
+    for _, r in runs.iterrows():
+        assert r["output_throughput_tok_s"] == pytest.approx(
+            r["n_requests"] * r["output_len_tok"] / r["fw_duration_s"], rel=1e-9)
+        assert r["total_throughput_tok_s"] == pytest.approx(
+            r["n_requests"] * (r["output_len_tok"] + r["input_len_tok"]) / r["fw_duration_s"], rel=1e-9)
+        # the last requests drain with fewer in flight, hence the tolerance
+        assert r["request_throughput_rps"] == pytest.approx(r["batch_size"] / r["e2e_latency_s"], rel=0.35)
+        assert r["measured_concurrency"] == pytest.approx(r["batch_size"], rel=0.35)
+        assert r["e2e_latency_s"] == pytest.approx(r["ttft_s"] + (r["output_len_tok"] - 1) * r["tpot_s"],
+                                                   rel=1e-6)

@@ -17,6 +17,7 @@ import pytest
 from sweep_server import (  # noqa: F401 - fixtures
     ServerProcess,
     assert_sweep_stored,
+    assert_throughput_latency_consistent,
     run_http_sweep,
     tiny_model_dir,
     transformers_server,
@@ -73,19 +74,7 @@ def test_throughput_rises_with_concurrency(sweep_runs) -> None:
 
 def test_throughput_and_latency_consistent(sweep_runs) -> None:
     _, runs, _ = sweep_runs
-    for _, r in runs.iterrows():
-        # aggregate throughput = tokens from usage / measured window
-        assert r["output_throughput_tok_s"] == pytest.approx(
-            r["n_requests"] * r["output_len_tok"] / r["fw_duration_s"], rel=1e-9)
-        assert r["total_throughput_tok_s"] == pytest.approx(
-            r["n_requests"] * (r["output_len_tok"] + r["input_len_tok"]) / r["fw_duration_s"], rel=1e-9)
-        # Little's law for a closed loop: requests/s ~ concurrency / mean latency (the
-        # last requests drain with fewer in flight, hence the tolerance)
-        assert r["request_throughput_rps"] == pytest.approx(r["batch_size"] / r["e2e_latency_s"], rel=0.35)
-        assert r["measured_concurrency"] == pytest.approx(r["batch_size"], rel=0.35)
-        # per-request latency decomposition: e2e ~ ttft + (out - 1) * tpot
-        assert r["e2e_latency_s"] == pytest.approx(r["ttft_s"] + (r["output_len_tok"] - 1) * r["tpot_s"],
-                                                   rel=1e-6)
+    assert_throughput_latency_consistent(runs)
 
 
 def test_ttft_below_e2e_and_percentiles_ordered(sweep_runs) -> None:

@@ -18,7 +18,12 @@ from __future__ import annotations
 
 import pytest
 from llama_server import LLAMA_SERVER_ALIAS, LLAMA_SERVER_SLOTS, llama_server, tiny_gguf  # noqa: F401 - fixtures
-from sweep_server import ServerProcess, assert_sweep_stored, run_http_sweep
+from sweep_server import (
+    ServerProcess,
+    assert_sweep_stored,
+    assert_throughput_latency_consistent,
+    run_http_sweep,
+)
 
 from perfmodel.sweep.http_backend import HttpBackend
 
@@ -71,14 +76,7 @@ def test_throughput_rises_with_concurrency(sweep_runs) -> None:
 
 def test_throughput_and_latency_consistent(sweep_runs) -> None:
     _, runs, _ = sweep_runs
-    for _, r in runs.iterrows():
-        assert r["output_throughput_tok_s"] == pytest.approx(
-            r["n_requests"] * r["output_len_tok"] / r["fw_duration_s"], rel=1e-9)
-        # Little's law for a closed loop (the last requests drain with fewer in flight)
-        assert r["request_throughput_rps"] == pytest.approx(r["batch_size"] / r["e2e_latency_s"], rel=0.35)
-        assert r["measured_concurrency"] == pytest.approx(r["batch_size"], rel=0.35)
-        assert r["e2e_latency_s"] == pytest.approx(r["ttft_s"] + (r["output_len_tok"] - 1) * r["tpot_s"],
-                                                   rel=1e-6)
+    assert_throughput_latency_consistent(runs)
 
 
 def test_ttft_below_e2e(sweep_runs) -> None:
