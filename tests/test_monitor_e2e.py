@@ -17,6 +17,9 @@ saturated host CPU, and at most two anomalies that claim a slowdown (throughput
 low, latency high) come before it. The tiny server keeps speeding up for a
 while after its warm-up (+10-25 % over the baseline on this VM): the detectors
 rightly report that as "high" throughput, which is no false alarm of a slowdown.
+When the baseline itself dropped by more than 15 % (other load on a shared
+machine, seen once in CI: 330 -> 256 tok/s ten seconds before the hogs), the
+run is measured once more; the second run is judged whatever its baseline.
 
 Margins for a shared 2-core machine: robust (median/MAD) baseline, means of
 three samples, z = 4; the hogs (two per server core) cut the server's share of
@@ -39,6 +42,7 @@ import time
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -179,13 +183,10 @@ def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
             p.wait(timeout=10)
 
 
-def test_cpu_hog_on_the_server_raises_an_alert_with_a_hint(transformers_server: ServerProcess) -> None:  # noqa: F811
-    psutil = pytest.importorskip("psutil")
-    if not hasattr(os, "sched_setaffinity"):
-        pytest.skip("pinning the CPU hog next to the server needs os.sched_setaffinity (Linux)")
-    with urllib.request.urlopen(transformers_server.url + "/v1/models", timeout=10) as resp:  # noqa: S310
-        model = json.loads(resp.read())["data"][0]["id"]
-    server_cpus = os.sched_getaffinity(transformers_server.proc.pid)
+def _measure(server: ServerProcess, model: str, psutil: Any) -> tuple[list[dict[str, float]], list[float],
+                                                                   list[float], list[float], list[str]]:
+    """One run: baseline, then the hogs; samples, live alerts (all, and drops), hog start, client errors."""
+    server_cpus = os.sched_getaffinity(server.proc.pid)
     live = make_detector("window", **DETECTOR)  # type: ignore[arg-type]
     live_alerts: list[float] = []
     live_drops: list[float] = []
@@ -195,7 +196,7 @@ def test_cpu_hog_on_the_server_raises_an_alert_with_a_hint(transformers_server: 
     hog_t: list[float] = []
     psutil.cpu_percent(interval=None)
     try:
-        with _Load(transformers_server.url, model) as load:
+        with _Load(server.url, model) as load:
             time.sleep(WARMUP_S)
             load.take()
             psutil.cpu_percent(interval=None)
@@ -215,12 +216,35 @@ def test_cpu_hog_on_the_server_raises_an_alert_with_a_hint(transformers_server: 
                 if not hogs and time.monotonic() >= t_hog:
                     hog_t.append(time.time())
                     hogs = _start_hogs(server_cpus)
-                    throttle = _Throttle(transformers_server.proc.pid).start()
+                    throttle = _Throttle(server.proc.pid).start()
             errors = list(load.errors)
     finally:
         if throttle is not None:
             throttle.stop()
         _stop(hogs)
+    return rows, live_alerts, live_drops, hog_t, errors
+
+
+def _baseline_steady(rows: list[dict[str, float]], t_hog: float) -> bool:
+    """Whether the server ran steadily before the hogs (halves of the baseline within 15 %): something
+    else on a shared machine can slow it, a real drop the detector rightly flags but the test did not make."""
+    tp = [r["output_throughput_tok_s"] for r in rows if r["timestamp"] < t_hog]
+    h = len(tp) // 2
+    first, second = float(np.median(tp[:h])), float(np.median(tp[h:]))
+    return second >= 0.85 * first
+
+
+def test_cpu_hog_on_the_server_raises_an_alert_with_a_hint(transformers_server: ServerProcess) -> None:  # noqa: F811
+    psutil = pytest.importorskip("psutil")
+    if not hasattr(os, "sched_setaffinity"):
+        pytest.skip("pinning the CPU hog next to the server needs os.sched_setaffinity (Linux)")
+    with urllib.request.urlopen(transformers_server.url + "/v1/models", timeout=10) as resp:  # noqa: S310
+        model = json.loads(resp.read())["data"][0]["id"]
+    # A baseline disturbed by other load (a drop the test did not cause) is measured once more.
+    for _attempt in range(2):
+        rows, live_alerts, live_drops, hog_t, errors = _measure(transformers_server, model, psutil)
+        if hog_t and _baseline_steady(rows, hog_t[0]):
+            break
     assert hog_t, "the slowdown never started"
     assert not errors or len(errors) < 3, errors[:3]
     frame = pd.DataFrame(rows)
