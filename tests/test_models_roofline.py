@@ -86,7 +86,7 @@ def test_save_load_round_trip_is_identical_and_json_only(fitted: tuple[RooflineG
     m, df = fitted
     m.save(tmp_path / "model")
     files = sorted(p.name for p in (tmp_path / "model").iterdir())
-    assert files == ["efficiency.json", "metadata.json", "sigma.json", "transfer.json"]
+    assert files == ["continuation.json", "efficiency.json", "metadata.json", "sigma.json", "transfer.json"]
     assert not list((tmp_path / "model").glob("*.pkl"))
     loaded = load_predictor(tmp_path / "model")
     assert isinstance(loaded, RooflineGBM)
@@ -296,3 +296,32 @@ def test_small_query_column_cache_lives_for_one_call(fitted: tuple[RooflineGBM, 
     second = m.predict(q)
     assert second.pred_throughput_tok_s.iloc[0] != first.pred_throughput_tok_s.iloc[0]
     pd.testing.assert_frame_equal(second, m.predict(q.copy()), rtol=1e-12)
+
+
+def test_continuation_model_learns_where_curves_stop_rising(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Guards the continuation model: long prompts stop scaling past batch 16 (as when the KV cache
+    # fills memory). A configuration measured up to batch 16 only is asked for batch 64: the
+    # saturating law fitted on 1..16 (still linear there) overstates the gain; the continuation model
+    # learnt from the other configurations' curves past their cuts must not. It also survives a
+    # JSON round trip, and weight 0 gives back the law's rule.
+    df = _synthetic()
+    cap = np.where(df.input_len_tok == 2048.0, np.minimum(1.0, 16.0 / df.batch_size), 1.0)
+    df["output_throughput_tok_s"] *= cap
+    cfg = _config_keys(df).to_numpy()
+    uniq = np.unique(cfg)
+    half = set(np.random.default_rng(1).permutation(uniq)[: len(uniq) // 2])
+    held = (np.isin(cfg, list(half)) & (df.batch_size == 64.0)).to_numpy()
+    train, q = df[~held], df[held]
+    long_ = (q.input_len_tok == 2048.0).to_numpy()
+    y = q.output_throughput_tok_s.to_numpy()
+    ape = {}
+    for w in (0.0, 1.0):
+        m = RooflineGBM(n_estimators=80, calibration_folds=0, continuation_weight=w).fit(train)
+        p = m.predict(q.drop(columns="output_throughput_tok_s")).pred_throughput_tok_s.to_numpy()
+        ape[w] = float(np.median(np.abs(p[long_] / y[long_] - 1)))
+    assert m.continuation_booster_ is not None
+    assert ape[1.0] < 0.15 and ape[0.0] > 2 * ape[1.0], ape
+    m.save(tmp_path / "m")
+    pd.testing.assert_frame_equal(m.predict(q), load_predictor(tmp_path / "m").predict(q))
+    assert RooflineGBM(n_estimators=10, calibration_folds=0, continuation_weight=0.0).fit(train) \
+        .continuation_booster_ is None

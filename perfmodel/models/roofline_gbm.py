@@ -593,6 +593,61 @@ def _anchor_table(anchors: dict[str, list[list[float]]]) -> _AnchorTable:
     return _cached(_AnchorTable, anchors)
 
 
+def _law(b: np.ndarray, ly: np.ndarray) -> tuple[float, float]:
+    """``alpha, beta`` of ``T(B) = B / (alpha + beta B)`` through mean log throughputs ``ly`` at batches ``b``
+    (two or more), with :func:`_fit_curves`' fit and admissibility rules."""
+    z = b / np.exp(ly)
+    u = 1.0 / z**2
+    su, sub, subb, suz, subz = u.sum(), (u * b).sum(), (u * b * b).sum(), (u * z).sum(), (u * b * z).sum()
+    det = su * subb - sub**2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        alpha = (suz * subb - sub * subz) / det
+        beta = (su * subz - sub * suz) / det
+    if not beta > 0:
+        return float(np.exp(np.log(z).mean())), 1e-12
+    if not alpha >= 0:
+        return 0.0, float(np.exp(np.log(z / b).mean()))
+    return float(alpha), float(beta)
+
+
+def _shape_head(b: list[float], ly: list[float], m: int) -> tuple[float, float, float, float, float, float]:
+    """What the first ``m`` measured batches of a curve say about its continuation: largest batch, its
+    log throughput, the law's ``alpha`` and ``beta`` (NaN below two batches), the slope of the last
+    doubling (log throughput per doubling) and ``m``."""
+    bl, lyl = b[m - 1], ly[m - 1]
+    if m < 2:
+        return bl, lyl, math.nan, math.nan, math.nan, float(m)
+    alpha, beta = _law(np.asarray(b[:m], dtype=float), np.asarray(ly[:m], dtype=float))
+    slope = (ly[m - 1] - ly[m - 2]) / math.log2(b[m - 1] / b[m - 2])
+    return bl, lyl, alpha, beta, slope, float(m)
+
+
+def _shape_features(head: np.ndarray, bt: np.ndarray) -> np.ndarray:
+    """Features of the continuation model for target batches ``bt`` from :func:`_shape_head` rows:
+    doublings past the last measured batch, its log2, the law's gain, the last doubling's slope, how
+    saturated the law already is there (0: linear in batch, 1: flat) and the number of batches."""
+    bl, _, alpha, beta, slope, n = head.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gain = np.log(bt / (alpha + beta * bt)) - np.log(bl / (alpha + beta * bl))
+        sat = beta * bl / (alpha + beta * bl)
+    return np.column_stack([np.log2(bt / bl), np.log2(bl), gain, slope, sat, n])
+
+
+class _ShapeTable:
+    """Per measured configuration the :func:`_shape_head` of all its batches, for queries above them."""
+
+    __slots__ = ("index", "head")
+
+    def __init__(self, anchors: dict[str, list[list[float]]]) -> None:
+        cfg = [(k, v) for k, v in anchors.items() if not k.startswith("\x00")]
+        self.index = pd.Index([k for k, _ in cfg], dtype=object)
+        self.head = np.array([_shape_head(v[0], v[1], len(v[0])) for _, v in cfg], dtype=float).reshape(-1, 6)
+
+
+def _shape_table(anchors: dict[str, list[list[float]]]) -> _ShapeTable:
+    return _cached(_ShapeTable, anchors)
+
+
 class _Booster:
     """Thin wrapper so xgboost is imported only when a model is used."""
 
@@ -643,6 +698,10 @@ class RooflineGBM(Predictor):
     sibling_weight
         Share (0..1) of the efficiency model's error at the same batch in the configurations that
         differ only in the lengths carried over to a query of an unmeasured configuration.
+    continuation_weight
+        Weight (0..1) of the continuation model (how training curves went on past a cut, see
+        :meth:`_fit_continuation`) above a configuration's measured batches, against the
+        curve-gain rule; 0 disables it.
     transfer_model
         Answer queries on hardware absent from the training data with a second efficiency
         model that does not see hardware identity or catalog figures (only the roofline and
@@ -666,7 +725,8 @@ class RooflineGBM(Predictor):
                  max_depth: int = 6, min_child_weight: float = 2.0, subsample: float = 0.9,
                  colsample_bytree: float = 0.8, curve_weight_inside: float = 0.3,
                  curve_weight_outside: float = 1.0, anchor_weight: float = 1.0,
-                 extrapolation_damping: float = 0.5, sibling_weight: float = 1.0, transfer_model: bool = True, keep_suspect: bool = False,
+                 extrapolation_damping: float = 0.5, sibling_weight: float = 1.0,
+                 continuation_weight: float = 1.0, transfer_model: bool = True, keep_suspect: bool = False,
                  calibration_folds: int = 3, random_state: int = 0, n_jobs: int = 1) -> None:
         self.features = features
         self.n_estimators = n_estimators
@@ -680,6 +740,7 @@ class RooflineGBM(Predictor):
         self.anchor_weight = anchor_weight
         self.extrapolation_damping = extrapolation_damping
         self.sibling_weight = sibling_weight
+        self.continuation_weight = continuation_weight
         self.transfer_model = transfer_model
         self.keep_suspect = keep_suspect
         self.calibration_folds = calibration_folds
@@ -699,7 +760,7 @@ class RooflineGBM(Predictor):
             if not isinstance(v, (int, float)) or not (0 < v <= 1):
                 problems.append(Problem(f"must be in (0, 1], got {v!r}", column=name))
         for name in ("curve_weight_inside", "curve_weight_outside", "anchor_weight", "extrapolation_damping",
-                     "sibling_weight"):
+                     "sibling_weight", "continuation_weight"):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or not (0 <= v <= 1):
                 problems.append(Problem(f"must be in [0, 1], got {v!r}", column=name))
@@ -796,10 +857,11 @@ class RooflineGBM(Predictor):
 
     def _combine(self, log_gbm: np.ndarray, logc: np.ndarray, inside: np.ndarray, keys: np.ndarray,
                  bb: np.ndarray, anchors: dict[str, list[list[float]]],
-                 curves: dict[str, list[float]], b_max_train: float) -> np.ndarray:
+                 curves: dict[str, list[float]], b_max_train: float, shape: np.ndarray | None = None
+                 ) -> np.ndarray:
         """Final log prediction, vectorised (the rules are :meth:`_combine_loop`'s, pinned equal by a test)."""
         if len(keys) <= _SMALL:
-            return self._combine_loop(log_gbm, logc, inside, keys, bb, anchors, curves, b_max_train)
+            return self._combine_loop(log_gbm, logc, inside, keys, bb, anchors, curves, b_max_train, shape)
         out = log_gbm.copy()
         aw, damp = self.anchor_weight, self.extrapolation_damping
         t = _anchor_table(anchors)
@@ -840,6 +902,10 @@ class RooflineGBM(Predictor):
         w_out = self.curve_weight_outside
         ext = np.where(b > b_max_train, ly_last + damp * gain, (1 - w_out) * anchored + w_out * (ly_last + gain))
         val = np.where(above, np.where(cc >= 0, ext, anchored), val)
+        if shape is not None:
+            sg, w_s = shape[idx], self.continuation_weight
+            use = above & np.isfinite(sg) & (b <= b_max_train)
+            val = np.where(use, (1 - w_s) * val + w_s * (ly_last + np.where(use, sg, 0.0)), val)
         blend = ~above & inside[idx] & ~np.isnan(logc[idx])
         w_in = self.curve_weight_inside
         val = np.where(blend, (1 - w_in) * val + w_in * logc[idx], val)
@@ -848,7 +914,8 @@ class RooflineGBM(Predictor):
 
     def _combine_loop(self, log_gbm: np.ndarray, logc: np.ndarray, inside: np.ndarray, keys: np.ndarray,
                       bb: np.ndarray, anchors: dict[str, list[list[float]]],
-                      curves: dict[str, list[float]], b_max_train: float) -> np.ndarray:
+                      curves: dict[str, list[float]], b_max_train: float,
+                      shape: np.ndarray | None = None) -> np.ndarray:
         """Row-by-row reference of :meth:`_combine`: final log prediction: efficiency model anchored on the configuration's measured batches.
 
         Inside the measured range the efficiency model's error at the two neighbouring measured
@@ -886,6 +953,10 @@ class RooflineGBM(Predictor):
                         # how serving scales here, the curve how this configuration does.
                         w = self.curve_weight_outside
                         out[i] = (1 - w) * anchored + w * (ly[-1] + gain)
+                if shape is not None and math.isfinite(shape[i]) and b <= b_max_train:
+                    # The continuation model, learnt from how the training curves went on past a cut.
+                    w = self.continuation_weight
+                    out[i] = (1 - w) * out[i] + w * (ly[-1] + shape[i])
                 continue
             else:
                 lo, hi = math.log(ab[j - 1]), math.log(ab[j])
@@ -946,6 +1017,61 @@ class RooflineGBM(Predictor):
         for sk, pts in sib.items():
             pts.sort()
             out[sk] = [[x for x, _ in pts], [r for _, r in pts]]
+        return out
+
+    def _fit_continuation(self, anchors: dict[str, list[list[float]]], keys: np.ndarray, bb: np.ndarray,
+                          yv: np.ndarray, mat: np.ndarray, params: dict[str, Any], rounds: int) -> Any:
+        """The continuation model: how a curve goes on past its largest measured batch.
+
+        Every training curve is cut after each of its batches but the last; the log gain of each
+        measured row above the cut over the cut's throughput is the target, the cut's
+        :func:`_shape_features` (doublings, the law's gain and saturation, the last slope) and the
+        row's features (memory used, MoE, lengths, framework...) the inputs. The rows above a cut are
+        never in it, so the model learns extrapolation as a query above its configuration's range
+        needs it, where the law alone overstates the gain of a curve measured on small batches only
+        (up to +360 % from batch 32 to 256) and misses the drop where the KV cache outgrows memory.
+        None when the data holds fewer than 20 such rows.
+        """
+        if self.continuation_weight == 0:
+            return None
+        codes, uniq = pd.factorize(np.asarray(keys, dtype=object))
+        order = np.argsort(codes, kind="stable")
+        bounds = np.flatnonzero(np.diff(codes[order])) + 1
+        heads: list[tuple[float, ...]] = []
+        idx: list[np.ndarray] = []
+        for rows in np.split(order, bounds):
+            a = anchors.get(str(uniq[codes[rows[0]]]))
+            if a is None:
+                continue
+            ab, ly = a[0], a[1]
+            for m in range(2, len(ab)):  # a cut keeps two batches at least: the law needs them
+                sel = rows[bb[rows] > ab[m - 1]]
+                if len(sel):
+                    heads.extend([_shape_head(ab, ly, m)] * len(sel))
+                    idx.append(sel)
+        if len(heads) < 20:
+            return None
+        head = np.array(heads, dtype=float)
+        rows_all = np.concatenate(idx)
+        x = np.column_stack([_shape_features(head, bb[rows_all]), mat[rows_all]])
+        p = {**params, "max_depth": 4, "min_child_weight": 5.0}
+        return _Booster.train(x, yv[rows_all] - head[:, 1], p, rounds)
+
+    @staticmethod
+    def _continuation(booster: Any, anchors: dict[str, list[list[float]]], keys: np.ndarray, bb: np.ndarray,
+                      mat: np.ndarray) -> np.ndarray | None:
+        """Log gain over the largest measured batch for queries above their configuration's batches
+        (NaN elsewhere); None without a continuation model."""
+        if booster is None:
+            return None
+        t = _shape_table(anchors)
+        ci = t.index.get_indexer(keys)
+        head = t.head[np.maximum(ci, 0)] if len(t.head) else np.full((len(keys), 6), np.nan)
+        above = (ci >= 0) & (bb > head[:, 0]) & (head[:, 5] >= 2)
+        out = np.full(len(keys), np.nan)
+        if above.any():
+            x = np.column_stack([_shape_features(head[above], bb[above]), mat[above]])
+            out[above] = _Booster.predict(booster, x)
         return out
 
     def _hw_blind(self) -> list[int]:
@@ -1070,6 +1196,8 @@ class RooflineGBM(Predictor):
                                                  self.n_estimators) if self.transfer_model else None)
         self.curves_ = _fit_curves(keys, bb, np.exp(yv))
         self.anchors_ = self._anchors(keys, bb, yv, _Booster.predict(self.booster_, mat) + log_prior)
+        self.continuation_booster_ = self._fit_continuation(self.anchors_, keys, bb, yv, mat,
+                                                            self._xgb_params(self.random_state), 150)
         self.seen_ = {c: set(data[c].astype("string").dropna().unique().tolist()) for c in _IDENTITY}
         self.batch_range_ = [float(bb.min()), float(bb.max())]
         self.len_lo_ = np.array([max(float(data[c].min()), 1.0) for c in ("input_len_tok", "output_len_tok")])
@@ -1144,7 +1272,13 @@ class RooflineGBM(Predictor):
                     anchors = self._anchors(keys[tr], bb[tr], yv[tr],
                                             _Booster.predict(booster, mat[tr]) + log_prior[tr])
                 logc, inside, bdist = self._curve_pred(curves, keys[te], bb[te])
-                pred = self._combine(log_gbm, logc, inside, keys[te], bb[te], anchors, curves, float(bb[tr].max()))
+                shape = None
+                if (bdist > 0).any() and anchors:  # some held-out rows lie above their curve's batches
+                    cont = self._fit_continuation(anchors, keys[tr], bb[tr], yv[tr], mat[tr],
+                                                  self._xgb_params(seed), 150)
+                    shape = self._continuation(cont, anchors, keys[te], bb[te], mat[te])
+                pred = self._combine(log_gbm, logc, inside, keys[te], bb[te], anchors, curves, float(bb[tr].max()),
+                                     shape)
                 cat = self._novelty(sub, keys[te], seen, curves, inside)
                 dk = self._knn_distance(knn_all[tr], knn_all[te])
                 lo = np.array([max(float(data[c].iloc[np.flatnonzero(tr)].min()), 1.0)
@@ -1259,7 +1393,9 @@ class RooflineGBM(Predictor):
         log_gbm = self._base(self.booster_, self.transfer_booster_, mat, log_prior,
                              self._unknown(runs, "hardware", self.seen_))
         logc, inside, bdist = self._curve_pred(self.curves_, keys, bb)
-        pred = self._combine(log_gbm, logc, inside, keys, bb, self.anchors_, self.curves_, self.batch_range_[1])
+        shape = self._continuation(self.continuation_booster_, self.anchors_, keys, bb, mat)
+        pred = self._combine(log_gbm, logc, inside, keys, bb, self.anchors_, self.curves_, self.batch_range_[1],
+                             shape)
         cat = self._novelty(runs, keys, self.seen_, self.curves_, inside)
         dk = self._knn_distance(self.knn_ref_, self._knn_space(knn))
         ld = self._length_distance(runs, self.len_lo_, self.len_hi_)
@@ -1315,6 +1451,7 @@ class RooflineGBM(Predictor):
             "scores": self.scores_, "knn_cut": getattr(self, "knn_cut_", math.inf),
             "has_sigma": self.sigma_booster_ is not None, "anchors": self.anchors_,
             "has_transfer": self.transfer_booster_ is not None,
+            "has_continuation": self.continuation_booster_ is not None,
         }
         d = write_metadata(path, self.name, self.get_params(), state)
         try:
@@ -1323,6 +1460,8 @@ class RooflineGBM(Predictor):
                 self.sigma_booster_.save_model(str(d / "sigma.json"))
             if self.transfer_booster_ is not None:
                 self.transfer_booster_.save_model(str(d / "transfer.json"))
+            if self.continuation_booster_ is not None:
+                self.continuation_booster_.save_model(str(d / "continuation.json"))
         except Exception as exc:  # xgboost raises its own error type for I/O
             raise PerfmodelError(f"{d}: cannot write the model files ({exc})") from None
 
@@ -1360,6 +1499,8 @@ class RooflineGBM(Predictor):
             obj.anchors_ = {k: [[float(x) for x in col] for col in v] for k, v in st["anchors"].items()}
             obj.transfer_booster_ = (_Booster.load(d / "transfer.json", obj.n_jobs) if st["has_transfer"]
                                      else None)
+            obj.continuation_booster_ = (_Booster.load(d / "continuation.json", obj.n_jobs)
+                                         if st.get("has_continuation") else None)
         except (KeyError, TypeError, ValueError, OSError) as exc:
             raise PerfmodelError(f"{path}: the saved model is incomplete or damaged ({exc!r})") from None
         except Exception as exc:  # xgboost.core.XGBoostError on a damaged booster file
