@@ -27,16 +27,20 @@
    trees use bandwidth and FLOP/s as an identity, which does not transfer.
 4. **Saturating curve.** For a configuration with measured points at two or
    more batch sizes, throughput is also fitted per configuration with the
-   batch-time law ``T(B) = B / (alpha + beta * B)`` (a batch costs a fixed
-   ``alpha`` - reading the weights every step - plus ``beta`` per sequence -
-   KV cache, compute, prefill), i.e. a weighted linear fit of ``B / T`` on
-   ``B``. Inside the measured batch range it is averaged with the anchored
-   model in log space; above it the measured throughput at the largest batch
-   is scaled by the curve's gain (averaged with the anchored model where other
-   configurations were measured at the query's batch, damped by
-   ``extrapolation_damping`` beyond every batch in the training data, where the
-   law fitted on small batches overstates the gain: serving stops scaling);
-   below it the anchored trees alone answer.
+   batch-time law ``T(B) = B / (alpha * f(B) + beta * B)`` (a batch costs a
+   fixed ``alpha`` - reading the weights every step, of which a mixture of
+   experts reads the expected expert coverage ``f(B)`` - plus ``beta`` per
+   sequence - KV cache, compute, prefill), i.e. a weighted linear fit of
+   ``B / T`` on ``f(B)`` and ``B``. Inside the measured batch range it is
+   averaged with the anchored model in log space. Above it, within the batches
+   other configurations were measured at, a continuation model answers: gradient
+   boosting trained on every cut of the training curves (the gain of each
+   measured batch over the cut, from the law fitted up to the cut, the last
+   slope, memory use and the row's features). Beyond every batch in the
+   training data the measured throughput at the largest batch is scaled by the
+   law's gain damped by ``extrapolation_damping`` (the law fitted on small
+   batches overstates the gain: serving stops scaling). Below the measured
+   range the anchored trees alone answer.
 5. **Bands.** Split-conformal with cross-fitting and Mondrian classes,
    hand-rolled rather than MAPIE because the calibration needs the classes and
    a learned difficulty: out-of-fold residuals on log throughput are collected
@@ -276,16 +280,52 @@ def _log_prior(roof: pd.DataFrame, runs: pd.DataFrame) -> tuple[np.ndarray, np.n
     return np.log(prior), kind
 
 
+_MODEL_OF_KEY = CONFIG_COLUMNS.index("model")
+_MOE_SPECS: dict[str, Any] = {}
+
+
+def _moe_spec(name: str) -> Any:
+    """The catalog spec of model ``name`` when it is a mixture of experts, else None (also when unknown)."""
+    if name not in _MOE_SPECS:
+        try:
+            spec = physics.model_specs(pd.DataFrame({"model": [name]})).iloc[0]
+        except PerfmodelError:
+            spec = None
+        _MOE_SPECS[name] = spec if spec is not None and getattr(spec, "is_moe", False) else None
+    return _MOE_SPECS[name]
+
+
+def _weight_fraction(keys: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Fraction of the weights one decode step reads at batch ``b`` for each configuration key's model.
+
+    1 for dense models; for a mixture of experts the expected expert coverage of
+    :func:`perfmodel.physics._expected_weight_fraction` (Mixtral reads about a quarter of its
+    experts at batch 1, nearly all from batch 16), so the batch-time law's fixed cost is
+    ``alpha * f(B)``: fitted with a constant one, the law saw batch 1 as cheap, concluded the
+    curve bends early and understated Mixtral's gain from batch 128 to 256 by 10 % (median).
+    """
+    out = np.ones(len(b))
+    names = [k.split("|", _MODEL_OF_KEY + 1)[_MODEL_OF_KEY] if isinstance(k, str) else "" for k in keys]
+    for name in set(names):
+        spec = _moe_spec(name) if name else None
+        if spec is not None:
+            idx = np.array([i for i, nm in enumerate(names) if nm == name], dtype=np.intp)
+            out[idx] = physics._expected_weight_fraction(spec, np.asarray(b, dtype=float)[idx])
+    return out
+
+
 def _fit_curves(keys: np.ndarray, bb: np.ndarray, y: np.ndarray) -> dict[str, list[float]]:
-    """Per configuration: [alpha, beta, b_min, b_max, n_batches, fit log RMS] of T(B) = B / (alpha + beta B)."""
+    """Per configuration: [alpha, beta, b_min, b_max, n_batches, fit log RMS] of
+    ``T(B) = B / (alpha f(B) + beta B)`` (``f``: :func:`_weight_fraction`, 1 for dense models)."""
     df = pd.DataFrame({"k": keys, "b": bb, "ly": np.log(y)})
     # Repeats of a batch are averaged in log space so every batch counts once.
     g = df.groupby(["k", "b"], sort=True)["ly"].mean().reset_index()
     b = g["b"].to_numpy(dtype=float)
+    f = _weight_fraction(g["k"].to_numpy(), b)
     z = b / np.exp(g["ly"].to_numpy(dtype=float))
     u = 1.0 / z**2  # least squares on the relative error of z (= of T)
-    g = g.assign(u=u, ub=u * b, ubb=u * b * b, uz=u * z, ubz=u * b * z, one=1.0,
-                 lzb=np.log(z / b), lz=np.log(z))
+    g = g.assign(u=u * f * f, ub=u * f * b, ubb=u * b * b, uz=u * f * z, ubz=u * b * z, one=1.0,
+                 lzb=np.log(z / b), lz=np.log(z / f), f=f)
     s = g.groupby("k", sort=True).agg(u=("u", "sum"), ub=("ub", "sum"), ubb=("ubb", "sum"), uz=("uz", "sum"),
                                        ubz=("ubz", "sum"), n=("one", "sum"), bmin=("b", "min"),
                                        bmax=("b", "max"), lzb=("lzb", "mean"), lz=("lz", "mean"))
@@ -305,7 +345,8 @@ def _fit_curves(keys: np.ndarray, bb: np.ndarray, y: np.ndarray) -> dict[str, li
     ab = pd.DataFrame({"a": alpha, "bt": beta}, index=s.index)
     gj = g[g["k"].isin(s.index)].join(ab, on="k")
     gb = gj["b"].to_numpy(dtype=float)
-    err = gj["ly"].to_numpy(dtype=float) - np.log(gb / (gj["a"].to_numpy() + gj["bt"].to_numpy() * gb))
+    err = gj["ly"].to_numpy(dtype=float) - np.log(gb / (gj["a"].to_numpy() * gj["f"].to_numpy()
+                                                        + gj["bt"].to_numpy() * gb))
     rms = pd.Series(err**2, index=gj.index).groupby(gj["k"].to_numpy(), sort=True).mean().reindex(s.index)
     rms = np.sqrt(rms.to_numpy(dtype=float))
     return {str(k): [float(a), float(bt), float(lo), float(hi), float(n), float(e)]
@@ -593,43 +634,46 @@ def _anchor_table(anchors: dict[str, list[list[float]]]) -> _AnchorTable:
     return _cached(_AnchorTable, anchors)
 
 
-def _law(b: np.ndarray, ly: np.ndarray) -> tuple[float, float]:
-    """``alpha, beta`` of ``T(B) = B / (alpha + beta B)`` through mean log throughputs ``ly`` at batches ``b``
-    (two or more), with :func:`_fit_curves`' fit and admissibility rules."""
+def _law(b: np.ndarray, ly: np.ndarray, f: np.ndarray) -> tuple[float, float]:
+    """``alpha, beta`` of ``T(B) = B / (alpha f(B) + beta B)`` through mean log throughputs ``ly`` at batches
+    ``b`` (two or more; weight fractions ``f``), with :func:`_fit_curves`' fit and admissibility rules."""
     z = b / np.exp(ly)
     u = 1.0 / z**2
-    su, sub, subb, suz, subz = u.sum(), (u * b).sum(), (u * b * b).sum(), (u * z).sum(), (u * b * z).sum()
+    su, sub, subb = (u * f * f).sum(), (u * f * b).sum(), (u * b * b).sum()
+    suz, subz = (u * f * z).sum(), (u * b * z).sum()
     det = su * subb - sub**2
     with np.errstate(divide="ignore", invalid="ignore"):
         alpha = (suz * subb - sub * subz) / det
         beta = (su * subz - sub * suz) / det
     if not beta > 0:
-        return float(np.exp(np.log(z).mean())), 1e-12
+        return float(np.exp(np.log(z / f).mean())), 1e-12
     if not alpha >= 0:
         return 0.0, float(np.exp(np.log(z / b).mean()))
     return float(alpha), float(beta)
 
 
-def _shape_head(b: list[float], ly: list[float], m: int) -> tuple[float, float, float, float, float, float]:
+def _shape_head(b: list[float], ly: list[float], f: np.ndarray, m: int
+                ) -> tuple[float, float, float, float, float, float]:
     """What the first ``m`` measured batches of a curve say about its continuation: largest batch, its
     log throughput, the law's ``alpha`` and ``beta`` (NaN below two batches), the slope of the last
     doubling (log throughput per doubling) and ``m``."""
     bl, lyl = b[m - 1], ly[m - 1]
     if m < 2:
         return bl, lyl, math.nan, math.nan, math.nan, float(m)
-    alpha, beta = _law(np.asarray(b[:m], dtype=float), np.asarray(ly[:m], dtype=float))
+    alpha, beta = _law(np.asarray(b[:m], dtype=float), np.asarray(ly[:m], dtype=float), f[:m])
     slope = (ly[m - 1] - ly[m - 2]) / math.log2(b[m - 1] / b[m - 2])
     return bl, lyl, alpha, beta, slope, float(m)
 
 
-def _shape_features(head: np.ndarray, bt: np.ndarray) -> np.ndarray:
+def _shape_features(head: np.ndarray, bt: np.ndarray, ft: np.ndarray, fl: np.ndarray) -> np.ndarray:
     """Features of the continuation model for target batches ``bt`` from :func:`_shape_head` rows:
     doublings past the last measured batch, its log2, the law's gain, the last doubling's slope, how
-    saturated the law already is there (0: linear in batch, 1: flat) and the number of batches."""
+    saturated the law already is there (0: linear in batch, 1: flat) and the number of batches
+    (``ft``, ``fl``: weight fractions at the target and the last batch)."""
     bl, _, alpha, beta, slope, n = head.T
     with np.errstate(divide="ignore", invalid="ignore"):
-        gain = np.log(bt / (alpha + beta * bt)) - np.log(bl / (alpha + beta * bl))
-        sat = beta * bl / (alpha + beta * bl)
+        gain = np.log(bt / (alpha * ft + beta * bt)) - np.log(bl / (alpha * fl + beta * bl))
+        sat = beta * bl / (alpha * fl + beta * bl)
     return np.column_stack([np.log2(bt / bl), np.log2(bl), gain, slope, sat, n])
 
 
@@ -641,7 +685,8 @@ class _ShapeTable:
     def __init__(self, anchors: dict[str, list[list[float]]]) -> None:
         cfg = [(k, v) for k, v in anchors.items() if not k.startswith("\x00")]
         self.index = pd.Index([k for k, _ in cfg], dtype=object)
-        self.head = np.array([_shape_head(v[0], v[1], len(v[0])) for _, v in cfg], dtype=float).reshape(-1, 6)
+        self.head = np.array([_shape_head(v[0], v[1], _weight_fraction(np.array([k] * len(v[0])), np.array(v[0])),
+                                          len(v[0])) for k, v in cfg], dtype=float).reshape(-1, 6)
 
 
 def _shape_table(anchors: dict[str, list[list[float]]]) -> _ShapeTable:
@@ -827,8 +872,9 @@ class RooflineGBM(Predictor):
         has = ci >= 0
         c = t.values[np.where(has, ci, 0)]
         alpha, beta, bmin, bmax = c[:, 0], c[:, 1], c[:, 2], c[:, 3]
+        f = _weight_fraction(keys, bb)
         with np.errstate(divide="ignore", invalid="ignore"):
-            logc = np.where(has & (bb >= bmin), np.log(bb / (alpha + beta * bb)), np.nan)
+            logc = np.where(has & (bb >= bmin), np.log(bb / (alpha * f + beta * bb)), np.nan)
             dist = np.where(has, np.maximum(np.maximum(np.log2(bmin / bb), np.log2(bb / bmax)), 0.0), 0.0)
         inside = has & (bmin <= bb) & (bb <= bmax)
         return logc, inside, dist
@@ -846,7 +892,7 @@ class RooflineGBM(Predictor):
             if c is None:
                 continue
             alpha, beta, bmin, bmax = c[:4]
-            logc[i] = math.log(b / (alpha + beta * b))
+            logc[i] = math.log(b / (alpha * float(_weight_fraction(np.array([k]), np.array([b]))[0]) + beta * b))
             inside[i] = bmin <= b <= bmax
             dist[i] = max(0.0, math.log2(bmin / b), math.log2(b / bmax))
             if b < bmin:
@@ -897,8 +943,9 @@ class RooflineGBM(Predictor):
         cc = ct.index.get_indexer(keys[idx])
         cv = ct.values[np.where(cc >= 0, cc, 0)]
         alpha, beta, b_last, ly_last = cv[:, 0], cv[:, 1], t.b[last], t.ly[last]
+        f_q, f_last = _weight_fraction(keys[idx], b), _weight_fraction(keys[idx], b_last)
         with np.errstate(divide="ignore", invalid="ignore"):
-            gain = np.log(b / (alpha + beta * b)) - np.log(b_last / (alpha + beta * b_last))
+            gain = np.log(b / (alpha * f_q + beta * b)) - np.log(b_last / (alpha * f_last + beta * b_last))
         w_out = self.curve_weight_outside
         ext = np.where(b > b_max_train, ly_last + damp * gain, (1 - w_out) * anchored + w_out * (ly_last + gain))
         val = np.where(above, np.where(cc >= 0, ext, anchored), val)
@@ -945,7 +992,8 @@ class RooflineGBM(Predictor):
                     out[i] = anchored
                 else:
                     alpha, beta = c[0], c[1]
-                    gain = math.log(b / (alpha + beta * b)) - math.log(ab[-1] / (alpha + beta * ab[-1]))
+                    f_q, f_last = _weight_fraction(np.array([k, k]), np.array([b, ab[-1]]))
+                    gain = math.log(b / (alpha * f_q + beta * b)) - math.log(ab[-1] / (alpha * f_last + beta * ab[-1]))
                     if b > b_max_train:
                         out[i] = ly[-1] + damp * gain
                     else:
@@ -1044,16 +1092,19 @@ class RooflineGBM(Predictor):
             if a is None:
                 continue
             ab, ly = a[0], a[1]
+            f = _weight_fraction(np.array([uniq[codes[rows[0]]]] * len(ab), dtype=object), np.asarray(ab))
             for m in range(2, len(ab)):  # a cut keeps two batches at least: the law needs them
                 sel = rows[bb[rows] > ab[m - 1]]
                 if len(sel):
-                    heads.extend([_shape_head(ab, ly, m)] * len(sel))
+                    heads.extend([_shape_head(ab, ly, f, m)] * len(sel))
                     idx.append(sel)
         if len(heads) < 20:
             return None
         head = np.array(heads, dtype=float)
         rows_all = np.concatenate(idx)
-        x = np.column_stack([_shape_features(head, bb[rows_all]), mat[rows_all]])
+        k_all = np.asarray(keys, dtype=object)[rows_all]
+        x = np.column_stack([_shape_features(head, bb[rows_all], _weight_fraction(k_all, bb[rows_all]),
+                                             _weight_fraction(k_all, head[:, 0])), mat[rows_all]])
         p = {**params, "max_depth": 4, "min_child_weight": 5.0}
         return _Booster.train(x, yv[rows_all] - head[:, 1], p, rounds)
 
@@ -1070,7 +1121,9 @@ class RooflineGBM(Predictor):
         above = (ci >= 0) & (bb > head[:, 0]) & (head[:, 5] >= 2)
         out = np.full(len(keys), np.nan)
         if above.any():
-            x = np.column_stack([_shape_features(head[above], bb[above]), mat[above]])
+            k_a = np.asarray(keys, dtype=object)[above]
+            x = np.column_stack([_shape_features(head[above], bb[above], _weight_fraction(k_a, bb[above]),
+                                                 _weight_fraction(k_a, head[above, 0])), mat[above]])
             out[above] = _Booster.predict(booster, x)
         return out
 
