@@ -1291,6 +1291,12 @@ class RooflineGBM(Predictor):
             ng = len(np.unique(groups))
             kk = ng if ng <= _LOGO_MAX_GROUPS else k
             schemes[col] = (self._group_folds(groups, kk, rng), kk)
+        cut = self._batch_cut(bb)
+        if cut is not None:
+            # Beyond every trained batch: the rows above the second-largest batch held out, so the
+            # bands of queries larger than any batch in the data are calibrated on their own kind
+            # (no other scheme holds out every row of the largest batch).
+            schemes["batch"] = (np.where(bb > cut, 0, -1), 1)
         knn_all = self.knn_ref_
         res, cats, sig_x, fold_ids, b_out = [], [], [], [], []
         seed = self.random_state + 1
@@ -1344,7 +1350,8 @@ class RooflineGBM(Predictor):
                 bglob = np.maximum(np.maximum(np.log2(b_tr.min() / bb[te]), np.log2(bb[te] / b_tr.max())), 0.0)
                 b_out.append(np.maximum(bdist, bglob))
                 # Rows and configurations are exchangeable row by row; a held-out group only as a whole.
-                fold_ids.append(np.full(int(te.sum()), -1 if scheme in ("rows", "config") else len(fold_ids)))
+                fold_ids.append(np.full(int(te.sum()), -1 if scheme in ("rows", "config", "batch")
+                                        else len(fold_ids)))
                 cats.append(cat)
                 sig_x.append(self._sigma_features(cat, dk, bdist, ld, mat[te], _curve_table(curves).rms(keys[te]),
                                                   pred, log_gbm, logc))
@@ -1385,6 +1392,17 @@ class RooflineGBM(Predictor):
         and kNN distance beyond the 99th percentile of the calibration points'."""
         return 1.0 + np.maximum(b_out - 1.0, 0.0) + np.maximum(ldist - 1.0, 0.0) \
             + np.maximum(dk / max(self.knn_cut_, 1e-9) - 1.0, 0.0)
+
+    @staticmethod
+    def _batch_cut(bb: np.ndarray, min_rows: int = 20) -> float | None:
+        """The largest batch that leaves at least ``min_rows`` rows (and 2 %) above it and two batch sizes
+        at or below it; None when there is none."""
+        distinct = np.unique(bb)
+        need = max(min_rows, int(0.02 * len(bb)))
+        for c in distinct[::-1][1:]:
+            if (bb > c).sum() >= need:
+                return float(c) if (distinct <= c).sum() >= 2 else None
+        return None
 
     @staticmethod
     def _splits(k: int, n_units: int, min_held: int) -> int:
