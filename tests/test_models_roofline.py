@@ -202,10 +202,15 @@ def test_beyond_the_largest_trained_batch_the_curve_gain_is_damped(biased: pd.Da
 def test_unseen_hardware_uses_the_hardware_blind_transfer_model(biased: pd.DataFrame) -> None:
     train = biased[biased.hardware != "a100-40gb"]
     q = biased[biased.hardware == "a100-40gb"].drop(columns="output_throughput_tok_s")
-    m = RooflineGBM(n_estimators=60, calibration_folds=0).fit(train)
+    m = RooflineGBM(n_estimators=60, calibration_folds=0, sister_weight=0.0).fit(train)
     mat, log_prior, _, _ = m._design(q)
     blind = np.exp(_Booster.predict(m.transfer_booster_, mat[:, m._hw_blind()]) + log_prior)
     np.testing.assert_allclose(m.predict(q).pred_throughput_tok_s.to_numpy(), blind, rtol=1e-9)
+    # With the sister accelerator (A100's is the H100: same vendor, nearest bandwidth and FLOP/s): the
+    # geometric mean of the blind answer and the main model's H100 efficiency on the A100's own bound.
+    m.sister_weight = 0.5
+    sister = np.exp(_Booster.predict(m.booster_, m._design(q.assign(hardware="h100-sxm"))[0]) + log_prior)
+    np.testing.assert_allclose(m.predict(q).pred_throughput_tok_s.to_numpy(), np.sqrt(blind * sister), rtol=1e-9)
     names = [*m.feature_names_, "prior_kind"]
     used = {names[j] for j in m._hw_blind()}
     assert not any(c.startswith("id_hw_") for c in used) and "mem_bw_gbs" not in used
