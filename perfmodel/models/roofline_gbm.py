@@ -574,6 +574,30 @@ class _AnchorTable:
             return sub[inv.reshape(-1)]
         return self._sibling_rows(keys, bb)
 
+    def sibling_stats(self, keys: np.ndarray, bb: np.ndarray) -> np.ndarray:
+        """Per query: how many length siblings were measured at its batch, the spread (standard
+        deviation) of their residuals and the log-length distance to the nearest (NaN without any).
+
+        Inputs of the band's difficulty model: a configuration whose siblings disagree, or lie far
+        away in length, is interpolated less surely.
+        """
+        out = np.full((len(keys), 3), np.nan)
+        out[:, 0] = 0.0
+        if len(self.sib_index) == 0 or len(keys) == 0:
+            return out
+        parts = [str(k).rsplit("|", 2) for k in keys]
+        sk = [p[0] + "|" + f"{b:g}" if len(p) == 3 else "" for p, b in zip(parts, np.asarray(bb).tolist(), strict=True)]
+        si = self.sib_index.get_indexer(sk)
+        for i in np.flatnonzero(si >= 0):
+            st, n = self.sib_start[si[i]], self.sib_count[si[i]]
+            res = self.sib_res[st:st + n]
+            try:
+                q = math.log(max(float(parts[i][1]), 1.0)) + math.log(max(float(parts[i][2]), 1.0))
+            except ValueError:
+                continue
+            out[i] = (n, float(res.std()) if n > 1 else math.nan, float(np.abs(self.sib_len[st:st + n] - q).min()))
+        return out
+
     def _sibling_rows(self, keys: list[str], bb: np.ndarray) -> np.ndarray:
         out = np.zeros(len(keys))
         parts = [k.rsplit("|", 2) for k in keys]
@@ -1254,14 +1278,14 @@ class RooflineGBM(Predictor):
 
     def _sigma_features(self, cat: np.ndarray, dist_knn: np.ndarray, bdist: np.ndarray,
                         ldist: np.ndarray, mat: np.ndarray, curve_rms: np.ndarray, pred: np.ndarray,
-                        log_gbm: np.ndarray, logc: np.ndarray) -> np.ndarray:
+                        log_gbm: np.ndarray, logc: np.ndarray, sib: np.ndarray) -> np.ndarray:
         # Disagreement between the answer and its ingredients (the trees alone, the curve alone):
         # where anchoring had to move the trees far, or the curve disagrees, the answer is less sure.
         with np.errstate(invalid="ignore"):
             d_gbm = np.log(np.abs(pred - log_gbm) + 1e-4)
             d_curve = np.log(np.abs(pred - logc) + 1e-4)
         return np.column_stack([cat, np.log1p(dist_knn), bdist, ldist, np.log(curve_rms + 1e-4), d_gbm, d_curve,
-                                mat])
+                                sib, mat])
 
     def _knn_distance(self, ref: np.ndarray, q: np.ndarray) -> np.ndarray:
         from scipy.spatial import cKDTree
@@ -1453,7 +1477,8 @@ class RooflineGBM(Predictor):
                                         else len(fold_ids)))
                 cats.append(cat)
                 sig_x.append(self._sigma_features(cat, dk, bdist, ld, mat[te], _curve_table(curves).rms(keys[te]),
-                                                  pred, log_gbm, logc))
+                                                  pred, log_gbm, logc,
+                                                  _anchor_table(anchors).sibling_stats(keys[te], bb[te])))
         r_all = np.concatenate(res)
         c_all = np.concatenate(cats)
         sx = np.vstack(sig_x)
@@ -1575,7 +1600,8 @@ class RooflineGBM(Predictor):
             sigma = np.exp(_Booster.predict(self.sigma_booster_,
                                             self._sigma_features(cat, dk, bdist, ld, mat,
                                                                  _curve_table(self.curves_).rms(keys),
-                                                                 pred, log_gbm, logc)))
+                                                                 pred, log_gbm, logc,
+                                                                 _anchor_table(self.anchors_).sibling_stats(keys, bb))))
             cats = np.unique(cat)
             q = np.array([self._quantile(c, lvl) for c in cats])[np.searchsorted(cats, cat)]
             q90 = np.array([self._quantile(c, 0.9) for c in cats])[np.searchsorted(cats, cat)]
