@@ -1500,8 +1500,8 @@ class RooflineGBM(Predictor):
         self.knn_cut_ = float(np.quantile(dtr, 0.99))
         far = self._far(np.concatenate(b_out), sx[:, 3], dtr)
         params = self._xgb_params(self.random_state + 999)
-        params.update({"max_depth": 3, "eta": 0.05, "min_child_weight": 20.0})
-        self.sigma_booster_ = _Booster.train(sx[half], np.log(np.abs(r_all[half]) / far[half] + 1e-3), params, 150)
+        params.update({"max_depth": 4, "eta": 0.05, "min_child_weight": 20.0})
+        self.sigma_booster_ = _Booster.train(sx[half], np.log(np.abs(r_all[half]) / far[half] + 1e-3), params, 300)
         sigma = np.exp(_Booster.predict(self.sigma_booster_, sx[~half]))
         score = np.abs(r_all[~half]) / (sigma * far[~half])
         self.scores_ = {}
