@@ -836,7 +836,7 @@ class RooflineGBM(Predictor):
     name: ClassVar[str] = "roofline-gbm"
 
     def __init__(self, *, features: str = "all", n_estimators: int = 300, learning_rate: float = 0.08,
-                 max_depth: int = 6, min_child_weight: float = 2.0, subsample: float = 0.9,
+                 max_depth: int = 8, min_child_weight: float = 2.0, subsample: float = 0.9,
                  colsample_bytree: float = 0.8, curve_weight_inside: float = 0.3,
                  curve_weight_outside: float = 1.0, anchor_weight: float = 1.0,
                  extrapolation_damping: float = 0.5, sibling_weight: float = 1.0,
@@ -1433,6 +1433,7 @@ class RooflineGBM(Predictor):
                     # twice the step keeps the training time within budget.
                     rounds = max(rounds // 2, 1)
                     params["eta"] = min(2 * self.learning_rate, 1.0)
+                    params["max_depth"] = min(self.max_depth, 6)  # and shallower trees
                 sub = data.iloc[np.flatnonzero(te)]
                 seen = {c: set(data[c].iloc[np.flatnonzero(tr)].astype(str).unique()) for c in _IDENTITY}
                 unknown_hw = self._unknown(sub, "hardware", seen)
