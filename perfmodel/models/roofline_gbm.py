@@ -24,7 +24,11 @@
    accelerator absent from the training data are answered by a second,
    hardware-blind efficiency model (no hardware indicators or catalog figures
    besides the roofline and the vendor): with a handful of accelerators the
-   trees use bandwidth and FLOP/s as an identity, which does not transfer.
+   trees use bandwidth and FLOP/s as an identity, which does not transfer. Its
+   answer is averaged in log space with the sister accelerator's: the main
+   model's efficiency for the most similar known accelerator (same vendor,
+   nearest bandwidth and FLOP/s) that ran the query's framework, applied to the
+   query's own roofline bound (GH200 from H100, MI300X from MI250).
 4. **Saturating curve.** For a configuration with measured points at two or
    more batch sizes, throughput is also fitted per configuration with the
    batch-time law ``T(B) = B / (alpha * f(B) + beta * B)`` (a batch costs a
@@ -49,16 +53,19 @@
    of up to 10: each run fold holds out a tenth, so the calibration models see
    nearly as much data as the final one; with a third held out their residuals
    were larger and the bands over-covered), whole models (3 folds: holding out
-   fewer models made confidence track the error less), and each
+   fewer models made confidence track the error less), each
    accelerator and each framework left out in turn (group k-fold above 10 of
-   them). Each query gets a class (0: its configuration is known and the batch
+   them), and every row above the second-largest trained batch (queries beyond
+   every trained batch; no other scheme holds those out). Each query gets a class (0: its configuration is known and the batch
    inside the measured range; 1: known configuration, batch outside; 2: new
    configuration of known hardware, framework and model; 3: unknown model;
    4: unknown hardware; 5: unknown framework) and a difficulty ``sigma`` from a
    second small boosted model of ``log |residual|`` (features: class, distance
    to the 5 nearest training points in a standardised space, batch and length
    distance outside the measured range, the log RMS of the configuration's own
-   curve fit, and the efficiency features). The band is
+   curve fit, how far anchoring moved the trees and how far the answer lies
+   from the curve, the count, spread and log-length distance of the length
+   siblings measured at the query's batch, and the efficiency features). The band is
    ``exp(+-q_c(level) * sigma * far)`` around the prediction, with ``far`` a
    stretch with the distance beyond the data (batch and length doublings past
    the first, kNN distance beyond the calibration points' 99th percentile) and
@@ -71,8 +78,9 @@
    calibration points, and for batch or lengths outside the training range by
    more than a factor of 2.
 
-Persistence: ``metadata.json`` (settings, feature names, curves, conformal
-scores, kNN reference points) and the two boosters as XGBoost JSON.
+Persistence: ``metadata.json`` (settings, feature names, curves, anchors,
+conformal scores, kNN reference points, the frameworks each accelerator ran)
+and the boosters (efficiency, transfer, continuation, difficulty) as XGBoost JSON.
 """
 
 from __future__ import annotations
