@@ -86,7 +86,8 @@ def test_save_load_round_trip_is_identical_and_json_only(fitted: tuple[RooflineG
     m, df = fitted
     m.save(tmp_path / "model")
     files = sorted(p.name for p in (tmp_path / "model").iterdir())
-    assert files == ["continuation.json", "efficiency.json", "metadata.json", "sigma.json", "transfer.json"]
+    assert files == ["continuation.json", "efficiency.json", "metadata.json", "sigma.json", "sigma2.json",
+                     "transfer.json"]
     assert not list((tmp_path / "model").glob("*.pkl"))
     loaded = load_predictor(tmp_path / "model")
     assert isinstance(loaded, RooflineGBM)

@@ -1392,6 +1392,7 @@ class RooflineGBM(Predictor):
                    keys: np.ndarray, bb: np.ndarray) -> None:
         self.scores_: dict[str, list[float]] = {}
         self.sigma_booster_: Any = None
+        self.sigma_booster2_: Any = None
         self.knn_cut_ = math.inf
         k = self.calibration_folds
         if k == 0:
@@ -1491,8 +1492,10 @@ class RooflineGBM(Predictor):
         r_all = np.concatenate(res)
         c_all = np.concatenate(cats)
         sx = np.vstack(sig_x)
-        # Difficulty model on half of the calibration points, conformal scores on the other half, so
-        # the scores stay exchangeable with a new query's. Group-holdout folds go to one half whole:
+        # Difficulty models cross-fitted on the two halves of the calibration points, each scoring the
+        # other half, so every score stays exchangeable with a new query's and every held-out group
+        # counts (with one model on one half, a new accelerator's quantile came from only four of
+        # the eight left out, and moved with which four). Group-holdout folds go to one half whole:
         # split by row, the difficulty model would learn a held-out accelerator's (framework's,
         # model's) own residuals and its scores would come out smaller than a really new one's.
         f_all = np.concatenate(fold_ids)
@@ -1510,14 +1513,21 @@ class RooflineGBM(Predictor):
         far = self._far(np.concatenate(b_out), sx[:, 3], dtr)
         params = self._xgb_params(self.random_state + 999)
         params.update({"max_depth": 4, "eta": 0.05, "min_child_weight": 20.0})
-        self.sigma_booster_ = _Booster.train(sx[half], np.log(np.abs(r_all[half]) / far[half] + 1e-3), params, 300)
-        sigma = np.exp(_Booster.predict(self.sigma_booster_, sx[~half]))
-        score = np.abs(r_all[~half]) / (sigma * far[~half])
+        target = np.log(np.abs(r_all) / far + 1e-3)
+        self.sigma_booster_ = _Booster.train(sx[half], target[half], params, 300)
+        self.sigma_booster2_ = _Booster.train(sx[~half], target[~half], params, 300) if (~half).sum() else None
+        log_sigma = np.empty(len(r_all))
+        log_sigma[~half] = _Booster.predict(self.sigma_booster_, sx[~half])
+        if self.sigma_booster2_ is not None and half.any():
+            log_sigma[half] = _Booster.predict(self.sigma_booster2_, sx[half])
+        scored = ~half if self.sigma_booster2_ is None else np.ones(len(r_all), dtype=bool)
+        score = np.abs(r_all[scored]) / (np.exp(log_sigma[scored]) * far[scored])
+        cs = c_all[scored]
         self.scores_ = {}
         for c in range(len(NOVELTY_CATEGORIES)):
-            sc = np.sort(score[c_all[~half] == c])
+            sc = np.sort(score[cs == c])
             if len(sc) < 20:  # too few to calibrate alone: borrow the next harder category's scores
-                sc = np.sort(score[c_all[~half] >= c]) if (c_all[~half] >= c).sum() >= 20 else np.sort(score)
+                sc = np.sort(score[cs >= c]) if (cs >= c).sum() >= 20 else np.sort(score)
             self.scores_[str(c)] = sc.tolist()
 
     def _far(self, b_out: np.ndarray, ldist: np.ndarray, dk: np.ndarray) -> np.ndarray:
@@ -1606,11 +1616,12 @@ class RooflineGBM(Predictor):
         lo = hi = np.full(len(runs), np.nan)
         conf = np.full(len(runs), np.nan)
         if self.sigma_booster_ is not None:
-            sigma = np.exp(_Booster.predict(self.sigma_booster_,
-                                            self._sigma_features(cat, dk, bdist, ld, mat,
-                                                                 _curve_table(self.curves_).rms(keys),
-                                                                 pred, log_gbm, logc,
-                                                                 _anchor_table(self.anchors_).sibling_stats(keys, bb))))
+            sx = self._sigma_features(cat, dk, bdist, ld, mat, _curve_table(self.curves_).rms(keys), pred, log_gbm,
+                                      logc, _anchor_table(self.anchors_).sibling_stats(keys, bb))
+            log_sigma = _Booster.predict(self.sigma_booster_, sx)
+            if self.sigma_booster2_ is not None:  # the cross-fitted pair: geometric mean
+                log_sigma = 0.5 * (log_sigma + _Booster.predict(self.sigma_booster2_, sx))
+            sigma = np.exp(log_sigma)
             cats = np.unique(cat)
             q = np.array([self._quantile(c, lvl) for c in cats])[np.searchsorted(cats, cat)]
             q90 = np.array([self._quantile(c, 0.9) for c in cats])[np.searchsorted(cats, cat)]
@@ -1655,6 +1666,7 @@ class RooflineGBM(Predictor):
             "knn_scale": self.knn_scale_, "knn_ref": np.round(self.knn_ref_, 12), "n_train": self.n_train_,
             "scores": self.scores_, "knn_cut": getattr(self, "knn_cut_", math.inf),
             "has_sigma": self.sigma_booster_ is not None, "anchors": self.anchors_,
+            "has_sigma2": self.sigma_booster2_ is not None,
             "has_transfer": self.transfer_booster_ is not None,
             "has_continuation": self.continuation_booster_ is not None,
             "hw_frameworks": self.hw_frameworks_,
@@ -1664,6 +1676,8 @@ class RooflineGBM(Predictor):
             self.booster_.save_model(str(d / "efficiency.json"))
             if self.sigma_booster_ is not None:
                 self.sigma_booster_.save_model(str(d / "sigma.json"))
+            if self.sigma_booster2_ is not None:
+                self.sigma_booster2_.save_model(str(d / "sigma2.json"))
             if self.transfer_booster_ is not None:
                 self.transfer_booster_.save_model(str(d / "transfer.json"))
             if self.continuation_booster_ is not None:
@@ -1701,6 +1715,7 @@ class RooflineGBM(Predictor):
             obj.knn_cut_ = math.inf if st["knn_cut"] is None else float(st["knn_cut"])
             obj.booster_ = _Booster.load(d / "efficiency.json", obj.n_jobs)
             obj.sigma_booster_ = _Booster.load(d / "sigma.json", obj.n_jobs) if st["has_sigma"] else None
+            obj.sigma_booster2_ = _Booster.load(d / "sigma2.json", obj.n_jobs) if st.get("has_sigma2") else None
             obj.n_train_ = int(st["n_train"])
             obj.anchors_ = {k: [[float(x) for x in col] for col in v] for k, v in st["anchors"].items()}
             obj.transfer_booster_ = (_Booster.load(d / "transfer.json", obj.n_jobs) if st["has_transfer"]
