@@ -356,3 +356,24 @@ def test_saturating_law_charges_a_mixture_of_experts_for_the_experts_it_reads() 
         alpha, beta = 0.02, 1e-3
         fit = _moe_law(key, b.tolist(), np.log(b / (alpha * f + beta * b)).tolist())
         assert fit[0] == pytest.approx(alpha, rel=1e-6) and fit[1] == pytest.approx(beta, rel=1e-6)
+
+
+def test_prefix_laws_from_running_sums_equal_the_direct_fit() -> None:
+    # Guards _shape_heads (every cut's law from cumulative sums, the continuation model's inputs)
+    # against _law fitted on each prefix directly, admissibility fallbacks included.
+    from perfmodel.models.roofline_gbm import _law, _shape_heads
+
+    rng = np.random.default_rng(0)
+    fallbacks = 0
+    for _ in range(300):
+        n = int(rng.integers(2, 7))
+        b = np.sort(rng.choice([1, 2, 4, 8, 16, 32, 64, 128, 256], n, replace=False)).astype(float)
+        ly = np.log(b / (rng.random() * 0.1 + rng.random() * 0.01 * b)) + rng.normal(0, 0.3, n)
+        heads = _shape_heads(b.tolist(), ly.tolist())
+        assert np.isnan(heads[0, 2:5]).all() and (heads[:, 5] == np.arange(1, n + 1)).all()
+        for m in range(2, n + 1):
+            alpha, beta = _law(b[:m], ly[:m], np.ones(m))
+            fallbacks += alpha == 0.0 or beta == 1e-12
+            np.testing.assert_allclose(heads[m - 1, 2:4], [alpha, beta], rtol=1e-9, atol=1e-18)
+            assert heads[m - 1, 4] == pytest.approx((ly[m - 1] - ly[m - 2]) / np.log2(b[m - 1] / b[m - 2]))
+    assert fallbacks > 0  # the noisy draws exercise the fallbacks too

@@ -553,7 +553,7 @@ class _AnchorTable:
     """The anchors dict flattened for vectorised look-ups: per configuration a slice of sorted batches."""
 
     __slots__ = ("cfg_index", "cfg_start", "cfg_count", "cfg_of", "b", "ly", "res",
-                 "sib_index", "sib_start", "sib_count", "sib_of", "sib_len", "sib_res")
+                 "sib_index", "sib_start", "sib_count", "sib_of", "sib_len", "sib_res", "sib_pos")
 
     def __init__(self, anchors: dict[str, list[list[float]]]) -> None:
         cfg = [(k, v) for k, v in anchors.items() if not k.startswith("\x00")]
@@ -568,6 +568,7 @@ class _AnchorTable:
         self.sib_start = np.r_[0, np.cumsum(self.sib_count)[:-1]].astype(np.intp) if sib else np.zeros(0, np.intp)
         self.sib_of = np.repeat(np.arange(len(sib)), self.sib_count)
         self.sib_len, self.sib_res = (np.array([x for _, v in sib for x in v[i]], dtype=float) for i in range(2))
+        self.sib_pos = {k: i for i, (k, _) in enumerate(sib)}
 
     def sibling_residual(self, keys: list[str], bb: np.ndarray) -> np.ndarray:
         """Vectorised :meth:`RooflineGBM._sibling_residual` for configuration keys ``keys`` at batches ``bb``."""
@@ -595,7 +596,8 @@ class _AnchorTable:
             return out
         parts = [str(k).rsplit("|", 2) for k in keys]
         sk = [p[0] + "|" + f"{b:g}" if len(p) == 3 else "" for p, b in zip(parts, np.asarray(bb).tolist(), strict=True)]
-        si = self.sib_index.get_indexer(sk)
+        si = (np.array([self.sib_pos.get(k, -1) for k in sk], dtype=np.intp) if len(sk) <= _SMALL
+              else self.sib_index.get_indexer(sk))
         for i in np.flatnonzero(si >= 0):
             st, n = self.sib_start[si[i]], self.sib_count[si[i]]
             res = self.sib_res[st:st + n]
@@ -686,16 +688,35 @@ def _law(b: np.ndarray, ly: np.ndarray, f: np.ndarray) -> tuple[float, float]:
     return float(alpha), float(beta)
 
 
-def _shape_head(b: list[float], ly: list[float], m: int) -> tuple[float, float, float, float, float, float]:
-    """What the first ``m`` measured batches of a curve say about its continuation: largest batch, its
-    log throughput, the law's ``alpha`` and ``beta`` (NaN below two batches), the slope of the last
+def _shape_heads(b: list[float], ly: list[float]) -> np.ndarray:
+    """What the first ``m`` measured batches of a curve say about its continuation, for every ``m``
+    (row ``m - 1``): largest batch, its log throughput, the plain law's ``alpha`` and ``beta`` through
+    them (:func:`_law`'s rules, from running sums; NaN below two batches), the slope of the last
     doubling (log throughput per doubling) and ``m``."""
-    bl, lyl = b[m - 1], ly[m - 1]
-    if m < 2:
-        return bl, lyl, math.nan, math.nan, math.nan, float(m)
-    alpha, beta = _law(np.asarray(b[:m], dtype=float), np.asarray(ly[:m], dtype=float), np.ones(m))
-    slope = (ly[m - 1] - ly[m - 2]) / math.log2(b[m - 1] / b[m - 2])
-    return bl, lyl, alpha, beta, slope, float(m)
+    bv, lv = np.asarray(b, dtype=float), np.asarray(ly, dtype=float)
+    n = len(bv)
+    z = bv / np.exp(lv)
+    u = 1.0 / z**2
+    su, sub, subb, suz, subz = (np.cumsum(v) for v in (u, u * bv, u * bv * bv, u * z, u * bv * z))
+    m = np.arange(1, n + 1, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        det = su * subb - sub**2
+        alpha = (suz * subb - sub * subz) / det
+        beta = (su * subz - sub * suz) / det
+        flat, linear = np.exp(np.cumsum(np.log(z)) / m), np.exp(np.cumsum(np.log(z / bv)) / m)
+        slope = np.r_[np.nan, np.diff(lv) / np.log2(bv[1:] / bv[:-1])] if n else np.zeros(0)
+    bad_beta = ~(beta > 0)
+    bad_alpha = ~(alpha >= 0) & ~bad_beta
+    alpha = np.where(bad_beta, flat, np.where(bad_alpha, 0.0, alpha))
+    beta = np.where(bad_beta, 1e-12, np.where(bad_alpha, linear, beta))
+    one = m < 2
+    return np.column_stack([bv, lv, np.where(one, np.nan, alpha), np.where(one, np.nan, beta),
+                            np.where(one, np.nan, slope), m])
+
+
+def _shape_head(b: list[float], ly: list[float], m: int) -> tuple[float, ...]:
+    """:func:`_shape_heads` of the first ``m`` batches."""
+    return tuple(float(x) for x in _shape_heads(b[:m], ly[:m])[m - 1])
 
 
 def _shape_features(head: np.ndarray, bt: np.ndarray) -> np.ndarray:
@@ -714,13 +735,20 @@ class _ShapeTable:
     them (plain law, the continuation model's inputs) and the mixture-of-experts law's ``alpha, beta``
     (:func:`_moe_law`; NaN below two batches), which the extrapolation beyond every trained batch uses."""
 
-    __slots__ = ("index", "head", "moe")
+    __slots__ = ("index", "head", "moe", "pos")
 
     def __init__(self, anchors: dict[str, list[list[float]]]) -> None:
         cfg = [(k, v) for k, v in anchors.items() if not k.startswith("\x00")]
         self.index = pd.Index([k for k, _ in cfg], dtype=object)
         self.head = np.array([_shape_head(v[0], v[1], len(v[0])) for _, v in cfg], dtype=float).reshape(-1, 6)
         self.moe = np.array([_moe_law(k, v[0], v[1]) for k, v in cfg], dtype=float).reshape(-1, 2)
+        self.pos = {k: i for i, (k, _) in enumerate(cfg)}
+
+    def locate(self, keys: np.ndarray) -> np.ndarray:
+        """Row of each key, -1 without one."""
+        if len(keys) <= _SMALL:  # a dict look-up per key beats building an index query
+            return np.array([self.pos.get(k, -1) for k in keys], dtype=np.intp)
+        return self.index.get_indexer(keys)
 
 
 def _moe_law(key: str, b: list[float], ly: list[float]) -> tuple[float, float]:
@@ -1028,7 +1056,7 @@ class RooflineGBM(Predictor):
         if far.any():
             # Beyond every trained batch: the law that charges a mixture of experts for the experts it reads.
             st = _shape_table(anchors)
-            am, bm = st.moe[st.index.get_indexer(keys[idx][far])].T
+            am, bm = st.moe[st.locate(keys[idx][far])].T
             bf, blf, kf = b[far], b_last[far], keys[idx][far]
             with np.errstate(divide="ignore", invalid="ignore"):
                 gain_far[far] = np.log(bf / (am * _weight_fraction(kf, bf) + bm * bf)) \
@@ -1175,21 +1203,24 @@ class RooflineGBM(Predictor):
         codes, uniq = pd.factorize(np.asarray(keys, dtype=object))
         order = np.argsort(codes, kind="stable")
         bounds = np.flatnonzero(np.diff(codes[order])) + 1
-        heads: list[tuple[float, ...]] = []
+        heads: list[np.ndarray] = []
         idx: list[np.ndarray] = []
         for rows in np.split(order, bounds):
             a = anchors.get(str(uniq[codes[rows[0]]]))
             if a is None:
                 continue
             ab, ly = a[0], a[1]
+            if len(ab) < 3:
+                continue
+            all_heads = _shape_heads(ab, ly)
             for m in range(2, len(ab)):  # a cut keeps two batches at least: the law needs them
                 sel = rows[bb[rows] > ab[m - 1]]
                 if len(sel):
-                    heads.extend([_shape_head(ab, ly, m)] * len(sel))
+                    heads.append(np.repeat(all_heads[m - 1][None, :], len(sel), axis=0))
                     idx.append(sel)
-        if len(heads) < 20:
+        if sum(len(h) for h in heads) < 20:
             return None
-        head = np.array(heads, dtype=float)
+        head = np.vstack(heads)
         rows_all = np.concatenate(idx)
         x = np.column_stack([_shape_features(head, bb[rows_all]), mat[rows_all]])
         p = {**params, "max_depth": 4, "min_child_weight": 5.0}
@@ -1203,7 +1234,7 @@ class RooflineGBM(Predictor):
         if booster is None:
             return None
         t = _shape_table(anchors)
-        ci = t.index.get_indexer(keys)
+        ci = t.locate(keys)
         head = t.head[np.maximum(ci, 0)] if len(t.head) else np.full((len(keys), 6), np.nan)
         above = (ci >= 0) & (bb > head[:, 0]) & (head[:, 5] >= 2)
         out = np.full(len(keys), np.nan)
@@ -1512,10 +1543,10 @@ class RooflineGBM(Predictor):
         self.knn_cut_ = float(np.quantile(dtr, 0.99))
         far = self._far(np.concatenate(b_out), sx[:, 3], dtr)
         params = self._xgb_params(self.random_state + 999)
-        params.update({"max_depth": 4, "eta": 0.05, "min_child_weight": 20.0})
+        params.update({"max_depth": 4, "eta": 0.1, "min_child_weight": 20.0})
         target = np.log(np.abs(r_all) / far + 1e-3)
-        self.sigma_booster_ = _Booster.train(sx[half], target[half], params, 300)
-        self.sigma_booster2_ = _Booster.train(sx[~half], target[~half], params, 300) if (~half).sum() else None
+        self.sigma_booster_ = _Booster.train(sx[half], target[half], params, 150)
+        self.sigma_booster2_ = _Booster.train(sx[~half], target[~half], params, 150) if (~half).sum() else None
         log_sigma = np.empty(len(r_all))
         log_sigma[~half] = _Booster.predict(self.sigma_booster_, sx[~half])
         if self.sigma_booster2_ is not None and half.any():
