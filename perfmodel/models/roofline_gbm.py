@@ -670,40 +670,25 @@ def _anchor_table(anchors: dict[str, list[list[float]]]) -> _AnchorTable:
     return _cached(_AnchorTable, anchors)
 
 
-def _law(b: np.ndarray, ly: np.ndarray, f: np.ndarray) -> tuple[float, float]:
-    """``alpha, beta`` of ``T(B) = B / (alpha f(B) + beta B)`` through mean log throughputs ``ly`` at batches
-    ``b`` (two or more; weight fractions ``f``), with :func:`_fit_curves`' fit and admissibility rules."""
-    z = b / np.exp(ly)
-    u = 1.0 / z**2
-    su, sub, subb = (u * f * f).sum(), (u * f * b).sum(), (u * b * b).sum()
-    suz, subz = (u * f * z).sum(), (u * b * z).sum()
-    det = su * subb - sub**2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        alpha = (suz * subb - sub * subz) / det
-        beta = (su * subz - sub * suz) / det
-    if not beta > 0:
-        return float(np.exp(np.log(z / f).mean())), 1e-12
-    if not alpha >= 0:
-        return 0.0, float(np.exp(np.log(z / b).mean()))
-    return float(alpha), float(beta)
-
-
-def _shape_heads(b: list[float], ly: list[float]) -> np.ndarray:
+def _shape_heads(b: list[float], ly: list[float], f: np.ndarray | None = None) -> np.ndarray:
     """What the first ``m`` measured batches of a curve say about its continuation, for every ``m``
-    (row ``m - 1``): largest batch, its log throughput, the plain law's ``alpha`` and ``beta`` through
-    them (:func:`_law`'s rules, from running sums; NaN below two batches), the slope of the last
-    doubling (log throughput per doubling) and ``m``."""
+    (row ``m - 1``): largest batch, its log throughput, ``alpha`` and ``beta`` of the law
+    ``T(B) = B / (alpha f(B) + beta B)`` through them (``f``: weight fractions, 1 by default: the plain
+    law; :func:`_fit_curves`' weighted fit and admissibility rules, from running sums; NaN below two
+    batches), the slope of the last doubling (log throughput per doubling) and ``m``."""
     bv, lv = np.asarray(b, dtype=float), np.asarray(ly, dtype=float)
     n = len(bv)
+    fv = np.ones(n) if f is None else np.asarray(f, dtype=float)
     z = bv / np.exp(lv)
     u = 1.0 / z**2
-    su, sub, subb, suz, subz = (np.cumsum(v) for v in (u, u * bv, u * bv * bv, u * z, u * bv * z))
+    su, sub, subb, suz, subz = (np.cumsum(v) for v in (u * fv * fv, u * fv * bv, u * bv * bv, u * fv * z,
+                                                       u * bv * z))
     m = np.arange(1, n + 1, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         det = su * subb - sub**2
         alpha = (suz * subb - sub * subz) / det
         beta = (su * subz - sub * suz) / det
-        flat, linear = np.exp(np.cumsum(np.log(z)) / m), np.exp(np.cumsum(np.log(z / bv)) / m)
+        flat, linear = np.exp(np.cumsum(np.log(z / fv)) / m), np.exp(np.cumsum(np.log(z / bv)) / m)
         slope = np.r_[np.nan, np.diff(lv) / np.log2(bv[1:] / bv[:-1])] if n else np.zeros(0)
     bad_beta = ~(beta > 0)
     bad_alpha = ~(alpha >= 0) & ~bad_beta
@@ -757,7 +742,8 @@ def _moe_law(key: str, b: list[float], ly: list[float]) -> tuple[float, float]:
     if len(b) < 2:
         return math.nan, math.nan
     bv = np.asarray(b, dtype=float)
-    return _law(bv, np.asarray(ly, dtype=float), _weight_fraction(np.array([key] * len(bv), dtype=object), bv))
+    last = _shape_heads(bv, ly, _weight_fraction(np.array([key] * len(bv), dtype=object), bv))[-1]
+    return float(last[2]), float(last[3])
 
 
 def _shape_table(anchors: dict[str, list[list[float]]]) -> _ShapeTable:
