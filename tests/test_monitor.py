@@ -74,6 +74,26 @@ def test_robust_scale_holds_on_a_quantised_series() -> None:
     assert scale > 1.5 * mad_sigma
 
 
+def test_robust_scale_is_at_least_one_level_of_a_quantised_series() -> None:
+    # The CI run of 2026-11-30 (tests/test_monitor_e2e.py): nine of twelve baseline samples on one level,
+    # so MAD = 0 and the IQR a quarter of a step; one request fewer in two seconds (208, 208, 224) then
+    # read as a slowdown. A scale of at least one step (16 tok/s) keeps that quiet; the hogs still alert.
+    base = [240, 224, 224, 224, 208, 224, 208, 224, 224, 224, 224, 240]
+    later = [224, 208, 208, 224, 224, 256, 256, 256, 224, 208]
+    x = np.array(base + later + [32, 64, 32, 64, 32, 32], dtype=float)
+    det = make_detector("window", window=12, w=3, z=4.0, robust=True)
+    r = det.run(np.arange(x.size, dtype=float), x)
+    assert not r.flags[: len(base) + len(later)].any()
+    assert r.flags[-4:].all()
+    scale = (r.upper[len(base)] - r.center[len(base)]) * math.sqrt(3) / 4.0
+    assert scale == pytest.approx(16.0)
+    # a continuous series keeps its own scale: no lattice there
+    rng = np.random.default_rng(0)
+    y = 200.0 + rng.normal(0.0, 2.0, 40)
+    ry = make_detector("window", window=12, w=3, z=4.0, robust=True).run(np.arange(40.0), y)
+    assert (ry.upper[20] - ry.center[20]) * math.sqrt(3) / 4.0 < 5.0
+
+
 def test_short_window_refreshes_at_least_once_per_window() -> None:
     assert make_detector("window", window=12).refresh == 12
     assert make_detector("point", window=5000).refresh == 100

@@ -23,7 +23,11 @@ Design choices, each for a reason:
   samples take well under two seconds.
 * The robust scale is the larger of the MAD and the interquartile range (both
   as a normal sigma): on quantised series such as per-second token counts the
-  MAD alone collapses when most samples share one or two values.
+  MAD alone collapses when most samples share one or two values. On such a
+  series (at most half the baseline's values distinct) the scale is also at
+  least the lattice step, the smallest gap between two levels: a count one
+  request off its usual level is ordinary, yet a baseline that mostly sat on
+  one level gives an interquartile range of a fraction of a step.
 * Samples that raise an alert do not enter the baseline: an anomaly lasting a
   few hundred samples must not teach the baseline that it is normal.
 * Cold start: until ``min_baseline`` samples are in the baseline, the dynamic
@@ -253,17 +257,23 @@ def _median(arr: np.ndarray) -> float:
     return (float(p[k - 1]) + float(p[k])) / 2.0
 
 
-def _median_quartiles(arr: np.ndarray) -> tuple[float, float, float]:
-    """Median, first and third quartiles (numpy's default linear interpolation) from one partition."""
+def _median_quartiles_step(arr: np.ndarray) -> tuple[float, float, float, float]:
+    """Median, first and third quartiles (numpy's default linear interpolation) and the lattice step, from one sort.
+
+    The step is the smallest gap between two levels of a quantised series (at most half its values
+    distinct), else 0.
+    """
     n = arr.size
-    pos = [q * (n - 1) for q in (0.5, 0.25, 0.75)]
-    idx = sorted({i for p in pos for i in (math.floor(p), math.ceil(p))})
-    part = np.partition(arr, idx)
+    s = np.sort(arr)
     out = []
-    for p in pos:
+    for q in (0.5, 0.25, 0.75):
+        p = q * (n - 1)
         lo, hi = math.floor(p), math.ceil(p)
-        out.append(float(part[lo]) + (p - lo) * (float(part[hi]) - float(part[lo])))
-    return out[0], out[1], out[2]
+        out.append(float(s[lo]) + (p - lo) * (float(s[hi]) - float(s[lo])))
+    gaps = np.diff(s)
+    gaps = gaps[gaps > 0]
+    step = float(gaps.min()) if gaps.size and 2 * (gaps.size + 1) <= n else 0.0
+    return out[0], out[1], out[2], step
 
 
 def _expected_array(expected: Expected, t: np.ndarray) -> np.ndarray:
@@ -419,8 +429,8 @@ class _BaselineDetector(Detector):
             # length: when most samples sit on one or two levels the MAD is a fraction of the real
             # spread), so the robust scale is the larger of the MAD and the interquartile range, each
             # converted to a normal sigma.
-            center, q1, q3 = _median_quartiles(arr)
-            scale = max(_MAD_TO_SIGMA * _median(np.abs(arr - center)), (q3 - q1) / _IQR_TO_SIGMA)
+            center, q1, q3, step = _median_quartiles_step(arr)
+            scale = max(_MAD_TO_SIGMA * _median(np.abs(arr - center)), (q3 - q1) / _IQR_TO_SIGMA, step)
         else:
             center = float(arr.sum()) / n
             d = arr - center
@@ -538,7 +548,8 @@ class PointDetector(_BaselineDetector):
     z
         Alert when ``|x - center| > z * scale``.
     robust
-        Median and the larger of MAD x 1.4826 and IQR / 1.349 instead of mean and standard deviation.
+        Median and the largest of MAD x 1.4826, IQR / 1.349 and (on a quantised series) the lattice
+        step instead of mean and standard deviation.
     expected
         Expectation used during cold start (constant or callable of timestamps).
     threshold_rel
