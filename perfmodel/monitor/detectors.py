@@ -427,8 +427,8 @@ class _BaselineDetector(Detector):
         if self.robust:
             # MAD collapses on quantised series (per-second token counts move in steps of the output
             # length: when most samples sit on one or two levels the MAD is a fraction of the real
-            # spread), so the robust scale is the larger of the MAD and the interquartile range, each
-            # converted to a normal sigma.
+            # spread), so the robust scale is the largest of the MAD and the interquartile range, each
+            # converted to a normal sigma, and the lattice step (see the module notes).
             center, q1, q3, step = _median_quartiles_step(arr)
             scale = max(_MAD_TO_SIGMA * _median(np.abs(arr - center)), (q3 - q1) / _IQR_TO_SIGMA, step)
         else:
