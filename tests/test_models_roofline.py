@@ -9,7 +9,13 @@ import pytest
 from perfmodel import physics
 from perfmodel.errors import PerfmodelError, UnknownNameError, ValidationError
 from perfmodel.models import NotFittedError, load_predictor
-from perfmodel.models.roofline_gbm import RooflineGBM, _Booster, _config_keys, _config_keys_rows
+from perfmodel.models.roofline_gbm import (
+    RooflineGBM,
+    _anchor_table,
+    _Booster,
+    _config_keys,
+    _config_keys_rows,
+)
 
 HW = ("h100-sxm", "a100-40gb", "mi300x")
 MODELS = ("llama-3-8b", "mistral-7b-v0.1", "llama-2-7b")
@@ -243,6 +249,26 @@ def test_vectorised_anchoring_equals_the_row_by_row_reference(biased: pd.DataFra
     np.testing.assert_allclose(out, m._combine_loop(log_gbm, ref[0], ref[1], *args), rtol=0, atol=1e-9)
     assert (out != log_gbm).mean() > 0.5  # the anchors and siblings did act
     assert np.unique(np.round(out - log_gbm, 6)).size > 20
+    # The difficulty model's sibling statistics against their definition, row by row: how many length
+    # siblings at the query's batch, the spread of their residuals, the log-length distance to the nearest.
+    sibs: dict[str, list[tuple[float, float]]] = {}
+    for k, v in m.anchors_.items():
+        if not k.startswith("\x00"):
+            head, ii, oo = k.rsplit("|", 2)
+            for b, r in zip(v[0], v[2], strict=True):
+                sibs.setdefault(f"{head}|{b:g}", []).append((np.log(float(ii)) + np.log(float(oo)), r))
+    ref_stats = np.full((len(keys), 3), np.nan)
+    ref_stats[:, 0] = 0.0
+    for i, (k, b) in enumerate(zip(keys, bb, strict=True)):
+        head, ii, oo = k.rsplit("|", 2)
+        pts = np.array(sibs.get(f"{head}|{b:g}", []))
+        if len(pts):
+            ql = np.log(float(ii)) + np.log(float(oo))
+            ref_stats[i] = (len(pts), pts[:, 1].std() if len(pts) > 1 else np.nan, np.abs(pts[:, 0] - ql).min())
+    table = _anchor_table(m.anchors_)
+    np.testing.assert_allclose(table.sibling_stats(keys, bb), ref_stats, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(table.sibling_stats(keys[:7], bb[:7]), ref_stats[:7], rtol=0, atol=1e-12)
+    assert (ref_stats[:, 0] > 1).mean() > 0.3
 
 
 def test_band_covers_fresh_noise_and_widens_with_novelty(fitted: tuple[RooflineGBM, pd.DataFrame]) -> None:

@@ -85,6 +85,7 @@ and the boosters (efficiency, transfer, continuation, difficulty) as XGBoost JSO
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import math
 import os
@@ -553,7 +554,7 @@ class _AnchorTable:
     """The anchors dict flattened for vectorised look-ups: per configuration a slice of sorted batches."""
 
     __slots__ = ("cfg_index", "cfg_start", "cfg_count", "cfg_of", "b", "ly", "res",
-                 "sib_index", "sib_start", "sib_count", "sib_of", "sib_len", "sib_res", "sib_pos")
+                 "sib_index", "sib_start", "sib_count", "sib_of", "sib_len", "sib_res", "sib_pos", "sib_std")
 
     def __init__(self, anchors: dict[str, list[list[float]]]) -> None:
         cfg = [(k, v) for k, v in anchors.items() if not k.startswith("\x00")]
@@ -569,6 +570,13 @@ class _AnchorTable:
         self.sib_of = np.repeat(np.arange(len(sib)), self.sib_count)
         self.sib_len, self.sib_res = (np.array([x for _, v in sib for x in v[i]], dtype=float) for i in range(2))
         self.sib_pos = {k: i for i, (k, _) in enumerate(sib)}
+        # Spread of each sibling group's residuals (standard deviation; NaN for a lone sibling).
+        self.sib_std = np.zeros(0)
+        if sib:
+            mean = np.add.reduceat(self.sib_res, self.sib_start) / self.sib_count
+            dev = self.sib_res - mean[self.sib_of]
+            std = np.sqrt(np.add.reduceat(dev * dev, self.sib_start) / self.sib_count)
+            self.sib_std = np.where(self.sib_count > 1, std, np.nan)
 
     def sibling_residual(self, keys: list[str], bb: np.ndarray) -> np.ndarray:
         """Vectorised :meth:`RooflineGBM._sibling_residual` for configuration keys ``keys`` at batches ``bb``."""
@@ -598,22 +606,24 @@ class _AnchorTable:
         sk = [p[0] + "|" + f"{b:g}" if len(p) == 3 else "" for p, b in zip(parts, np.asarray(bb).tolist(), strict=True)]
         si = (np.array([self.sib_pos.get(k, -1) for k in sk], dtype=np.intp) if len(sk) <= _SMALL
               else self.sib_index.get_indexer(sk))
-        for i in np.flatnonzero(si >= 0):
-            st, n = self.sib_start[si[i]], self.sib_count[si[i]]
-            res = self.sib_res[st:st + n]
-            try:
-                q = math.log(max(float(parts[i][1]), 1.0)) + math.log(max(float(parts[i][2]), 1.0))
-            except ValueError:
-                continue
-            out[i] = (n, float(res.std()) if n > 1 else math.nan, float(np.abs(self.sib_len[st:st + n] - q).min()))
+        q = _log_lengths(parts)
+        ok = (si >= 0) & np.isfinite(q)
+        if not ok.any():
+            return out
+        s, qv = si[ok], q[ok]
+        start, cnt = self.sib_start[s], self.sib_count[s]
+        # The nearest sibling length: one of the two around the query's place in its sorted slice.
+        j = _group_searchsorted(self.sib_of, self.sib_len, s, qv) - start
+        ls = self.sib_len
+        near = np.minimum(np.abs(ls[start + np.clip(j - 1, 0, cnt - 1)] - qv),
+                          np.abs(ls[start + np.clip(j, 0, cnt - 1)] - qv))
+        out[ok] = np.column_stack([cnt, self.sib_std[s], near])
         return out
 
     def _sibling_rows(self, keys: list[str], bb: np.ndarray) -> np.ndarray:
         out = np.zeros(len(keys))
         parts = [k.rsplit("|", 2) for k in keys]
-        ii = pd.to_numeric(pd.Series([p[1] for p in parts], dtype=object), errors="coerce").to_numpy(float)
-        oo = pd.to_numeric(pd.Series([p[2] for p in parts], dtype=object), errors="coerce").to_numpy(float)
-        q = np.log(np.maximum(ii, 1.0)) + np.log(np.maximum(oo, 1.0))
+        q = _log_lengths(parts)
         sk = [p[0] + "|" + f"{b:g}" for p, b in zip(parts, bb.tolist(), strict=True)]
         si = self.sib_index.get_indexer(sk)
         ok = (si >= 0) & np.isfinite(q)
@@ -634,6 +644,17 @@ class _AnchorTable:
 
 
 _SIB = "\x00sib|"
+
+
+def _log_lengths(parts: list[list[str]]) -> np.ndarray:
+    """log(input length) + log(output length) (each at least 1) of configuration keys split by
+    ``rsplit("|", 2)``; NaN where a length is missing or not a number."""
+    out = np.full(len(parts), np.nan)
+    for i, p in enumerate(parts):
+        if len(p) == 3:
+            with contextlib.suppress(ValueError):
+                out[i] = math.log(max(float(p[1]), 1.0)) + math.log(max(float(p[2]), 1.0))
+    return out
 
 
 def _group_searchsorted(group_of: np.ndarray, values: np.ndarray, g: np.ndarray, v: np.ndarray) -> np.ndarray:
