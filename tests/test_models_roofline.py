@@ -399,15 +399,18 @@ def _weighted_law(b: np.ndarray, ly: np.ndarray) -> tuple[float, float]:
 def test_prefix_laws_from_running_sums_equal_the_direct_fit() -> None:
     # Guards _shape_heads (every cut's law from cumulative sums, the continuation model's inputs)
     # against a direct weighted least-squares fit of each prefix, admissibility fallbacks included.
-    from perfmodel.models.roofline_gbm import _shape_heads
+    from perfmodel.models.roofline_gbm import _padded, _shape_heads, _shape_heads_many
 
     rng = np.random.default_rng(0)
     fallbacks = 0
+    curves, per_curve = [], []
     for _ in range(300):
         n = int(rng.integers(2, 7))
         b = np.sort(rng.choice([1, 2, 4, 8, 16, 32, 64, 128, 256], n, replace=False)).astype(float)
         ly = np.log(b / (rng.random() * 0.1 + rng.random() * 0.01 * b)) + rng.normal(0, 0.3, n)
         heads = _shape_heads(b.tolist(), ly.tolist())
+        curves.append([b.tolist(), ly.tolist()])
+        per_curve.append(heads)
         assert np.isnan(heads[0, 2:5]).all() and (heads[:, 5] == np.arange(1, n + 1)).all()
         for m in range(2, n + 1):
             alpha, beta = _weighted_law(b[:m], ly[:m])
@@ -415,3 +418,10 @@ def test_prefix_laws_from_running_sums_equal_the_direct_fit() -> None:
             np.testing.assert_allclose(heads[m - 1, 2:4], [alpha, beta], rtol=1e-9, atol=1e-18)
             assert heads[m - 1, 4] == pytest.approx((ly[m - 1] - ly[m - 2]) / np.log2(b[m - 1] / b[m - 2]))
     assert fallbacks > 0  # the noisy draws exercise the fallbacks too
+    # All curves at once (padded with NaN, as the continuation and shape tables fit them): each curve's
+    # rows are exactly its own.
+    bv, lv, lens = _padded(curves)
+    many = _shape_heads_many(bv, lv)
+    assert len(set(lens.tolist())) > 1
+    for i, h in enumerate(per_curve):
+        np.testing.assert_array_equal(many[i, : lens[i]], h)

@@ -697,27 +697,47 @@ def _shape_heads(b: list[float], ly: list[float], f: np.ndarray | None = None) -
     ``T(B) = B / (alpha f(B) + beta B)`` through them (``f``: weight fractions, 1 by default: the plain
     law; :func:`_fit_curves`' weighted fit and admissibility rules, from running sums; NaN below two
     batches), the slope of the last doubling (log throughput per doubling) and ``m``."""
-    bv, lv = np.asarray(b, dtype=float), np.asarray(ly, dtype=float)
-    n = len(bv)
-    fv = np.ones(n) if f is None else np.asarray(f, dtype=float)
+    bv, lv = np.asarray(b, dtype=float)[None, :], np.asarray(ly, dtype=float)[None, :]
+    return _shape_heads_many(bv, lv, None if f is None else np.asarray(f, dtype=float)[None, :])[0]
+
+
+def _shape_heads_many(bv: np.ndarray, lv: np.ndarray, fv: np.ndarray | None = None) -> np.ndarray:
+    """:func:`_shape_heads` of many curves at once: one curve per row of ``bv``/``lv`` (batches, log
+    throughputs), shorter ones padded at the end with NaN (running sums carry a NaN only forward, so
+    every curve's own prefixes are exactly its :func:`_shape_heads`). Shape (curves, batches, 6)."""
+    k, n = bv.shape
+    fv = np.ones_like(bv) if fv is None else fv
     z = bv / np.exp(lv)
     u = 1.0 / z**2
-    su, sub, subb, suz, subz = (np.cumsum(v) for v in (u * fv * fv, u * fv * bv, u * bv * bv, u * fv * z,
-                                                       u * bv * z))
-    m = np.arange(1, n + 1, dtype=float)
+    su, sub, subb, suz, subz = (np.cumsum(v, axis=1) for v in (u * fv * fv, u * fv * bv, u * bv * bv,
+                                                               u * fv * z, u * bv * z))
+    m = np.broadcast_to(np.arange(1, n + 1, dtype=float), (k, n))
     with np.errstate(divide="ignore", invalid="ignore"):
         det = su * subb - sub**2
         alpha = (suz * subb - sub * subz) / det
         beta = (su * subz - sub * suz) / det
-        flat, linear = np.exp(np.cumsum(np.log(z / fv)) / m), np.exp(np.cumsum(np.log(z / bv)) / m)
-        slope = np.r_[np.nan, np.diff(lv) / np.log2(bv[1:] / bv[:-1])] if n else np.zeros(0)
+        flat = np.exp(np.cumsum(np.log(z / fv), axis=1) / m)
+        linear = np.exp(np.cumsum(np.log(z / bv), axis=1) / m)
+        slope = np.concatenate([np.full((k, min(n, 1)), np.nan),
+                                np.diff(lv, axis=1) / np.log2(bv[:, 1:] / bv[:, :-1])], axis=1)
     bad_beta = ~(beta > 0)
     bad_alpha = ~(alpha >= 0) & ~bad_beta
     alpha = np.where(bad_beta, flat, np.where(bad_alpha, 0.0, alpha))
     beta = np.where(bad_beta, 1e-12, np.where(bad_alpha, linear, beta))
     one = m < 2
-    return np.column_stack([bv, lv, np.where(one, np.nan, alpha), np.where(one, np.nan, beta),
-                            np.where(one, np.nan, slope), m])
+    return np.stack([bv, lv, np.where(one, np.nan, alpha), np.where(one, np.nan, beta),
+                     np.where(one, np.nan, slope), m], axis=-1)
+
+
+def _padded(curves: list[list[list[float]]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Batches and log throughputs of anchor entries as rows padded at the end with NaN, and their lengths."""
+    lens = np.array([len(v[0]) for v in curves], dtype=np.intp)
+    width = int(lens.max()) if len(lens) else 0
+    bv, lv = np.full((len(curves), width), np.nan), np.full((len(curves), width), np.nan)
+    for i, v in enumerate(curves):
+        bv[i, : lens[i]] = v[0]
+        lv[i, : lens[i]] = v[1]
+    return bv, lv, lens
 
 
 def _shape_features(head: np.ndarray, bt: np.ndarray) -> np.ndarray:
@@ -741,7 +761,9 @@ class _ShapeTable:
     def __init__(self, anchors: dict[str, list[list[float]]]) -> None:
         cfg = [(k, v) for k, v in anchors.items() if not k.startswith("\x00")]
         self.index = pd.Index([k for k, _ in cfg], dtype=object)
-        self.head = np.array([_shape_heads(v[0], v[1])[-1] for _, v in cfg], dtype=float).reshape(-1, 6)
+        bv, lv, lens = _padded([v for _, v in cfg])
+        self.head = (_shape_heads_many(bv, lv)[np.arange(len(cfg)), np.maximum(lens - 1, 0)] if len(cfg)
+                     else np.zeros((0, 6)))
         # A dense model's law is the plain one: fitted again only for a mixture of experts.
         self.moe = self.head[:, 2:4].copy()
         for i, (k, v) in enumerate(cfg):
@@ -1209,20 +1231,17 @@ class RooflineGBM(Predictor):
         codes, uniq = pd.factorize(np.asarray(keys, dtype=object))
         order = np.argsort(codes, kind="stable")
         bounds = np.flatnonzero(np.diff(codes[order])) + 1
+        groups = [(rows, a) for rows in np.split(order, bounds)
+                  if (a := anchors.get(str(uniq[codes[rows[0]]]))) is not None and len(a[0]) >= 3]
+        all_heads = _shape_heads_many(*_padded([a for _, a in groups])[:2]) if groups else np.zeros((0, 0, 6))
         heads: list[np.ndarray] = []
         idx: list[np.ndarray] = []
-        for rows in np.split(order, bounds):
-            a = anchors.get(str(uniq[codes[rows[0]]]))
-            if a is None:
-                continue
-            ab, ly = a[0], a[1]
-            if len(ab) < 3:
-                continue
-            all_heads = _shape_heads(ab, ly)
+        for g, (rows, a) in enumerate(groups):
+            ab = a[0]
             for m in range(2, len(ab)):  # a cut keeps two batches at least: the law needs them
                 sel = rows[bb[rows] > ab[m - 1]]
                 if len(sel):
-                    heads.append(np.repeat(all_heads[m - 1][None, :], len(sel), axis=0))
+                    heads.append(np.repeat(all_heads[g, m - 1][None, :], len(sel), axis=0))
                     idx.append(sel)
         if sum(len(h) for h in heads) < 20:
             return None
