@@ -1200,14 +1200,12 @@ class RooflineGBM(Predictor):
             out[str(kc[gk[lo]])] = [up[lo:hi, 1].tolist(), ly[lo:hi].tolist(), res[lo:hi].tolist()]
         # Siblings: the same configuration at other lengths, by batch (keys cannot hold "\x00").
         sib: dict[str, list[tuple[float, float]]] = {}
-        for k, (bs, _, rs) in list(out.items()):
-            head, ii, oo = k.rsplit("|", 2)
-            try:
-                lk = math.log(max(float(ii), 1.0)) + math.log(max(float(oo), 1.0))
-            except ValueError:
+        parts = [k.rsplit("|", 2) for k in out]
+        for p, lk, (bs, _, rs) in zip(parts, _log_lengths(parts).tolist(), list(out.values()), strict=True):
+            if not math.isfinite(lk):
                 continue
             for b, r in zip(bs, rs, strict=True):
-                sib.setdefault("\x00sib|" + head + "|" + f"{b:g}", []).append((lk, r))
+                sib.setdefault(_SIB + p[0] + "|" + f"{b:g}", []).append((lk, r))
         for sk, pts in sib.items():
             pts.sort()
             out[sk] = [[x for x, _ in pts], [r for _, r in pts]]
