@@ -425,3 +425,44 @@ def test_prefix_laws_from_running_sums_equal_the_direct_fit() -> None:
     assert len(set(lens.tolist())) > 1
     for i, h in enumerate(per_curve):
         np.testing.assert_array_equal(many[i, : lens[i]], h)
+
+
+def test_a_new_accelerator_is_as_uncertain_as_its_vendor_s_parts_were_when_held_out() -> None:
+    # Guards the vendor track record: two Intel parts with the same catalog figures that run 10x apart
+    # (as Intel PVC and Max 1550 do in the shared data) make a new Intel accelerator uncertain, while
+    # two NVIDIA parts that transfer well make a new NVIDIA one sure. A difficulty model learnt from
+    # the catalog figures of four held-out accelerators ranked such parts at random.
+    eff = {"h100-sxm": 0.4, "a100-40gb": 0.35, "intel-max-1550": 0.4, "intel-pvc": 0.04}
+    rng = np.random.default_rng(5)
+    rows = [{"hardware": hw, "framework": "vllm", "model": m, "device_count": 1, "input_len_tok": n,
+             "output_len_tok": n, "batch_size": b}
+            for hw in eff for m in MODELS for n in (128.0, 512.0, 2048.0) for b in (1.0, 4.0, 16.0, 64.0)]
+    df = pd.DataFrame(rows)
+    bound = physics.roofline(df)["output_tok_s_max"].to_numpy()
+    df["output_throughput_tok_s"] = bound * df.hardware.map(eff).to_numpy() / (1 + df.batch_size / 256.0) \
+        * np.exp(rng.normal(0, 0.03, len(df)))
+    m = RooflineGBM(n_estimators=60, random_state=0).fit(df)
+    track = m.hw_track_
+    assert set(track) == set(eff)
+    assert min(track["intel-pvc"], track["intel-max-1550"]) > 5 * max(track["h100-sxm"], track["a100-40gb"])
+    q = df.drop(columns="output_throughput_tok_s").iloc[[5]]
+    new_nvidia, new_intel = m.predict(q.assign(hardware="h200")), m.predict(q.assign(hardware="gaudi2"))
+    assert float(new_nvidia.confidence.iloc[0]) > 3 * float(new_intel.confidence.iloc[0])
+
+    def width(p: pd.DataFrame) -> float:
+        return float(np.log(p.pred_upper.iloc[0] / p.pred_lower.iloc[0]))
+
+    assert width(new_intel) > 3 * width(new_nvidia)
+    np.testing.assert_allclose(m._vendor_track(q.assign(hardware="gaudi2"), np.array([True]), track),
+                               np.sqrt(track["intel-pvc"] * track["intel-max-1550"]), rtol=1e-12)
+    assert np.isnan(m._vendor_track(q, np.array([False]), track)).all()  # known hardware: no record
+
+
+def test_vendor_track_record_survives_a_save_and_load(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    df = _synthetic()
+    m = RooflineGBM(n_estimators=40, random_state=0).fit(df[df.hardware != "a100-40gb"])
+    m.save(tmp_path / "m")
+    back = load_predictor(tmp_path / "m")
+    q = df.drop(columns="output_throughput_tok_s").iloc[[3, 200, 400]]
+    assert back.hw_track_ == m.hw_track_ and len(m.hw_track_) == 2
+    pd.testing.assert_frame_equal(back.predict(q), m.predict(q))
