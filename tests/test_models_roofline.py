@@ -442,7 +442,7 @@ def test_a_new_accelerator_is_as_uncertain_as_its_vendor_s_parts_were_when_held_
     df["output_throughput_tok_s"] = bound * df.hardware.map(eff).to_numpy() / (1 + df.batch_size / 256.0) \
         * np.exp(rng.normal(0, 0.03, len(df)))
     m = RooflineGBM(n_estimators=60, random_state=0).fit(df)
-    track = m.hw_track_
+    track = m.track_["hardware"]
     assert set(track) == set(eff)
     assert min(track["intel-pvc"], track["intel-max-1550"]) > 5 * max(track["h100-sxm"], track["a100-40gb"])
     q = df.drop(columns="output_throughput_tok_s").iloc[[5]]
@@ -453,9 +453,9 @@ def test_a_new_accelerator_is_as_uncertain_as_its_vendor_s_parts_were_when_held_
         return float(np.log(p.pred_upper.iloc[0] / p.pred_lower.iloc[0]))
 
     assert width(new_intel) > 3 * width(new_nvidia)
-    np.testing.assert_allclose(m._vendor_track(q.assign(hardware="gaudi2"), np.array([True]), track),
+    np.testing.assert_allclose(m._track(q.assign(hardware="gaudi2"), "hardware", np.array([True])),
                                np.sqrt(track["intel-pvc"] * track["intel-max-1550"]), rtol=1e-12)
-    assert np.isnan(m._vendor_track(q, np.array([False]), track)).all()  # known hardware: no record
+    assert np.isnan(m._track(q, "hardware", np.array([False]))).all()  # known hardware: no record
 
 
 def test_vendor_track_record_survives_a_save_and_load(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -464,5 +464,65 @@ def test_vendor_track_record_survives_a_save_and_load(tmp_path) -> None:  # type
     m.save(tmp_path / "m")
     back = load_predictor(tmp_path / "m")
     q = df.drop(columns="output_throughput_tok_s").iloc[[3, 200, 400]]
-    assert back.hw_track_ == m.hw_track_ and len(m.hw_track_) == 2
+    assert back.track_ == m.track_ and len(m.track_["hardware"]) == 2
     pd.testing.assert_frame_equal(back.predict(q), m.predict(q))
+
+
+def test_a_new_model_is_as_uncertain_as_its_peers_were_when_held_out() -> None:
+    # Guards the model track record: the one mixture-of-experts model runs far below what the dense
+    # models imply, so held out it was badly predicted; a new mixture-of-experts model then gets a wider
+    # band than a new dense one with the same difficulty-model inputs.
+    rng = np.random.default_rng(2)
+    eff = {"llama-3-8b": 0.4, "mistral-7b-v0.1": 0.4, "llama-2-7b": 0.35, "qwen2-7b": 0.4, "mixtral-8x7b": 0.04}
+    rows = [{"hardware": hw, "framework": "vllm", "model": m, "device_count": 2, "input_len_tok": n,
+             "output_len_tok": n, "batch_size": b}
+            for hw in ("h100-sxm", "mi300x") for m in eff for n in (128.0, 512.0, 2048.0) for b in (1.0, 4.0, 16.0, 64.0)]
+    df = pd.DataFrame(rows)
+    bound = physics.roofline(df)["output_tok_s_max"].to_numpy()
+    df["output_throughput_tok_s"] = bound * df.model.map(eff).to_numpy() / (1 + df.batch_size / 256.0) \
+        * np.exp(rng.normal(0, 0.03, len(df)))
+    m = RooflineGBM(n_estimators=60, random_state=0).fit(df)
+    track = m.track_["model"]
+    assert set(track) == set(eff)
+    dense = [v for k, v in track.items() if k != "mixtral-8x7b"]
+    assert track["mixtral-8x7b"] > 3 * max(dense)
+    q = df.drop(columns="output_throughput_tok_s").iloc[[5]]
+    moe, dense_q = q.assign(model="qwen3-30b-a3b"), q.assign(model="llama-3-70b")
+    assert m._track(moe, "model", np.array([True]))[0] == pytest.approx(track["mixtral-8x7b"])
+    assert m._track(dense_q, "model", np.array([True]))[0] == pytest.approx(float(np.exp(np.mean(np.log(dense)))))
+    sigma = np.array([1.0, 1.0])
+    both = pd.concat([moe, dense_q])
+    tracks = {"hardware": np.full(2, np.nan), "model": m._track(both, "model", np.array([True, True]))}
+    scaled = m._track_sigma(np.array([3, 3]), tracks, sigma)
+    assert scaled[0] / scaled[1] == pytest.approx(track["mixtral-8x7b"] / float(np.exp(np.mean(np.log(dense)))))
+    assert (m._track_sigma(np.array([2, 5]), tracks, sigma) == sigma).all()  # other classes: sigma itself
+    p_moe, p_dense = m.predict(moe), m.predict(dense_q)
+    assert float(p_moe.confidence.iloc[0]) < float(p_dense.confidence.iloc[0])
+
+
+def test_a_length_beyond_the_trained_ones_is_calibrated_on_held_out_extreme_lengths(
+        fitted: tuple[RooflineGBM, pd.DataFrame]) -> None:
+    # Guards the length scheme: the shortest and the longest length pair are held out in calibration,
+    # so a new configuration beyond the trained lengths gets its own class (6) and a band from those,
+    # not the band of a new configuration between two trained lengths (which covered 74-79 % there).
+    m, df = fitted
+    assert len(m.scores_["6"]) >= 100  # the 128- and 2048-token rows held out
+    row = df.drop(columns="output_throughput_tok_s").iloc[[40]]
+    inside, beyond = row.assign(input_len_tok=1024.0, output_len_tok=1024.0), \
+        row.assign(input_len_tok=4096.0, output_len_tok=4096.0)
+    keys = _config_keys(pd.concat([inside, beyond])).to_numpy()
+    cats = m._novelty(pd.concat([inside, beyond]), keys, m.seen_, m.curves_, np.array([False, False]))
+    assert cats.tolist() == [2, 2]  # before the length check
+    p_in, p_out = m.predict(inside), m.predict(beyond)
+
+    def log_width(p: pd.DataFrame) -> float:
+        return float(np.log(p.pred_upper.iloc[0] / p.pred_lower.iloc[0]))
+
+    saved = m.scores_["6"]
+    try:  # the beyond query's band comes from class 6's scores, the inside one's does not
+        m.scores_["6"] = [2.0 * v for v in saved]
+        assert log_width(m.predict(beyond)) == pytest.approx(2.0 * log_width(p_out), rel=1e-9)
+        assert log_width(m.predict(inside)) == pytest.approx(log_width(p_in), rel=1e-12)
+    finally:
+        m.scores_["6"] = saved
+    assert bool(p_out.in_domain.iloc[0])  # one doubling beyond: calibrated, still in the domain

@@ -71,3 +71,25 @@ def test_unknown_name_in_fast_path_names_its_row() -> None:
     m._design(q.iloc[:2])  # memoise the known combination first
     with pytest.raises(UnknownNameError, match=r"warp-drive.*row 3, column 'hardware'"):
         m._design(q)
+
+
+def test_prior_without_kv_cache_size_reads_the_weights_every_step() -> None:
+    # DeciLM-7B's per-layer KV heads leave its KV-cache size unknown: the prior must still charge every
+    # decode step for reading the weights (a valid upper bound that omits the cache), not fall back to
+    # the compute-only bound, which put it 50x above its measurements.
+    from perfmodel import physics
+    from perfmodel.models.roofline_gbm import _log_prior
+
+    q = pd.DataFrame({"hardware": "h100-sxm", "model": ["decilm-7b", "mistral-7b-v0.1"], "framework": "vllm",
+                      "device_count": 1, "input_len_tok": 128.0, "output_len_tok": 128.0, "batch_size": 1.0})
+    roof = physics.roofline(q)
+    assert np.isnan(roof.output_tok_s_max.iloc[0]) and np.isfinite(roof.output_tok_s_max.iloc[1])
+    log_prior, kind = _log_prior(roof, q)
+    assert kind.tolist() == [0.0, 0.0]
+    assert np.exp(log_prior[1]) == pytest.approx(roof.output_tok_s_max.iloc[1], rel=1e-12)  # KV known: unchanged
+    weights_per_step = roof.weight_bytes_read.iloc[0] / roof.mem_bw_bps.iloc[0]
+    expected = 128.0 / (roof.prefill_s_min.iloc[0] + 127.0 * weights_per_step)
+    assert np.exp(log_prior[0]) == pytest.approx(expected, rel=1e-12)
+    assert 150.0 < expected < 300.0  # 14 GB of weights at 3.35 TB/s: ~240 tok/s for one sequence
+    m = _model_for(q)
+    _assert_same_design(m, q)  # and the fast path agrees

@@ -5,7 +5,8 @@
 1. **Prior.** :func:`perfmodel.physics.roofline` gives the hardware's upper
    bound on output throughput for the row (compute-bound prefill, memory-bound
    decode of weights plus KV cache, aggregated over the devices). Where the
-   catalog lacks the bandwidth the compute-only bound is used, and where it
+   catalog lacks the KV-cache size the decode steps read the weights alone,
+   where it lacks the bandwidth the compute-only bound is used, and where it
    lacks both a nominal 100 tok/s per sequence (``prior_kind`` tells the model).
 2. **Efficiency.** Gradient boosting (XGBoost, histogram trees) learns
    ``log(measured / bound)`` from the physical, raw, derived and identity
@@ -55,11 +56,14 @@
    were larger and the bands over-covered), whole models (3 folds: holding out
    fewer models made confidence track the error less), each
    accelerator and each framework left out in turn (group k-fold above 10 of
-   them), and every row above the second-largest trained batch (queries beyond
-   every trained batch; no other scheme holds those out). Each query gets a class (0: its configuration is known and the batch
-   inside the measured range; 1: known configuration, batch outside; 2: new
-   configuration of known hardware, framework and model; 3: unknown model;
-   4: unknown hardware; 5: unknown framework) and a difficulty ``sigma`` from a
+   them), every row above the second-largest trained batch (queries beyond
+   every trained batch; no other scheme holds those out), and the shortest and
+   the longest (input, output) length pair, each whole. Each query gets a class
+   (0: its configuration is known and the batch inside the measured range;
+   1: known configuration, batch outside; 2: new configuration of known
+   hardware, framework and model; 3: unknown model; 4: unknown hardware;
+   5: unknown framework; 6: class 2 at a length beyond the trained ones) and a
+   difficulty ``sigma`` from a
    second small boosted model of ``log |residual|`` (features: class, distance
    to the 5 nearest training points in a standardised space, batch and length
    distance outside the measured range, the log RMS of the configuration's own
@@ -71,7 +75,10 @@
    residual when each was held out (the worst accelerator's when the vendor is
    new). Learnt from eight or so held-out accelerators' catalog figures, the
    difficulty ranked new accelerators at random (leave-one-hardware-out
-   Spearman(confidence, error) -0.07; with the track record -0.41). The band is
+   Spearman(confidence, error) -0.07; with the track record -0.41). In class 3
+   the difficulty model's ``sigma`` is scaled by the same record of the new
+   model's peers (mixture-of-experts or dense models) relative to all models'
+   (:meth:`RooflineGBM._track_sigma`). The band is
    ``exp(+-q_c(level) * sigma * far)`` around the prediction, with ``far`` a
    stretch with the distance beyond the data (batch and length doublings past
    the first, kNN distance beyond the calibration points' 99th percentile) and
@@ -125,12 +132,16 @@ CONFIG_COLUMNS = ("hardware", "device_count", "tp_size", "pp_size", "framework",
 """Columns whose values together name one configuration (a throughput-versus-batch curve)."""
 
 NOVELTY_CATEGORIES = ("known config, batch inside", "known config, batch outside",
-                      "new config of known parts", "unknown model", "unknown hardware", "unknown framework")
-"""Mondrian classes of the conformal bands, by index (a query with several unknown parts takes the last)."""
+                      "new config of known parts", "unknown model", "unknown hardware", "unknown framework",
+                      "new config of known parts, length beyond the trained ones")
+"""Mondrian classes of the conformal bands, by index (a query with several unknown parts takes the
+highest of 3-5; class 6 is class 2 beyond the trained lengths)."""
+_BEYOND_LENGTH = 6
 _MAX_SPLITS = 10  # rows/configurations: run k of up to 10 folds (each trains on 90 %)
 _LOGO_MAX_GROUPS = 10  # up to this many hardware/frameworks, calibrate by leaving each one out in turn
 
 _IDENTITY = ("hardware", "framework", "model")
+_TRACKED = (("hardware", 4), ("model", 3))  # held-out track records: column, the novelty class it sets
 _KNN_FEATURES = ("log1p_ii", "log1p_oo", "log2_bb", "device_count", "active_params", "mem_bw_gbs",
                  "peak_tflops", "dtype_bytes")
 _LOG_KNN = frozenset({"device_count", "active_params", "mem_bw_gbs", "peak_tflops"})
@@ -287,9 +298,16 @@ def _log_prior(roof: pd.DataFrame, runs: pd.DataFrame) -> tuple[np.ndarray, np.n
     oo = runs["output_len_tok"].astype("float64").to_numpy()
     full = roof["output_tok_s_max"].to_numpy(dtype=float)
     steps = np.maximum(oo - 1.0, 0.0)
+    prefill = roof["prefill_s_min"].to_numpy(dtype=float)
+    dec_cmp = roof["decode_compute_s_min"].to_numpy(dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        comp = bb * oo / (roof["prefill_s_min"].to_numpy(dtype=float)
-                          + steps * roof["decode_compute_s_min"].to_numpy(dtype=float))
+        comp = bb * oo / (prefill + steps * dec_cmp)
+        # Without the KV-cache size (DeciLM's per-layer KV heads) the weights alone still bound every
+        # decode step from below: a bound that omits the cache, far tighter than compute alone (which
+        # put DeciLM-7B 50x above its measurements, 8x off held out).
+        weights = bb * oo / (prefill + steps * np.fmax(roof["weight_bytes_read"].to_numpy(dtype=float)
+                                                       / roof["mem_bw_bps"].to_numpy(dtype=float), dec_cmp))
+    full = np.where(np.isfinite(full) & (full > 0), full, weights)
     nominal = bb * _NOMINAL_TOK_S_PER_SEQ
     kind = np.where(np.isfinite(full) & (full > 0), 0.0, np.where(np.isfinite(comp) & (comp > 0), 1.0, 2.0))
     prior = np.where(kind == 0, full, np.where(kind == 1, comp, nominal))
@@ -473,6 +491,7 @@ def _fast_features(runs: pd.DataFrame, templates: dict[tuple[str | None, ...], _
         e2e = prefill + steps * step
         full = bb * oo / e2e
         comp = bb * oo / (prefill + steps * dec_cmp)
+        weights = bb * oo / (prefill + steps * np.fmax(wbytes * frac / bw_all, dec_cmp))  # as _log_prior
         # features._physical
         tp = _floats(runs, "tp_size")
         tp = np.where(np.isnan(tp), dev, tp)
@@ -528,6 +547,7 @@ def _fast_features(runs: pd.DataFrame, templates: dict[tuple[str | None, ...], _
                 break
         else:
             return None
+    full = np.where(np.isfinite(full) & (full > 0), full, weights)
     kind = np.where(np.isfinite(full) & (full > 0), 0.0, np.where(np.isfinite(comp) & (comp > 0), 1.0, 2.0))
     prior = np.where(kind == 0, full, np.where(kind == 1, comp, bb * _NOMINAL_TOK_S_PER_SEQ))
     return out, np.log(prior), kind
@@ -1357,28 +1377,43 @@ class RooflineGBM(Predictor):
                                 sib, mat])
 
     @staticmethod
-    def _vendor_track(runs: pd.DataFrame, unknown_hw: np.ndarray, track: dict[str, float]) -> np.ndarray:
-        """Per row on an unknown accelerator, how far off the known accelerators of its vendor were when
-        each was held out in calibration (geometric mean of their median absolute log residuals,
-        ``track``); the worst known accelerator's where the vendor has none; NaN on known hardware.
+    def _peer_groups(col: str, names: list[str]) -> dict[str, str]:
+        """Peer group of each accelerator (its vendor) or model (mixture of experts or dense); names the
+        catalog does not know get none."""
+        out: dict[str, str] = {}
+        for name in names:
+            try:
+                if col == "hardware":
+                    out[name] = _hw_figures([name])[name][0]
+                else:
+                    spec = physics.model_specs(pd.DataFrame({"model": [name]})).iloc[0]
+                    out[name] = "moe" if spec.is_moe else "dense"
+            except PerfmodelError:
+                continue
+        return out
+
+    def _track(self, runs: pd.DataFrame, col: str, unknown: np.ndarray) -> np.ndarray:
+        """Per row whose ``col`` (hardware or model) is unknown, how far off the known ones of its peer
+        group (:meth:`_peer_groups`) were when each was held out in calibration: the geometric mean
+        of their median absolute log residuals (``track_``); the worst known one's where the group
+        has none; NaN where ``col`` is known.
 
         A new part of a vendor whose parts transfer badly (Intel PVC and Max 1550 have the same
         catalog figures and run about 10x apart) is hard; one whose siblings transfer well is not.
         """
         out = np.full(len(runs), np.nan)
-        if not track or not unknown_hw.any():
+        track = self.track_.get(col, {})
+        if not track or not unknown.any():
             return out
-        hw = np.array([_norm(v) or "" for v in _values(runs, "hardware")], dtype=object)
-        names = sorted((set(hw[unknown_hw]) - {""}) | set(track))
-        try:
-            figs = _hw_figures(names)
-        except PerfmodelError:
-            figs = {}
+        vals = np.array([_norm(v) or "" for v in _values(runs, col)], dtype=object)
+        new = sorted(set(vals[unknown]) - {""})
+        groups = self._peer_groups(col, sorted(set(new) | set(track)))
         worst = max(track.values())
-        for h in set(hw[unknown_hw]):
-            vendor = figs.get(h, ("?",))[0]
-            peers = [v for k, v in track.items() if k != h and figs.get(k, ("",))[0] == vendor]
-            out[unknown_hw & (hw == h)] = float(np.exp(np.mean(np.log(np.maximum(peers, 1e-3))))) if peers else worst
+        for name in new:
+            g = groups.get(name)
+            peers = [v for k, v in track.items() if k != name and g is not None and groups.get(k) == g]
+            out[unknown & (vals == name)] = float(np.exp(np.mean(np.log(np.maximum(peers, 1e-3))))) \
+                if peers else worst
         return out
 
     def _knn_distance(self, ref: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -1477,7 +1512,7 @@ class RooflineGBM(Predictor):
     def _calibrate(self, data: pd.DataFrame, yv: np.ndarray, mat: np.ndarray, log_prior: np.ndarray,
                    keys: np.ndarray, bb: np.ndarray) -> None:
         self.scores_: dict[str, list[float]] = {}
-        self.hw_track_: dict[str, float] = {}
+        self.track_: dict[str, dict[str, float]] = {}
         self.sigma_booster_: Any = None
         self.sigma_booster2_: Any = None
         self.knn_cut_ = math.inf
@@ -1512,14 +1547,23 @@ class RooflineGBM(Predictor):
             # bands of queries larger than any batch in the data are calibrated on their own kind
             # (no other scheme holds out every row of the largest batch).
             schemes["batch"] = (np.where(bb > cut, 0, -1), 1)
+        lengths = np.column_stack([data[c].astype("float64").to_numpy() for c in ("input_len_tok", "output_len_tok")])
+        pairs, pair_of = np.unique(lengths, axis=0, return_inverse=True)
+        if len(pairs) >= 3 and np.isfinite(pairs).all():
+            # The shortest and the longest (input, output) pair held out, each whole: queries at a length
+            # beyond every trained one (no other scheme holds out every row of a length; with only
+            # configurations held out, a new extreme length's band covered 74-79 %).
+            total = pairs.sum(axis=1)
+            pair_of = pair_of.reshape(-1)
+            schemes["length"] = (np.where(pair_of == np.argmin(total), 0,
+                                          np.where(pair_of == np.argmax(total), 1, -1)), 2)
         knn_all = self.knn_ref_
         res: list[np.ndarray] = []
         cats: list[np.ndarray] = []
         sig_x: list[np.ndarray] = []
         fold_ids: list[np.ndarray] = []
         b_out: list[np.ndarray] = []
-        held_hw: list[tuple[pd.DataFrame, np.ndarray]] = []  # rows and their unknown-hardware mask, per fold
-        hw_scheme: list[bool] = []  # per fold: whether it is a hardware-holdout fold
+        held: list[tuple[pd.DataFrame, str, dict[str, np.ndarray]]] = []  # per fold: rows, scheme, unknown masks
         seed = self.random_state + 1
         for scheme, (fold, kk) in schemes.items():
             for f in range(kk):
@@ -1571,6 +1615,7 @@ class RooflineGBM(Predictor):
                 hi = np.array([max(float(data[c].iloc[np.flatnonzero(tr)].max()), 1.0)
                                for c in ("input_len_tok", "output_len_tok")])
                 ld = self._length_distance(sub, lo, hi)
+                cat = np.where((cat == 2) & (ld > 0), _BEYOND_LENGTH, cat)
                 res.append(yv[te] - pred)
                 b_tr = bb[tr]
                 bglob = np.maximum(np.maximum(np.log2(b_tr.min() / bb[te]), np.log2(bb[te] / b_tr.max())), 0.0)
@@ -1579,20 +1624,21 @@ class RooflineGBM(Predictor):
                 fold_ids.append(np.full(int(te.sum()), -1 if scheme in ("rows", "config", "batch")
                                         else len(fold_ids)))
                 cats.append(cat)
-                held_hw.append((sub, unknown_hw))
-                hw_scheme.append(scheme == "hardware")
+                held.append((sub, scheme, {"hardware": unknown_hw, "model": self._unknown(sub, "model", seen)}))
                 sig_x.append(self._sigma_features(cat, dk, bdist, ld, mat[te], _curve_table(curves).rms(keys[te]),
                                                   pred, log_gbm, logc,
                                                   _anchor_table(anchors).sibling_stats(keys[te], bb[te])))
-        # Each accelerator's track record when held out (hardware scheme; rows whose framework is known,
-        # so the record is the accelerator's alone), then every calibration row on an accelerator
-        # unknown to its fold gets its vendor's record from the others.
-        for (sub, _), r_f, c_f, is_hw in zip(held_hw, res, cats, hw_scheme, strict=True):
-            if is_hw:
-                hw = np.array([_norm(v) or "" for v in _values(sub, "hardware")], dtype=object)
-                for h in set(hw[c_f == 4]) - {""}:
-                    self.hw_track_[str(h)] = float(np.median(np.abs(r_f[(hw == h) & (c_f == 4)])))
-        track = np.concatenate([self._vendor_track(sub, unk, self.hw_track_) for sub, unk in held_hw])
+        # Each accelerator's (model's) track record when held out in its scheme, on the rows whose only
+        # novelty it is; then every calibration row of that class gets its peers' record (_track).
+        for (sub, scheme, _), r_f, c_f in zip(held, res, cats, strict=True):
+            for col, code in _TRACKED:
+                if scheme == col:
+                    vals = np.array([_norm(v) or "" for v in _values(sub, col)], dtype=object)
+                    for v in set(vals[c_f == code]) - {""}:
+                        self.track_.setdefault(col, {})[str(v)] = float(
+                            np.median(np.abs(r_f[(vals == v) & (c_f == code)])))
+        tracks = {col: np.concatenate([self._track(sub, col, unk[col]) for sub, _, unk in held])
+                  for col, _ in _TRACKED}
         r_all = np.concatenate(res)
         c_all = np.concatenate(cats)
         sx = np.vstack(sig_x)
@@ -1628,7 +1674,7 @@ class RooflineGBM(Predictor):
         # so accelerators held out in calibration, the difficulty model only memorised which of them
         # were hard from their catalog figures (held out, MI300X got bands 230-420x wide, Intel PVC
         # the narrowest).
-        log_sigma = np.log(self._track_sigma(c_all, track, np.exp(log_sigma)))
+        log_sigma = np.log(self._track_sigma(c_all, tracks, np.exp(log_sigma)))
         scored = ~half if self.sigma_booster2_ is None else np.ones(len(r_all), dtype=bool)
         score = np.abs(r_all[scored]) / (np.exp(log_sigma[scored]) * far[scored])
         cs = c_all[scored]
@@ -1645,12 +1691,29 @@ class RooflineGBM(Predictor):
         return 1.0 + np.maximum(b_out - 1.0, 0.0) + np.maximum(ldist - 1.0, 0.0) \
             + np.maximum(dk / max(self.knn_cut_, 1e-9) - 1.0, 0.0)
 
-    @staticmethod
-    def _track_sigma(cat: np.ndarray, track: np.ndarray, sigma: np.ndarray) -> np.ndarray:
-        """The difficulty of a query whose only novelty is the accelerator is its vendor's track record
-        (:meth:`_vendor_track`), so scores and bands of that class are in units of it; elsewhere (or
-        without a record: a single accelerator trained) the difficulty model's ``sigma``."""
-        return np.where((cat == 4) & np.isfinite(track), np.maximum(track, 1e-3), sigma)
+    def _track_sigma(self, cat: np.ndarray, tracks: dict[str, np.ndarray], sigma: np.ndarray) -> np.ndarray:
+        """The difficulty of each query whose only novelty is its accelerator: the accelerator's peers'
+        track record (:meth:`_track`); of one whose only novelty is its model: the difficulty model's
+        ``sigma`` scaled by the model's peers' track record relative to all models' (geometric mean);
+        elsewhere, or without a record (a single accelerator or model trained), ``sigma``. Scores and
+        bands of those classes are in these units.
+
+        Leave-one-hardware-out (3 seeds): Spearman(confidence, error) -0.07 -> -0.41 with the track
+        record alone (the difficulty model had memorised which of the eight or so accelerators held
+        out in calibration were hard from their catalog figures). Leave-one-model-out (seed 0):
+        -0.14 -> -0.25 with the scaled ``sigma``, +0.02 with the model's peers' record alone, which
+        loses the spread within a model (batch and length distance); the one mixture-of-experts
+        model, held out, goes from the most confident to the least.
+        """
+        out = sigma.copy()
+        t4, t3 = tracks["hardware"], tracks["model"]
+        m4 = (cat == 4) & np.isfinite(t4)
+        out[m4] = np.maximum(t4[m4], 1e-3)
+        m3 = (cat == 3) & np.isfinite(t3)
+        if m3.any():
+            ref = float(np.exp(np.mean(np.log(np.maximum(list(self.track_["model"].values()), 1e-3)))))
+            out[m3] = sigma[m3] * np.maximum(t3[m3], 1e-3) / ref
+        return out
 
     @staticmethod
     def _batch_cut(bb: np.ndarray, min_rows: int = 20) -> float | None:
@@ -1729,6 +1792,8 @@ class RooflineGBM(Predictor):
         cat = self._novelty(runs, keys, self.seen_, self.curves_, inside)
         dk = self._knn_distance(self.knn_ref_, self._knn_space(knn))
         ld = self._length_distance(runs, self.len_lo_, self.len_hi_)
+        if str(_BEYOND_LENGTH) in self.scores_:  # (a model saved before that class keeps class 2 there)
+            cat = np.where((cat == 2) & (ld > 0), _BEYOND_LENGTH, cat)
         lo = hi = np.full(len(runs), np.nan)
         conf = np.full(len(runs), np.nan)
         if self.sigma_booster_ is not None:
@@ -1737,8 +1802,8 @@ class RooflineGBM(Predictor):
             log_sigma = _Booster.predict(self.sigma_booster_, sx)
             if self.sigma_booster2_ is not None:  # the cross-fitted pair: geometric mean
                 log_sigma = 0.5 * (log_sigma + _Booster.predict(self.sigma_booster2_, sx))
-            track = self._vendor_track(runs, self._unknown(runs, "hardware", self.seen_), self.hw_track_)
-            sigma = self._track_sigma(cat, track, np.exp(log_sigma))
+            tracks = {col: self._track(runs, col, cat == code) for col, code in _TRACKED}
+            sigma = self._track_sigma(cat, tracks, np.exp(log_sigma))
             cats = np.unique(cat)
             q = np.array([self._quantile(c, lvl) for c in cats])[np.searchsorted(cats, cat)]
             q90 = np.array([self._quantile(c, 0.9) for c in cats])[np.searchsorted(cats, cat)]
@@ -1750,7 +1815,8 @@ class RooflineGBM(Predictor):
             lo, hi = np.exp(pred - half_w), np.exp(pred + half_w)
             conf = np.exp(-q90 * sigma * far)
         b_lo, b_hi = self.batch_range_
-        in_dom = (cat < 3) & (dk <= self.knn_cut_) & (ld <= 1.0) & (bb >= b_lo / 2) & (bb <= b_hi * 2)
+        in_dom = np.isin(cat, (0, 1, 2, _BEYOND_LENGTH)) & (dk <= self.knn_cut_) & (ld <= 1.0) \
+            & (bb >= b_lo / 2) & (bb <= b_hi * 2)
         return prediction_frame(runs.index, np.exp(pred), lo, hi, conf, in_dom)
 
     def _quantile(self, cat: int, level: float) -> float:
@@ -1786,7 +1852,7 @@ class RooflineGBM(Predictor):
             "has_sigma2": self.sigma_booster2_ is not None,
             "has_transfer": self.transfer_booster_ is not None,
             "has_continuation": self.continuation_booster_ is not None,
-            "hw_frameworks": self.hw_frameworks_, "hw_track": self.hw_track_,
+            "hw_frameworks": self.hw_frameworks_, "track": self.track_,
         }
         d = write_metadata(path, self.name, self.get_params(), state)
         try:
@@ -1840,7 +1906,7 @@ class RooflineGBM(Predictor):
             obj.continuation_booster_ = (_Booster.load(d / "continuation.json", obj.n_jobs)
                                          if st.get("has_continuation") else None)
             obj.hw_frameworks_ = {str(k): [str(x) for x in v] for k, v in st.get("hw_frameworks", {}).items()}
-            obj.hw_track_ = {str(k): float(v) for k, v in st.get("hw_track", {}).items()}
+            obj.track_ = {str(c): {str(k): float(v) for k, v in t.items()} for c, t in st.get("track", {}).items()}
         except (KeyError, TypeError, ValueError, OSError) as exc:
             raise PerfmodelError(f"{path}: the saved model is incomplete or damaged ({exc!r})") from None
         except Exception as exc:  # xgboost.core.XGBoostError on a damaged booster file
