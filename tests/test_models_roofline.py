@@ -427,20 +427,27 @@ def test_prefix_laws_from_running_sums_equal_the_direct_fit() -> None:
         np.testing.assert_array_equal(many[i, : lens[i]], h)
 
 
+def _law_table(eff: dict[str, float], col: str, hardware: tuple[str, ...], models: tuple[str, ...],
+               devices: int, seed: int) -> pd.DataFrame:
+    """vLLM rows whose throughput is the roofline bound x ``eff`` of the row's ``col`` (hardware or model) x a
+    batch-saturation factor, with 3 % log-normal noise."""
+    rows = [{"hardware": hw, "framework": "vllm", "model": m, "device_count": devices, "input_len_tok": n,
+             "output_len_tok": n, "batch_size": b}
+            for hw in hardware for m in models for n in (128.0, 512.0, 2048.0) for b in (1.0, 4.0, 16.0, 64.0)]
+    df = pd.DataFrame(rows)
+    bound = physics.roofline(df)["output_tok_s_max"].to_numpy()
+    noise = np.exp(np.random.default_rng(seed).normal(0, 0.03, len(df)))
+    df["output_throughput_tok_s"] = bound * df[col].map(eff).to_numpy() / (1 + df.batch_size / 256.0) * noise
+    return df
+
+
 def test_a_new_accelerator_is_as_uncertain_as_its_vendor_s_parts_were_when_held_out() -> None:
     # Guards the vendor track record: two Intel parts with the same catalog figures that run 10x apart
     # (as Intel PVC and Max 1550 do in the shared data) make a new Intel accelerator uncertain, while
     # two NVIDIA parts that transfer well make a new NVIDIA one sure. A difficulty model learnt from
     # the catalog figures of four held-out accelerators ranked such parts at random.
     eff = {"h100-sxm": 0.4, "a100-40gb": 0.35, "intel-max-1550": 0.4, "intel-pvc": 0.04}
-    rng = np.random.default_rng(5)
-    rows = [{"hardware": hw, "framework": "vllm", "model": m, "device_count": 1, "input_len_tok": n,
-             "output_len_tok": n, "batch_size": b}
-            for hw in eff for m in MODELS for n in (128.0, 512.0, 2048.0) for b in (1.0, 4.0, 16.0, 64.0)]
-    df = pd.DataFrame(rows)
-    bound = physics.roofline(df)["output_tok_s_max"].to_numpy()
-    df["output_throughput_tok_s"] = bound * df.hardware.map(eff).to_numpy() / (1 + df.batch_size / 256.0) \
-        * np.exp(rng.normal(0, 0.03, len(df)))
+    df = _law_table(eff, "hardware", tuple(eff), MODELS, devices=1, seed=5)
     m = RooflineGBM(n_estimators=60, random_state=0).fit(df)
     track = m.track_["hardware"]
     assert set(track) == set(eff)
@@ -472,15 +479,8 @@ def test_a_new_model_is_as_uncertain_as_its_peers_were_when_held_out() -> None:
     # Guards the model track record: the one mixture-of-experts model runs far below what the dense
     # models imply, so held out it was badly predicted; a new mixture-of-experts model then gets a wider
     # band than a new dense one with the same difficulty-model inputs.
-    rng = np.random.default_rng(2)
     eff = {"llama-3-8b": 0.4, "mistral-7b-v0.1": 0.4, "llama-2-7b": 0.35, "qwen2-7b": 0.4, "mixtral-8x7b": 0.04}
-    rows = [{"hardware": hw, "framework": "vllm", "model": m, "device_count": 2, "input_len_tok": n,
-             "output_len_tok": n, "batch_size": b}
-            for hw in ("h100-sxm", "mi300x") for m in eff for n in (128.0, 512.0, 2048.0) for b in (1.0, 4.0, 16.0, 64.0)]
-    df = pd.DataFrame(rows)
-    bound = physics.roofline(df)["output_tok_s_max"].to_numpy()
-    df["output_throughput_tok_s"] = bound * df.model.map(eff).to_numpy() / (1 + df.batch_size / 256.0) \
-        * np.exp(rng.normal(0, 0.03, len(df)))
+    df = _law_table(eff, "model", ("h100-sxm", "mi300x"), tuple(eff), devices=2, seed=2)
     m = RooflineGBM(n_estimators=60, random_state=0).fit(df)
     track = m.track_["model"]
     assert set(track) == set(eff)

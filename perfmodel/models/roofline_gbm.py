@@ -629,6 +629,21 @@ class _AnchorTable:
         out[:, 0] = 0.0
         if len(self.sib_index) == 0 or len(keys) == 0:
             return out
+        found = self._locate(keys, bb)
+        if found is None:
+            return out
+        ok, s, qv, start, cnt, j = found
+        # The nearest sibling length: one of the two around the query's place in its sorted slice.
+        ls = self.sib_len
+        near = np.minimum(np.abs(ls[start + np.clip(j - 1, 0, cnt - 1)] - qv),
+                          np.abs(ls[start + np.clip(j, 0, cnt - 1)] - qv))
+        out[ok] = np.column_stack([cnt, self.sib_std[s], near])
+        return out
+
+    def _locate(self, keys: np.ndarray | list[str], bb: np.ndarray) -> tuple[np.ndarray, ...] | None:
+        """Each query's sibling group (its configuration but the lengths, at its batch): the rows that have
+        one, their group, log length, the group's slice (start, count) and the query's insertion point in
+        the slice's sorted lengths; None when no query has siblings."""
         parts = [str(k).rsplit("|", 2) for k in keys]
         sk = [p[0] + "|" + f"{b:g}" if len(p) == 3 else "" for p, b in zip(parts, np.asarray(bb).tolist(), strict=True)]
         si = (np.array([self.sib_pos.get(k, -1) for k in sk], dtype=np.intp) if len(sk) <= _SMALL
@@ -636,29 +651,18 @@ class _AnchorTable:
         q = _log_lengths(parts)
         ok = (si >= 0) & np.isfinite(q)
         if not ok.any():
-            return out
+            return None
         s, qv = si[ok], q[ok]
         start, cnt = self.sib_start[s], self.sib_count[s]
-        # The nearest sibling length: one of the two around the query's place in its sorted slice.
         j = _group_searchsorted(self.sib_of, self.sib_len, s, qv) - start
-        ls = self.sib_len
-        near = np.minimum(np.abs(ls[start + np.clip(j - 1, 0, cnt - 1)] - qv),
-                          np.abs(ls[start + np.clip(j, 0, cnt - 1)] - qv))
-        out[ok] = np.column_stack([cnt, self.sib_std[s], near])
-        return out
+        return ok, s, qv, start, cnt, j
 
     def _sibling_rows(self, keys: list[str], bb: np.ndarray) -> np.ndarray:
         out = np.zeros(len(keys))
-        parts = [k.rsplit("|", 2) for k in keys]
-        q = _log_lengths(parts)
-        sk = [p[0] + "|" + f"{b:g}" for p, b in zip(parts, bb.tolist(), strict=True)]
-        si = self.sib_index.get_indexer(sk)
-        ok = (si >= 0) & np.isfinite(q)
-        if not ok.any():
+        found = self._locate(keys, bb)
+        if found is None:
             return out
-        s, qv = si[ok], q[ok]
-        start, cnt = self.sib_start[s], self.sib_count[s]
-        j = _group_searchsorted(self.sib_of, self.sib_len, s, qv) - start
+        ok, _, qv, start, cnt, j = found
         lo_i = start + np.clip(j - 1, 0, cnt - 1)
         hi_i = start + np.clip(j, 0, cnt - 1)
         ls, rs = self.sib_len, self.sib_res
