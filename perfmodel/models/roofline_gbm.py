@@ -75,7 +75,8 @@
    residual when each was held out (the worst accelerator's when the vendor is
    new). Learnt from eight or so held-out accelerators' catalog figures, the
    difficulty ranked new accelerators at random (leave-one-hardware-out
-   Spearman(confidence, error) -0.07; with the track record -0.41). In class 3
+   Spearman(confidence, error) -0.07; with the track record -0.37, 3 seeds, as
+   committed). In class 3
    the difficulty model's ``sigma`` is scaled by the same record of the new
    model's peers (mixture-of-experts or dense models) relative to all models'
    (:meth:`RooflineGBM._track_sigma`). The band is
@@ -93,7 +94,7 @@
 
 Persistence: ``metadata.json`` (settings, feature names, curves, anchors,
 conformal scores, kNN reference points, the frameworks each accelerator ran, each
-accelerator's track record)
+accelerator's and model's track record)
 and the boosters (efficiency, transfer, continuation, difficulty) as XGBoost JSON.
 """
 
@@ -1703,7 +1704,7 @@ class RooflineGBM(Predictor):
         bands of those classes are in these units.
 
         Leave-one-hardware-out (3 seeds): Spearman(confidence, error) -0.07 -> -0.41 with the track
-        record alone (the difficulty model had memorised which of the eight or so accelerators held
+        record alone (-0.37 with the length class added later) (the difficulty model had memorised which of the eight or so accelerators held
         out in calibration were hard from their catalog figures). Leave-one-model-out (seed 0):
         -0.14 -> -0.25 with the scaled ``sigma``, +0.02 with the model's peers' record alone, which
         loses the spread within a model (batch and length distance); the one mixture-of-experts
