@@ -138,6 +138,7 @@ NOVELTY_CATEGORIES = ("known config, batch inside", "known config, batch outside
 """Mondrian classes of the conformal bands, by index (a query with several unknown parts takes the
 highest of 3-5; class 6 is class 2 beyond the trained lengths)."""
 _BEYOND_LENGTH = 6
+_GAIN_COLUMN = 10  # the edge gain's column among the difficulty model's inputs (_sigma_features)
 _MAX_SPLITS = 10  # rows/configurations: run k of up to 10 folds (each trains on 90 %)
 _LOGO_MAX_GROUPS = 10  # up to this many hardware/frameworks, calibrate by leaving each one out in turn
 
@@ -581,13 +582,14 @@ class _CurveTable:
 class _AnchorTable:
     """The anchors dict flattened for vectorised look-ups: per configuration a slice of sorted batches."""
 
-    __slots__ = ("cfg_index", "cfg_start", "cfg_count", "cfg_of", "b", "ly", "res",
+    __slots__ = ("cfg_index", "cfg_pos", "cfg_start", "cfg_count", "cfg_of", "b", "ly", "res",
                  "sib_index", "sib_start", "sib_count", "sib_of", "sib_len", "sib_res", "sib_pos", "sib_std")
 
     def __init__(self, anchors: dict[str, list[list[float]]]) -> None:
         cfg = [(k, v) for k, v in anchors.items() if not k.startswith("\x00")]
         sib = [(k[len(_SIB):], v) for k, v in anchors.items() if k.startswith(_SIB)]
         self.cfg_index = pd.Index([k for k, _ in cfg], dtype=object)
+        self.cfg_pos = {k: i for i, (k, _) in enumerate(cfg)}
         self.cfg_count = np.array([len(v[0]) for _, v in cfg], dtype=np.intp)
         self.cfg_start = np.r_[0, np.cumsum(self.cfg_count)[:-1]].astype(np.intp) if cfg else np.zeros(0, np.intp)
         self.cfg_of = np.repeat(np.arange(len(cfg)), self.cfg_count)
@@ -639,6 +641,27 @@ class _AnchorTable:
         near = np.minimum(np.abs(ls[start + np.clip(j - 1, 0, cnt - 1)] - qv),
                           np.abs(ls[start + np.clip(j, 0, cnt - 1)] - qv))
         out[ok] = np.column_stack([cnt, self.sib_std[s], near])
+        return out
+
+    def edge_gain(self, keys: np.ndarray, bb: np.ndarray, pred: np.ndarray) -> np.ndarray:
+        """Per query outside its configuration's measured batches: the predicted log throughput minus
+        the measured one at the nearest end of the range (the step the prediction takes beyond the
+        data); 0 inside; NaN for a configuration without anchors.
+
+        An input of the band's difficulty model: train on batch <= 64 and predict 128 and 256, and the
+        larger the predicted gain over batch 64, the larger the error (Spearman +0.30 on the 249 held-out
+        rows of the shared data), which neither the batch distance nor the curve's noise said.
+        """
+        out = np.full(len(keys), np.nan)
+        if len(self.cfg_index) == 0 or len(keys) == 0:
+            return out
+        ci = (np.array([self.cfg_pos.get(k, -1) for k in keys], dtype=np.intp) if len(keys) <= _SMALL
+              else self.cfg_index.get_indexer(np.asarray(keys, dtype=object)))
+        ok = ci >= 0
+        first = self.cfg_start[ci[ok]]
+        last = first + self.cfg_count[ci[ok]] - 1
+        b, p = np.asarray(bb, dtype=float)[ok], np.asarray(pred, dtype=float)[ok]
+        out[ok] = np.where(b > self.b[last], p - self.ly[last], np.where(b < self.b[first], p - self.ly[first], 0.0))
         return out
 
     def _locate(self, keys: np.ndarray | list[str], bb: np.ndarray) -> tuple[np.ndarray, ...] | None:
@@ -822,6 +845,53 @@ def _moe_law(key: str, b: list[float], ly: list[float]) -> tuple[float, float]:
 
 def _shape_table(anchors: dict[str, list[list[float]]]) -> _ShapeTable:
     return _cached(_ShapeTable, anchors)
+
+
+def _framework_spread(runs: pd.DataFrame, res: np.ndarray) -> dict[str, Any]:
+    """How far apart the known frameworks' efficiencies lie, per accelerator and batch size: the standard
+    deviation across frameworks of each framework's median log efficiency (``res``, log measured over
+    roofline throughput) at that accelerator and batch, and the same over all accelerators per batch
+    (the fallback for an accelerator run by fewer than two frameworks); ``ref`` is its geometric mean
+    over ``runs``.
+
+    A new framework's error is its departure from the known ones, so where they already disagree
+    (llama.cpp, vLLM and TensorRT-LLM at batch 1 on one accelerator) a new one is uncertain; where they
+    agree it is not. On the shared data, leave-one-framework-out (seed 0), this spread ranks the
+    errors better than the difficulty model does (Spearman +0.36 against -0.30 for the confidence).
+    """
+    d = pd.DataFrame({"hw": [_norm(v) or "" for v in _values(runs, "hardware")],
+                      "fw": [_norm(v) or "" for v in _values(runs, "framework")],
+                      "b": _floats(runs, "batch_size"), "r": np.asarray(res, dtype=float)})
+    per_hw = d.groupby(["hw", "b", "fw"]).r.median().groupby(level=["hw", "b"]).std().dropna()
+    per_b = d.groupby(["b", "fw"]).r.median().groupby(level="b").std().dropna()
+    table: dict[str, Any] = {"hardware": {}, "all": [per_b.index.tolist(), per_b.tolist()], "ref": math.nan}
+    for (h, b), v in per_hw.items():
+        cell = table["hardware"].setdefault(str(h), [[], []])
+        cell[0].append(float(b))
+        cell[1].append(float(v))
+    spread = _spread_at(table, d.hw.to_numpy(dtype=object), d.b.to_numpy(dtype=float))
+    ok = np.isfinite(spread) & (spread > 0)
+    if ok.any():
+        table["ref"] = float(np.exp(np.mean(np.log(spread[ok]))))
+    return table
+
+
+def _spread_at(table: dict[str, Any], hw: np.ndarray, bb: np.ndarray) -> np.ndarray:
+    """:func:`_framework_spread`'s value for each (accelerator, batch): the accelerator's own at the nearest
+    measured batch (in doublings), else all accelerators'; NaN without either."""
+    out = np.full(len(hw), np.nan)
+    if len(hw) == 0:
+        return out
+    codes, uniq = pd.factorize(pd.Series(list(zip(hw.tolist(), np.asarray(bb, dtype=float).tolist(), strict=True)),
+                                         dtype=object))
+    for i, (h, b) in enumerate(uniq):
+        cell = table["hardware"].get(h) or table["all"]
+        if not cell or not cell[0]:
+            continue
+        bs = np.asarray(cell[0], dtype=float)
+        j = int(np.argmin(np.abs(np.log2(np.maximum(bs, 1e-9) / max(b, 1e-9)))))
+        out[codes == i] = float(cell[1][j])
+    return out
 
 
 def _hw_figures(names: list[str]) -> dict[str, tuple[str, float, float]]:
@@ -1372,14 +1442,14 @@ class RooflineGBM(Predictor):
 
     def _sigma_features(self, cat: np.ndarray, dist_knn: np.ndarray, bdist: np.ndarray,
                         ldist: np.ndarray, mat: np.ndarray, curve_rms: np.ndarray, pred: np.ndarray,
-                        log_gbm: np.ndarray, logc: np.ndarray, sib: np.ndarray) -> np.ndarray:
+                        log_gbm: np.ndarray, logc: np.ndarray, sib: np.ndarray, gain: np.ndarray) -> np.ndarray:
         # Disagreement between the answer and its ingredients (the trees alone, the curve alone):
         # where anchoring had to move the trees far, or the curve disagrees, the answer is less sure.
         with np.errstate(invalid="ignore"):
             d_gbm = np.log(np.abs(pred - log_gbm) + 1e-4)
             d_curve = np.log(np.abs(pred - logc) + 1e-4)
         return np.column_stack([cat, np.log1p(dist_knn), bdist, ldist, np.log(curve_rms + 1e-4), d_gbm, d_curve,
-                                sib, mat])
+                                sib, gain, mat])
 
     @staticmethod
     def _peer_groups(col: str, names: list[str]) -> dict[str, str]:
@@ -1420,6 +1490,14 @@ class RooflineGBM(Predictor):
             out[unknown & (vals == name)] = float(np.exp(np.mean(np.log(np.maximum(peers, 1e-3))))) \
                 if peers else worst
         return out
+
+    @staticmethod
+    def _spread_rel(table: dict[str, Any], runs: pd.DataFrame) -> np.ndarray:
+        """The frameworks' spread (:func:`_framework_spread`) at each row's accelerator and batch, relative
+        to its geometric mean over the training rows: the factor on an unknown framework's difficulty."""
+        hw = np.array([_norm(v) or "" for v in _values(runs, "hardware")], dtype=object)
+        # Floored at 5 % (run-to-run noise): two frameworks that happen to agree do not make a new one sure.
+        return np.sqrt(np.maximum(_spread_at(table, hw, _floats(runs, "batch_size")), 0.05) / table["ref"])
 
     def _knn_distance(self, ref: np.ndarray, q: np.ndarray) -> np.ndarray:
         from scipy.spatial import cKDTree
@@ -1518,6 +1596,7 @@ class RooflineGBM(Predictor):
                    keys: np.ndarray, bb: np.ndarray) -> None:
         self.scores_: dict[str, list[float]] = {}
         self.track_: dict[str, dict[str, float]] = {}
+        self.fw_spread_: dict[str, Any] = {}
         self.sigma_booster_: Any = None
         self.sigma_booster2_: Any = None
         self.knn_cut_ = math.inf
@@ -1629,10 +1708,17 @@ class RooflineGBM(Predictor):
                 fold_ids.append(np.full(int(te.sum()), -1 if scheme in ("rows", "config", "batch")
                                         else len(fold_ids)))
                 cats.append(cat)
-                held.append((sub, scheme, {"hardware": unknown_hw, "model": self._unknown(sub, "model", seen)}))
+                unknown_fw = self._unknown(sub, "framework", seen)
+                fw_rel = np.full(len(sub), np.nan)
+                if unknown_fw.any():
+                    tab = _framework_spread(data.iloc[np.flatnonzero(tr)], yv[tr] - log_prior[tr])
+                    fw_rel[unknown_fw] = self._spread_rel(tab, sub[unknown_fw])
+                held.append((sub, scheme, {"hardware": unknown_hw, "model": self._unknown(sub, "model", seen),
+                                           "framework": fw_rel}))
+                at = _anchor_table(anchors)
                 sig_x.append(self._sigma_features(cat, dk, bdist, ld, mat[te], _curve_table(curves).rms(keys[te]),
-                                                  pred, log_gbm, logc,
-                                                  _anchor_table(anchors).sibling_stats(keys[te], bb[te])))
+                                                  pred, log_gbm, logc, at.sibling_stats(keys[te], bb[te]),
+                                                  at.edge_gain(keys[te], bb[te], pred)))
         # Each accelerator's (model's) track record when held out in its scheme, on the rows whose only
         # novelty it is; then every calibration row of that class gets its peers' record (_track).
         for (sub, scheme, _), r_f, c_f in zip(held, res, cats, strict=True):
@@ -1644,6 +1730,9 @@ class RooflineGBM(Predictor):
                             np.median(np.abs(r_f[(vals == v) & (c_f == code)])))
         tracks = {col: np.concatenate([self._track(sub, col, unk[col]) for sub, _, unk in held])
                   for col, _ in _TRACKED}
+        tracks["framework"] = np.concatenate([unk["framework"] for _, _, unk in held])
+        spread = _framework_spread(data, yv - log_prior)
+        self.fw_spread_ = spread if math.isfinite(spread["ref"]) else {}  # (fewer than two frameworks: none)
         r_all = np.concatenate(res)
         c_all = np.concatenate(cats)
         sx = np.vstack(sig_x)
@@ -1697,18 +1786,27 @@ class RooflineGBM(Predictor):
             + np.maximum(dk / max(self.knn_cut_, 1e-9) - 1.0, 0.0)
 
     def _track_sigma(self, cat: np.ndarray, tracks: dict[str, np.ndarray], sigma: np.ndarray) -> np.ndarray:
-        """The difficulty of each query whose only novelty is its accelerator: the accelerator's peers'
-        track record (:meth:`_track`); of one whose only novelty is its model: the difficulty model's
-        ``sigma`` scaled by the model's peers' track record relative to all models' (geometric mean);
-        elsewhere, or without a record (a single accelerator or model trained), ``sigma``. Scores and
-        bands of those classes are in these units.
+        """The difficulty of each query whose novelty is its accelerator: the accelerator's peers' track
+        record (:meth:`_track`); of one whose novelty is its model: the difficulty model's ``sigma``
+        scaled by the model's peers' track record relative to all models' (geometric mean); of one whose
+        novelty is its framework: ``sigma`` scaled by ``tracks["framework"]``, the square root of the
+        known frameworks' relative spread at its accelerator and batch (:meth:`_spread_rel`);
+        elsewhere, or without a record (a single accelerator or model trained), ``sigma``. A query
+        with several unknown parts takes the highest class, and each other unknown part's record
+        (accelerator, model) adds in quadrature. Scores and bands of those classes are in these units.
 
         Leave-one-hardware-out (3 seeds): Spearman(confidence, error) -0.07 -> -0.41 with the track
-        record alone (-0.37 with the length class added later) (the difficulty model had memorised which of the eight or so accelerators held
-        out in calibration were hard from their catalog figures). Leave-one-model-out (seed 0):
-        -0.14 -> -0.25 with the scaled ``sigma``, +0.02 with the model's peers' record alone, which
-        loses the spread within a model (batch and length distance); the one mixture-of-experts
-        model, held out, goes from the most confident to the least.
+        record alone (-0.37 with the length class added later; -0.46 with the quadrature, which gives
+        Gaudi2 and SN40L, unknown with their only framework, their vendor's record) (the difficulty
+        model had memorised which of the eight or so accelerators held out in calibration were hard
+        from their catalog figures). Leave-one-model-out (seed 0): -0.14 -> -0.25 with the scaled
+        ``sigma``, +0.02 with the model's peers' record alone, which loses the spread within a model
+        (batch and length distance); the one mixture-of-experts model, held out, goes from the most
+        confident to the least. Leave-one-framework-out (3 seeds): -0.17 -> -0.29 with the quadrature
+        (DeepSpeed, held out, was 20x off on Gaudi2 with the confidence of a new framework on a known
+        accelerator, its band covering 0.3 % of its rows); seeds 0 and 1 then -0.27 / -0.21 ->
+        -0.37 / -0.30 with the spread's square root (the spread itself: -0.38 / -0.31 with bands
+        8-16x wider).
         """
         out = sigma.copy()
         t4, t3 = tracks["hardware"], tracks["model"]
@@ -1718,7 +1816,15 @@ class RooflineGBM(Predictor):
         if m3.any():
             ref = float(np.exp(np.mean(np.log(np.maximum(list(self.track_["model"].values()), 1e-3)))))
             out[m3] = sigma[m3] * np.maximum(t3[m3], 1e-3) / ref
-        return out
+        tf = tracks.get("framework")
+        if tf is not None:
+            m5 = (cat == 5) & np.isfinite(tf)
+            out[m5] = sigma[m5] * np.maximum(tf[m5], 1e-3)
+        # Several unknown parts at once: the class is the highest one's, and each other unknown part's
+        # record adds in quadrature (independent errors in log throughput).
+        extra = np.where((cat == 5) & np.isfinite(t4), t4, 0.0) ** 2 \
+            + np.where((cat >= 4) & np.isfinite(t3), t3, 0.0) ** 2
+        return np.sqrt(out ** 2 + extra)
 
     @staticmethod
     def _batch_cut(bb: np.ndarray, min_rows: int = 20) -> float | None:
@@ -1802,12 +1908,19 @@ class RooflineGBM(Predictor):
         lo = hi = np.full(len(runs), np.nan)
         conf = np.full(len(runs), np.nan)
         if self.sigma_booster_ is not None:
+            at = _anchor_table(self.anchors_)
             sx = self._sigma_features(cat, dk, bdist, ld, mat, _curve_table(self.curves_).rms(keys), pred, log_gbm,
-                                      logc, _anchor_table(self.anchors_).sibling_stats(keys, bb))
+                                      logc, at.sibling_stats(keys, bb), at.edge_gain(keys, bb, pred))
+            if sx.shape[1] > self.sigma_booster_.num_features():  # saved before the edge gain was an input
+                sx = np.delete(sx, _GAIN_COLUMN, axis=1)
             log_sigma = _Booster.predict(self.sigma_booster_, sx)
             if self.sigma_booster2_ is not None:  # the cross-fitted pair: geometric mean
                 log_sigma = 0.5 * (log_sigma + _Booster.predict(self.sigma_booster2_, sx))
-            tracks = {col: self._track(runs, col, cat == code) for col, code in _TRACKED}
+            tracks = {col: self._track(runs, col, self._unknown(runs, col, self.seen_)) for col, _ in _TRACKED}
+            unknown_fw = self._unknown(runs, "framework", self.seen_)
+            tracks["framework"] = np.full(len(runs), np.nan)
+            if unknown_fw.any() and self.fw_spread_:
+                tracks["framework"][unknown_fw] = self._spread_rel(self.fw_spread_, runs[unknown_fw])
             sigma = self._track_sigma(cat, tracks, np.exp(log_sigma))
             cats = np.unique(cat)
             q = np.array([self._quantile(c, lvl) for c in cats])[np.searchsorted(cats, cat)]
@@ -1857,7 +1970,7 @@ class RooflineGBM(Predictor):
             "has_sigma2": self.sigma_booster2_ is not None,
             "has_transfer": self.transfer_booster_ is not None,
             "has_continuation": self.continuation_booster_ is not None,
-            "hw_frameworks": self.hw_frameworks_, "track": self.track_,
+            "hw_frameworks": self.hw_frameworks_, "track": self.track_, "fw_spread": self.fw_spread_,
         }
         d = write_metadata(path, self.name, self.get_params(), state)
         try:
@@ -1912,6 +2025,7 @@ class RooflineGBM(Predictor):
                                          if st.get("has_continuation") else None)
             obj.hw_frameworks_ = {str(k): [str(x) for x in v] for k, v in st.get("hw_frameworks", {}).items()}
             obj.track_ = {str(c): {str(k): float(v) for k, v in t.items()} for c, t in st.get("track", {}).items()}
+            obj.fw_spread_ = st.get("fw_spread", {})
         except (KeyError, TypeError, ValueError, OSError) as exc:
             raise PerfmodelError(f"{path}: the saved model is incomplete or damaged ({exc!r})") from None
         except Exception as exc:  # xgboost.core.XGBoostError on a damaged booster file
