@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -106,8 +108,6 @@ def test_save_load_round_trip_is_identical_and_json_only(fitted: tuple[RooflineG
 def test_a_model_saved_before_the_edge_gain_still_predicts(fitted: tuple[RooflineGBM, pd.DataFrame]) -> None:
     # A difficulty model trained without the edge-gain input (saved by an earlier perfmodel) gets its
     # inputs without that column rather than an XGBoost shape error.
-    import copy
-
     import xgboost as xgb
 
     m, df = fitted
@@ -329,7 +329,7 @@ def test_band_covers_fresh_noise_and_widens_with_novelty(fitted: tuple[RooflineG
         assert float(p_new.pred_upper.iloc[0] / p_new.pred_lower.iloc[0]) > 1.2 * w_known, col
         assert not bool(p_new.in_domain.iloc[0])
     cats = m._novelty(row.assign(framework="sglang"), _config_keys(row).to_numpy(), m.seen_, m.curves_,
-                      np.array([True]))
+                      np.array([True]), np.zeros(1))
     assert cats.tolist() == [5]
 
 
@@ -561,8 +561,14 @@ def test_a_length_beyond_the_trained_ones_is_calibrated_on_held_out_extreme_leng
     inside, beyond = row.assign(input_len_tok=1024.0, output_len_tok=1024.0), \
         row.assign(input_len_tok=4096.0, output_len_tok=4096.0)
     keys = _config_keys(pd.concat([inside, beyond])).to_numpy()
-    cats = m._novelty(pd.concat([inside, beyond]), keys, m.seen_, m.curves_, np.array([False, False]))
-    assert cats.tolist() == [2, 2]  # before the length check
+    both = pd.concat([inside, beyond])
+    ld = m._length_distance(both, m.len_lo_, m.len_hi_)
+    assert m._novelty(both, keys, m.seen_, m.curves_, np.array([False, False]), ld).tolist() == [2, 6]
+    # a model saved before class 6 keeps class 2 there
+    assert m._novelty(both, keys, m.seen_, m.curves_, np.array([False, False]), ld, False).tolist() == [2, 2]
+    # an unknown part outranks the length
+    assert m._novelty(both.assign(framework="sglang"), keys, m.seen_, m.curves_, np.array([False, False]),
+                      ld).tolist() == [5, 5]
     p_in, p_out = m.predict(inside), m.predict(beyond)
 
     def log_width(p: pd.DataFrame) -> float:
@@ -624,8 +630,6 @@ def test_a_new_framework_is_less_sure_where_the_known_ones_disagree(tmp_path) ->
     width = np.log(p.pred_upper / p.pred_lower)
     assert width[b1].min() > 2 * width[b64].max()
     # The band follows the square root of the stored spread: four times the spread at batch 1, twice the width.
-    import copy
-
     m4 = copy.copy(m)
     m4.fw_spread_ = copy.deepcopy(m.fw_spread_)
     for cell in m4.fw_spread_["hardware"].values():

@@ -1433,9 +1433,13 @@ class RooflineGBM(Predictor):
         return np.where(codes < 0, True, flags[np.maximum(codes, 0)] if len(flags) else True)
 
     def _novelty(self, runs: pd.DataFrame, keys: np.ndarray, seen: dict[str, set[str]],
-                 curves: dict[str, list[float]], inside: np.ndarray) -> np.ndarray:
+                 curves: dict[str, list[float]], inside: np.ndarray, ldist: np.ndarray,
+                 beyond_length: bool = True) -> np.ndarray:
+        """Each query's Mondrian class (:data:`NOVELTY_CATEGORIES`); a new configuration of known parts
+        beyond the trained lengths (``ldist`` > 0) is class 6 when ``beyond_length`` (a model saved
+        before that class keeps class 2 there)."""
         has_curve = _curve_table(curves).locate(keys) >= 0
-        cat = np.where(has_curve, np.where(inside, 0, 1), 2)
+        cat = np.where(has_curve, np.where(inside, 0, 1), np.where((ldist > 0) & beyond_length, _BEYOND_LENGTH, 2))
         for code, c in ((3, "model"), (4, "hardware"), (5, "framework")):
             cat = np.where(self._unknown(runs, c, seen), code, cat)
         return cat.astype(int)
@@ -1692,14 +1696,13 @@ class RooflineGBM(Predictor):
                     shape = self._continuation(cont, anchors, keys[te], bb[te], mat[te])
                 pred = self._combine(log_gbm, logc, inside, keys[te], bb[te], anchors, curves, float(bb[tr].max()),
                                      shape)
-                cat = self._novelty(sub, keys[te], seen, curves, inside)
                 dk = self._knn_distance(knn_all[tr], knn_all[te])
                 lo = np.array([max(float(data[c].iloc[np.flatnonzero(tr)].min()), 1.0)
                                for c in ("input_len_tok", "output_len_tok")])
                 hi = np.array([max(float(data[c].iloc[np.flatnonzero(tr)].max()), 1.0)
                                for c in ("input_len_tok", "output_len_tok")])
                 ld = self._length_distance(sub, lo, hi)
-                cat = np.where((cat == 2) & (ld > 0), _BEYOND_LENGTH, cat)
+                cat = self._novelty(sub, keys[te], seen, curves, inside, ld)
                 res.append(yv[te] - pred)
                 b_tr = bb[tr]
                 bglob = np.maximum(np.maximum(np.log2(b_tr.min() / bb[te]), np.log2(bb[te] / b_tr.max())), 0.0)
@@ -1900,11 +1903,9 @@ class RooflineGBM(Predictor):
         shape = self._continuation(self.continuation_booster_, self.anchors_, keys, bb, mat)
         pred = self._combine(log_gbm, logc, inside, keys, bb, self.anchors_, self.curves_, self.batch_range_[1],
                              shape)
-        cat = self._novelty(runs, keys, self.seen_, self.curves_, inside)
         dk = self._knn_distance(self.knn_ref_, self._knn_space(knn))
         ld = self._length_distance(runs, self.len_lo_, self.len_hi_)
-        if str(_BEYOND_LENGTH) in self.scores_:  # (a model saved before that class keeps class 2 there)
-            cat = np.where((cat == 2) & (ld > 0), _BEYOND_LENGTH, cat)
+        cat = self._novelty(runs, keys, self.seen_, self.curves_, inside, ld, str(_BEYOND_LENGTH) in self.scores_)
         lo = hi = np.full(len(runs), np.nan)
         conf = np.full(len(runs), np.nan)
         if self.sigma_booster_ is not None:
