@@ -328,8 +328,8 @@ def test_band_covers_fresh_noise_and_widens_with_novelty(fitted: tuple[RooflineG
         p_new = m.predict(row.assign(**{col: value}))
         assert float(p_new.pred_upper.iloc[0] / p_new.pred_lower.iloc[0]) > 1.2 * w_known, col
         assert not bool(p_new.in_domain.iloc[0])
-    cats = m._novelty(row.assign(framework="sglang"), _config_keys(row).to_numpy(), m.seen_, m.curves_,
-                      np.array([True]), np.zeros(1))
+    cats = m._novelty(_config_keys(row).to_numpy(), m._unknown_parts(row.assign(framework="sglang"), m.seen_),
+                      m.curves_, np.array([True]), np.zeros(1))
     assert cats.tolist() == [5]
 
 
@@ -563,12 +563,13 @@ def test_a_length_beyond_the_trained_ones_is_calibrated_on_held_out_extreme_leng
     keys = _config_keys(pd.concat([inside, beyond])).to_numpy()
     both = pd.concat([inside, beyond])
     ld = m._length_distance(both, m.len_lo_, m.len_hi_)
-    assert m._novelty(both, keys, m.seen_, m.curves_, np.array([False, False]), ld).tolist() == [2, 6]
+    unk = m._unknown_parts(both, m.seen_)
+    assert m._novelty(keys, unk, m.curves_, np.array([False, False]), ld).tolist() == [2, 6]
     # a model saved before class 6 keeps class 2 there
-    assert m._novelty(both, keys, m.seen_, m.curves_, np.array([False, False]), ld, False).tolist() == [2, 2]
+    assert m._novelty(keys, unk, m.curves_, np.array([False, False]), ld, False).tolist() == [2, 2]
     # an unknown part outranks the length
-    assert m._novelty(both.assign(framework="sglang"), keys, m.seen_, m.curves_, np.array([False, False]),
-                      ld).tolist() == [5, 5]
+    assert m._novelty(keys, m._unknown_parts(both.assign(framework="sglang"), m.seen_), m.curves_,
+                      np.array([False, False]), ld).tolist() == [5, 5]
     p_in, p_out = m.predict(inside), m.predict(beyond)
 
     def log_width(p: pd.DataFrame) -> float:

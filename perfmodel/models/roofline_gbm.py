@@ -1432,16 +1432,21 @@ class RooflineGBM(Predictor):
         flags = np.array([(v := _norm(x)) is None or v not in known for x in uniq], dtype=bool)
         return np.where(codes < 0, True, flags[np.maximum(codes, 0)] if len(flags) else True)
 
-    def _novelty(self, runs: pd.DataFrame, keys: np.ndarray, seen: dict[str, set[str]],
-                 curves: dict[str, list[float]], inside: np.ndarray, ldist: np.ndarray,
-                 beyond_length: bool = True) -> np.ndarray:
-        """Each query's Mondrian class (:data:`NOVELTY_CATEGORIES`); a new configuration of known parts
-        beyond the trained lengths (``ldist`` > 0) is class 6 when ``beyond_length`` (a model saved
-        before that class keeps class 2 there)."""
+    def _unknown_parts(self, runs: pd.DataFrame, seen: dict[str, set[str]]) -> dict[str, np.ndarray]:
+        """Per identity column (hardware, framework, model): which rows name a value ``seen`` lacks."""
+        return {c: self._unknown(runs, c, seen) for c in _IDENTITY}
+
+    @staticmethod
+    def _novelty(keys: np.ndarray, unknown: dict[str, np.ndarray], curves: dict[str, list[float]],
+                 inside: np.ndarray, ldist: np.ndarray, beyond_length: bool = True) -> np.ndarray:
+        """Each query's Mondrian class (:data:`NOVELTY_CATEGORIES`) from its unknown parts
+        (:meth:`_unknown_parts`); a new configuration of known parts beyond the trained lengths
+        (``ldist`` > 0) is class 6 when ``beyond_length`` (a model saved before that class keeps class 2
+        there)."""
         has_curve = _curve_table(curves).locate(keys) >= 0
         cat = np.where(has_curve, np.where(inside, 0, 1), np.where((ldist > 0) & beyond_length, _BEYOND_LENGTH, 2))
         for code, c in ((3, "model"), (4, "hardware"), (5, "framework")):
-            cat = np.where(self._unknown(runs, c, seen), code, cat)
+            cat = np.where(unknown[c], code, cat)
         return cat.astype(int)
 
     def _sigma_features(self, cat: np.ndarray, dist_knn: np.ndarray, bdist: np.ndarray,
@@ -1670,7 +1675,8 @@ class RooflineGBM(Predictor):
                     params["max_depth"] = min(self.max_depth, 6)  # and shallower trees
                 sub = data.iloc[np.flatnonzero(te)]
                 seen = {c: set(data[c].iloc[np.flatnonzero(tr)].astype(str).unique()) for c in _IDENTITY}
-                unknown_hw = self._unknown(sub, "hardware", seen)
+                unknown = self._unknown_parts(sub, seen)
+                unknown_hw = unknown["hardware"]
                 transfer = None
                 if self.transfer_model and unknown_hw.any():
                     transfer = _Booster.train(mat[tr][:, self._hw_blind()], yv[tr] - log_prior[tr], params, rounds)
@@ -1702,7 +1708,7 @@ class RooflineGBM(Predictor):
                 hi = np.array([max(float(data[c].iloc[np.flatnonzero(tr)].max()), 1.0)
                                for c in ("input_len_tok", "output_len_tok")])
                 ld = self._length_distance(sub, lo, hi)
-                cat = self._novelty(sub, keys[te], seen, curves, inside, ld)
+                cat = self._novelty(keys[te], unknown, curves, inside, ld)
                 res.append(yv[te] - pred)
                 b_tr = bb[tr]
                 bglob = np.maximum(np.maximum(np.log2(b_tr.min() / bb[te]), np.log2(bb[te] / b_tr.max())), 0.0)
@@ -1711,13 +1717,12 @@ class RooflineGBM(Predictor):
                 fold_ids.append(np.full(int(te.sum()), -1 if scheme in ("rows", "config", "batch")
                                         else len(fold_ids)))
                 cats.append(cat)
-                unknown_fw = self._unknown(sub, "framework", seen)
+                unknown_fw = unknown["framework"]
                 fw_rel = np.full(len(sub), np.nan)
                 if unknown_fw.any():
                     tab = _framework_spread(data.iloc[np.flatnonzero(tr)], yv[tr] - log_prior[tr])
                     fw_rel[unknown_fw] = self._spread_rel(tab, sub[unknown_fw])
-                held.append((sub, scheme, {"hardware": unknown_hw, "model": self._unknown(sub, "model", seen),
-                                           "framework": fw_rel}))
+                held.append((sub, scheme, {"hardware": unknown_hw, "model": unknown["model"], "framework": fw_rel}))
                 at = _anchor_table(anchors)
                 sig_x.append(self._sigma_features(cat, dk, bdist, ld, mat[te], _curve_table(curves).rms(keys[te]),
                                                   pred, log_gbm, logc, at.sibling_stats(keys[te], bb[te]),
@@ -1897,15 +1902,16 @@ class RooflineGBM(Predictor):
         runs, keys = _complete_query(runs, self.anchors_)
         mat, log_prior, _, knn = self._design(runs)
         bb = _floats(runs, "batch_size")
-        log_gbm = self._base(self.booster_, self.transfer_booster_, mat, log_prior,
-                             self._unknown(runs, "hardware", self.seen_), runs, self.hw_frameworks_)
+        unknown = self._unknown_parts(runs, self.seen_)
+        log_gbm = self._base(self.booster_, self.transfer_booster_, mat, log_prior, unknown["hardware"], runs,
+                             self.hw_frameworks_)
         logc, inside, bdist = self._curve_pred(self.curves_, keys, bb)
         shape = self._continuation(self.continuation_booster_, self.anchors_, keys, bb, mat)
         pred = self._combine(log_gbm, logc, inside, keys, bb, self.anchors_, self.curves_, self.batch_range_[1],
                              shape)
         dk = self._knn_distance(self.knn_ref_, self._knn_space(knn))
         ld = self._length_distance(runs, self.len_lo_, self.len_hi_)
-        cat = self._novelty(runs, keys, self.seen_, self.curves_, inside, ld, str(_BEYOND_LENGTH) in self.scores_)
+        cat = self._novelty(keys, unknown, self.curves_, inside, ld, str(_BEYOND_LENGTH) in self.scores_)
         lo = hi = np.full(len(runs), np.nan)
         conf = np.full(len(runs), np.nan)
         if self.sigma_booster_ is not None:
@@ -1917,11 +1923,10 @@ class RooflineGBM(Predictor):
             log_sigma = _Booster.predict(self.sigma_booster_, sx)
             if self.sigma_booster2_ is not None:  # the cross-fitted pair: geometric mean
                 log_sigma = 0.5 * (log_sigma + _Booster.predict(self.sigma_booster2_, sx))
-            tracks = {col: self._track(runs, col, self._unknown(runs, col, self.seen_)) for col, _ in _TRACKED}
-            unknown_fw = self._unknown(runs, "framework", self.seen_)
+            tracks = {col: self._track(runs, col, unknown[col]) for col, _ in _TRACKED}
             tracks["framework"] = np.full(len(runs), np.nan)
-            if unknown_fw.any() and self.fw_spread_:
-                tracks["framework"][unknown_fw] = self._spread_rel(self.fw_spread_, runs[unknown_fw])
+            if unknown["framework"].any() and self.fw_spread_:
+                tracks["framework"][unknown["framework"]] = self._spread_rel(self.fw_spread_, runs[unknown["framework"]])
             sigma = self._track_sigma(cat, tracks, np.exp(log_sigma))
             cats = np.unique(cat)
             q = np.array([self._quantile(c, lvl) for c in cats])[np.searchsorted(cats, cat)]
