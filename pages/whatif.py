@@ -118,6 +118,11 @@ elif res.reasons:
     st.info("Partly outside the training data:\n\n" + "\n".join(f"- {r}" for r in res.reasons),
             icon=":material/info:")
 st.plotly_chart(W.figure(res, bool(log_x)), key=W.P + "chart")
+if math.isfinite(res.kv_fit_batch):
+    st.caption(f"KV cache: about {res.kv_fit_batch:,.0f} sequences of {values['input_len_tok']:g} + "
+               f"{values['output_len_tok']:g} tokens fit beside the weights in 90 % of the devices' memory. "
+               "Beyond that batch a server preempts sequences, so throughput stops growing (the prior and "
+               "the extrapolation stop there too).")
 if res.measured.empty:
     st.caption("No measured runs of this hardware, model and lengths in the dataset.")
 else:

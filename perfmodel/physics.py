@@ -39,7 +39,9 @@ __all__ = [
     "QUERY_COLUMNS",
     "DTYPE_BYTES",
     "ROOFLINE_COLUMNS",
+    "KV_USABLE_FRACTION",
     "check_query",
+    "kv_fit_batch",
     "dtype_bytes",
     "hardware_specs",
     "model_specs",
@@ -67,8 +69,12 @@ _EIGHT_BIT_QUANT = ("fp8", "int8", "w8a8", "w8a16", "q8")
 ROOFLINE_COLUMNS = ("dtype_bytes", "active_params", "weight_bytes", "weight_bytes_read", "kv_bytes_per_token",
                     "peak_flops", "mem_bw_bps", "prefill_s_min", "decode_mem_s_min",
                     "decode_compute_s_min", "decode_step_s_min", "e2e_s_min", "output_tok_s_max",
-                    "total_tok_s_max", "bound")
+                    "total_tok_s_max", "bound", "kv_fit_batch")
 """Columns of :func:`roofline`'s result, in order."""
+
+KV_USABLE_FRACTION = 0.9
+"""Share of device memory a server gives the weights and the KV cache together (vLLM's default
+``gpu_memory_utilization``; TensorRT-LLM's ``free_gpu_memory_fraction`` is also 0.9, of what the weights leave)."""
 
 
 def _row_labels(runs: pd.DataFrame) -> np.ndarray:
@@ -260,6 +266,39 @@ def _f(x: object) -> float:
     return math.nan if x is None else float(x)  # type: ignore[arg-type]
 
 
+def kv_fit_batch(memory_bytes: np.ndarray, weight_bytes: np.ndarray, kv_bytes_per_token: np.ndarray,
+                 input_len: np.ndarray, output_len: np.ndarray) -> np.ndarray:
+    """The most sequences whose KV cache at full length (input + output tokens) fits beside the weights.
+
+    Parameters
+    ----------
+    memory_bytes
+        Memory of all the devices together, bytes.
+    weight_bytes
+        All the weights, bytes.
+    kv_bytes_per_token
+        KV-cache bytes per token of one sequence (all layers).
+    input_len, output_len
+        Tokens per sequence.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(KV_USABLE_FRACTION x memory - weights) / (KV bytes per token x (input + output))``, at least 1;
+        NaN where a figure is missing or the weights alone fill the usable memory (the catalog then
+        cannot say how the server fits, e.g. offloading). Above this batch a server that admits every
+        request preempts sequences (vLLM recomputes them), so throughput stops growing with batch; on
+        LLM-Inference-Bench, going from batch 64 to 128/256 past it ran at 0.71-0.91x the batch-64
+        throughput, within it at 1.0-1.7x.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        free = KV_USABLE_FRACTION * np.asarray(memory_bytes, dtype=float) - np.asarray(weight_bytes, dtype=float)
+        per_seq = np.asarray(kv_bytes_per_token, dtype=float) * (np.asarray(input_len, dtype=float)
+                                                                 + np.asarray(output_len, dtype=float))
+        cap = free / per_seq
+    return np.where(np.isfinite(cap) & (free > 0) & (per_seq > 0), np.maximum(cap, 1.0), np.nan)
+
+
 def _expected_weight_fraction(m: ModelSpec, batch: np.ndarray) -> np.ndarray:
     """Fraction of the stored weights one decode step reads (1 for dense models)."""
     if not m.is_moe or m.params_b is None or m.active_params_b is None:
@@ -296,7 +335,8 @@ def roofline(runs: pd.DataFrame) -> pd.DataFrame:
         ``decode_step_s_min`` (their maximum); ``e2e_s_min``;
         ``output_tok_s_max`` and ``total_tok_s_max`` (tokens/s over the batch);
         ``bound`` (``"compute"`` or ``"memory"``: the larger share of
-        ``e2e_s_min``). A figure the catalog does not know makes the
+        ``e2e_s_min``); ``kv_fit_batch`` (:func:`kv_fit_batch`: the largest batch whose KV
+        cache fits; the bounds above assume it does). A figure the catalog does not know makes the
         quantities that need it NaN (``bound`` missing), never an error.
 
     Raises
@@ -328,6 +368,7 @@ def roofline(runs: pd.DataFrame) -> pd.DataFrame:
     frac = np.ones(n)
     peak = np.full(n, np.nan)
     bw = np.full(n, np.nan)
+    mem = np.full(n, np.nan)
     hw_arr = hws.to_numpy()
     m_arr = ms.to_numpy()
     for key in pd.unique(runs["model"].astype("string")):
@@ -344,6 +385,7 @@ def roofline(runs: pd.DataFrame) -> pd.DataFrame:
         idx = np.flatnonzero((runs["hardware"].astype("string") == key).fillna(False).to_numpy())
         h: HardwareSpec = hw_arr[idx[0]]
         bw[idx] = _f(h.memory_bw_gbs) * 1e9
+        mem[idx] = _f(h.memory_gb) * 1e9
         peak[idx] = [_peak_flops(h, b) for b in nbytes[idx]]
     peak_all = peak * dev
     bw_all = bw * dev
@@ -369,6 +411,7 @@ def roofline(runs: pd.DataFrame) -> pd.DataFrame:
         "decode_step_s_min": step, "e2e_s_min": e2e, "output_tok_s_max": out_max,
         "total_tok_s_max": tot_max,
         "bound": pd.array(bound, dtype="string"),
+        "kv_fit_batch": kv_fit_batch(mem * dev, weight_bytes, kv_tok, ii, oo),
     }, index=runs.index)
     return out
 

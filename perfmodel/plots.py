@@ -640,6 +640,10 @@ SUSPECT_HOVER = "faster than the roofline bound"
 """Hover text of measured points that beat the physical bound (:func:`perfmodel.physics.flag_suspect`)."""
 
 
+KV_FIT_META = "kv-fit"
+"""``meta`` of the What-if figure's vertical line where the KV cache stops fitting."""
+
+
 def whatif_figure(table: pd.DataFrame, measured: pd.DataFrame, *, level: float, log_x: bool = True,
                   title: str | None = None) -> go.Figure:
     """A predicted saturation curve with its band, the roofline bound and the measured points nearby.
@@ -666,7 +670,8 @@ def whatif_figure(table: pd.DataFrame, measured: pd.DataFrame, *, level: float, 
         batches as open circles), ``roofline`` (dashed, only where the catalog gives a bound),
         ``measured`` (same configuration), ``measured-other`` (same hardware, model and lengths,
         other framework or devices) and ``suspect`` ('x' markers, hover
-        :data:`SUSPECT_HOVER`).
+        :data:`SUSPECT_HOVER`); ``kv-fit`` (:data:`KV_FIT_META`: a dotted vertical line at the
+        table's ``kv_fit_batch``, where it lies inside the batch range).
     """
     y_title = axis_title("output_throughput_tok_s")
     if len(table) == 0:
@@ -718,6 +723,16 @@ def whatif_figure(table: pd.DataFrame, measured: pd.DataFrame, *, level: float, 
                                                            _as_text(pts["device_count"])]).tolist(),
                 hovertemplate=f"batch %{{x}}<br>measured {y_title}: %{{y:,.4g}}<br>%{{customdata[0]}}, "
                               f"%{{customdata[1]}} device(s){extra}<extra></extra>"))
+    cap = float(table["kv_fit_batch"].iloc[0]) if "kv_fit_batch" in table.columns else math.nan
+    if math.isfinite(cap) and min(b) <= cap <= max(b):
+        ys = [v for v in (*hi.tolist(), *table["pred_throughput_tok_s"].astype(float).tolist())
+              if math.isfinite(v)]
+        if ys:
+            fig.add_trace(go.Scatter(
+                x=[cap, cap], y=[0.0, max(ys)], mode="lines", meta=KV_FIT_META,
+                name=f"KV cache full beyond batch {cap:,.0f}", line={"color": "#9467bd", "dash": "dot", "width": 1.5},
+                hovertemplate=f"batch {cap:,.0f}: the KV cache of this many sequences at full length fills "
+                              "the memory the weights leave<extra></extra>"))
     fig.update_layout(title=title, xaxis_title=axis_title("batch_size"), yaxis_title=y_title,
                       legend={"orientation": "h", "y": -0.2}, margin={"t": 40 if title else 10})
     if log_x:

@@ -56,7 +56,8 @@ class WhatIfResult:
     table
         One row per batch: the point's columns, ``batch_size``, ``pred_throughput_tok_s``,
         ``pred_lower``, ``pred_upper``, ``confidence``, ``in_domain`` and ``roofline_tok_s``
-        (the physical bound on output throughput, NaN where the catalog lacks a figure).
+        (the physical bound on output throughput, NaN where the catalog lacks a figure) and
+        ``kv_fit_batch`` (the largest batch whose KV cache fits, :func:`perfmodel.physics.kv_fit_batch`).
     measured
         Measured runs of the same hardware, model and lengths (``batch_size``,
         ``output_throughput_tok_s``, ``framework``, ``device_count``, ``same_config``: also the
@@ -70,6 +71,13 @@ class WhatIfResult:
     table: pd.DataFrame
     measured: pd.DataFrame
     reasons: tuple[str, ...]
+
+    @property
+    def kv_fit_batch(self) -> float:
+        """The largest batch whose KV cache at full length fits in memory (NaN where the catalog cannot say)."""
+        if "kv_fit_batch" not in self.table.columns or not len(self.table):
+            return math.nan
+        return float(self.table["kv_fit_batch"].iloc[0])
 
     @property
     def in_domain(self) -> bool:
@@ -339,6 +347,7 @@ def whatif(model: Predictor, train: pd.DataFrame, point: Mapping[str, Any], batc
     roof = physics.roofline(q)
     table = pd.concat([q, pred], axis=1)
     table["roofline_tok_s"] = roof["output_tok_s_max"].to_numpy(dtype=float)
+    table["kv_fit_batch"] = roof["kv_fit_batch"].to_numpy(dtype=float)
     src = train if runs is None else runs
     measured = _measured_near(src, point)
     return WhatIfResult(point=dict(point), level=float(level), table=table, measured=measured,

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from perfmodel import physics
 from perfmodel import whatif as core
 from perfmodel.errors import ValidationError
 from perfmodel.store import Store
@@ -126,6 +127,29 @@ def test_shared_link_restores_every_input_and_far_query_is_out_of_domain() -> No
     # The link survives the rerun unchanged (same inputs written back).
     assert {k: at.query_params[k][0] if isinstance(at.query_params[k], list) else at.query_params[k]
             for k in link} == link
+
+
+def test_the_batch_where_the_kv_cache_is_full_is_drawn_and_explained() -> None:
+    # The bundled H200 sweep: an 8B Llama-shaped model, 512 + 512 tokens. 141 GB hold about 826 such
+    # sequences beside the 16 GB of weights; the curve is asked up to batch 2048.
+    link = {"dataset": _sample_id(), "hardware": "h200", "model": "perfmodel-large-llama",
+            "framework": "transformers", "input_len": "512", "output_len": "512", "device_count": "1",
+            "batch_min": "1", "batch_max": "2048", "batch": "256"}
+    at = _train(_whatif(**link))
+    _no_exception(at)
+    q = pd.DataFrame({"hardware": ["h200"], "model": ["perfmodel-large-llama"], "device_count": [1],
+                      "input_len_tok": [512.0], "output_len_tok": [512.0], "batch_size": [1.0]})
+    cap = float(physics.roofline(q)["kv_fit_batch"].iloc[0])
+    assert 700 < cap < 900
+    line = [t for t in _traces(at) if t.get("meta") == "kv-fit"]
+    assert len(line) == 1 and line[0]["x"] == pytest.approx([cap, cap])
+    assert any(f"about {cap:,.0f} sequences" in c.value for c in at.caption)
+    table = at.dataframe[0].value
+    pred = table.set_index("batch_size")["pred_throughput_tok_s"]
+    assert pred[2048.0] == pytest.approx(pred[1024.0], rel=0.02)  # past the cap the curve is flat
+    # A range that stays below the cap draws no line.
+    at = _train(_whatif(**{**link, "batch_max": "512"}))
+    assert not [t for t in _traces(at) if t.get("meta") == "kv-fit"]
 
 
 @pytest.mark.usefixtures("tiny_sample_only")

@@ -226,6 +226,34 @@ def test_beyond_the_largest_trained_batch_the_curve_gain_is_damped(biased: pd.Da
     assert 1.0 < expected / float(row.output_throughput_tok_s.iloc[0]) < 2.0
 
 
+def test_the_prior_and_the_extrapolation_stop_where_the_kv_cache_is_full(biased: pd.DataFrame) -> None:
+    # llama-2-7b keeps 32 KV heads: at 2048 + 2048 tokens an A100 40 GB holds 10 sequences beside the
+    # weights (22.5 GB / 2.1 GB each), so nothing past batch 10 runs at once.
+    m = RooflineGBM(n_estimators=40, calibration_folds=0).fit(biased)
+    cfg = biased[(biased.hardware == "a100-40gb") & (biased.model == "llama-2-7b") & (biased.framework == "vllm")
+                 & (biased.device_count == 1) & (biased.input_len_tok == 2048.0)]
+    cap = float(physics.roofline(cfg.iloc[[0]])["kv_fit_batch"].iloc[0])
+    assert 10 < cap < 11
+    q = cfg.iloc[[0] * 4].drop(columns="output_throughput_tok_s").assign(batch_size=[2.0, cap, 2 * cap, 512.0])
+    for design in (m._design, m._design_pandas):
+        log_prior = design(q)[1]
+        assert log_prior[0] < log_prior[1]  # below the cap the bound grows with batch
+        assert log_prior[2] == pytest.approx(log_prior[1], rel=1e-12) == log_prior[3]
+    # Beyond every trained batch (64) the curve's gain is taken up to the cap only: the measured
+    # batch 64 is already past it, so a larger batch predicts batch 64's level.
+    big = q.iloc[[3]]
+    key = _config_keys(big).iloc[0]
+    assert float(m.predict(big).pred_throughput_tok_s.iloc[0]) == pytest.approx(
+        float(np.exp(m.anchors_[key][1][-1])), rel=1e-9)
+    # A configuration whose cache holds every batch keeps the damped gain (see the test above).
+    roomy = biased[(biased.hardware == "h100-sxm") & (biased.model == "llama-3-8b")
+                   & (biased.input_len_tok == 128.0) & (biased.batch_size == 64.0)].iloc[[0]]
+    assert float(physics.roofline(roomy)["kv_fit_batch"].iloc[0]) > 512
+    far = roomy.drop(columns="output_throughput_tok_s").assign(batch_size=512.0)
+    assert float(m.predict(far).pred_throughput_tok_s.iloc[0]) > 1.05 * float(np.exp(
+        m.anchors_[_config_keys(far).iloc[0]][1][-1]))
+
+
 def test_unseen_hardware_uses_the_hardware_blind_transfer_model(biased: pd.DataFrame) -> None:
     train = biased[biased.hardware != "a100-40gb"]
     q = biased[biased.hardware == "a100-40gb"].drop(columns="output_throughput_tok_s")
