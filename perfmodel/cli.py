@@ -358,7 +358,7 @@ def fit_cmd(ctx: click.Context, dataset: str, by: tuple[str, ...], shape: str, i
             seed: int, x_col: str, y_col: str, output: Path | None, as_json: bool) -> None:
     """Fit a saturation curve (throughput vs batch) per configuration of DATASET; report plateaus and knees."""
     from .curves import fit_curves
-    from .plots import default_curve_by, fits_summary
+    from .curve_tables import default_curve_by, fits_summary
     from .store import Store
 
     want_json = _want_json(ctx, as_json)

@@ -7,13 +7,26 @@ notebook, the report renderer and the app draw the same figures.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from .curve_tables import (
+    CURVE_GROUP_COLUMNS,
+    _ci_text,
+    config_label,
+    config_labels,
+    curve_group_columns,
+    default_curve_by,
+    fits_summary,
+    lengths_label,
+    poor_fits,
+    repeat_summary,
+    with_lengths,
+)
 from .schema import column
 
 if TYPE_CHECKING:
@@ -67,52 +80,6 @@ HOVER_COLUMNS: tuple[str, ...] = ("hardware", "model", "framework", "device_coun
 """Configuration shown when hovering over a point."""
 
 _MISSING = "(missing)"
-
-
-def _fmt_len(v: object) -> str:
-    if v is None or pd.isna(v):
-        return "?"
-    f = float(v)  # type: ignore[arg-type]
-    return str(int(f)) if f.is_integer() else f"{f:g}"
-
-
-def lengths_label(runs: pd.DataFrame) -> pd.Series:
-    """Input/output lengths of each run as one label, e.g. ``"128/2048"``.
-
-    Parameters
-    ----------
-    runs
-        A runs table; missing length columns give ``"?"``.
-
-    Returns
-    -------
-    pandas.Series
-        String labels aligned with ``runs.index``.
-    """
-    if runs.empty:
-        return pd.Series([], index=runs.index, dtype="string")
-    ii = runs["input_len_tok"] if "input_len_tok" in runs.columns else pd.Series(np.nan, index=runs.index)
-    oo = runs["output_len_tok"] if "output_len_tok" in runs.columns else pd.Series(np.nan, index=runs.index)
-    labels = [f"{_fmt_len(a)}/{_fmt_len(b)}" for a, b in zip(ii, oo, strict=True)]
-    return pd.Series(labels, index=runs.index, dtype="string")
-
-
-def with_lengths(runs: pd.DataFrame) -> pd.DataFrame:
-    """A copy of ``runs`` with a ``lengths`` column (see :func:`lengths_label`).
-
-    Parameters
-    ----------
-    runs
-        A runs table.
-
-    Returns
-    -------
-    pandas.DataFrame
-        The same rows with ``lengths`` added (or replaced).
-    """
-    out = runs.copy()
-    out["lengths"] = lengths_label(runs)
-    return out
 
 
 def axis_title(name: str) -> str:
@@ -277,248 +244,12 @@ def _log_ticks(x: pd.Series) -> dict[str, object]:
 
 # --------------------------------------------------------------------------- saturation curves
 
-CURVE_GROUP_COLUMNS: tuple[str, ...] = ("hardware", "device_count", "framework", "model", "input_len_tok",
-                                        "output_len_tok", "weight_dtype", "kv_cache_dtype", "tp_size", "pp_size",
-                                        "fw_num_threads")
-"""Columns a saturation curve can be grouped by (the configuration keys offered by the app)."""
-
 KNEE_META = "knee"
 """``meta`` of the knee-marker traces of :func:`curve_figure` (tests and the browser look for it)."""
 
 _PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
             "#7f7f7f", "#bcbd22")
 _N_GRID = 200
-
-
-def _is_missing(v: object) -> bool:
-    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
-
-
-def _num(v: object) -> str:
-    f = float(v)  # type: ignore[arg-type]
-    return str(int(f)) if f.is_integer() else f"{f:g}"
-
-
-def config_label(key: Mapping[str, Any]) -> str:
-    """A short readable label of one configuration, e.g. ``"a100 x4 · vllm · llama-3-8b · 128/2048"``.
-
-    Parameters
-    ----------
-    key
-        Grouping column -> value (missing values are left out).
-
-    Returns
-    -------
-    str
-        ``"(all runs)"`` when no value is known.
-    """
-    parts: list[str] = []
-    i, o = key.get("input_len_tok"), key.get("output_len_tok")
-    if "input_len_tok" in key and "output_len_tok" in key:
-        lengths = f"{'?' if _is_missing(i) else _num(i)}/{'?' if _is_missing(o) else _num(o)}"
-    elif "input_len_tok" in key:
-        lengths = "" if _is_missing(i) else f"in {_num(i)}"
-    elif "output_len_tok" in key:
-        lengths = "" if _is_missing(o) else f"out {_num(o)}"
-    else:
-        lengths = ""
-    for col, v in key.items():
-        if col in ("input_len_tok", "output_len_tok"):
-            if lengths:
-                parts.append(lengths)
-                lengths = ""
-            continue
-        if _is_missing(v):
-            continue
-        if col == "device_count":
-            if parts and "hardware" in key:
-                parts[-1] += f" x{_num(v)}"
-            else:
-                parts.append(f"x{_num(v)}")
-        elif col in ("tp_size", "pp_size"):
-            parts.append(f"{col[:2]}{_num(v)}")
-        elif col in ("hardware", "framework", "model"):
-            parts.append(str(v))
-        elif col in ("weight_dtype", "kv_cache_dtype"):
-            parts.append(f"{'w' if col == 'weight_dtype' else 'kv'} {v}")
-        elif col == "fw_num_threads":
-            parts.append(f"{_num(v)} thread{'' if v == 1 else 's'}")
-        else:
-            parts.append(f"{col}={_num(v) if isinstance(v, int | float) else v}")
-    return " · ".join(parts) or "(all runs)"
-
-
-def config_labels(table: pd.DataFrame, by: Sequence[str]) -> list[str]:
-    """One unique label per row of a fits table, naming only the columns that differ between rows.
-
-    A ``#2`` suffix is added where two labels would collide.
-
-    Parameters
-    ----------
-    table
-        Rows with the ``by`` columns (the output of :func:`perfmodel.curves.fit_curves`).
-    by
-        The grouping columns, in order.
-
-    Returns
-    -------
-    list of str
-    """
-    keys = list(by)
-    if len(table) > 1:
-        # Columns with one value in every row say nothing about which curve is which.
-        varying = [c for c in keys if table[c].nunique(dropna=False) > 1]
-        if "input_len_tok" in varying or "output_len_tok" in varying:
-            varying += [c for c in ("input_len_tok", "output_len_tok") if c in keys and c not in varying]
-        keys = [c for c in keys if c in varying]
-    seen: dict[str, int] = {}
-    out = []
-    for rec in table[list(by)].to_dict("records"):
-        label = config_label({c: rec[c] for c in keys})
-        seen[label] = seen.get(label, 0) + 1
-        out.append(label if seen[label] == 1 else f"{label} #{seen[label]}")
-    return out
-
-
-def curve_group_columns(runs: pd.DataFrame) -> list[str]:
-    """The :data:`CURVE_GROUP_COLUMNS` that hold at least one value in ``runs``.
-
-    Parameters
-    ----------
-    runs
-        A runs table.
-
-    Returns
-    -------
-    list of str
-    """
-    return [c for c in CURVE_GROUP_COLUMNS if c in runs.columns and runs[c].notna().any()]
-
-
-def default_curve_by(runs: pd.DataFrame) -> list[str]:
-    """The default grouping: what :func:`perfmodel.curves.fit_curves` uses by default, present in ``runs``.
-
-    Parameters
-    ----------
-    runs
-        A runs table.
-
-    Returns
-    -------
-    list of str
-        :data:`perfmodel.curves.DEFAULT_BY` then the :data:`perfmodel.curves.OPTIONAL_BY` columns
-        with values and the :data:`perfmodel.curves.VARYING_BY` columns with more than one value,
-        restricted to the columns of ``runs`` (and in the order of :data:`CURVE_GROUP_COLUMNS`).
-    """
-    from .curves import DEFAULT_BY, OPTIONAL_BY, VARYING_BY
-
-    with_values = set(curve_group_columns(runs))
-    varying = {c for c in VARYING_BY if c in runs.columns and runs[c].nunique() > 1}
-    return [c for c in CURVE_GROUP_COLUMNS
-            if (c in DEFAULT_BY and c in runs.columns) or (c in OPTIONAL_BY and c in with_values) or c in varying]
-
-
-def repeat_summary(runs: pd.DataFrame, by: Sequence[str], *, x: str = "batch_size",
-                   y: str = "output_throughput_tok_s") -> pd.DataFrame:
-    """Measured points per configuration and batch: mean, standard deviation and count of the repeats.
-
-    Parameters
-    ----------
-    runs
-        A runs table with the ``by``, ``x`` and ``y`` columns.
-    by
-        Grouping columns (a configuration).
-    x, y
-        Batch and throughput columns. Rows with a missing or non-positive value are left out,
-        as the fit leaves them out.
-
-    Returns
-    -------
-    pandas.DataFrame
-        The ``by`` columns, then ``x`` (batch), ``y_mean``, ``y_std`` (0 for a single repeat),
-        ``n_repeats``; sorted by the keys and the batch.
-    """
-    cols = list(by)
-    xv = pd.to_numeric(runs[x], errors="coerce").astype("float64")
-    yv = pd.to_numeric(runs[y], errors="coerce").astype("float64")
-    ok = (np.isfinite(xv) & (xv > 0) & np.isfinite(yv) & (yv > 0)).to_numpy()
-    df = runs.loc[ok, cols].copy()
-    df["x"], df["_y"] = xv[ok], yv[ok]
-    if df.empty:
-        return pd.DataFrame(columns=[*cols, "x", "y_mean", "y_std", "n_repeats"])
-    g = df.groupby([*cols, "x"], dropna=False, sort=True)["_y"]
-    out = g.agg(y_mean="mean", y_std="std", n_repeats="count").reset_index()
-    out["y_std"] = out["y_std"].fillna(0.0)
-    return out
-
-
-def _ci_text(v: float, lo: float, hi: float, fmt: str = "{:,.4g}") -> str:
-    if not np.isfinite(v):
-        return ""
-    text = fmt.format(v)
-    if np.isfinite(lo) and np.isfinite(hi):
-        text += f" [{fmt.format(lo)}, {fmt.format(hi)}]"
-    return text
-
-
-def fits_summary(table: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
-    """The readable fits table shown by the CLI and the Curves page.
-
-    Parameters
-    ----------
-    table
-        The output of :func:`perfmodel.curves.fit_curves` (its ``by`` columns included).
-    by
-        The grouping columns.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per configuration: ``configuration`` (a :func:`config_labels` label), ``shape``,
-        ``plateau_tok_s`` (exponential plateau ``c``, empty for other shapes) and ``plateau_ci``,
-        ``knees`` (``"batch [low, high]"``, ``;``-separated), ``b90``, ``b95`` (with intervals),
-        ``r2``, ``n_points``, ``n_batches``, ``success``, ``poor_fit``, ``message``.
-    """
-    labels = config_labels(table, by)
-    rows = []
-    for label, rec in zip(labels, table.to_dict("records"), strict=True):
-        knees = [_ci_text(rec[f"knee_{j}"], rec[f"knee_{j}_lo"], rec[f"knee_{j}_hi"], "{:.3g}")
-                 for j in (1, 2) if f"knee_{j}" in rec and np.isfinite(rec[f"knee_{j}"])]
-        rows.append({
-            "configuration": label, "shape": rec["shape"], "plateau_tok_s": rec["c"],
-            "plateau_ci": _ci_text(rec["c"], rec["c_lo"], rec["c_hi"]).partition(" ")[2],
-            "knees": "; ".join(knees),
-            "b90": _ci_text(rec["b90"], rec["b90_lo"], rec["b90_hi"], "{:.3g}"),
-            "b95": _ci_text(rec["b95"], rec["b95_lo"], rec["b95_hi"], "{:.3g}"),
-            "r2": rec["r2"], "n_points": int(rec["n_points"]), "n_batches": int(rec["n_batches"]),
-            "success": bool(rec["success"]), "poor_fit": bool(rec["poor_fit"]), "message": rec["message"]})
-    cols = ["configuration", "shape", "plateau_tok_s", "plateau_ci", "knees", "b90", "b95", "r2", "n_points",
-            "n_batches", "success", "poor_fit", "message"]
-    return pd.DataFrame(rows, columns=cols)
-
-
-def poor_fits(summary: pd.DataFrame, r2_min: float) -> pd.DataFrame:
-    """The curves to review: failed fits, and fits explaining less than ``r2_min`` of the variance.
-
-    Parameters
-    ----------
-    summary
-        The output of :func:`fits_summary`.
-    r2_min
-        R^2 threshold.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``configuration``, ``r2``, ``n_batches``, ``reason`` (``"failed"`` or ``"R² < ..."``) and
-        ``message``, failed fits first.
-    """
-    r2 = pd.to_numeric(summary["r2"], errors="coerce")
-    failed = ~summary["success"].astype(bool)
-    low = ~failed & ~(r2 >= r2_min)
-    out = summary.loc[failed | low, ["configuration", "r2", "n_batches", "message"]].copy()
-    out.insert(1, "reason", np.where(failed[failed | low], "failed", f"R² < {r2_min:g}"))
-    return out.sort_values("reason", key=lambda s: s != "failed", kind="stable").reset_index(drop=True)
 
 
 def _rgba(hex_colour: str, alpha: float) -> str:
