@@ -91,6 +91,13 @@ if configs:
 st.subheader("Fits", anchor=False)
 st.dataframe(view.summary, hide_index=True,
              column_config={"plateau_tok_s": st.column_config.NumberColumn("plateau c (tok/s)", format="%.4g"),
+                            "kv_full_batch": st.column_config.NumberColumn(
+                                "KV cache full at batch", format="%.0f",
+                                help="Beyond this batch the KV cache of full-length sequences no longer fits "
+                                     "beside the weights in 90 % of the devices' memory: a server preempts "
+                                     "sequences and the curve flattens or drops. A knee near it has a "
+                                     "memory-capacity cause. Empty where the catalog cannot say or the "
+                                     "grouping leaves out hardware, model, devices or lengths."),
                             "r2": st.column_config.NumberColumn("R²", format="%.3f")})
 st.download_button("Download fits (CSV)", cached.curve_fits_csv(home, selected, stamp, options),
                    file_name=f"{ds.names[selected]}-fits.csv".replace(" ", "_"), mime="text/csv",

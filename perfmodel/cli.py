@@ -357,8 +357,8 @@ def _cell(v: Any, fmt: str = "{:,.4g}") -> str:
 def fit_cmd(ctx: click.Context, dataset: str, by: tuple[str, ...], shape: str, intervals: str, n_boot: int,
             seed: int, x_col: str, y_col: str, output: Path | None, as_json: bool) -> None:
     """Fit a saturation curve (throughput vs batch) per configuration of DATASET; report plateaus and knees."""
-    from .curves import fit_curves
     from .curve_tables import default_curve_by, fits_summary
+    from .curves import fit_curves
     from .store import Store
 
     want_json = _want_json(ctx, as_json)
@@ -382,12 +382,13 @@ def fit_cmd(ctx: click.Context, dataset: str, by: tuple[str, ...], shape: str, i
     for rec in summary.to_dict("records"):
         msg = str(rec["message"])
         rows.append((rec["configuration"], rec["shape"], _cell(rec["plateau_tok_s"]), rec["plateau_ci"] or "-",
-                     rec["knees"] or "-", rec["b90"] or "-", rec["b95"] or "-", _cell(rec["r2"], "{:.3f}"),
+                     rec["knees"] or "-", rec["b90"] or "-", rec["b95"] or "-", _cell(rec["kv_full_batch"], "{:,.0f}"),
+                     _cell(rec["r2"], "{:.3f}"),
                      str(rec["n_points"]), "yes" if rec["success"] else "NO",
                      msg if len(msg) <= MESSAGE_WIDTH else msg[: MESSAGE_WIDTH - 3] + "..."))
     if rows:
-        _table(("configuration", "shape", "c (plateau)", "c interval", "knees [interval]", "b90", "b95", "R2",
-                "n", "ok", "message"), rows)
+        _table(("configuration", "shape", "c (plateau)", "c interval", "knees [interval]", "b90", "b95",
+                "KV full", "R2", "n", "ok", "message"), rows)
     if output is not None:
         click.echo(f"wrote {len(table)} fit(s) to {output}")
 

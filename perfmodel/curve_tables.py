@@ -27,6 +27,7 @@ __all__ = [
     "default_curve_by",
     "repeat_summary",
     "fits_summary",
+    "kv_full_batches",
     "poor_fits",
 ]
 
@@ -270,11 +271,13 @@ def fits_summary(table: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
         One row per configuration: ``configuration`` (a :func:`config_labels` label), ``shape``,
         ``plateau_tok_s`` (exponential plateau ``c``, empty for other shapes) and ``plateau_ci``,
         ``knees`` (``"batch [low, high]"``, ``;``-separated), ``b90``, ``b95`` (with intervals),
-        ``r2``, ``n_points``, ``n_batches``, ``success``, ``poor_fit``, ``message``.
+        ``kv_full_batch`` (:func:`kv_full_batches`), ``r2``, ``n_points``, ``n_batches``, ``success``,
+        ``poor_fit``, ``message``.
     """
     labels = config_labels(table, by)
+    kv_full = kv_full_batches(table)
     rows = []
-    for label, rec in zip(labels, table.to_dict("records"), strict=True):
+    for label, rec, kv in zip(labels, table.to_dict("records"), kv_full.tolist(), strict=True):
         knees = [_ci_text(rec[f"knee_{j}"], rec[f"knee_{j}_lo"], rec[f"knee_{j}_hi"], "{:.3g}")
                  for j in (1, 2) if f"knee_{j}" in rec and np.isfinite(rec[f"knee_{j}"])]
         rows.append({
@@ -282,12 +285,53 @@ def fits_summary(table: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
             "plateau_ci": _ci_text(rec["c"], rec["c_lo"], rec["c_hi"]).partition(" ")[2],
             "knees": "; ".join(knees),
             "b90": _ci_text(rec["b90"], rec["b90_lo"], rec["b90_hi"], "{:.3g}"),
-            "b95": _ci_text(rec["b95"], rec["b95_lo"], rec["b95_hi"], "{:.3g}"),
+            "b95": _ci_text(rec["b95"], rec["b95_lo"], rec["b95_hi"], "{:.3g}"), "kv_full_batch": kv,
             "r2": rec["r2"], "n_points": int(rec["n_points"]), "n_batches": int(rec["n_batches"]),
             "success": bool(rec["success"]), "poor_fit": bool(rec["poor_fit"]), "message": rec["message"]})
-    cols = ["configuration", "shape", "plateau_tok_s", "plateau_ci", "knees", "b90", "b95", "r2", "n_points",
-            "n_batches", "success", "poor_fit", "message"]
+    cols = ["configuration", "shape", "plateau_tok_s", "plateau_ci", "knees", "b90", "b95", "kv_full_batch", "r2",
+            "n_points", "n_batches", "success", "poor_fit", "message"]
     return pd.DataFrame(rows, columns=cols)
+
+
+_KV_COLUMNS = ("hardware", "model", "device_count", "input_len_tok", "output_len_tok")
+
+
+def kv_full_batches(table: pd.DataFrame) -> pd.Series:
+    """Per row (a configuration), the batch beyond which its KV cache no longer fits beside the weights
+    (:func:`perfmodel.physics.kv_fit_batch`): past it a server preempts sequences and the curve flattens
+    or drops, so a knee near it has a memory-capacity cause.
+
+    Parameters
+    ----------
+    table
+        Rows with ``hardware``, ``model``, ``device_count``, ``input_len_tok`` and ``output_len_tok``
+        (``weight_dtype``, ``quantization``, ``kv_cache_dtype`` used where present).
+
+    Returns
+    -------
+    pandas.Series
+        Float, index aligned with ``table``; NaN where a column is missing or empty, a name is not in
+        the catalog, or the catalog lacks a figure.
+    """
+    from . import physics
+    from .errors import PerfmodelError
+
+    out = pd.Series(np.nan, index=table.index, dtype="float64")
+    if len(table) == 0 or any(c not in table.columns for c in _KV_COLUMNS):
+        return out
+    cols = [c for c in (*_KV_COLUMNS, "weight_dtype", "quantization", "kv_cache_dtype") if c in table.columns]
+    probe = table[cols].assign(batch_size=1.0)
+    for c in ("device_count", "input_len_tok", "output_len_tok"):
+        probe[c] = pd.to_numeric(probe[c], errors="coerce")
+    complete = probe[list(_KV_COLUMNS)].notna().all(axis=1).to_numpy()
+    probe = probe.loc[complete]
+    # One catalog look-up per (hardware, model): a name the catalog lacks leaves its rows NaN only.
+    for _, grp in probe.groupby(["hardware", "model"], sort=False):
+        try:
+            out.loc[grp.index] = physics.roofline(grp)["kv_fit_batch"].to_numpy(dtype=float)
+        except PerfmodelError:
+            continue
+    return out
 
 
 def poor_fits(summary: pd.DataFrame, r2_min: float) -> pd.DataFrame:

@@ -143,3 +143,34 @@ def test_fits_summary_and_poor_fits() -> None:
     assert review["configuration"].tolist() == ["a100"] and review["reason"].tolist() == ["failed"]
     assert "not enough" in review["message"].iloc[0]
     assert poor_fits(summary, 1.0)["configuration"].tolist() == ["a100", "h100-sxm"]
+
+
+def test_kv_full_batch_per_configuration() -> None:
+    from perfmodel import physics
+    from perfmodel.curve_tables import kv_full_batches
+
+    table = pd.DataFrame({"hardware": ["h100-sxm", "h100-sxm", "no-such-gpu", "h100-sxm"],
+                          "model": ["llama-3-8b", "llama-2-70b", "llama-3-8b", "llama-3-8b"],
+                          "device_count": [1, 1, 1, None], "input_len_tok": [128.0, 128.0, 128.0, 128.0],
+                          "output_len_tok": [128.0, 128.0, 128.0, 128.0]}, index=[10, 11, 12, 13])
+    kv = kv_full_batches(table)
+    assert kv.index.tolist() == [10, 11, 12, 13]
+    one = table.iloc[[0]].assign(batch_size=1.0)
+    assert kv[10] == pytest.approx(float(physics.roofline(one)["kv_fit_batch"].iloc[0]))
+    assert kv[10] == pytest.approx((0.9 * 80e9 - 8.03e9 * 2) / (2 * 32 * 8 * 128 * 2 * 256))
+    # 70B in 16 bits does not fit one H100; an unknown name and a missing device count say nothing.
+    assert kv[[11, 12, 13]].isna().all()
+    assert kv_full_batches(table.drop(columns="device_count")).isna().all()
+
+
+def test_fits_summary_reports_where_the_kv_cache_is_full() -> None:
+    from perfmodel.curves import fit_curves
+    from perfmodel.plots import fits_summary
+
+    runs = _known_fit_frame().assign(model="llama-3-8b", device_count=1, input_len_tok=2048.0,
+                                     output_len_tok=2048.0)
+    by = ["hardware", "model", "device_count", "input_len_tok", "output_len_tok"]
+    summary = fits_summary(fit_curves(runs, by, shape="exp", n_boot=20), by)
+    assert summary["kv_full_batch"].iloc[0] == pytest.approx((0.9 * 80e9 - 8.03e9 * 2) / (131072 * 4096))
+    assert fits_summary(fit_curves(runs, ["hardware"], shape="exp", n_boot=20), ["hardware"])[
+        "kv_full_batch"].isna().all()
