@@ -100,13 +100,13 @@ except PerfmodelError as exc:
 
 at_b = res.table[res.table["batch_size"] == values["batch_size"]].iloc[0]
 m1, m2, m3, m4 = st.columns(4)
-m1.metric(f"Predicted at batch {values['batch_size']:g}", f"{at_b['pred_throughput_tok_s']:,.4g} tok/s")
-band = (f"{at_b['pred_lower']:,.4g} - {at_b['pred_upper']:,.4g}" if not math.isnan(at_b["pred_lower"])
+m1.metric(f"Predicted at batch {values['batch_size']:g}", f"{W.rate(at_b['pred_throughput_tok_s'])} tok/s")
+band = (f"{W.rate(at_b['pred_lower'])} - {W.rate(at_b['pred_upper'])}" if not math.isnan(at_b["pred_lower"])
         else "n/a")
 m2.metric(f"{res.level:.0%} band", band)
 m3.metric("Confidence", "n/a" if math.isnan(at_b["confidence"]) else f"{at_b['confidence']:.2f}",
           help="0..1, higher = closer to the training data and narrower band.")
-m4.metric("Roofline bound", "n/a" if math.isnan(at_b["roofline_tok_s"]) else f"{at_b['roofline_tok_s']:,.4g}",
+m4.metric("Roofline bound", "n/a" if math.isnan(at_b["roofline_tok_s"]) else W.rate(at_b["roofline_tok_s"]),
           help="Physical upper bound from the catalogs (n/a: the catalog lacks the bandwidth or FLOPS).")
 if not res.in_domain:
     reasons = list(res.reasons) or ["the query is far from every training point in feature space"]
@@ -122,7 +122,7 @@ if math.isfinite(res.kv_fit_batch):
     st.caption(f"KV cache: about {res.kv_fit_batch:,.0f} sequences of {values['input_len_tok']:g} + "
                f"{values['output_len_tok']:g} tokens fit beside the weights in 90 % of the devices' memory. "
                "Beyond that batch a server preempts sequences, so throughput stops growing (the prior and "
-               "the extrapolation stop there too).")
+               "the extrapolation stop there, and so does the roofline bound).")
 if res.measured.empty:
     st.caption("No measured runs of this hardware, model and lengths in the dataset.")
 else:

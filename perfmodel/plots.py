@@ -467,7 +467,7 @@ def whatif_figure(table: pd.DataFrame, measured: pd.DataFrame, *, level: float, 
     fig.update_layout(title=title, xaxis_title=axis_title("batch_size"), yaxis_title=y_title,
                       legend={"orientation": "h", "y": -0.2}, margin={"t": 40 if title else 10})
     if log_x:
-        fig.update_xaxes(type="log")
+        fig.update_xaxes(type="log", **_log_ticks(table["batch_size"].astype(float)))
     return fig
 
 

@@ -56,7 +56,8 @@ class WhatIfResult:
     table
         One row per batch: the point's columns, ``batch_size``, ``pred_throughput_tok_s``,
         ``pred_lower``, ``pred_upper``, ``confidence``, ``in_domain`` and ``roofline_tok_s``
-        (the physical bound on output throughput, NaN where the catalog lacks a figure) and
+        (the physical bound on output throughput, taken at the KV-cache-full batch beyond it; NaN where
+        the catalog lacks a figure) and
         ``kv_fit_batch`` (the largest batch whose KV cache fits, :func:`perfmodel.physics.kv_fit_batch`).
     measured
         Measured runs of the same hardware, model and lengths (``batch_size``,
@@ -345,9 +346,14 @@ def whatif(model: Predictor, train: pd.DataFrame, point: Mapping[str, Any], batc
     q["batch_size"] = np.asarray(batches, dtype=float)
     pred = model.predict(q, level=level)
     roof = physics.roofline(q)
+    cap = roof["kv_fit_batch"].to_numpy(dtype=float)
+    over = q["batch_size"].to_numpy(dtype=float) > cap
+    if over.any():  # no more sequences than the KV cache holds run at once: the bound stops there
+        roof.loc[over, "output_tok_s_max"] = physics.roofline(
+            q.loc[over].assign(batch_size=cap[over]))["output_tok_s_max"].to_numpy(dtype=float)
     table = pd.concat([q, pred], axis=1)
     table["roofline_tok_s"] = roof["output_tok_s_max"].to_numpy(dtype=float)
-    table["kv_fit_batch"] = roof["kv_fit_batch"].to_numpy(dtype=float)
+    table["kv_fit_batch"] = cap
     src = train if runs is None else runs
     measured = _measured_near(src, point)
     return WhatIfResult(point=dict(point), level=float(level), table=table, measured=measured,

@@ -147,6 +147,9 @@ def test_the_batch_where_the_kv_cache_is_full_is_drawn_and_explained() -> None:
     table = at.dataframe[0].value
     pred = table.set_index("batch_size")["pred_throughput_tok_s"]
     assert pred[2048.0] == pytest.approx(pred[1024.0], rel=0.02)  # past the cap the curve is flat
+    roof = table.set_index("batch_size")["roofline_tok_s"]  # and so is the bound
+    assert roof[1024.0] == pytest.approx(roof[2048.0]) and roof[512.0] < roof[1024.0]
+    assert roof[1024.0] == pytest.approx(float(physics.roofline(q.assign(batch_size=cap))["output_tok_s_max"].iloc[0]))
     # A range that stays below the cap draws no line.
     at = _train(_whatif(**{**link, "batch_max": "512"}))
     assert not [t for t in _traces(at) if t.get("meta") == "kv-fit"]
@@ -232,3 +235,8 @@ def test_default_configuration_counts_thread_settings_apart() -> None:
     assert (d["input_len_tok"], d["batch_max"]) == (64.0, 8.0)
     d = core.default_point(pd.concat([a, b], ignore_index=True).drop(columns="fw_num_threads"))
     assert (d["input_len_tok"], d["batch_max"]) == (128.0, 4.0)
+
+
+def test_metric_tiles_never_show_e_notation() -> None:
+    assert W.rate(19920.4) == "19,920" and W.rate(5792.3) == "5,792" and W.rate(41.42371) == "41.42"
+    assert W.rate(1.2e6) == "1,200,000"

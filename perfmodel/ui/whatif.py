@@ -308,6 +308,11 @@ def result(home: str, dataset_id: str, stamp: int, path: str, mtime_ns: int, opt
                     level=level, runs=cached.dataset_runs(home, dataset_id, stamp))
 
 
+def rate(v: float) -> str:
+    """A throughput for a metric tile: thousands separated, never in e-notation (19,920, not 1.992e+04)."""
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:,.4g}"
+
+
 def figure(res: W.WhatIfResult, log_x: bool) -> go.Figure:
     """:func:`perfmodel.plots.whatif_figure` of a result."""
     return whatif_figure(res.table, res.measured, level=res.level, log_x=log_x)
