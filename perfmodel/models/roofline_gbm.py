@@ -517,24 +517,28 @@ def _fast_features(runs: pd.DataFrame, templates: dict[tuple[str | None, ...], _
     nbytes, active, wbytes, kv_tok = arr("nbytes"), arr("active"), arr("wbytes"), arr("kv_tok")
     peak_all, bw_dev = arr("peak_dev") * dev, arr("bw_dev")
     bw_all = bw_dev * dev
-    frac = np.ones(n)
-    for j, t in enumerate(tpl_u):
-        if t.model_spec is not None and getattr(t.model_spec, "is_moe", False):
-            idx = inv == j
-            frac[idx] = physics._expected_weight_fraction(t.model_spec, bb[idx])
+    ctx, steps = ii + oo / 2.0, np.maximum(oo - 1.0, 0.0)
+
+    def bounds(b: np.ndarray) -> dict[str, np.ndarray]:
+        """physics.roofline at batch ``b``, row by row, and _log_prior's compute and weights bounds."""
+        frac = np.ones(n)
+        for j, t in enumerate(tpl_u):
+            if t.model_spec is not None and getattr(t.model_spec, "is_moe", False):
+                idx = inv == j
+                frac[idx] = physics._expected_weight_fraction(t.model_spec, b[idx])
+        prefill = 2.0 * active * ii * b / peak_all
+        dec_mem = (wbytes * frac + kv_tok * b * ctx) / bw_all
+        dec_cmp = 2.0 * active * b / peak_all
+        step = np.where(np.isnan(dec_mem) | np.isnan(dec_cmp), np.nan, np.fmax(dec_mem, dec_cmp))
+        e2e = prefill + steps * step
+        return {"prefill": prefill, "step": step, "e2e": e2e, "full": b * oo / e2e,
+                "comp": b * oo / (prefill + steps * dec_cmp),
+                "weights": b * oo / (prefill + steps * np.fmax(wbytes * frac / bw_all, dec_cmp))}
+
     out: dict[str, np.ndarray] = {}
     with np.errstate(divide="ignore", invalid="ignore"):
-        # physics.roofline, row by row
-        ctx = ii + oo / 2.0
-        prefill = 2.0 * active * ii * bb / peak_all
-        dec_mem = (wbytes * frac + kv_tok * bb * ctx) / bw_all
-        dec_cmp = 2.0 * active * bb / peak_all
-        step = np.where(np.isnan(dec_mem) | np.isnan(dec_cmp), np.nan, np.fmax(dec_mem, dec_cmp))
-        steps = np.maximum(oo - 1.0, 0.0)
-        e2e = prefill + steps * step
-        full = bb * oo / e2e
-        comp = bb * oo / (prefill + steps * dec_cmp)
-        weights = bb * oo / (prefill + steps * np.fmax(wbytes * frac / bw_all, dec_cmp))  # as _log_prior
+        at_b = bounds(bb)
+        prefill, step, e2e, full = at_b["prefill"], at_b["step"], at_b["e2e"], at_b["full"]
         # features._physical
         tp = _floats(runs, "tp_size")
         tp = np.where(np.isnan(tp), dev, tp)
@@ -591,23 +595,13 @@ def _fast_features(runs: pd.DataFrame, templates: dict[tuple[str | None, ...], _
         else:
             return None
     # The prior at the batch the KV cache holds (as _log_prior): more sequences than that do not run at once.
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cap = physics.kv_fit_batch(arr("mem_gb") * 1e9 * dev, wbytes, kv_tok, ii, oo)
-        over = bb > cap
-        if over.any():
-            be = np.where(over, cap, bb)
-            fr = frac.copy()
-            for j, t in enumerate(tpl_u):
-                idx = (inv == j) & over
-                if idx.any() and t.model_spec is not None and getattr(t.model_spec, "is_moe", False):
-                    fr[idx] = physics._expected_weight_fraction(t.model_spec, be[idx])
-            pf = 2.0 * active * ii * be / peak_all
-            dm = (wbytes * fr + kv_tok * be * ctx) / bw_all
-            dc = 2.0 * active * be / peak_all
-            st = np.where(np.isnan(dm) | np.isnan(dc), np.nan, np.fmax(dm, dc))
-            full = np.where(over, be * oo / (pf + steps * st), full)
-            comp = np.where(over, be * oo / (pf + steps * dc), comp)
-            weights = np.where(over, be * oo / (pf + steps * np.fmax(wbytes * fr / bw_all, dc)), weights)
+    cap = physics.kv_fit_batch(arr("mem_gb") * 1e9 * dev, wbytes, kv_tok, ii, oo)
+    over = bb > cap
+    prior_b = at_b
+    if over.any():
+        with np.errstate(divide="ignore", invalid="ignore"):
+            prior_b = {k: np.where(over, v, at_b[k]) for k, v in bounds(np.where(over, cap, bb)).items()}
+    full, comp, weights = prior_b["full"], prior_b["comp"], prior_b["weights"]
     full = np.where(np.isfinite(full) & (full > 0), full, weights)
     kind = np.where(np.isfinite(full) & (full > 0), 0.0, np.where(np.isfinite(comp) & (comp > 0), 1.0, 2.0))
     prior = np.where(kind == 0, full, np.where(kind == 1, comp, bb * _NOMINAL_TOK_S_PER_SEQ))
