@@ -258,7 +258,7 @@ def test_unseen_hardware_uses_the_hardware_blind_transfer_model(biased: pd.DataF
     train = biased[biased.hardware != "a100-40gb"]
     q = biased[biased.hardware == "a100-40gb"].drop(columns="output_throughput_tok_s")
     m = RooflineGBM(n_estimators=60, calibration_folds=0, sister_weight=0.0).fit(train)
-    mat, log_prior, _, _ = m._design(q)
+    mat, log_prior = m._design(q)[:2]
     blind = np.exp(_Booster.predict(m.transfer_booster_, mat[:, m._hw_blind()]) + log_prior)
     np.testing.assert_allclose(m.predict(q).pred_throughput_tok_s.to_numpy(), blind, rtol=1e-9)
     # With the sister accelerator (A100's is the H100: same vendor, nearest bandwidth and FLOP/s): the
@@ -287,12 +287,12 @@ def test_vectorised_anchoring_equals_the_row_by_row_reference(biased: pd.DataFra
     keys = _config_keys(q).to_numpy()
     assert (keys == _config_keys_rows(q).to_numpy()).all()
     bb = q.batch_size.to_numpy(dtype=float)
-    mat, log_prior, _, _ = m._design(q)
+    mat, log_prior, _, _, kv_fit = m._design(q)
     log_gbm = m._base(m.booster_, m.transfer_booster_, mat, log_prior, m._unknown(q, "hardware", m.seen_))
     vec, ref = m._curve_pred(m.curves_, keys, bb), m._curve_pred_loop(m.curves_, keys, bb)
     for a, b in zip(vec, ref, strict=True):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-9, equal_nan=True)
-    args = (keys, bb, m.anchors_, m.curves_, m.batch_range_[1])
+    args = (keys, bb, m.anchors_, m.curves_, m.batch_range_[1], None, kv_fit)
     out = m._combine(log_gbm, vec[0], vec[1], *args)
     np.testing.assert_allclose(out, m._combine_loop(log_gbm, ref[0], ref[1], *args), rtol=0, atol=1e-9)
     assert (out != log_gbm).mean() > 0.5  # the anchors and siblings did act

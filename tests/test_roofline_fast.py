@@ -26,7 +26,7 @@ def _model_for(runs: pd.DataFrame) -> RooflineGBM:
 def _assert_same_design(m: RooflineGBM, runs: pd.DataFrame) -> None:
     fast = m._design(runs)
     ref = m._design_pandas(runs)
-    for name, a, b in zip(("features", "log prior", "prior kind", "knn"), fast, ref, strict=True):
+    for name, a, b in zip(("features", "log prior", "prior kind", "knn", "kv fit batch"), fast, ref, strict=True):
         assert a.shape == b.shape, name
         assert np.array_equal(a, b, equal_nan=True), f"{name} differs from the pandas path"
 

@@ -362,35 +362,6 @@ def _weight_fraction(keys: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-_KV_FIT: dict[str, float] = {}
-
-
-def _kv_fit_batch(keys: np.ndarray) -> np.ndarray:
-    """:func:`perfmodel.physics.kv_fit_batch` of each configuration key (memoised per key); inf where the
-    catalog cannot say."""
-    missing = sorted({str(k) for k in keys} - set(_KV_FIT))
-    parts = [k.split("|") for k in missing]
-    ok = [(k, p) for k, p in zip(missing, parts, strict=True) if len(p) == len(CONFIG_COLUMNS)]
-    _KV_FIT.update({k: math.inf for k, p in zip(missing, parts, strict=True) if len(p) != len(CONFIG_COLUMNS)})
-    if ok:
-        pos = {c: i for i, c in enumerate(CONFIG_COLUMNS)}
-
-        def col(c: str) -> list[Any]:
-            if c in _NUMERIC_CONFIG:
-                return [float(p[pos[c]]) if p[pos[c]] else math.nan for _, p in ok]
-            return [p[pos[c]] or None for _, p in ok]
-
-        probe = pd.DataFrame({c: col(c) for c in ("hardware", "model", "weight_dtype", "quantization",
-                                                   "kv_cache_dtype", "device_count", "input_len_tok",
-                                                   "output_len_tok")}).assign(batch_size=1.0)
-        try:
-            cap = physics.roofline(probe)["kv_fit_batch"].to_numpy(dtype=float)
-        except PerfmodelError:
-            cap = np.full(len(ok), np.nan)
-        _KV_FIT.update({k: float(c) if math.isfinite(c) else math.inf for (k, _), c in zip(ok, cap, strict=True)})
-    return np.array([_KV_FIT[str(k)] for k in keys], dtype=float)
-
-
 def _fit_curves(keys: np.ndarray, bb: np.ndarray, y: np.ndarray) -> dict[str, list[float]]:
     """Per configuration: [alpha, beta, b_min, b_max, n_batches, fit log RMS] of T(B) = B / (alpha + beta B).
 
@@ -467,8 +438,9 @@ class _Template:
 
 
 def _fast_features(runs: pd.DataFrame, templates: dict[tuple[str | None, ...], _Template],
-                   names: list[str]) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray] | None:
-    """Features ``names``, log prior and prior kind in numpy, with catalog figures memoised per template.
+                   names: list[str]) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray] | None:
+    """Features ``names``, log prior, prior kind and ``kv_fit_batch`` in numpy, with catalog figures
+    memoised per template.
 
     Same values as ``features.build_features`` + ``physics.roofline`` (pinned by a test) at a
     fraction of the cost for small queries: the pandas path spends ~40 ms per call on overhead.
@@ -605,7 +577,7 @@ def _fast_features(runs: pd.DataFrame, templates: dict[tuple[str | None, ...], _
     full = np.where(np.isfinite(full) & (full > 0), full, weights)
     kind = np.where(np.isfinite(full) & (full > 0), 0.0, np.where(np.isfinite(comp) & (comp > 0), 1.0, 2.0))
     prior = np.where(kind == 0, full, np.where(kind == 1, comp, bb * _NOMINAL_TOK_S_PER_SEQ))
-    return out, np.log(prior), kind
+    return out, np.log(prior), kind, cap
 
 
 class _CurveTable:
@@ -1114,25 +1086,27 @@ class RooflineGBM(Predictor):
 
     # ------------------------------------------------------------------ core pieces
 
-    def _design(self, runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Features (with prior kind), log prior, prior kind and the kNN feature matrix."""
+    def _design(self, runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Features (with prior kind), log prior, prior kind, the kNN feature matrix and each row's
+        :func:`perfmodel.physics.kv_fit_batch` (NaN where the catalog cannot say)."""
         templates = self.__dict__.setdefault("_templates", {})
         fast = _fast_features(runs, templates, [*self.feature_names_, *_KNN_FEATURES])
         if fast is None:
             return self._design_pandas(runs)
-        cols, log_prior, kind = fast
+        cols, log_prior, kind, kv_fit = fast
         mat = np.column_stack([*(cols[c] for c in self.feature_names_), kind])
         knn = np.column_stack([cols[c] for c in _KNN_FEATURES])
-        return mat, log_prior, kind, knn
+        return mat, log_prior, kind, knn, kv_fit
 
-    def _design_pandas(self, runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _design_pandas(self, runs: pd.DataFrame
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The reference path of :meth:`_design` through ``physics.roofline`` and ``features.build_features``."""
         roof = physics.roofline(runs)
         log_prior, kind = _log_prior(roof, runs)
         x = feats.build_features(runs, names=self.feature_names_)
         mat = np.column_stack([x.to_numpy(dtype=float), kind])
         knn = feats.build_features(runs, names=list(_KNN_FEATURES)).to_numpy(dtype=float)
-        return mat, log_prior, kind, knn
+        return mat, log_prior, kind, knn, roof["kv_fit_batch"].to_numpy(dtype=float)
 
     def _knn_space(self, knn: np.ndarray) -> np.ndarray:
         cols = []
@@ -1192,11 +1166,11 @@ class RooflineGBM(Predictor):
 
     def _combine(self, log_gbm: np.ndarray, logc: np.ndarray, inside: np.ndarray, keys: np.ndarray,
                  bb: np.ndarray, anchors: dict[str, list[list[float]]],
-                 curves: dict[str, list[float]], b_max_train: float, shape: np.ndarray | None = None
-                 ) -> np.ndarray:
+                 curves: dict[str, list[float]], b_max_train: float, shape: np.ndarray | None = None,
+                 kv_fit: np.ndarray | None = None) -> np.ndarray:
         """Final log prediction, vectorised (the rules are :meth:`_combine_loop`'s, pinned equal by a test)."""
         if len(keys) <= _SMALL:
-            return self._combine_loop(log_gbm, logc, inside, keys, bb, anchors, curves, b_max_train, shape)
+            return self._combine_loop(log_gbm, logc, inside, keys, bb, anchors, curves, b_max_train, shape, kv_fit)
         out = log_gbm.copy()
         aw, damp = self.anchor_weight, self.extrapolation_damping
         t = _anchor_table(anchors)
@@ -1242,8 +1216,9 @@ class RooflineGBM(Predictor):
             am, bm = st.moe[st.locate(keys[idx][far])].T
             bf, blf, kf = b[far], b_last[far], keys[idx][far]
             # No more sequences run at once than the KV cache holds: the gain stops at that batch.
-            cap = _kv_fit_batch(kf)
-            bf, blf = np.minimum(bf, cap), np.minimum(blf, cap)
+            if kv_fit is not None:
+                cap = kv_fit[idx][far]
+                bf, blf = np.fmin(bf, cap), np.fmin(blf, cap)  # (NaN: no cap)
             with np.errstate(divide="ignore", invalid="ignore"):
                 gain_far[far] = np.log(bf / (am * _weight_fraction(kf, bf) + bm * bf)) \
                     - np.log(blf / (am * _weight_fraction(kf, blf) + bm * blf))
@@ -1263,7 +1238,7 @@ class RooflineGBM(Predictor):
     def _combine_loop(self, log_gbm: np.ndarray, logc: np.ndarray, inside: np.ndarray, keys: np.ndarray,
                       bb: np.ndarray, anchors: dict[str, list[list[float]]],
                       curves: dict[str, list[float]], b_max_train: float,
-                      shape: np.ndarray | None = None) -> np.ndarray:
+                      shape: np.ndarray | None = None, kv_fit: np.ndarray | None = None) -> np.ndarray:
         """Row-by-row reference of :meth:`_combine`: final log prediction: efficiency model anchored on the configuration's measured batches.
 
         Inside the measured range the efficiency model's error at the two neighbouring measured
@@ -1297,7 +1272,8 @@ class RooflineGBM(Predictor):
                     if b > b_max_train:
                         # The law that charges a mixture of experts for the experts it reads.
                         am, bm = _moe_law(k, ab, ly)
-                        cap = float(_kv_fit_batch(np.array([k], dtype=object))[0])
+                        # No more sequences run at once than the KV cache holds (kv_fit; NaN: no cap).
+                        cap = math.inf if kv_fit is None or math.isnan(kv_fit[i]) else float(kv_fit[i])
                         bq, bl = min(b, cap), min(ab[-1], cap)
                         f_q, f_last = _weight_fraction(np.array([k, k], dtype=object), np.array([bq, bl]))
                         gain = math.log(bq / (am * f_q + bm * bq)) - math.log(bl / (am * f_last + bm * bl))
@@ -1476,7 +1452,7 @@ class RooflineGBM(Predictor):
             return out
         sub = runs.iloc[np.flatnonzero(rows)]
         moved = sub.assign(hardware=[sister[h] for h, r in zip(hw, rows, strict=True) if r])
-        mat_s, _, _, _ = self._design(moved)
+        mat_s = self._design(moved)[0]
         out[rows] = _Booster.predict(booster, mat_s) + log_prior[rows]
         return out
 
@@ -1630,7 +1606,7 @@ class RooflineGBM(Predictor):
             raise PerfmodelError(f"{self.name}: need at least 10 rows with a positive {y!r}, got {len(data)}")
         yv = np.log(pd.to_numeric(data[y]).to_numpy(dtype=float))
         self.feature_names_ = feats.feature_names(data, self.features)
-        mat, log_prior, _, knn = self._design(data)
+        mat, log_prior, _, knn, kv_fit = self._design(data)
         knn_raw = knn.copy()
         for j, c in enumerate(_KNN_FEATURES):
             if c in _LOG_KNN:
@@ -1655,12 +1631,12 @@ class RooflineGBM(Predictor):
         self.len_hi_ = np.array([max(float(data[c].max()), 1.0) for c in ("input_len_tok", "output_len_tok")])
         self.knn_ref_ = self._knn_space(knn)
         self.n_train_ = int(len(data))
-        self._calibrate(data, yv, mat, log_prior, keys, bb)
+        self._calibrate(data, yv, mat, log_prior, keys, bb, kv_fit)
         self.fit_time_s_ = time.perf_counter() - t0
         return self
 
     def _calibrate(self, data: pd.DataFrame, yv: np.ndarray, mat: np.ndarray, log_prior: np.ndarray,
-                   keys: np.ndarray, bb: np.ndarray) -> None:
+                   keys: np.ndarray, bb: np.ndarray, kv_fit: np.ndarray) -> None:
         self.scores_: dict[str, list[float]] = {}
         self.track_: dict[str, dict[str, float]] = {}
         self.fw_spread_: dict[str, Any] = {}
@@ -1759,7 +1735,7 @@ class RooflineGBM(Predictor):
                                                   self._xgb_params(seed), 150)
                     shape = self._continuation(cont, anchors, keys[te], bb[te], mat[te])
                 pred = self._combine(log_gbm, logc, inside, keys[te], bb[te], anchors, curves, float(bb[tr].max()),
-                                     shape)
+                                     shape, kv_fit[te])
                 dk = self._knn_distance(knn_all[tr], knn_all[te])
                 lo = np.array([max(float(data[c].iloc[np.flatnonzero(tr)].min()), 1.0)
                                for c in ("input_len_tok", "output_len_tok")])
@@ -1958,7 +1934,7 @@ class RooflineGBM(Predictor):
 
     def _predict(self, runs: pd.DataFrame, lvl: float) -> pd.DataFrame:
         runs, keys = _complete_query(runs, self.anchors_)
-        mat, log_prior, _, knn = self._design(runs)
+        mat, log_prior, _, knn, kv_fit = self._design(runs)
         bb = _floats(runs, "batch_size")
         unknown = self._unknown_parts(runs, self.seen_)
         log_gbm = self._base(self.booster_, self.transfer_booster_, mat, log_prior, unknown["hardware"], runs,
@@ -1966,7 +1942,7 @@ class RooflineGBM(Predictor):
         logc, inside, bdist = self._curve_pred(self.curves_, keys, bb)
         shape = self._continuation(self.continuation_booster_, self.anchors_, keys, bb, mat)
         pred = self._combine(log_gbm, logc, inside, keys, bb, self.anchors_, self.curves_, self.batch_range_[1],
-                             shape)
+                             shape, kv_fit)
         dk = self._knn_distance(self.knn_ref_, self._knn_space(knn))
         ld = self._length_distance(runs, self.len_lo_, self.len_hi_)
         cat = self._novelty(keys, unknown, self.curves_, inside, ld, str(_BEYOND_LENGTH) in self.scores_)
