@@ -108,6 +108,16 @@ m3.metric("Confidence", "n/a" if math.isnan(at_b["confidence"]) else f"{at_b['co
           help="0..1, higher = closer to the training data and narrower band.")
 m4.metric("Roofline bound", "n/a" if math.isnan(at_b["roofline_tok_s"]) else W.rate(at_b["roofline_tok_s"]),
           help="Physical upper bound from the catalogs (n/a: the catalog lacks the bandwidth or FLOPS).")
+l1, l2, l3, l4 = st.columns(4)
+l1.metric("Total throughput", f"{W.rate(at_b['pred_total_throughput_tok_s'])} tok/s",
+          help="Input and output tokens per second: output throughput x (input + output) / output.")
+l2.metric("End-to-end latency", W.seconds(at_b["pred_e2e_latency_s"]),
+          help=f"Per request, by Little's law: batch x output tokens / output throughput. "
+               f"{res.level:.0%} band: {W.seconds(at_b['pred_e2e_lower_s'])} - {W.seconds(at_b['pred_e2e_upper_s'])}.")
+l3.metric("TTFT", W.seconds(at_b["pred_ttft_s"]),
+          help="Time to first token, from a model of the training rows that measured it (n/a where none did).")
+l4.metric("TPOT", W.seconds(at_b["pred_tpot_s"]),
+          help="Time per output token after the first: (latency - TTFT) / (output tokens - 1).")
 if not res.in_domain:
     reasons = list(res.reasons) or ["the query is far from every training point in feature space"]
     n_out = int((~res.table["in_domain"].astype(bool)).sum())

@@ -641,7 +641,7 @@ def predict_cmd(model_dir: Path, queries: Path | None, output: Path | None, leve
     """Predict throughput with MODEL_DIR for every row of QUERIES (or one point given by options)."""
     import pandas as pd
 
-    from .models import load_predictor
+    from .models import load_predictor, predict_with_latency
 
     point = {"--hardware": hardware, "--model": model_name, "--framework": framework, "--input-len": input_len,
              "--output-len": output_len, "--batch": batch}
@@ -659,7 +659,7 @@ def predict_cmd(model_dir: Path, queries: Path | None, output: Path | None, leve
             raise click.UsageError(f"give either a QUERIES file or the one-point options, not both ({given[0]})")
         raw, table = _read_queries(queries)
     predictor = load_predictor(model_dir)
-    pred = predictor.predict(table.reset_index(drop=True), level=level)
+    pred = predict_with_latency(predictor, table.reset_index(drop=True), level=level)
     out = pd.concat([raw.reset_index(drop=True), pred.reset_index(drop=True)], axis=1)
     if queries is None:
         out["hardware"], out["model"] = table["hardware"].to_numpy(), table["model"].to_numpy()
@@ -673,6 +673,12 @@ def predict_cmd(model_dir: Path, queries: Path | None, output: Path | None, leve
                 if math.isfinite(rec.pred_lower) and math.isfinite(rec.pred_upper) else "no band (n/a)")
         click.echo(f"{rec.pred_throughput_tok_s:,.1f} tok/s  band {band}  confidence {rec.confidence:.3f}  "
                    f"in_domain {bool(rec.in_domain)}")
+        lat = [f"total {rec.pred_total_throughput_tok_s:,.1f} tok/s", f"e2e latency {rec.pred_e2e_latency_s:,.3g} s"]
+        if math.isfinite(rec.pred_ttft_s):
+            lat.append(f"TTFT {rec.pred_ttft_s:,.3g} s")
+        if math.isfinite(rec.pred_tpot_s):
+            lat.append(f"TPOT {rec.pred_tpot_s * 1e3:,.3g} ms")
+        click.echo("  ".join(lat))
     else:
         click.echo(out.to_csv(index=False), nl=False)
 

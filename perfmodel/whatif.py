@@ -20,7 +20,7 @@ import pandas as pd
 
 from . import physics
 from .errors import PerfmodelError, Problem, ValidationError
-from .models.base import DEFAULT_TARGET, Predictor
+from .models.base import DEFAULT_TARGET, Predictor, predict_with_latency
 
 __all__ = [
     "POINT_COLUMNS",
@@ -55,7 +55,9 @@ class WhatIfResult:
         Nominal coverage of the band.
     table
         One row per batch: the point's columns, ``batch_size``, ``pred_throughput_tok_s``,
-        ``pred_lower``, ``pred_upper``, ``confidence``, ``in_domain`` and ``roofline_tok_s``
+        ``pred_lower``, ``pred_upper``, ``confidence``, ``in_domain``, the derived
+        :data:`perfmodel.models.LATENCY_COLUMNS` (total throughput, end-to-end latency and its band, TTFT
+        and TPOT where the model learnt TTFT) and ``roofline_tok_s``
         (the physical bound on output throughput, taken at the KV-cache-full batch beyond it; NaN where
         the catalog lacks a figure) and
         ``kv_fit_batch`` (the largest batch whose KV cache fits, :func:`perfmodel.physics.kv_fit_batch`).
@@ -344,7 +346,7 @@ def whatif(model: Predictor, train: pd.DataFrame, point: Mapping[str, Any], batc
     for c in ("input_len_tok", "output_len_tok", "device_count"):
         q[c] = pd.to_numeric(q[c], errors="coerce").astype("float64")
     q["batch_size"] = np.asarray(batches, dtype=float)
-    pred = model.predict(q, level=level)
+    pred = predict_with_latency(model, q, level=level)
     roof = physics.roofline(q)
     cap = roof["kv_fit_batch"].to_numpy(dtype=float)
     over = q["batch_size"].to_numpy(dtype=float) > cap

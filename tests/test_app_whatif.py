@@ -145,6 +145,13 @@ def test_the_batch_where_the_kv_cache_is_full_is_drawn_and_explained() -> None:
     assert len(line) == 1 and line[0]["x"] == pytest.approx([cap, cap])
     assert any(f"about {cap:,.0f} sequences" in c.value for c in at.caption)
     table = at.dataframe[0].value
+    # Latency follows from the throughput (Little's law), TTFT from the sample's measured TTFTs.
+    metrics = {m.label: m.value for m in at.metric}
+    at256 = table.set_index("batch_size").loc[256.0]
+    assert at256["pred_e2e_latency_s"] == pytest.approx(256 * 512 / at256["pred_throughput_tok_s"])
+    assert metrics["End-to-end latency"] == W.seconds(at256["pred_e2e_latency_s"]) != "n/a"
+    assert 0 < at256["pred_ttft_s"] < at256["pred_e2e_latency_s"] and metrics["TTFT"] != "n/a"
+    assert metrics["TPOT"] == W.seconds(at256["pred_tpot_s"]) != "n/a"
     pred = table.set_index("batch_size")["pred_throughput_tok_s"]
     assert pred[2048.0] == pytest.approx(pred[1024.0], rel=0.02)  # past the cap the curve is flat
     roof = table.set_index("batch_size")["roofline_tok_s"]  # and so is the bound
@@ -240,3 +247,5 @@ def test_default_configuration_counts_thread_settings_apart() -> None:
 def test_metric_tiles_never_show_e_notation() -> None:
     assert W.rate(19920.4) == "19,920" and W.rate(5792.3) == "5,792" and W.rate(41.42371) == "41.42"
     assert W.rate(1.2e6) == "1,200,000"
+    assert W.seconds(0.0123) == "12.3 ms" and W.seconds(2.345) == "2.35 s" and W.seconds(600.0) == "10 min"
+    assert W.seconds(float("nan")) == "n/a"

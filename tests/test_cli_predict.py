@@ -53,8 +53,17 @@ def test_predict_keeps_query_order(model_dir, tmp_path):
     assert res.exit_code == 0, res.output
     pred = pd.read_csv(out)
     assert list(pred["hardware"]) == ["H100", "a100-40gb", "H100"]  # rows as written, in order
-    assert list(pred.columns[-5:]) == ["pred_throughput_tok_s", "pred_lower", "pred_upper", "confidence",
-                                       "in_domain"]
+    assert list(pred.columns[-11:]) == ["pred_throughput_tok_s", "pred_lower", "pred_upper", "confidence",
+                                        "in_domain", "pred_total_throughput_tok_s", "pred_e2e_latency_s",
+                                        "pred_e2e_lower_s", "pred_e2e_upper_s", "pred_ttft_s", "pred_tpot_s"]
+    # Little's law: batch x output tokens / output throughput; total counts the input tokens too.
+    y = pred["pred_throughput_tok_s"]
+    assert pred["pred_e2e_latency_s"].to_numpy() == pytest.approx((pred.batch_size * pred.output_len_tok / y).to_numpy())
+    assert pred["pred_e2e_upper_s"].to_numpy() == pytest.approx(  # the band inverted (xgboost has none: NaN)
+        (pred.batch_size * pred.output_len_tok / pred["pred_lower"]).to_numpy(), nan_ok=True)
+    assert pred["pred_total_throughput_tok_s"].to_numpy() == pytest.approx(
+        (y * (pred.input_len_tok + pred.output_len_tok) / pred.output_len_tok).to_numpy())
+    assert pred["pred_ttft_s"].isna().all()  # the shared data measured no TTFT, so no TTFT model
     canon = pd.DataFrame({"hardware": ["h100-sxm", "a100-40gb", "h100-sxm"],
                           "model": ["llama-3-8b", "llama-2-7b", "mistral-7b-v0.1"],
                           "framework": ["vllm", "vllm", "tensorrt-llm"], "device_count": 1,
@@ -74,7 +83,8 @@ def test_predict_result_file_and_one_point(model_dir, slice_csv, tmp_path):
                                     "--framework", "vllm", "--input-len", "512", "--output-len", "512",
                                     "--batch", "32"])
     assert res.exit_code == 0, res.output
-    assert "tok/s" in res.output and "in_domain True" in res.output
+    assert "tok/s" in res.output and "in_domain True" in res.output and "e2e latency" in res.output
+    assert "TTFT" not in res.output
 
 
 @pytest.mark.parametrize(("body", "needle"), [

@@ -670,3 +670,47 @@ def test_a_new_framework_is_less_sure_where_the_known_ones_disagree(tmp_path) ->
     back = load_predictor(tmp_path / "m")
     assert back.fw_spread_ == m.fw_spread_
     pd.testing.assert_frame_equal(back.predict(q), p)
+
+
+def test_latency_total_ttft_and_tpot_follow_from_the_throughput() -> None:
+    from perfmodel.models import LATENCY_COLUMNS, derived_predictions
+
+    q = pd.DataFrame({"input_len_tok": [300.0, 300.0, 300.0], "output_len_tok": [100.0, 100.0, 1.0],
+                      "batch_size": [8.0, 8.0, 8.0]}, index=[5, 6, 7])
+    pred = pd.DataFrame({"pred_throughput_tok_s": [1000.0] * 3, "pred_lower": [800.0] * 3,
+                         "pred_upper": [1250.0] * 3}, index=q.index)
+    d = derived_predictions(q, pred, np.array([0.1, 0.9, 0.1]))
+    assert list(d.columns) == list(LATENCY_COLUMNS) and d.index.tolist() == [5, 6, 7]
+    assert d.loc[5, "pred_total_throughput_tok_s"] == pytest.approx(4000.0)
+    assert d.loc[5, "pred_e2e_latency_s"] == pytest.approx(0.8)  # 8 x 100 tokens at 1000 tok/s
+    assert (d.loc[5, "pred_e2e_lower_s"], d.loc[5, "pred_e2e_upper_s"]) == pytest.approx((0.64, 1.0))
+    assert d.loc[5, "pred_tpot_s"] == pytest.approx((0.8 - 0.1) / 99)
+    assert np.isnan(d.loc[6, "pred_tpot_s"]) and np.isnan(d.loc[7, "pred_tpot_s"])  # TTFT > latency; one token
+    # A model of total throughput (or requests/s) is turned into output tokens/s first.
+    tot = derived_predictions(q, pred * 4.0, target="total_throughput_tok_s")
+    assert tot.loc[5, "pred_e2e_latency_s"] == pytest.approx(0.8) and tot["pred_ttft_s"].isna().all()
+    rps = derived_predictions(q, pred / 100.0, target="request_throughput_rps")
+    assert rps.loc[5, "pred_e2e_latency_s"] == pytest.approx(0.8)
+    assert derived_predictions(q, pred, target="power_w").isna().all().all()
+
+
+def test_ttft_model_learns_each_platform_s_prefill_rate(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from perfmodel.models import predict_with_latency
+
+    df = _synthetic()
+    rate = np.where(df.hardware == "h100-sxm", 40_000.0, np.where(df.hardware == "a100-40gb", 15_000.0, 25_000.0))
+    df["ttft_s"] = df.batch_size * df.input_len_tok / rate * np.exp(np.random.default_rng(1).normal(0, 0.02, len(df)))
+    m = RooflineGBM(n_estimators=150, calibration_folds=0).fit(df)
+    q = df.drop(columns=["output_throughput_tok_s", "ttft_s"]).assign(batch_size=24.0)  # a batch never measured
+    truth = 24.0 * q.input_len_tok.to_numpy() / rate
+    ttft = m.predict_ttft(q)
+    assert np.median(np.abs(ttft / truth - 1)) < 0.08
+    out = predict_with_latency(m, q)
+    assert out["pred_ttft_s"].to_numpy() == pytest.approx(ttft)
+    assert (out["pred_tpot_s"] > 0).mean() > 0.9
+    m.save(tmp_path / "m")
+    assert (tmp_path / "m" / "ttft.json").exists()
+    assert load_predictor(tmp_path / "m").predict_ttft(q) == pytest.approx(ttft, rel=1e-6)
+    # Without 20 rows that measured TTFT there is no TTFT model, and no TTFT in the predictions.
+    few = df.assign(ttft_s=np.where(np.arange(len(df)) < 19, df.ttft_s, np.nan))
+    assert RooflineGBM(n_estimators=20, calibration_folds=0).fit(few).predict_ttft(q) is None

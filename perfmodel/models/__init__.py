@@ -10,25 +10,31 @@ from __future__ import annotations
 import importlib
 
 from .base import (
+    LATENCY_COLUMNS,
     LEVELS,
     PREDICTION_COLUMNS,
     PREDICTORS,
     NotFittedError,
     Predictor,
     check_level,
+    derived_predictions,
     load_predictor,
+    predict_with_latency,
     prediction_frame,
     register_predictor,
 )
 
 __all__ = [
+    "LATENCY_COLUMNS",
     "LEVELS",
     "PREDICTION_COLUMNS",
     "PREDICTORS",
     "NotFittedError",
     "Predictor",
     "check_level",
+    "derived_predictions",
     "load_predictor",
+    "predict_with_latency",
     "prediction_frame",
     "register_predictor",
     "get_predictor",

@@ -39,6 +39,9 @@ __all__ = [
     "Predictor",
     "PREDICTORS",
     "PREDICTION_COLUMNS",
+    "LATENCY_COLUMNS",
+    "derived_predictions",
+    "predict_with_latency",
     "LEVELS",
     "METADATA_FILE",
     "FORMAT_VERSION",
@@ -54,6 +57,11 @@ __all__ = [
 ]
 
 PREDICTION_COLUMNS = ("pred_throughput_tok_s", "pred_lower", "pred_upper", "confidence", "in_domain")
+
+LATENCY_COLUMNS = ("pred_total_throughput_tok_s", "pred_e2e_latency_s", "pred_e2e_lower_s", "pred_e2e_upper_s",
+                   "pred_ttft_s", "pred_tpot_s")
+"""Columns :func:`derived_predictions` adds: total (input + output) throughput, end-to-end latency with
+its band, time to first token and time per output token (NaN where the predictor has no TTFT model)."""
 LEVELS = (0.8, 0.9, 0.95)
 """Nominal band levels every predictor is calibrated for (others are interpolated or refused)."""
 METADATA_FILE = "metadata.json"
@@ -325,6 +333,11 @@ class Predictor(ABC):
             Missing or unreadable files, or a different predictor's directory.
         """
 
+    def predict_ttft(self, runs: pd.DataFrame) -> np.ndarray | None:
+        """Predicted time to first token (s) per query, or None when this predictor has no TTFT model
+        (the default: only predictors trained on rows that measured TTFT have one)."""
+        return None
+
     # ------------------------------------------------------------------ helpers for subclasses
 
     def get_params(self) -> dict[str, Any]:
@@ -388,3 +401,62 @@ def _frame(index: pd.Index, pred: np.ndarray, lo: np.ndarray, hi: np.ndarray, co
 
 prediction_frame = _frame
 __all__ += ["prediction_frame"]
+
+
+def derived_predictions(runs: pd.DataFrame, pred: pd.DataFrame, ttft: np.ndarray | None = None, *,
+                        target: str = DEFAULT_TARGET) -> pd.DataFrame:
+    """What follows from a predicted output throughput: total throughput, end-to-end latency, TTFT and TPOT.
+
+    With ``N`` requests in flight (the batch of a static batch, the concurrency of a closed loop) each
+    producing ``output_len_tok`` tokens, Little's law gives the mean end-to-end latency
+    ``N x output_len / output throughput``; the total throughput counts the input tokens too,
+    ``output throughput x (input + output) / output``. Both hold to within 1 % on every bundled sample
+    run and exactly on LLM-Inference-Bench (whose latency columns are derived that way). The latency
+    band is the throughput band inverted. TPOT is what the latency leaves after the first token:
+    ``(e2e - TTFT) / (output_len - 1)``.
+
+    Parameters
+    ----------
+    runs
+        The queries (``input_len_tok``, ``output_len_tok``, ``batch_size``).
+    pred
+        :meth:`Predictor.predict`'s frame for them (same index).
+    ttft
+        Predicted time to first token per query (:meth:`Predictor.predict_ttft`), or None.
+    target
+        What ``pred`` predicts: ``output_throughput_tok_s``, ``total_throughput_tok_s`` or
+        ``request_throughput_rps`` (converted to output tokens/s first); any other column gives NaN.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`LATENCY_COLUMNS`, index = ``runs.index``; NaN where an input is missing, and
+        TPOT NaN where the output is one token or the TTFT exceeds the latency.
+    """
+    def col(c: str) -> np.ndarray:
+        return (pd.to_numeric(runs[c], errors="coerce").to_numpy(dtype=float) if c in runs.columns
+                else np.full(len(runs), np.nan))
+
+    ii, oo, n = col("input_len_tok"), col("output_len_tok"), col("batch_size")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        to_output = {"output_throughput_tok_s": 1.0, "total_throughput_tok_s": oo / (ii + oo),
+                     "request_throughput_rps": oo}.get(target, np.nan)
+        y, lo, hi = (pred[c].to_numpy(dtype=float) * to_output for c in ("pred_throughput_tok_s", "pred_lower",
+                                                                         "pred_upper"))
+        e2e = n * oo / y
+        t = np.full(len(runs), np.nan) if ttft is None else np.asarray(ttft, dtype=float)
+        tpot = np.where((oo > 1) & (t < e2e), (e2e - t) / (oo - 1), np.nan)
+        return pd.DataFrame({"pred_total_throughput_tok_s": y * (ii + oo) / oo, "pred_e2e_latency_s": e2e,
+                             "pred_e2e_lower_s": n * oo / hi, "pred_e2e_upper_s": n * oo / lo,
+                             "pred_ttft_s": t, "pred_tpot_s": tpot}, index=runs.index)
+
+
+def predict_with_latency(predictor: Predictor, runs: pd.DataFrame, *, level: float = 0.9) -> pd.DataFrame:
+    """:meth:`Predictor.predict` followed by :func:`derived_predictions` (columns
+    :data:`PREDICTION_COLUMNS` then :data:`LATENCY_COLUMNS`, index = ``runs.index``)."""
+    pred = predictor.predict(runs, level=level)
+    if len(runs) == 0:
+        return pred.reindex(columns=[*PREDICTION_COLUMNS, *LATENCY_COLUMNS])
+    derived = derived_predictions(runs, pred, predictor.predict_ttft(runs),
+                                  target=str(getattr(predictor, "y_", DEFAULT_TARGET)))
+    return pd.concat([pred, derived], axis=1)

@@ -1402,6 +1402,37 @@ class RooflineGBM(Predictor):
             out[above] = _Booster.predict(booster, x)
         return out
 
+    def _fit_ttft(self, data: pd.DataFrame, mat: np.ndarray) -> Any:
+        """The time-to-first-token model, where at least 20 training rows measured TTFT (None elsewhere):
+        boosted log TTFT per prompt token prefilled (``batch x input length``, the prefill's work), on the
+        efficiency model's features, so it scales with the prefill as the roofline does and learns each
+        platform's rate (and, under a concurrency load, the queueing)."""
+        if "ttft_s" not in data.columns:
+            return None
+        t = pd.to_numeric(data["ttft_s"], errors="coerce").to_numpy(dtype=float)
+        ok = np.isfinite(t) & (t > 0)
+        if ok.sum() < 20:
+            return None
+        params = {**self._xgb_params(self.random_state + 7), "max_depth": min(self.max_depth, 6)}
+        return _Booster.train(mat[ok], np.log(t[ok]) - self._log_prefill_tokens(data)[ok], params,
+                              max(self.n_estimators // 2, 1))
+
+    @staticmethod
+    def _log_prefill_tokens(runs: pd.DataFrame) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.log(np.maximum(_floats(runs, "batch_size") * _floats(runs, "input_len_tok"), 1.0))
+
+    def predict_ttft(self, runs: pd.DataFrame) -> np.ndarray | None:
+        """Predicted time to first token (s) per query; None when the training rows did not measure it
+        (see :meth:`_fit_ttft`). A point estimate: it has no band of its own."""
+        self._check_fitted()
+        if getattr(self, "ttft_booster_", None) is None:
+            return None
+        physics.check_query(runs, columns=(*physics.QUERY_COLUMNS, "framework"))
+        runs, _ = _complete_query(runs, self.anchors_)
+        mat = self._design(runs)[0]
+        return np.exp(_Booster.predict(self.ttft_booster_, mat) + self._log_prefill_tokens(runs))
+
     @staticmethod
     def _hw_frameworks(data: pd.DataFrame) -> dict[str, list[str]]:
         """The frameworks each accelerator of the training data ran."""
@@ -1605,6 +1636,7 @@ class RooflineGBM(Predictor):
         if len(data) < 10:
             raise PerfmodelError(f"{self.name}: need at least 10 rows with a positive {y!r}, got {len(data)}")
         yv = np.log(pd.to_numeric(data[y]).to_numpy(dtype=float))
+        self.y_ = y
         self.feature_names_ = feats.feature_names(data, self.features)
         mat, log_prior, _, knn, kv_fit = self._design(data)
         knn_raw = knn.copy()
@@ -1624,6 +1656,7 @@ class RooflineGBM(Predictor):
         self.anchors_ = self._anchors(keys, bb, yv, _Booster.predict(self.booster_, mat) + log_prior)
         self.continuation_booster_ = self._fit_continuation(self.anchors_, keys, bb, yv, mat,
                                                             self._xgb_params(self.random_state), 150)
+        self.ttft_booster_ = self._fit_ttft(data, mat)
         self.seen_ = {c: set(data[c].astype("string").dropna().unique().tolist()) for c in _IDENTITY}
         self.hw_frameworks_ = self._hw_frameworks(data)
         self.batch_range_ = [float(bb.min()), float(bb.max())]
@@ -2010,6 +2043,7 @@ class RooflineGBM(Predictor):
             "has_sigma2": self.sigma_booster2_ is not None,
             "has_transfer": self.transfer_booster_ is not None,
             "has_continuation": self.continuation_booster_ is not None,
+            "has_ttft": getattr(self, "ttft_booster_", None) is not None, "y": getattr(self, "y_", DEFAULT_TARGET),
             "hw_frameworks": self.hw_frameworks_, "track": self.track_, "fw_spread": self.fw_spread_,
         }
         d = write_metadata(path, self.name, self.get_params(), state)
@@ -2023,6 +2057,8 @@ class RooflineGBM(Predictor):
                 self.transfer_booster_.save_model(str(d / "transfer.json"))
             if self.continuation_booster_ is not None:
                 self.continuation_booster_.save_model(str(d / "continuation.json"))
+            if getattr(self, "ttft_booster_", None) is not None:
+                self.ttft_booster_.save_model(str(d / "ttft.json"))
         except Exception as exc:  # xgboost raises its own error type for I/O
             raise PerfmodelError(f"{d}: cannot write the model files ({exc})") from None
 
@@ -2044,6 +2080,7 @@ class RooflineGBM(Predictor):
         d = Path(path)
         try:
             obj.feature_names_ = list(st["feature_names"])
+            obj.y_ = str(st.get("y", DEFAULT_TARGET))
             obj.curves_ = {k: [float(x) for x in v] for k, v in st["curves"].items()}
             obj.seen_ = {k: set(v) for k, v in st["seen"].items()}
             obj.batch_range_ = [float(x) for x in st["batch_range"]]
@@ -2063,6 +2100,7 @@ class RooflineGBM(Predictor):
                                      else None)
             obj.continuation_booster_ = (_Booster.load(d / "continuation.json", obj.n_jobs)
                                          if st.get("has_continuation") else None)
+            obj.ttft_booster_ = _Booster.load(d / "ttft.json", obj.n_jobs) if st.get("has_ttft") else None
             obj.hw_frameworks_ = {str(k): [str(x) for x in v] for k, v in st.get("hw_frameworks", {}).items()}
             obj.track_ = {str(c): {str(k): float(v) for k, v in t.items()} for c, t in st.get("track", {}).items()}
             obj.fw_spread_ = st.get("fw_spread", {})

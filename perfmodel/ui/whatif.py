@@ -313,6 +313,15 @@ def rate(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:,.4g}"
 
 
+def seconds(v: float) -> str:
+    """A latency for a metric tile in a readable unit (``n/a`` for NaN): 1.2 ms, 340 ms, 2.35 s, 1.9 min."""
+    if not math.isfinite(v):
+        return "n/a"
+    if v < 1.0:
+        return f"{v * 1e3:,.3g} ms"
+    return f"{v:,.3g} s" if v < 120 else f"{v / 60:,.3g} min"
+
+
 def figure(res: W.WhatIfResult, log_x: bool) -> go.Figure:
     """:func:`perfmodel.plots.whatif_figure` of a result."""
     return whatif_figure(res.table, res.measured, level=res.level, log_x=log_x)
