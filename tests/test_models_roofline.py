@@ -230,17 +230,31 @@ def test_the_prior_and_the_extrapolation_stop_where_the_kv_cache_is_full(biased:
     # llama-2-7b keeps 32 KV heads: at 2048 + 2048 tokens an A100 40 GB holds 10 sequences beside the
     # weights (22.5 GB / 2.1 GB each), so nothing past batch 10 runs at once.
     m = RooflineGBM(n_estimators=40, calibration_folds=0).fit(biased)
+    assert m.batch_range_[1] == 64.0
     cfg = biased[(biased.hardware == "a100-40gb") & (biased.model == "llama-2-7b") & (biased.framework == "vllm")
                  & (biased.device_count == 1) & (biased.input_len_tok == 2048.0)]
     cap = float(physics.roofline(cfg.iloc[[0]])["kv_fit_batch"].iloc[0])
     assert 10 < cap < 11
-    q = cfg.iloc[[0] * 4].drop(columns="output_throughput_tok_s").assign(batch_size=[2.0, cap, 2 * cap, 512.0])
+    q = cfg.iloc[[0] * 4].drop(columns="output_throughput_tok_s").assign(batch_size=[2.0, 64.0, 128.0, 512.0])
     for design in (m._design, m._design_pandas):
-        log_prior = design(q)[1]
-        assert log_prior[0] < log_prior[1]  # below the cap the bound grows with batch
-        assert log_prior[2] == pytest.approx(log_prior[1], rel=1e-12) == log_prior[3]
-    # Beyond every trained batch (64) the curve's gain is taken up to the cap only: the measured
-    # batch 64 is already past it, so a larger batch predicts batch 64's level.
+        assert design(q)[4] == pytest.approx([cap] * 4)
+    log_prior, kv_fit = m._design(q)[1], m._design(q)[4]
+    beyond = m._prior_beyond(q, log_prior, kv_fit, 64.0)
+    # Within the trained batches the prior is the plain bound (the trees learnt what a full cache costs);
+    # beyond them, past the cap, it stays at the largest trained batch.
+    assert beyond[:2] == pytest.approx(log_prior[:2], rel=1e-12) and log_prior[3] > log_prior[1]
+    assert beyond[2] == pytest.approx(log_prior[1], rel=1e-12) == beyond[3]
+    # A cap above the trained batches: the bound grows up to it, then stops.
+    roomy_cfg = biased[(biased.hardware == "h100-sxm") & (biased.model == "llama-3-8b") & (biased.device_count == 1)
+                       & (biased.framework == "vllm") & (biased.input_len_tok == 2048.0)]
+    r = roomy_cfg.iloc[[0] * 3].drop(columns="output_throughput_tok_s").assign(batch_size=[64.0, 512.0, 1024.0])
+    rcap = float(m._design(r)[4][0])
+    assert 64 < rcap < 512
+    at_cap = m._design(r.iloc[[0]].assign(batch_size=rcap))[1][0]
+    rb = m._prior_beyond(r, m._design(r)[1], m._design(r)[4], 64.0)
+    assert rb[1] == pytest.approx(at_cap, rel=1e-12) == rb[2] and rb[1] > rb[0]
+    # Beyond every trained batch a measured configuration's curve gain is taken up to the cap only:
+    # its measured batch 64 is already past it, so a larger batch predicts batch 64's level.
     big = q.iloc[[3]]
     key = _config_keys(big).iloc[0]
     assert float(m.predict(big).pred_throughput_tok_s.iloc[0]) == pytest.approx(

@@ -296,19 +296,8 @@ def _complete_query(runs: pd.DataFrame, known: dict[str, Any]) -> tuple[pd.DataF
 
 
 def _log_prior(roof: pd.DataFrame, runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Log roofline throughput (the prior) and its kind (0 full roofline, 1 compute only, 2 nominal).
-
-    The bound is taken at the batch the KV cache holds (``kv_fit_batch``) where the row's batch is
-    larger: the sequences beyond it wait for room, so the bound stops growing there. On the shared
-    data (seed 0) this took random 80/20 p90 APE from 11.0 to 10.8 % and configuration holdout from
-    14.5 to 13.9 %.
-    """
+    """Log roofline throughput (the prior) and its kind (0 full roofline, 1 compute only, 2 nominal)."""
     bb = runs["batch_size"].astype("float64").to_numpy()
-    cap = roof["kv_fit_batch"].to_numpy(dtype=float)
-    over = bb > cap  # (NaN: no cap)
-    if over.any():
-        bb = np.where(over, cap, bb)
-        roof = physics.roofline(runs.assign(batch_size=bb))
     oo = runs["output_len_tok"].astype("float64").to_numpy()
     full = roof["output_tok_s_max"].to_numpy(dtype=float)
     steps = np.maximum(oo - 1.0, 0.0)
@@ -566,14 +555,8 @@ def _fast_features(runs: pd.DataFrame, templates: dict[tuple[str | None, ...], _
                 break
         else:
             return None
-    # The prior at the batch the KV cache holds (as _log_prior): more sequences than that do not run at once.
     cap = physics.kv_fit_batch(arr("mem_gb") * 1e9 * dev, wbytes, kv_tok, ii, oo)
-    over = bb > cap
-    prior_b = at_b
-    if over.any():
-        with np.errstate(divide="ignore", invalid="ignore"):
-            prior_b = {k: np.where(over, v, at_b[k]) for k, v in bounds(np.where(over, cap, bb)).items()}
-    full, comp, weights = prior_b["full"], prior_b["comp"], prior_b["weights"]
+    comp, weights = at_b["comp"], at_b["weights"]
     full = np.where(np.isfinite(full) & (full > 0), full, weights)
     kind = np.where(np.isfinite(full) & (full > 0), 0.0, np.where(np.isfinite(comp) & (comp > 0), 1.0, 2.0))
     prior = np.where(kind == 0, full, np.where(kind == 1, comp, bb * _NOMINAL_TOK_S_PER_SEQ))
@@ -1444,6 +1427,22 @@ class RooflineGBM(Predictor):
         return [j for j, c in enumerate([*self.feature_names_, "prior_kind"])
                 if not c.startswith(feats.IDENTITY_PREFIXES["hardware"]) and c not in _HW_FEATURES]
 
+    def _prior_beyond(self, runs: pd.DataFrame, log_prior: np.ndarray, kv_fit: np.ndarray, b_max: float
+                      ) -> np.ndarray:
+        """The log prior with batches beyond every trained one (``b_max``) and past the KV-cache-full
+        batch (``kv_fit``) taken at the larger of the two: no more sequences than the cache holds run at
+        once, so the bound stops growing there. Within the trained batches the efficiency model has
+        learnt what a full cache costs (memory used is among its features), so the prior stays as is.
+        """
+        bb = _floats(runs, "batch_size")
+        rows = np.flatnonzero((bb > b_max) & (bb > kv_fit))  # (NaN: no cap)
+        if not len(rows):
+            return log_prior
+        out = log_prior.copy()
+        b_eff = np.maximum(kv_fit[rows], b_max)
+        out[rows] = self._design(runs.iloc[rows].assign(batch_size=b_eff))[1]
+        return out
+
     def _base(self, booster: Any, transfer: Any, mat: np.ndarray, log_prior: np.ndarray,
               unknown_hw: np.ndarray, runs: pd.DataFrame | None = None,
               hw_frameworks: dict[str, list[str]] | None = None) -> np.ndarray:
@@ -1748,16 +1747,17 @@ class RooflineGBM(Predictor):
                 if self.transfer_model and unknown_hw.any():
                     transfer = _Booster.train(mat[tr][:, self._hw_blind()], yv[tr] - log_prior[tr], params, rounds)
                 hw_fw = self._hw_frameworks(data.iloc[np.flatnonzero(tr)]) if unknown_hw.any() else None
+                prior_te = self._prior_beyond(sub, log_prior[te], kv_fit[te], float(bb[tr].max()))
                 if transfer is not None and unknown_hw.all():
                     # Only the hardware-blind model and the sister accelerator answer these rows, and
                     # no configuration is known.
                     booster = (_Booster.train(mat[tr], yv[tr] - log_prior[tr], params, rounds)
                                if self.sister_weight > 0 else None)
-                    log_gbm = self._base(booster, transfer, mat[te], log_prior[te], unknown_hw, sub, hw_fw)
+                    log_gbm = self._base(booster, transfer, mat[te], prior_te, unknown_hw, sub, hw_fw)
                     curves, anchors = {}, {}
                 else:
                     booster = _Booster.train(mat[tr], yv[tr] - log_prior[tr], params, rounds)
-                    log_gbm = self._base(booster, transfer, mat[te], log_prior[te], unknown_hw, sub, hw_fw)
+                    log_gbm = self._base(booster, transfer, mat[te], prior_te, unknown_hw, sub, hw_fw)
                     curves = _fit_curves(keys[tr], bb[tr], np.exp(yv[tr]))
                     anchors = self._anchors(keys[tr], bb[tr], yv[tr],
                                             _Booster.predict(booster, mat[tr]) + log_prior[tr])
@@ -1970,6 +1970,7 @@ class RooflineGBM(Predictor):
         mat, log_prior, _, knn, kv_fit = self._design(runs)
         bb = _floats(runs, "batch_size")
         unknown = self._unknown_parts(runs, self.seen_)
+        log_prior = self._prior_beyond(runs, log_prior, kv_fit, self.batch_range_[1])
         log_gbm = self._base(self.booster_, self.transfer_booster_, mat, log_prior, unknown["hardware"], runs,
                              self.hw_frameworks_)
         logc, inside, bdist = self._curve_pred(self.curves_, keys, bb)
