@@ -478,28 +478,24 @@ def _fast_features(runs: pd.DataFrame, templates: dict[tuple[str | None, ...], _
     nbytes, active, wbytes, kv_tok = arr("nbytes"), arr("active"), arr("wbytes"), arr("kv_tok")
     peak_all, bw_dev = arr("peak_dev") * dev, arr("bw_dev")
     bw_all = bw_dev * dev
-    ctx, steps = ii + oo / 2.0, np.maximum(oo - 1.0, 0.0)
-
-    def bounds(b: np.ndarray) -> dict[str, np.ndarray]:
-        """physics.roofline at batch ``b``, row by row, and _log_prior's compute and weights bounds."""
-        frac = np.ones(n)
-        for j, t in enumerate(tpl_u):
-            if t.model_spec is not None and getattr(t.model_spec, "is_moe", False):
-                idx = inv == j
-                frac[idx] = physics._expected_weight_fraction(t.model_spec, b[idx])
-        prefill = 2.0 * active * ii * b / peak_all
-        dec_mem = (wbytes * frac + kv_tok * b * ctx) / bw_all
-        dec_cmp = 2.0 * active * b / peak_all
-        step = np.where(np.isnan(dec_mem) | np.isnan(dec_cmp), np.nan, np.fmax(dec_mem, dec_cmp))
-        e2e = prefill + steps * step
-        return {"prefill": prefill, "step": step, "e2e": e2e, "full": b * oo / e2e,
-                "comp": b * oo / (prefill + steps * dec_cmp),
-                "weights": b * oo / (prefill + steps * np.fmax(wbytes * frac / bw_all, dec_cmp))}
-
+    frac = np.ones(n)
+    for j, t in enumerate(tpl_u):
+        if t.model_spec is not None and getattr(t.model_spec, "is_moe", False):
+            idx = inv == j
+            frac[idx] = physics._expected_weight_fraction(t.model_spec, bb[idx])
     out: dict[str, np.ndarray] = {}
     with np.errstate(divide="ignore", invalid="ignore"):
-        at_b = bounds(bb)
-        prefill, step, e2e, full = at_b["prefill"], at_b["step"], at_b["e2e"], at_b["full"]
+        # physics.roofline, row by row
+        ctx = ii + oo / 2.0
+        prefill = 2.0 * active * ii * bb / peak_all
+        dec_mem = (wbytes * frac + kv_tok * bb * ctx) / bw_all
+        dec_cmp = 2.0 * active * bb / peak_all
+        step = np.where(np.isnan(dec_mem) | np.isnan(dec_cmp), np.nan, np.fmax(dec_mem, dec_cmp))
+        steps = np.maximum(oo - 1.0, 0.0)
+        e2e = prefill + steps * step
+        full = bb * oo / e2e
+        comp = bb * oo / (prefill + steps * dec_cmp)
+        weights = bb * oo / (prefill + steps * np.fmax(wbytes * frac / bw_all, dec_cmp))  # as _log_prior
         # features._physical
         tp = _floats(runs, "tp_size")
         tp = np.where(np.isnan(tp), dev, tp)
@@ -556,7 +552,6 @@ def _fast_features(runs: pd.DataFrame, templates: dict[tuple[str | None, ...], _
         else:
             return None
     cap = physics.kv_fit_batch(arr("mem_gb") * 1e9 * dev, wbytes, kv_tok, ii, oo)
-    comp, weights = at_b["comp"], at_b["weights"]
     full = np.where(np.isfinite(full) & (full > 0), full, weights)
     kind = np.where(np.isfinite(full) & (full > 0), 0.0, np.where(np.isfinite(comp) & (comp > 0), 1.0, 2.0))
     prior = np.where(kind == 0, full, np.where(kind == 1, comp, bb * _NOMINAL_TOK_S_PER_SEQ))
