@@ -4,7 +4,7 @@ import json
 
 import streamlit as st
 
-from perfmodel import ui
+from perfmodel import physics, ui
 from perfmodel.curves import INTERVAL_METHODS, MIN_BATCHES, R2_POOR, SHAPES
 from perfmodel.errors import PerfmodelError
 from perfmodel.plots import THROUGHPUT_METRICS, axis_title, curve_group_columns, default_curve_by, poor_fits
@@ -94,7 +94,8 @@ st.dataframe(view.summary, hide_index=True,
                             "kv_full_batch": st.column_config.NumberColumn(
                                 "KV cache full at batch", format="%.0f",
                                 help="Beyond this batch the KV cache of full-length sequences no longer fits "
-                                     "beside the weights in 90 % of the devices' memory: a server preempts "
+                                     f"beside the weights in {physics.KV_USABLE_FRACTION:.0%} of the devices' "
+                                     "memory: a server preempts "
                                      "sequences and the curve flattens or drops. A knee near it has a "
                                      "memory-capacity cause. Empty where the catalog cannot say or the "
                                      "grouping leaves out hardware, model, devices or lengths."),
