@@ -4,7 +4,7 @@ import json
 
 import streamlit as st
 
-from perfmodel import physics, ui
+from perfmodel import ui
 from perfmodel.curves import INTERVAL_METHODS, MIN_BATCHES, R2_POOR, SHAPES
 from perfmodel.errors import PerfmodelError
 from perfmodel.plots import THROUGHPUT_METRICS, axis_title, curve_group_columns, default_curve_by, poor_fits
@@ -93,12 +93,7 @@ st.dataframe(view.summary, hide_index=True,
              column_config={"plateau_tok_s": st.column_config.NumberColumn("plateau c (tok/s)", format="%.4g"),
                             "kv_full_batch": st.column_config.NumberColumn(
                                 "KV cache full at batch", format="%.0f",
-                                help="Beyond this batch the KV cache of full-length sequences no longer fits "
-                                     f"beside the weights in {physics.KV_USABLE_FRACTION:.0%} of the devices' "
-                                     "memory: a server preempts "
-                                     "sequences and the curve flattens or drops. A knee near it has a "
-                                     "memory-capacity cause. Empty where the catalog cannot say or the "
-                                     "grouping leaves out hardware, model, devices or lengths."),
+                                help=whatif_ui.KV_FULL_HELP),
                             "r2": st.column_config.NumberColumn("R²", format="%.3f")})
 st.download_button("Download fits (CSV)", cached.curve_fits_csv(home, selected, stamp, options),
                    file_name=f"{ds.names[selected]}-fits.csv".replace(" ", "_"), mime="text/csv",

@@ -5,7 +5,7 @@ import math
 
 import streamlit as st
 
-from perfmodel import physics, ui
+from perfmodel import ui
 from perfmodel.errors import PerfmodelError
 from perfmodel.ui import analyses
 from perfmodel.ui import whatif as W
@@ -128,12 +128,8 @@ elif res.reasons:
     st.info("Partly outside the training data:\n\n" + "\n".join(f"- {r}" for r in res.reasons),
             icon=":material/info:")
 st.plotly_chart(W.figure(res, bool(log_x)), key=W.P + "chart")
-if math.isfinite(res.kv_fit_batch):
-    st.caption(f"KV cache: about {res.kv_fit_batch:,.0f} sequences of {values['input_len_tok']:g} + "
-               f"{values['output_len_tok']:g} tokens fit beside the weights in "
-               f"{physics.KV_USABLE_FRACTION:.0%} of the devices' memory. Beyond that batch a server preempts "
-               "sequences, so throughput stops growing: so do the roofline bound and, beyond the trained "
-               "batches, the prediction.")
+if (kv_text := W.kv_caption(res)) is not None:
+    st.caption(kv_text)
 if res.measured.empty:
     st.caption("No measured runs of this hardware, model and lengths in the dataset.")
 else:

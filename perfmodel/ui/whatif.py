@@ -20,6 +20,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from .. import physics
 from .. import whatif as W
 from ..plots import add_suspect_markers, whatif_figure
 from . import cached
@@ -306,6 +307,25 @@ def result(home: str, dataset_id: str, stamp: int, path: str, mtime_ns: int, opt
     train_rows = _training_rows(home, dataset_id, stamp, bool(opts["keep_suspect"]))
     return W.whatif(load_model(path, mtime_ns), train_rows, json.loads(point), json.loads(batches),
                     level=level, runs=cached.dataset_runs(home, dataset_id, stamp))
+
+
+KV_FULL_HELP = (f"Beyond this batch the KV cache of full-length sequences no longer fits beside the weights in "
+                f"{physics.KV_USABLE_FRACTION:.0%} of the devices' memory: a server preempts sequences and the curve "
+                "flattens or drops. A knee near it has a memory-capacity cause. Empty where the catalog cannot say "
+                "or the grouping leaves out hardware, model, devices or lengths.")
+"""Help text of the fit tables' ``kv_full_batch`` column (Curves page)."""
+
+
+def kv_caption(res: W.WhatIfResult) -> str | None:
+    """The What-if caption about the KV-cache-full batch (None where the catalog cannot say)."""
+    cap = res.kv_fit_batch
+    if not math.isfinite(cap):
+        return None
+    return (f"KV cache: about {cap:,.0f} sequences of {float(res.point['input_len_tok']):g} + "
+            f"{float(res.point['output_len_tok']):g} tokens fit beside the weights in "
+            f"{physics.KV_USABLE_FRACTION:.0%} of the devices' memory. Beyond that batch a server preempts "
+            "sequences, so throughput stops growing: so do the roofline bound and, beyond the trained batches, "
+            "the prediction.")
 
 
 def rate(v: float) -> str:
