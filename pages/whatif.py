@@ -120,8 +120,7 @@ l4.metric("TPOT", W.seconds(at_b["pred_tpot_s"]),
           help="Time per output token after the first: (latency - TTFT) / (output tokens - 1).")
 if not res.in_domain:
     reasons = list(res.reasons) or ["the query is far from every training point in feature space"]
-    n_out = int((~res.table["in_domain"].astype(bool)).sum())
-    st.warning(f"**Out of domain** ({n_out} of {len(res.table)} batches): the prediction extrapolates, so its "
+    st.warning(f"**Out of domain** at {W.out_of_domain_text(res)}: the prediction extrapolates, so its "
                "band is wide and it deserves less trust.\n\n" + "\n".join(f"- {r}" for r in reasons),
                icon=":material/explore_off:")
 elif res.reasons:

@@ -116,6 +116,9 @@ def test_shared_link_restores_every_input_and_far_query_is_out_of_domain() -> No
     assert at.selectbox(key=K["batch_size"]).value == 512
     warning = " ".join(w.value for w in at.warning)
     assert "Out of domain" in warning
+    table = at.dataframe[0].value
+    out = [f"{b:g}" for b in table.loc[~table["in_domain"].astype(bool), "batch_size"]]
+    assert f"**Out of domain** at batch {', '.join(out[:8])}" in warning and f"({len(out)} of 10)" in warning
     sample = pd.concat([pd.read_csv(f, usecols=["input_len_tok", "batch_size"]) for f in samples.sample_files()])
     lengths, batches = sample["input_len_tok"], sample["batch_size"]
     assert f"input length 8192 outside the trained range {lengths.min():g}-{lengths.max():g}" in warning

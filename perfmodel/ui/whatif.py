@@ -328,6 +328,16 @@ def kv_caption(res: W.WhatIfResult) -> str | None:
             "the prediction.")
 
 
+def out_of_domain_text(res: W.WhatIfResult) -> str:
+    """Which batches of the curve are out of domain, named, e.g. ``batch 2048 (1 of 12)``: the reasons below
+    the warning may name more batches (every one outside the trained range, also those within the
+    predictor's tolerance), so the header names its own."""
+    table = res.table
+    out = table.loc[~table["in_domain"].astype(bool), "batch_size"].astype(float).tolist()
+    shown = ", ".join(f"{b:g}" for b in out[:8]) + (", ..." if len(out) > 8 else "")
+    return f"batch {shown} ({len(out)} of {len(table)})"
+
+
 def rate(v: float) -> str:
     """A throughput for a metric tile: thousands separated, never in e-notation (19,920, not 1.992e+04)."""
     return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:,.4g}"
