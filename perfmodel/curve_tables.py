@@ -33,10 +33,7 @@ __all__ = [
 
 
 def _fmt_len(v: object) -> str:
-    if v is None or pd.isna(v):
-        return "?"
-    f = float(v)  # type: ignore[arg-type]
-    return str(int(f)) if f.is_integer() else f"{f:g}"
+    return "?" if v is None or pd.isna(v) else _num(v)
 
 
 def lengths_label(runs: pd.DataFrame) -> pd.Series:
