@@ -18,8 +18,10 @@ low, latency high) come before it. The tiny server keeps speeding up for a
 while after its warm-up (+10-25 % over the baseline on this VM): the detectors
 rightly report that as "high" throughput, which is no false alarm of a slowdown.
 When the baseline itself dropped by more than 15 % (other load on a shared
-machine, seen once in CI: 330 -> 256 tok/s ten seconds before the hogs), the
-run is measured once more; the second run is judged whatever its baseline.
+machine, seen once in CI: 330 -> 256 tok/s ten seconds before the hogs) or rose
+by more than 35 % (a server still warming up, seen once in CI: 240 -> 416 tok/s,
+which widened the detector's band past the halving the hogs caused), the run is
+measured once more; the second run is judged whatever its baseline.
 
 Margins for a shared 2-core machine: robust (median/MAD) baseline, means of
 three samples, z = 4; the hogs (two per server core) cut the server's share of
@@ -226,12 +228,14 @@ def _measure(server: ServerProcess, model: str, psutil: Any) -> tuple[list[dict[
 
 
 def _baseline_steady(rows: list[dict[str, float]], t_hog: float) -> bool:
-    """Whether the server ran steadily before the hogs (halves of the baseline within 15 %): something
-    else on a shared machine can slow it, a real drop the detector rightly flags but the test did not make."""
+    """Whether the server ran steadily before the hogs: the second half of the baseline within -15 % and
+    +35 % of the first. Something else on a shared machine can slow it, a real drop the detector rightly
+    flags but the test did not make; a server still warming up (seen once in CI: 240 -> 416 tok/s) spreads
+    the baseline so wide that a halving stays inside the detector's band."""
     tp = [r["output_throughput_tok_s"] for r in rows if r["timestamp"] < t_hog]
     h = len(tp) // 2
     first, second = float(np.median(tp[:h])), float(np.median(tp[h:]))
-    return second >= 0.85 * first
+    return 0.85 * first <= second <= 1.35 * first
 
 
 def test_cpu_hog_on_the_server_raises_an_alert_with_a_hint(transformers_server: ServerProcess) -> None:  # noqa: F811
