@@ -414,6 +414,11 @@ def test_metrics_columns_rates_means_and_restarts() -> None:
                           .replace("_sum{model_name=\"m\"} 0.8", "_sum{model_name=\"m\"} 1.4"))
     mid = parse_metrics(VLLM_PAGE.replace('engine="0",model_name="m"} 3.0', 'engine="0",model_name="m"} 7.0'))
     cols = metrics_columns(before, after, [before, mid, after], duration_s=2.0)
+    # gauges come from the pages passed as in-window only: an idle page does not dilute them
+    assert metrics_columns(before, after, [mid], duration_s=2.0)["fw_vllm_num_requests_running_mean"] == 8.0
+    idle_only = metrics_columns(before, after, [], duration_s=2.0)
+    assert not any(k.startswith("fw_vllm_num_requests_running") for k in idle_only)
+    assert idle_only["fw_vllm_prompt_tokens_per_s"] == pytest.approx(250.0)  # counters need before/after only
     assert cols["fw_vllm_prompt_tokens_per_s"] == pytest.approx(250.0)
     assert cols["fw_vllm_time_to_first_token_seconds_mean"] == pytest.approx(0.3)  # 0.6 s over 2 requests
     assert cols["fw_vllm_num_requests_running_max"] == 8.0

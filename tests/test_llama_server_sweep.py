@@ -16,6 +16,7 @@ unless ``PERFMODEL_REQUIRE_LLAMA_SERVER`` is set (CI): then it fails.
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 from llama_server import LLAMA_SERVER_ALIAS, LLAMA_SERVER_SLOTS, llama_server, tiny_gguf  # noqa: F401 - fixtures
 from sweep_server import (
@@ -97,7 +98,11 @@ def test_server_metrics_scraped_into_fw_columns(sweep_runs) -> None:
                 "fw_llamacpp_requests_processing_max", "fw_llamacpp_requests_deferred_max"}
     missing = expected - set(runs.columns)
     assert not missing, sorted(c for c in runs.columns if c.startswith("fw_"))
-    assert runs[sorted(expected)].notna().all().all()
+    # gauges come from the scrapes made while the point's requests ran; a point whose in-window scrapes all
+    # failed on a loaded machine (seen once in CI, batch 4 x 48 tokens) has none rather than the idle value
+    gauges = sorted(c for c in expected if c.endswith(("_mean", "_max")) and "_per_s" not in c)
+    assert runs[sorted(expected - set(gauges))].notna().all().all()
+    assert runs[gauges].notna().all(axis=1).sum() >= len(runs) - 1, runs[gauges].to_dict("list")
     for _, r in runs.iterrows():
         c = r["batch_size"]
         # the server's generated-token counter over the point matches the client's usage count
@@ -107,11 +112,10 @@ def test_server_metrics_scraped_into_fw_columns(sweep_runs) -> None:
         assert 0.5 * r["input_len_tok"] * r["request_throughput_rps"] < r["fw_llamacpp_prompt_tokens_per_s"]
         assert r["fw_llamacpp_prompt_tokens_per_s"] < 1.25 * r["input_len_tok"] * r["request_throughput_rps"]
         # never more requests in the server than the client kept in flight; none waited for a slot
-        assert r["fw_llamacpp_requests_processing_max"] <= c
+        if pd.isna(r["fw_llamacpp_requests_processing_max"]):
+            continue
+        assert 1 <= r["fw_llamacpp_requests_processing_max"] <= c  # the in-window scrapes saw requests in flight
         assert r["fw_llamacpp_requests_deferred_max"] == 0
-    # and the scrapes saw the requests in flight. Allow one point without: once in CI (batch 4 x 48 tokens)
-    # every scrape inside the point failed on the loaded machine, leaving only the idle before/after pages.
-    assert (runs["fw_llamacpp_requests_processing_max"] >= 1).sum() >= len(runs) - 1
     # batching is visible inside the server: tokens per llama_decode call grow with concurrency
     # (measured 1.0 / 1.9-2.0 / 3.8-3.9 at concurrency 1 / 2 / 4)
     per_decode = (runs["fw_llamacpp_tokens_predicted_per_s"] / runs["fw_llamacpp_n_decode_per_s"]).groupby(

@@ -318,7 +318,9 @@ def metrics_columns(before: Mapping[str, tuple[str, float]], after: Mapping[str,
         :func:`parse_metrics` of the pages scraped just before the first and
         just after the last measured request.
     samples
-        Every page scraped during the point (``before`` and ``after`` included).
+        The pages scraped while the measured requests ran, ``before`` and ``after`` left out: an idle page
+        pulls a gauge's mean and max toward its idle value, and a point whose in-window scrapes all failed
+        would report the idle value (0 requests running) as if measured. With none, no gauge column.
     duration_s
         The measured window, seconds.
 
@@ -1018,15 +1020,16 @@ class HttpBackend(Backend):
                        rng: random.Random, point: SweepPoint, n_requests: int, deadline_s: float) -> PointResult:
         s = self.settings
         scrape = bool(self._metrics_ok) and bool(s.metrics_path)
-        pages: list[dict[str, tuple[str, float]]] = []
+        pages: list[dict[str, tuple[str, float]]] = []  # scraped while the load ran (the gauges' samples)
         metrics_url = self.base_url + (s.metrics_path or "")
 
-        async def scrape_once() -> dict[str, tuple[str, float]] | None:
+        async def scrape_once(in_window: bool = False) -> dict[str, tuple[str, float]] | None:
             try:
                 resp = await client.get(metrics_url, timeout=max(1.0, s.metrics_period_s * 4))
                 if resp.status_code == 200:
                     page = parse_metrics(resp.text)
-                    pages.append(page)
+                    if in_window:
+                        pages.append(page)
                     return page
             except (httpx.HTTPError, ValueError) as exc:
                 log.debug("scraping %s failed: %s", metrics_url, exc)
@@ -1035,7 +1038,7 @@ class HttpBackend(Backend):
         async def scrape_loop() -> None:
             while True:
                 await asyncio.sleep(s.metrics_period_s)
-                await scrape_once()
+                await scrape_once(in_window=True)
 
         before = await scrape_once() if scrape else None
         sampler = TelemetrySampler(s.telemetry_period_s) if s.telemetry else None
