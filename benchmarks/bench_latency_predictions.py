@@ -7,7 +7,9 @@ median and p90 absolute percentage error on the held-out rows, pooled over the s
 
 - ``e2e`` and ``total`` follow from the predicted output throughput (Little's law; input + output
   tokens), so their error is the throughput's, seen through the batch and the lengths;
-- ``ttft`` comes from roofline-gbm's TTFT model (log TTFT per prefilled token);
+- ``ttft`` comes from roofline-gbm's TTFT model (log TTFT per prefilled token), with its own 90 %
+  band (split-conformal, one class for a measured configuration and one for a new one): its coverage
+  and median relative width (upper / lower - 1) are printed too;
 - ``tpot`` is what the predicted latency leaves after the predicted TTFT.
 
     python benchmarks/bench_latency_predictions.py [--seeds 3]
@@ -43,6 +45,8 @@ def main() -> None:
     rows = []
     for protocol in ("random", "config"):
         ape: dict[str, list[np.ndarray]] = {k: [] for k in QUANTITIES}
+        covered: list[np.ndarray] = []
+        width: list[np.ndarray] = []
         for seed in range(args.seeds):
             for f in folds(runs, protocol, seed):
                 tr, te = runs.iloc[f.train], runs.iloc[f.test]
@@ -52,10 +56,18 @@ def main() -> None:
                     truth = pd.to_numeric(te[y], errors="coerce").to_numpy(dtype=float)
                     err = np.abs(pred[p].to_numpy(dtype=float) / truth - 1)
                     ape[k].append(err[np.isfinite(err)])
+                t = pd.to_numeric(te["ttft_s"], errors="coerce").to_numpy(dtype=float)
+                lo, hi = pred["pred_ttft_lower_s"].to_numpy(dtype=float), pred["pred_ttft_upper_s"].to_numpy(dtype=float)
+                ok = np.isfinite(t) & np.isfinite(lo) & np.isfinite(hi)
+                covered.append((t[ok] >= lo[ok]) & (t[ok] <= hi[ok]))
+                width.append(hi[ok] / lo[ok] - 1)
         for k, parts in ape.items():
             e = np.concatenate(parts) * 100
             rows.append({"protocol": protocol, "quantity": k, "n": len(e), "median APE %": np.median(e),
                          "p90 APE %": np.percentile(e, 90)})
+            if k == "ttft" and covered:
+                rows[-1].update({"90 % band coverage %": 100 * float(np.concatenate(covered).mean()),
+                                 "median band width": np.median(np.concatenate(width))})
     print(to_markdown(pd.DataFrame(rows)))
 
 

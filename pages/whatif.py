@@ -115,7 +115,9 @@ l2.metric("End-to-end latency", W.seconds(at_b["pred_e2e_latency_s"]),
           help=f"Per request, by Little's law: batch x output tokens / output throughput. "
                f"{res.level:.0%} band: {W.seconds(at_b['pred_e2e_lower_s'])} - {W.seconds(at_b['pred_e2e_upper_s'])}.")
 l3.metric("TTFT", W.seconds(at_b["pred_ttft_s"]),
-          help="Time to first token, from a model of the training rows that measured it (n/a where none did).")
+          help="Time to first token, from a model of the training rows that measured it (n/a where none did). "
+               f"{res.level:.0%} band: {W.seconds(at_b['pred_ttft_lower_s'])} - "
+               f"{W.seconds(at_b['pred_ttft_upper_s'])} (calibrated on whole configurations held out).")
 l4.metric("TPOT", W.seconds(at_b["pred_tpot_s"]),
           help="Time per output token after the first: (latency - TTFT) / (output tokens - 1).")
 if not res.in_domain:

@@ -675,7 +675,9 @@ def predict_cmd(model_dir: Path, queries: Path | None, output: Path | None, leve
                    f"in_domain {bool(rec.in_domain)}")
         lat = [f"total {rec.pred_total_throughput_tok_s:,.1f} tok/s", f"e2e latency {rec.pred_e2e_latency_s:,.3g} s"]
         if math.isfinite(rec.pred_ttft_s):
-            lat.append(f"TTFT {rec.pred_ttft_s:,.3g} s")
+            t_band = (f" [{rec.pred_ttft_lower_s:,.3g}, {rec.pred_ttft_upper_s:,.3g}]"
+                      if math.isfinite(rec.pred_ttft_lower_s) and math.isfinite(rec.pred_ttft_upper_s) else "")
+            lat.append(f"TTFT {rec.pred_ttft_s:,.3g} s{t_band}")
         if math.isfinite(rec.pred_tpot_s):
             lat.append(f"TPOT {rec.pred_tpot_s * 1e3:,.3g} ms")
         click.echo("  ".join(lat))

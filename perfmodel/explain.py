@@ -54,7 +54,15 @@ import numpy as np
 import pandas as pd
 
 from .errors import PerfmodelError, Problem, UnknownNameError, ValidationError
-from .features import DERIVED, IDENTITY_PREFIXES, PHYSICAL, RAW, build_features, feature_names
+from .features import (
+    DERIVED,
+    IDENTITY_PREFIXES,
+    LEGACY_IDENTITY_PREFIXES,
+    PHYSICAL,
+    RAW,
+    build_features,
+    feature_names,
+)
 from .schema import FRAMEWORK_PREFIX
 
 __all__ = [
@@ -136,7 +144,7 @@ def feature_kind(name: str) -> str:
         return "physical"
     if name.startswith(FRAMEWORK_PREFIX):
         return "framework"
-    if any(name.startswith(p) for p in IDENTITY_PREFIXES.values()):
+    if any(name.startswith(p) for p in (*IDENTITY_PREFIXES.values(), *LEGACY_IDENTITY_PREFIXES.values())):
         return "identity"
     if name in RAW or name in DERIVED:
         return "workload"

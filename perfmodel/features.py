@@ -31,9 +31,10 @@ that order. Sets:
     own measurement.
 ``identity``
     one-hot indicators ``id_hw_<hardware>``, ``id_fw_<framework>``,
-    ``id_model_<model>`` and ``id_vendor_<vendor>`` for the values present
-    (dynamic). Efficiency is a property of the software on a platform, which no
-    catalog figure describes.
+    ``id_model_<model>`` and ``id_platform_<platform>`` (the hardware's software
+    stack in the catalog: CUDA, ROCm, oneAPI, SynapseAI, ...) for the values
+    present (dynamic). Efficiency is a property of the software on a platform,
+    which no catalog figure describes.
 ``all``
     raw + derived + physical + framework + identity.
 
@@ -61,6 +62,7 @@ __all__ = [
     "DERIVED",
     "PHYSICAL",
     "IDENTITY_PREFIXES",
+    "LEGACY_IDENTITY_PREFIXES",
     "CLIENT_FW_COLUMNS",
     "feature_names",
     "build_features",
@@ -76,8 +78,13 @@ PHYSICAL: tuple[str, ...] = (
     "log_decode_step_s_min", "log_e2e_s_min", "log_output_tok_s_max", "kv_read_share",
 )
 IDENTITY_PREFIXES: Mapping[str, str] = MappingProxyType(
-    {"hardware": "id_hw_", "framework": "id_fw_", "model": "id_model_", "vendor": "id_vendor_"})
-"""Column of the runs (``vendor``: the hardware's catalog vendor) -> indicator prefix."""
+    {"hardware": "id_hw_", "framework": "id_fw_", "model": "id_model_", "platform": "id_platform_"})
+"""Column of the runs (``platform``: the hardware's catalog peer group,
+:attr:`perfmodel.catalog.HardwareSpec.peer_group`) -> indicator prefix."""
+LEGACY_IDENTITY_PREFIXES: Mapping[str, str] = MappingProxyType({"vendor": "id_vendor_"})
+"""Indicators that models saved before ``platform`` existed still name (the hardware's catalog vendor):
+computed for them, never chosen for a new model."""
+_ALL_IDENTITY_PREFIXES: Mapping[str, str] = MappingProxyType({**IDENTITY_PREFIXES, **LEGACY_IDENTITY_PREFIXES})
 
 DYNAMIC_SETS: tuple[str, ...] = ("framework", "identity")
 """Sets whose columns depend on the data (empty tuples in :data:`FEATURE_SETS`)."""
@@ -127,18 +134,22 @@ def _framework_columns(runs: pd.DataFrame) -> list[str]:
                   and pd.api.types.is_numeric_dtype(runs[c]))
 
 
-def _vendor(runs: pd.DataFrame) -> pd.Series:
+def _hardware_group(runs: pd.DataFrame, attr: str) -> pd.Series:
     hws = physics.hardware_specs(runs)
-    return pd.Series([str(h.vendor).lower() if h is not None else None for h in hws],
+    return pd.Series([str(getattr(h, attr)).lower() if h is not None else None for h in hws],
                      index=runs.index, dtype="string")
 
 
-def _identity_values(runs: pd.DataFrame) -> dict[str, pd.Series]:
+_GROUP_ATTR = {"platform": "peer_group", "vendor": "vendor"}
+
+
+def _identity_values(runs: pd.DataFrame, prefixes: Mapping[str, str] = IDENTITY_PREFIXES
+                     ) -> dict[str, pd.Series]:
     out: dict[str, pd.Series] = {}
-    for col in IDENTITY_PREFIXES:
-        if col == "vendor":
+    for col in prefixes:
+        if col in _GROUP_ATTR:
             if "hardware" in runs.columns:
-                out[col] = _vendor(runs)
+                out[col] = _hardware_group(runs, _GROUP_ATTR[col])
         elif col in runs.columns:
             out[col] = runs[col].astype("string").str.lower()
     return out
@@ -292,9 +303,10 @@ def build_features(runs: pd.DataFrame, set: str = "all", *, keep_suspect: bool =
         })
     if want & frozenset(PHYSICAL):
         data.update(_physical(runs, roof))
-    if any(c.startswith(p) for c in cols for p in IDENTITY_PREFIXES.values()):
-        for col, s in _identity_values(runs).items():
-            prefix = IDENTITY_PREFIXES[col]
+    wanted = {col: p for col, p in _ALL_IDENTITY_PREFIXES.items() if any(c.startswith(p) for c in cols)}
+    if wanted:
+        for col, s in _identity_values(runs, wanted).items():
+            prefix = wanted[col]
             for c in cols:
                 if c.startswith(prefix):
                     data[c] = (s == c[len(prefix):]).fillna(False).to_numpy(dtype=float)
@@ -304,7 +316,7 @@ def build_features(runs: pd.DataFrame, set: str = "all", *, keep_suspect: bool =
             out[c] = data[c]
         elif c.startswith(FRAMEWORK_PREFIX):
             out[c] = _num(runs, c)
-        elif any(c.startswith(p) for p in IDENTITY_PREFIXES.values()):
+        elif any(c.startswith(p) for p in _ALL_IDENTITY_PREFIXES.values()):
             out[c] = np.zeros(len(runs))
         else:
             raise PerfmodelError(f"unknown feature {c!r}; known: {', '.join(FEATURE_SETS['all'])}, "

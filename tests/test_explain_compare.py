@@ -109,7 +109,7 @@ def test_all_results_golden(bench_runs: pd.DataFrame) -> None:
     assert rec.loc["physical", "n_features"] == 19
     assert rec.loc["framework", "n_features"] == 0  # All_results carries no framework-internal metric
     assert "no framework-internal metrics" in rec.loc["framework", "note"]
-    assert rec.loc["identity", "n_features"] == 34  # 9 hardware + 6 frameworks + 15 models + 4 vendors
+    assert rec.loc["identity", "n_features"] == 35  # 9 hardware + 6 frameworks + 15 models + 5 platforms
     assert rec.loc["physical", "n_test"] == round(0.2 * len(sub))
     assert rec.loc["physical", "r2_log"] > 0.8
     assert rec.loc["physical", "r2_log"] > rec.loc["identity", "r2_log"]

@@ -28,7 +28,7 @@ def test_names_order_and_sets() -> None:
     assert names == features.feature_names(r.sample(frac=1, random_state=1), "all")  # row order irrelevant
     assert features.feature_names(r, "framework") == ["fw_kv_usage"]
     ident = features.feature_names(r, "identity")
-    assert "id_hw_h100-sxm" in ident and "id_fw_sambaflow" in ident and "id_vendor_nvidia" in ident
+    assert "id_hw_h100-sxm" in ident and "id_fw_sambaflow" in ident and "id_platform_cuda" in ident
     assert features.feature_names(r, "raw+physical") == list(features.RAW + features.PHYSICAL)
     with pytest.raises(PerfmodelError, match="unknown feature set 'bogus'"):
         features.feature_names(r, "bogus")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import json
+import math
 
 import numpy as np
 import pandas as pd
@@ -119,6 +121,26 @@ def test_a_model_saved_before_the_edge_gain_still_predicts(fitted: tuple[Rooflin
     p = old.predict(df.head(50))
     assert np.isfinite(p.pred_lower).all() and (p.pred_lower < p.pred_upper).all()
     pd.testing.assert_series_equal(p.pred_throughput_tok_s, m.predict(df.head(50)).pred_throughput_tok_s)
+
+
+def test_a_model_saved_with_vendor_indicators_still_predicts(fitted: tuple[RooflineGBM, pd.DataFrame],
+                                                             tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Models saved before the catalog had platforms name id_vendor_* indicators; on this data CUDA is
+    # NVIDIA's and ROCm AMD's, so the renamed model must answer exactly as the original, on the fast path
+    # (few rows) and the vectorised one, after a save and load without platform_rows.
+    m, df = fitted
+    m.save(tmp_path / "legacy")
+    meta = tmp_path / "legacy" / "metadata.json"
+    saved = json.loads(meta.read_text())
+    rename = {"id_platform_cuda": "id_vendor_nvidia", "id_platform_rocm": "id_vendor_amd"}
+    saved["state"]["feature_names"] = [rename.get(c, c) for c in saved["state"]["feature_names"]]
+    del saved["state"]["platform_rows"]
+    meta.write_text(json.dumps(saved))
+    back = load_predictor(tmp_path / "legacy")
+    assert "id_vendor_nvidia" in back.feature_names_ and back.platform_rows_ == {}
+    q = df.drop(columns="output_throughput_tok_s")
+    for rows in (q.iloc[[0, 150, 300]], q.iloc[::7]):
+        pd.testing.assert_frame_equal(back.predict(rows), m.predict(rows))
 
 
 def test_levels_nest(fitted: tuple[RooflineGBM, pd.DataFrame]) -> None:
@@ -513,10 +535,32 @@ def _law_table(eff: dict[str, float], col: str, hardware: tuple[str, ...], model
     return df
 
 
-def test_a_new_accelerator_is_as_uncertain_as_its_vendor_s_parts_were_when_held_out() -> None:
-    # Guards the vendor track record: two Intel parts with the same catalog figures that run 10x apart
-    # (as Intel PVC and Max 1550 do in the shared data) make a new Intel accelerator uncertain, while
-    # two NVIDIA parts that transfer well make a new NVIDIA one sure. A difficulty model learnt from
+XE_NEXT = """hardware:
+  xe-next:
+    name: A later oneAPI GPU (test entry, Max 1550 figures)
+    vendor: Intel
+    platform: oneAPI
+    kind: gpu
+    memory_gb: 128
+    memory_bw_gbs: 3276.8
+    peak_tflops: {bf16: 839, fp16: 839}
+    sources: {all: "https://www.intel.com/content/www/us/en/products/sku/232873/intel-data-center-gpu-max-1550/specifications.html"}
+"""
+
+
+@pytest.fixture
+def xe_next(tmp_path, monkeypatch: pytest.MonkeyPatch) -> str:  # type: ignore[no-untyped-def]
+    """A user catalog entry: a new part of the oneAPI platform (Intel PVC's and Max 1550's)."""
+    f = tmp_path / "catalog.yaml"
+    f.write_text(XE_NEXT)
+    monkeypatch.setenv("PERFMODEL_CATALOG", str(f))
+    return "xe-next"
+
+
+def test_a_new_accelerator_is_as_uncertain_as_its_platform_s_parts_were_when_held_out(xe_next: str) -> None:
+    # Guards the platform track record: two oneAPI parts with the same catalog figures that run 10x apart
+    # (as Intel PVC and Max 1550 do in the shared data) make a new oneAPI accelerator uncertain, while
+    # two CUDA parts that transfer well make a new CUDA one sure. A difficulty model learnt from
     # the catalog figures of four held-out accelerators ranked such parts at random.
     eff = {"h100-sxm": 0.4, "a100-40gb": 0.35, "intel-max-1550": 0.4, "intel-pvc": 0.04}
     df = _law_table(eff, "hardware", tuple(eff), MODELS, devices=1, seed=5)
@@ -525,43 +569,83 @@ def test_a_new_accelerator_is_as_uncertain_as_its_vendor_s_parts_were_when_held_
     assert set(track) == set(eff)
     assert min(track["intel-pvc"], track["intel-max-1550"]) > 5 * max(track["h100-sxm"], track["a100-40gb"])
     q = df.drop(columns="output_throughput_tok_s").iloc[[5]]
-    new_nvidia, new_intel = m.predict(q.assign(hardware="h200")), m.predict(q.assign(hardware="gaudi2"))
-    assert float(new_nvidia.confidence.iloc[0]) > 3 * float(new_intel.confidence.iloc[0])
+    new_nvidia, new_xe = m.predict(q.assign(hardware="h200")), m.predict(q.assign(hardware=xe_next))
+    assert float(new_nvidia.confidence.iloc[0]) > 3 * float(new_xe.confidence.iloc[0])
 
     def width(p: pd.DataFrame) -> float:
         return float(np.log(p.pred_upper.iloc[0] / p.pred_lower.iloc[0]))
 
-    assert width(new_intel) > 3 * width(new_nvidia)
+    assert width(new_xe) > 3 * width(new_nvidia)
+    worst = max(track.values())
+    np.testing.assert_allclose(m._track(q.assign(hardware=xe_next), "hardware", np.array([True])),
+                               np.cbrt(track["intel-pvc"] * track["intel-max-1550"] * worst), rtol=1e-12)
+    # Gaudi2 is Intel's too, but runs SynapseAI: a platform with no record takes the worst known one
     np.testing.assert_allclose(m._track(q.assign(hardware="gaudi2"), "hardware", np.array([True])),
-                               np.sqrt(track["intel-pvc"] * track["intel-max-1550"]), rtol=1e-12)
+                               worst, rtol=1e-12)
     assert np.isnan(m._track(q, "hardware", np.array([False]))).all()  # known hardware: no record
 
 
-def test_a_new_framework_on_a_new_accelerator_also_carries_the_vendor_s_track_record() -> None:
+def test_a_new_framework_on_a_new_accelerator_also_carries_the_platform_s_track_record(xe_next: str) -> None:
     # Guards the compound novelty: a query whose framework and accelerator are both unknown takes the
-    # framework's class, and its difficulty adds the accelerator's vendor record in quadrature. In the
-    # shared data DeepSpeed runs only on Gaudi2 (Intel): held out, it was predicted 20x off with the
+    # framework's class, and its difficulty adds the accelerator's platform record in quadrature. In the
+    # shared data DeepSpeed runs only on Gaudi2: held out, it was predicted 20x off with the
     # confidence of an unknown framework on a known accelerator, and its band covered 0.3 % of its rows.
     eff = {"h100-sxm": 0.4, "a100-40gb": 0.35, "intel-max-1550": 0.4, "intel-pvc": 0.04}
     df = _law_table(eff, "hardware", tuple(eff), MODELS, devices=1, seed=5)
     m = RooflineGBM(n_estimators=60, random_state=0).fit(df)
     q = df.drop(columns="output_throughput_tok_s").iloc[[5]].assign(framework="deepspeed")
-    on_intel, on_nvidia = q.assign(hardware="gaudi2"), q.assign(hardware="h200")
-    p_intel, p_nvidia = m.predict(on_intel), m.predict(on_nvidia)
-    assert float(p_nvidia.confidence.iloc[0]) > 3 * float(p_intel.confidence.iloc[0])
-    track = m._track(on_intel, "hardware", np.array([True]))
-    assert track[0] == pytest.approx(np.sqrt(m.track_["hardware"]["intel-pvc"] * m.track_["hardware"]["intel-max-1550"]))
+    on_xe, on_nvidia = q.assign(hardware=xe_next), q.assign(hardware="h200")
+    p_xe, p_nvidia = m.predict(on_xe), m.predict(on_nvidia)
+    assert float(p_nvidia.confidence.iloc[0]) > 3 * float(p_xe.confidence.iloc[0])
+    track = m._track(on_xe, "hardware", np.array([True]))
+    rec = m.track_["hardware"]
+    assert track[0] == pytest.approx(np.cbrt(rec["intel-pvc"] * rec["intel-max-1550"] * max(rec.values())))
     tracks = {"hardware": track, "model": np.full(1, np.nan)}
     np.testing.assert_allclose(m._track_sigma(np.array([5]), tracks, np.array([0.2])), np.hypot(0.2, track))
 
 
-def test_vendor_track_record_survives_a_save_and_load(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_platform_no_training_row_ran_is_answered_as_the_average_known_platform() -> None:
+    # Guards _transfer: with the vendor as the indicator, a held-out Gaudi2 (Intel, SynapseAI) was
+    # answered with Intel PVC's efficiency (oneAPI), about 1/20 of its own. A platform the training data
+    # never saw gets the row-weighted mean of the answers with each known platform set; a new part of a
+    # known platform keeps its platform's answer.
+    eff = {"h100-sxm": 0.5, "a100-40gb": 0.45, "mi300x": 0.2, "intel-pvc": 0.01}
+    df = _law_table(eff, "hardware", tuple(eff), MODELS, devices=1, seed=3)
+    m = RooflineGBM(n_estimators=60, calibration_folds=0, sister_weight=0.0).fit(df)
+    assert m.platform_rows_ == {"id_platform_cuda": 72.0, "id_platform_oneapi": 36.0, "id_platform_rocm": 36.0}
+    q = df.drop(columns="output_throughput_tok_s").iloc[:36].assign(hardware="gaudi2")
+    mat, log_prior = m._design(q)[:2]
+    blind = m._hw_blind()
+    names = [[*m.feature_names_, "prior_kind"][j] for j in blind]
+    cols = [i for i, c in enumerate(names) if c.startswith("id_platform_")]
+    assert not mat[:, blind][:, cols].any()  # no known platform
+    answers = {}
+    for i in cols:
+        x = mat[:, blind].copy()
+        x[:, i] = 1.0
+        answers[names[i]] = _Booster.predict(m.transfer_booster_, x)
+    expected = (72 * answers["id_platform_cuda"] + 36 * answers["id_platform_oneapi"]
+                + 36 * answers["id_platform_rocm"]) / 144
+    got = np.log(m.predict(q).pred_throughput_tok_s.to_numpy()) - log_prior
+    np.testing.assert_allclose(got, expected, rtol=1e-9)
+    # the answer sits between the platforms', far from oneAPI's 0.01 (what all-zero indicators gave)
+    eff_gaudi = np.exp(np.median(got + np.log(1 + q.batch_size.to_numpy() / 256.0)))
+    assert 0.05 < eff_gaudi < 0.4, eff_gaudi
+    # a new CUDA part is answered with CUDA's indicator set, not averaged
+    q_cuda = q.assign(hardware="h200")
+    mat_c, lp_c = m._design(q_cuda)[:2]
+    np.testing.assert_allclose(np.log(m.predict(q_cuda).pred_throughput_tok_s.to_numpy()) - lp_c,
+                               _Booster.predict(m.transfer_booster_, mat_c[:, blind]), rtol=1e-9)
+
+
+def test_platform_track_record_survives_a_save_and_load(tmp_path) -> None:  # type: ignore[no-untyped-def]
     df = _synthetic()
     m = RooflineGBM(n_estimators=40, random_state=0).fit(df[df.hardware != "a100-40gb"])
     m.save(tmp_path / "m")
     back = load_predictor(tmp_path / "m")
     q = df.drop(columns="output_throughput_tok_s").iloc[[3, 200, 400]]
     assert back.track_ == m.track_ and len(m.track_["hardware"]) == 2
+    assert back.platform_rows_ == m.platform_rows_ == {"id_platform_cuda": 144.0, "id_platform_rocm": 144.0}
     pd.testing.assert_frame_equal(back.predict(q), m.predict(q))
 
 
@@ -728,3 +812,43 @@ def test_ttft_model_learns_each_platform_s_prefill_rate(tmp_path) -> None:  # ty
     # Without 20 rows that measured TTFT there is no TTFT model, and no TTFT in the predictions.
     few = df.assign(ttft_s=np.where(np.arange(len(df)) < 19, df.ttft_s, np.nan))
     assert RooflineGBM(n_estimators=20, calibration_folds=0).fit(few).predict_ttft(q) is None
+
+
+def test_ttft_band_covers_configurations_nobody_measured(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # The TTFT band is split-conformal on whole configurations held out: on fresh configurations (other
+    # models' rows, 10 % log-normal noise) its 90 % band covers about 90 %, it nests, and it is kept by
+    # a save and load. Without conformal scores (under two configurations) the bounds are NaN.
+    from perfmodel.models import predict_with_latency
+
+    df = _synthetic()
+    rng = np.random.default_rng(4)
+    rate = np.where(df.hardware == "h100-sxm", 40_000.0, np.where(df.hardware == "a100-40gb", 15_000.0, 25_000.0))
+    df["ttft_s"] = df.batch_size * df.input_len_tok / rate * np.exp(rng.normal(0, 0.10, len(df)))
+    train, test = df[df.model != "llama-2-7b"], df[df.model == "llama-2-7b"]
+    m = RooflineGBM(n_estimators=100, calibration_folds=0).fit(train)
+    n = train.ttft_s.notna().sum()
+    assert {k: len(v) for k, v in m.ttft_scores_.items()} == {"row": n, "config": n}
+    assert all(v == sorted(v) for v in m.ttft_scores_.values())
+    q = test.drop(columns=["output_throughput_tok_s", "ttft_s"])
+    t, lo, hi = m.predict_ttft_band(q, level=0.9)
+    cover = ((test.ttft_s.to_numpy() >= lo) & (test.ttft_s.to_numpy() <= hi)).mean()
+    assert 0.8 <= cover <= 1.0, cover
+    assert (lo < t).all() and (t < hi).all()
+    t8, lo8, hi8 = m.predict_ttft_band(q, level=0.8)
+    assert (lo8 >= lo).all() and (hi8 <= hi).all() and (hi8 < hi).any()
+    # a configuration measured at other batches takes the row class's quantile, a new one the config class's
+    q_known = train.drop(columns=["output_throughput_tok_s", "ttft_s"]).iloc[:40].assign(batch_size=24.0)
+    tk, lok, hik = m.predict_ttft_band(q_known, level=0.9)
+    np.testing.assert_allclose(np.log(hi / t), m.ttft_scores_["config"][math.ceil(0.9 * (n + 1)) - 1], rtol=1e-9)
+    np.testing.assert_allclose(np.log(hik / tk), m.ttft_scores_["row"][math.ceil(0.9 * (n + 1)) - 1], rtol=1e-9)
+    out = predict_with_latency(m, q, level=0.9)
+    assert out["pred_ttft_lower_s"].to_numpy() == pytest.approx(lo) and out["pred_ttft_upper_s"].to_numpy() == pytest.approx(hi)
+    m.save(tmp_path / "m")
+    back = load_predictor(tmp_path / "m")
+    assert back.ttft_scores_ == m.ttft_scores_
+    np.testing.assert_allclose(back.predict_ttft_band(q, level=0.9)[2], hi, rtol=1e-6)
+    one = train[(train.hardware == "h100-sxm") & (train.framework == "vllm") & (train.model == "llama-3-8b")
+                & (train.device_count == 1) & (train.input_len_tok == 512.0)]
+    one = pd.concat([one] * 6, ignore_index=True)  # one configuration, 24 rows
+    solo = RooflineGBM(n_estimators=20, calibration_folds=0).fit(one)
+    assert set(solo.ttft_scores_) == {"row"} and np.isnan(solo.predict_ttft_band(q.iloc[:3])[1]).all()

@@ -34,6 +34,7 @@ alias for different keys, the later file wins. Files are re-read when they chang
       x100-sxm:                     # key: lower-case letters, digits, . _ + -
         name: Acme X100 SXM 96GB    # required
         vendor: Acme                # required
+        platform: AcmeRT            # software stack the frameworks target (CUDA, ROCm, oneAPI, ...)
         kind: gpu                   # required: gpu | accelerator | cpu
         memory_gb: 96               # GB (1e9 bytes)
         memory_bw_gbs: 4000         # peak memory bandwidth, GB/s

@@ -30,7 +30,7 @@ def _check_sources(sources: dict[str, str], allowed: set[str]) -> dict[str, str]
 def source_keys_allowed(kind: str) -> set[str]:
     """Field names a ``sources`` mapping may use for ``kind`` ("hardware" or "models")."""
     figures = _HARDWARE_FIGURES + ("peak_tflops",) if kind == "hardware" else _MODEL_FIGURES
-    return {*figures, "all", "name", "architecture", "n_experts", "n_active_experts", "default_dtype",
+    return {*figures, "all", "name", "architecture", "platform", "n_experts", "n_active_experts", "default_dtype",
             "n_shared_experts", "tie_word_embeddings"}
 
 
@@ -41,6 +41,8 @@ class HardwareEntry(BaseModel):
 
     name: str = Field(min_length=1, description="display name")
     vendor: str = Field(min_length=1)
+    platform: str | None = Field(None, min_length=1,
+                                 description="software stack the frameworks target (CUDA, ROCm, oneAPI, ...)")
     kind: Literal["gpu", "accelerator", "cpu"]
     memory_gb: float | None = Field(None, gt=0, description="device memory, GB (1e9 B)")
     memory_bw_gbs: float | None = Field(None, gt=0, description="peak memory bandwidth, GB/s")

@@ -58,13 +58,15 @@ class HardwareSpec:
     ``interconnect_bw_gbs`` and ``pcie_bw_gbs`` are the bidirectional totals
     vendors quote (e.g. NVLink 4 = 900 GB/s, PCIe Gen5 x16 = 128 GB/s).
     ``peak_tflops`` holds dense peaks (no 2:4 sparsity) per dtype, in TFLOP/s
-    (TOP/s for int8/int4).
+    (TOP/s for int8/int4). ``platform`` is the software stack the serving
+    frameworks target on the device (CUDA, ROCm, oneAPI, SynapseAI, ...).
     """
 
     key: str
     name: str
     vendor: str
     kind: HardwareKind
+    platform: str | None = None
     memory_gb: float | None = None
     memory_bw_gbs: float | None = None
     peak_tflops: Mapping[str, float] = field(default_factory=dict)
@@ -88,6 +90,13 @@ class HardwareSpec:
 
     def __hash__(self) -> int:
         return hash(("hardware", self.key))
+
+    @property
+    def peer_group(self) -> str:
+        """The group whose software efficiency this device is expected to share: its platform, lower-case
+        (the vendor's where the catalog gives none). Intel's Gaudi (SynapseAI) and Data Center GPU Max
+        (oneAPI) share a vendor, not a software stack."""
+        return str(self.platform or self.vendor).lower()
 
     def peak_flops(self, dtype: str) -> float:
         """Dense peak throughput for ``dtype`` in FLOP/s (OP/s for integer types).

@@ -59,7 +59,7 @@ __all__ = [
 PREDICTION_COLUMNS = ("pred_throughput_tok_s", "pred_lower", "pred_upper", "confidence", "in_domain")
 
 LATENCY_COLUMNS = ("pred_total_throughput_tok_s", "pred_e2e_latency_s", "pred_e2e_lower_s", "pred_e2e_upper_s",
-                   "pred_ttft_s", "pred_tpot_s")
+                   "pred_ttft_s", "pred_ttft_lower_s", "pred_ttft_upper_s", "pred_tpot_s")
 """Columns :func:`derived_predictions` adds: total (input + output) throughput, end-to-end latency with
 its band, time to first token and time per output token (NaN where the predictor has no TTFT model)."""
 LEVELS = (0.8, 0.9, 0.95)
@@ -338,6 +338,15 @@ class Predictor(ABC):
         (the default: only predictors trained on rows that measured TTFT have one)."""
         return None
 
+    def predict_ttft_band(self, runs: pd.DataFrame, *, level: float = 0.9
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """:meth:`predict_ttft` with the lower and upper bounds of its band at ``level``, or None without
+        a TTFT model; this default has no band (NaN bounds)."""
+        t = self.predict_ttft(runs)
+        if t is None:
+            return None
+        return t, np.full(len(t), np.nan), np.full(len(t), np.nan)
+
     # ------------------------------------------------------------------ helpers for subclasses
 
     def get_params(self) -> dict[str, Any]:
@@ -404,7 +413,8 @@ __all__ += ["prediction_frame"]
 
 
 def derived_predictions(runs: pd.DataFrame, pred: pd.DataFrame, ttft: np.ndarray | None = None, *,
-                        target: str = DEFAULT_TARGET) -> pd.DataFrame:
+                        target: str = DEFAULT_TARGET,
+                        ttft_band: tuple[np.ndarray, np.ndarray] | None = None) -> pd.DataFrame:
     """What follows from a predicted output throughput: total throughput, end-to-end latency, TTFT and TPOT.
 
     With ``N`` requests in flight (the batch of a static batch, the concurrency of a closed loop) each
@@ -412,7 +422,8 @@ def derived_predictions(runs: pd.DataFrame, pred: pd.DataFrame, ttft: np.ndarray
     ``N x output_len / output throughput``; the total throughput counts the input tokens too,
     ``output throughput x (input + output) / output``. Both hold to within 1 % on every bundled sample
     run and exactly on LLM-Inference-Bench (whose latency columns are derived that way). The latency
-    band is the throughput band inverted. TPOT is what the latency leaves after the first token:
+    band is the throughput band inverted; the TTFT band is the TTFT model's own
+    (:meth:`Predictor.predict_ttft_band`). TPOT is what the latency leaves after the first token:
     ``(e2e - TTFT) / (output_len - 1)``.
 
     Parameters
@@ -426,6 +437,8 @@ def derived_predictions(runs: pd.DataFrame, pred: pd.DataFrame, ttft: np.ndarray
     target
         What ``pred`` predicts: ``output_throughput_tok_s``, ``total_throughput_tok_s`` or
         ``request_throughput_rps`` (converted to output tokens/s first); any other column gives NaN.
+    ttft_band
+        Lower and upper bounds of the TTFT per query, or None (NaN).
 
     Returns
     -------
@@ -446,9 +459,12 @@ def derived_predictions(runs: pd.DataFrame, pred: pd.DataFrame, ttft: np.ndarray
         e2e = n * oo / y
         t = np.full(len(runs), np.nan) if ttft is None else np.asarray(ttft, dtype=float)
         tpot = np.where((oo > 1) & (t < e2e), (e2e - t) / (oo - 1), np.nan)
+        t_lo, t_hi = ((np.full(len(runs), np.nan), np.full(len(runs), np.nan)) if ttft_band is None
+                      else (np.asarray(ttft_band[0], dtype=float), np.asarray(ttft_band[1], dtype=float)))
         return pd.DataFrame({"pred_total_throughput_tok_s": y * (ii + oo) / oo, "pred_e2e_latency_s": e2e,
                              "pred_e2e_lower_s": n * oo / hi, "pred_e2e_upper_s": n * oo / lo,
-                             "pred_ttft_s": t, "pred_tpot_s": tpot}, index=runs.index)
+                             "pred_ttft_s": t, "pred_ttft_lower_s": t_lo, "pred_ttft_upper_s": t_hi,
+                             "pred_tpot_s": tpot}, index=runs.index)
 
 
 def predict_with_latency(predictor: Predictor, runs: pd.DataFrame, *, level: float = 0.9) -> pd.DataFrame:
@@ -457,6 +473,8 @@ def predict_with_latency(predictor: Predictor, runs: pd.DataFrame, *, level: flo
     pred = predictor.predict(runs, level=level)
     if len(runs) == 0:
         return pred.reindex(columns=[*PREDICTION_COLUMNS, *LATENCY_COLUMNS])
-    derived = derived_predictions(runs, pred, predictor.predict_ttft(runs),
-                                  target=str(getattr(predictor, "y_", DEFAULT_TARGET)))
+    band = predictor.predict_ttft_band(runs, level=level)
+    derived = derived_predictions(runs, pred, None if band is None else band[0],
+                                  target=str(getattr(predictor, "y_", DEFAULT_TARGET)),
+                                  ttft_band=None if band is None else band[1:])
     return pd.concat([pred, derived], axis=1)
