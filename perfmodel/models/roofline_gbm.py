@@ -1436,21 +1436,26 @@ class RooflineGBM(Predictor):
         self._check_fitted()
         if getattr(self, "ttft_booster_", None) is None:
             return None
+        return self._ttft(runs)[0]
+
+    def _ttft(self, runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """Predicted TTFT per query and the query's configuration key."""
         physics.check_query(runs, columns=(*physics.QUERY_COLUMNS, "framework"))
-        runs, _ = _complete_query(runs, self.anchors_)
+        runs, keys = _complete_query(runs, self.anchors_)
         mat = self._design(runs)[0]
-        return np.exp(_Booster.predict(self.ttft_booster_, mat) + self._log_prefill_tokens(runs))
+        return np.exp(_Booster.predict(self.ttft_booster_, mat) + self._log_prefill_tokens(runs)), keys
 
     def predict_ttft_band(self, runs: pd.DataFrame, *, level: float = 0.9
                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """:meth:`predict_ttft` with its split-conformal band at ``level``: the prediction times and
-        divided by ``exp(q)``, ``q`` the conformal quantile of the scores (:meth:`_fit_ttft`) of the
+        """:meth:`predict_ttft` with its split-conformal band at ``level``: the prediction divided and
+        multiplied by ``exp(q)``, ``q`` the conformal quantile of the scores (:meth:`_fit_ttft`) of the
         query's class (its configuration measured in training or not); NaN bounds without scores,
         infinite where too few scores reach ``level``."""
-        t = self.predict_ttft(runs)
-        if t is None:
+        self._check_fitted()
+        if getattr(self, "ttft_booster_", None) is None:
             return None
         lvl = check_level(level)
+        t, keys = self._ttft(runs)
         scores = getattr(self, "ttft_scores_", {})
 
         def quantile(cls: str) -> float:
@@ -1460,7 +1465,6 @@ class RooflineGBM(Predictor):
             k = math.ceil((len(sc) + 1) * lvl)
             return sc[k - 1] if k <= len(sc) else math.inf
 
-        keys = _complete_query(runs, self.anchors_)[1]
         known = pd.Index(keys).isin(list(self.anchors_))
         q = np.where(known, quantile("row"), quantile("config"))
         return t, t * np.exp(-q), t * np.exp(q)
