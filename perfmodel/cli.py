@@ -426,9 +426,9 @@ def catalog_hardware_cmd(ctx: click.Context, as_json: bool) -> None:
     if _want_json(ctx, as_json):
         _echo_json([_spec_dict(s) for s in specs])
         return
-    _table(("key", "name", "memory GB", "bandwidth GB/s", "bf16 TFLOP/s", "$/hour"),
-           [(s.key, s.name, _cell(s.memory_gb), _cell(s.memory_bw_gbs), _cell(s.peak_tflops.get("bf16")),
-             _cell(s.price_per_hour_usd)) for s in specs])
+    _table(("key", "name", "platform", "memory GB", "bandwidth GB/s", "bf16 TFLOP/s", "$/hour"),
+           [(s.key, s.name, s.platform or "", _cell(s.memory_gb), _cell(s.memory_bw_gbs),
+             _cell(s.peak_tflops.get("bf16")), _cell(s.price_per_hour_usd)) for s in specs])
 
 
 @catalog_group.command("models")

@@ -188,10 +188,12 @@ def test_missing_lengths_are_asked_for_then_supplied(runner: CliRunner, formats_
 def test_catalog_commands(runner: CliRunner, tmp_path: Path) -> None:
     code, out, _ = invoke(runner, "catalog", "hardware")
     assert code == 0 and "h100-sxm" in out and "3,350" in out
+    assert "SynapseAI" in next(line for line in out.splitlines() if line.startswith("gaudi2"))
     code, out, _ = invoke(runner, "--json", "catalog", "show", "Nvidia A100 GPU")
     entry = json.loads(out)[0]
     assert code == 0 and entry["catalog"] == "hardware" and entry["key"] == "a100-40gb"
     assert entry["sources"]["all"].startswith("https://")
+    assert entry["platform"] == "CUDA" and entry["sources"]["platform"].startswith("https://")
     code, _, err = invoke(runner, "catalog", "show", "Nvidia H300 GPU")
     assert code == 2 and "closest known" in err and "h100" in err
     bad = tmp_path / "mine.yaml"
