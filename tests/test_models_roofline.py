@@ -14,8 +14,10 @@ from perfmodel import physics
 from perfmodel.errors import PerfmodelError, UnknownNameError, ValidationError
 from perfmodel.models import NotFittedError, load_predictor
 from perfmodel.models.roofline_gbm import (
+    _KV_STRETCH,
     RooflineGBM,
     _anchor_table,
+    _batch_out,
     _Booster,
     _config_keys,
     _config_keys_rows,
@@ -288,6 +290,17 @@ def test_the_prior_and_the_extrapolation_stop_where_the_kv_cache_is_full(biased:
     far = roomy.drop(columns="output_throughput_tok_s").assign(batch_size=512.0)
     assert float(m.predict(far).pred_throughput_tok_s.iloc[0]) > 1.05 * float(np.exp(
         m.anchors_[_config_keys(far).iloc[0]][1][-1]))
+
+
+def test_a_batch_past_the_kv_cache_full_one_widens_the_band_twice_as_fast() -> None:
+    # _batch_out: doublings beyond the data, plus _KV_STRETCH per doubling past the KV-full batch, only
+    # where the query is outside its configuration's measured batches and the cap is known.
+    bdist = np.array([1.0, 1.0, 0.0, 1.0, 2.0])
+    bglob = np.array([0.0, 0.0, 0.0, 0.0, 1.0])
+    bb = np.array([256.0, 256.0, 256.0, 256.0, 256.0])
+    kv_fit = np.array([64.0, 512.0, 64.0, np.nan, 128.0])
+    assert _KV_STRETCH == 2.0
+    np.testing.assert_allclose(_batch_out(bdist, bglob, bb, kv_fit), [5.0, 1.0, 0.0, 1.0, 4.0])
 
 
 def test_unseen_hardware_uses_the_hardware_blind_transfer_model(biased: pd.DataFrame) -> None:
