@@ -132,6 +132,23 @@ def test_shared_link_restores_every_input_and_far_query_is_out_of_domain() -> No
             for k in link} == link
 
 
+def test_a_link_without_a_dataset_keeps_its_inputs_on_the_default_dataset() -> None:
+    # A hand-made link (or one cut short) names the configuration but no dataset. Opened in a new browser
+    # session the What-if page runs first, before any dataset is selected: the inputs must apply to the
+    # dataset it opens on, not give way to that dataset's defaults (llama.cpp, 64/64 here).
+    _sample_id()
+    at = AppTest.from_file(str(REPO / PAGE), default_timeout=TIMEOUT_S)
+    for k, v in {"hardware": "cpu-x86-2vcpu", "model": "perfmodel-tiny-llama", "framework": "transformers",
+                 "input_len": "256", "output_len": "128", "batch_max": "64"}.items():
+        at.query_params[k] = v
+    at.run()
+    _no_exception(at)
+    assert at.selectbox(key=K["framework"]).value == "transformers"
+    assert at.number_input(key=K["input_len_tok"]).value == 256
+    assert at.number_input(key=K["output_len_tok"]).value == 128
+    assert at.number_input(key=K["batch_max"]).value == 64
+
+
 def test_the_batch_where_the_kv_cache_is_full_is_drawn_and_explained() -> None:
     # The bundled H200 sweep: an 8B Llama-shaped model, 512 + 512 tokens. 141 GB hold about 826 such
     # sequences beside the 16 GB of weights; the curve is asked up to batch 2048.

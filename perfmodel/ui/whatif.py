@@ -64,6 +64,7 @@ DEFAULT_PREDICTOR = "roofline-gbm"
 _NUMBERS = ("input_len_tok", "output_len_tok", "device_count", "batch_min", "batch_max", "batch_size")
 _CHECKED = P + "link_checked"
 _DEFAULTS_FOR = P + "defaults_for"
+_FIRST_DATASET = "\0first"  # _DEFAULTS_FOR of a link that names no dataset: the first one selected
 
 
 def _parse(name: str, raw: str) -> Any:
@@ -105,8 +106,9 @@ def restore_from_link() -> list[str]:
         except ValueError:
             problems.append(f"{qp}={raw!r} is not valid here; using the default")
     if found:
-        # The link's inputs win over the dataset's defaults for the dataset it names.
-        st.session_state[_DEFAULTS_FOR] = st.session_state.get("ui.dataset")
+        # The link's inputs win over the dataset's defaults for the dataset it names (for the first dataset
+        # selected when it names none).
+        st.session_state[_DEFAULTS_FOR] = st.session_state.get("ui.dataset") or _FIRST_DATASET
     return problems
 
 
@@ -129,7 +131,7 @@ def apply_defaults(home: str, dataset_id: str, stamp: int) -> dict[str, Any]:
         The dataset's defaults (:func:`perfmodel.whatif.default_point`).
     """
     d = _defaults(home, dataset_id, stamp)
-    fresh = st.session_state.get(_DEFAULTS_FOR) != dataset_id
+    fresh = st.session_state.get(_DEFAULTS_FOR) not in (dataset_id, _FIRST_DATASET)
     values = {**d, "batch_size": d["batch_max"], "level": 0.9, "predictor": DEFAULT_PREDICTOR,
               "keep_suspect": False, "log_x": True}
     fallback = {"input_len_tok": 512.0, "output_len_tok": 128.0, "device_count": 1.0}
