@@ -72,7 +72,9 @@ def test_throughput_rises_with_concurrency(sweep_runs) -> None:
         # shared 2-vCPU machine: 257 / 330 / 461 tok/s at 1 / 2 / 4 (16 output tokens) and
         # 278 / 305 / 485 (48); the client shares the cores, so the rise is real but not linear.
         assert tp[4.0] > 1.3 * tp[1.0], tp.to_dict()
-        assert tp[2.0] > 0.9 * tp[1.0], tp.to_dict()
+        # Two slots gain least (about 1.1-1.3x) and each point is one measurement on a shared machine: once in
+        # CI 286 against 326 tok/s at one slot (then 640 at four). "Does not collapse" is what holds.
+        assert tp[2.0] > 0.75 * tp[1.0], tp.to_dict()
 
 
 def test_throughput_and_latency_consistent(sweep_runs) -> None:
