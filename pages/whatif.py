@@ -117,7 +117,8 @@ l2.metric("End-to-end latency", W.seconds(at_b["pred_e2e_latency_s"]),
 l3.metric("TTFT", W.seconds(at_b["pred_ttft_s"]),
           help="Time to first token, from a model of the training rows that measured it (n/a where none did). "
                f"{res.level:.0%} band: {W.seconds(at_b['pred_ttft_lower_s'])} - "
-               f"{W.seconds(at_b['pred_ttft_upper_s'])} (calibrated on whole configurations held out).")
+               f"{W.seconds(at_b['pred_ttft_upper_s'])} (calibrated on held-out rows for a measured "
+               "configuration, on held-out configurations for a new one).")
 l4.metric("TPOT", W.seconds(at_b["pred_tpot_s"]),
           help="Time per output token after the first: (latency - TTFT) / (output tokens - 1).")
 if not res.in_domain:

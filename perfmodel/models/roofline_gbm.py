@@ -1535,7 +1535,8 @@ class RooflineGBM(Predictor):
         blind = self._hw_blind()
         sub = mat[:, blind]
         out = _Booster.predict(transfer, sub)
-        names = [[*self.feature_names_, "prior_kind"][j] for j in blind]
+        all_names = [*self.feature_names_, "prior_kind"]
+        names = [all_names[j] for j in blind]
         prefix = feats.IDENTITY_PREFIXES["platform"]
         cols = [i for i, c in enumerate(names) if c.startswith(prefix)]
         weights = [(i, w) for i in cols if (w := (platform_rows or {}).get(names[i], 0.0)) > 0]
@@ -1869,19 +1870,18 @@ class RooflineGBM(Predictor):
                 if self.transfer_model and unknown_hw.any():
                     transfer = _Booster.train(mat[tr][:, self._hw_blind()], yv[tr] - log_prior[tr], params, rounds)
                 hw_fw = self._hw_frameworks(data.iloc[np.flatnonzero(tr)]) if unknown_hw.any() else None
+                plat_rows = self._platform_rows(mat[tr]) if unknown_hw.any() else None
                 prior_te = self._prior_beyond(sub, log_prior[te], kv_fit[te], float(bb[tr].max()))
                 if transfer is not None and unknown_hw.all():
                     # Only the hardware-blind model and the sister accelerator answer these rows, and
                     # no configuration is known.
                     booster = (_Booster.train(mat[tr], yv[tr] - log_prior[tr], params, rounds)
                                if self.sister_weight > 0 else None)
-                    log_gbm = self._base(booster, transfer, mat[te], prior_te, unknown_hw, sub, hw_fw,
-                                         self._platform_rows(mat[tr]))
+                    log_gbm = self._base(booster, transfer, mat[te], prior_te, unknown_hw, sub, hw_fw, plat_rows)
                     curves, anchors = {}, {}
                 else:
                     booster = _Booster.train(mat[tr], yv[tr] - log_prior[tr], params, rounds)
-                    log_gbm = self._base(booster, transfer, mat[te], prior_te, unknown_hw, sub, hw_fw,
-                                         self._platform_rows(mat[tr]))
+                    log_gbm = self._base(booster, transfer, mat[te], prior_te, unknown_hw, sub, hw_fw, plat_rows)
                     curves = _fit_curves(keys[tr], bb[tr], np.exp(yv[tr]))
                     anchors = self._anchors(keys[tr], bb[tr], yv[tr],
                                             _Booster.predict(booster, mat[tr]) + log_prior[tr])
