@@ -268,7 +268,8 @@ def test_the_prior_and_the_extrapolation_stop_where_the_kv_cache_is_full(biased:
     # beyond them, past the cap, it stays at the largest trained batch.
     assert beyond[:2] == pytest.approx(log_prior[:2], rel=1e-12) and log_prior[3] > log_prior[1]
     assert beyond[2] == pytest.approx(log_prior[1], rel=1e-12) == beyond[3]
-    # A cap above the trained batches: the bound grows up to it, then stops.
+    # A cap above the trained batches: the bound's gain from the largest trained batch grows up to the cap,
+    # damped as a measured curve's gain is, then stops.
     roomy_cfg = biased[(biased.hardware == "h100-sxm") & (biased.model == "llama-3-8b") & (biased.device_count == 1)
                        & (biased.framework == "vllm") & (biased.input_len_tok == 2048.0)]
     r = roomy_cfg.iloc[[0] * 3].drop(columns="output_throughput_tok_s").assign(batch_size=[64.0, 512.0, 1024.0])
@@ -276,7 +277,9 @@ def test_the_prior_and_the_extrapolation_stop_where_the_kv_cache_is_full(biased:
     assert 64 < rcap < 512
     at_cap = m._design(r.iloc[[0]].assign(batch_size=rcap))[1][0]
     rb = m._prior_beyond(r, m._design(r)[1], m._design(r)[4], 64.0)
-    assert rb[1] == pytest.approx(at_cap, rel=1e-12) == rb[2] and rb[1] > rb[0]
+    damped = rb[0] + m.extrapolation_damping * (at_cap - rb[0])
+    assert rb[1] == pytest.approx(damped, rel=1e-12) == rb[2] and at_cap > rb[1] > rb[0]
+    assert m._design(r)[1][0] == pytest.approx(rb[0], rel=1e-12)  # batch 64: trained, the plain bound
     # Beyond every trained batch a measured configuration's curve gain is taken up to the cap only:
     # its measured batch 64 is already past it, so a larger batch predicts batch 64's level.
     big = q.iloc[[3]]
