@@ -68,8 +68,10 @@ except PerfmodelError as exc:
     W.write_link(selected, values)
     ui.show_error(exc, what="Cannot draw the curve")
     st.stop()
-if values.get("batch_size") not in batches:
-    st.session_state[K["batch_size"]] = values["batch_size"] = batches[-1]
+batches, batch, moved = W.place_batch(batches, values.get("batch_size"))
+if moved:
+    st.warning(moved, icon=":material/link_off:")
+st.session_state[K["batch_size"]] = values["batch_size"] = batch
 W.write_link(selected, values)
 
 options = W.options_json(values["predictor"], bool(values["keep_suspect"]))

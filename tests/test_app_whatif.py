@@ -132,6 +132,31 @@ def test_shared_link_restores_every_input_and_far_query_is_out_of_domain() -> No
             for k in link} == link
 
 
+@pytest.mark.usefixtures("tiny_sample_only")
+def test_a_link_batch_off_the_grid_is_shown_and_one_outside_the_range_is_named() -> None:
+    ds = _sample_id()
+    base = {"dataset": ds, "batch_min": "1", "batch_max": "128"}
+    # Between the grid's powers of two: it joins the grid, is predicted and explained, and stays in the link.
+    at = _train(_whatif(**base, batch="100"))
+    _no_exception(at)
+    assert not [w for w in at.warning if "batch range" in w.value]
+    assert at.selectbox(key=K["batch_size"]).value == 100
+    assert at.selectbox(key=K["batch_size"]).options == ["1", "2", "4", "8", "16", "32", "64", "100", "128"]
+    assert 100.0 in at.dataframe[0].value["batch_size"].tolist()
+    assert at.metric[0].label == "Predicted at batch 100"
+    assert at.query_params["batch"] in ("100", ["100"])
+    # Outside the range: the nearer end, and a warning naming the parameter and the range.
+    at = _whatif(**base, batch="4096")
+    _no_exception(at)
+    msg = [w.value for w in at.warning if "batch range" in w.value]
+    assert msg == ["batch=4096 lies outside the batch range 1-128 (batch_min, batch_max): showing batch 128"]
+    assert at.session_state[K["batch_size"]] == 128
+    # A change of range afterwards moves the batch quietly (the link's batch was placed once).
+    at.number_input(key=K["batch_max"]).set_value(64).run()
+    _no_exception(at)
+    assert at.session_state[K["batch_size"]] == 64 and not [w for w in at.warning if "batch range" in w.value]
+
+
 def test_a_link_without_a_dataset_keeps_its_inputs_on_the_default_dataset() -> None:
     # A hand-made link (or one cut short) names the configuration but no dataset. Opened in a new browser
     # session the What-if page runs first, before any dataset is selected: the inputs must apply to the

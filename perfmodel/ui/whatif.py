@@ -35,6 +35,7 @@ __all__ = [
     "apply_defaults",
     "write_link",
     "inputs",
+    "place_batch",
     "options_json",
     "model_dir",
     "train",
@@ -64,6 +65,7 @@ DEFAULT_PREDICTOR = "roofline-gbm"
 _NUMBERS = ("input_len_tok", "output_len_tok", "device_count", "batch_min", "batch_max", "batch_size")
 _CHECKED = P + "link_checked"
 _DEFAULTS_FOR = P + "defaults_for"
+_LINK_BATCH = P + "link_batch"  # the batch a link asked for, until the page has placed it
 _FIRST_DATASET = "\0first"  # _DEFAULTS_FOR of a link that names no dataset: the first one selected
 
 
@@ -103,6 +105,8 @@ def restore_from_link() -> list[str]:
         try:
             st.session_state[KEYS[name]] = _parse(name, str(raw))
             found = True
+            if name == "batch_size":
+                st.session_state[_LINK_BATCH] = st.session_state[KEYS[name]]
         except ValueError:
             problems.append(f"{qp}={raw!r} is not valid here; using the default")
     if found:
@@ -150,6 +154,41 @@ def apply_defaults(home: str, dataset_id: str, stamp: int) -> dict[str, Any]:
 def inputs() -> dict[str, Any]:
     """The page's current inputs (name -> value) from the widgets' state."""
     return {name: st.session_state.get(key) for name, key in KEYS.items() if name != "dataset"}
+
+
+def place_batch(batches: list[float], batch: float | None) -> tuple[list[float], float, str | None]:
+    """Where the batch to show and explain goes on the curve's batch grid.
+
+    A batch inside the range that is not one of the grid's powers of two (a link's ``batch=100``) joins
+    the grid, so the link shows what it asked for; one outside the range moves to the nearer end (in
+    doublings), with a message when a link asked for it (a widget change of the range moves it quietly).
+
+    Parameters
+    ----------
+    batches
+        The grid (:func:`perfmodel.whatif.batch_grid`), sorted.
+    batch
+        The batch input (None before any).
+
+    Returns
+    -------
+    (batches, batch, message)
+        The grid, the batch on it and the warning to show (None when there is none).
+    """
+    from_link = st.session_state.pop(_LINK_BATCH, None)
+    if batch is None or not (isinstance(batch, (int, float)) and math.isfinite(batch) and batch > 0):
+        return batches, batches[-1], None
+    b = float(batch)
+    if b in batches:
+        return batches, b, None
+    if batches[0] <= b <= batches[-1]:
+        return sorted([*batches, b]), b, None
+    nearest = min(batches, key=lambda x: abs(math.log2(x / b)))
+    msg = None
+    if from_link is not None and float(from_link) == b:
+        msg = (f"{QP['batch_size']}={b:g} lies outside the batch range {batches[0]:g}-{batches[-1]:g} "
+               f"({QP['batch_min']}, {QP['batch_max']}): showing batch {nearest:g}")
+    return batches, nearest, msg
 
 
 def write_link(dataset_id: str | None, values: Mapping[str, Any]) -> None:
