@@ -263,11 +263,12 @@ def test_the_prior_and_the_extrapolation_stop_where_the_kv_cache_is_full(biased:
     for design in (m._design, m._design_pandas):
         assert design(q)[4] == pytest.approx([cap] * 4)
     log_prior, kv_fit = m._design(q)[1], m._design(q)[4]
-    beyond = m._prior_beyond(q, log_prior, kv_fit, 64.0)
+    beyond, bound = m._prior_beyond(q, log_prior, kv_fit, 64.0)
     # Within the trained batches the prior is the plain bound (the trees learnt what a full cache costs);
     # beyond them, past the cap, it stays at the largest trained batch.
     assert beyond[:2] == pytest.approx(log_prior[:2], rel=1e-12) and log_prior[3] > log_prior[1]
     assert beyond[2] == pytest.approx(log_prior[1], rel=1e-12) == beyond[3]
+    assert bound == pytest.approx(beyond, rel=1e-12)  # past the cap there is no gain to damp
     # A cap above the trained batches: the bound's gain from the largest trained batch grows up to the cap,
     # damped as a measured curve's gain is, then stops.
     roomy_cfg = biased[(biased.hardware == "h100-sxm") & (biased.model == "llama-3-8b") & (biased.device_count == 1)
@@ -276,10 +277,11 @@ def test_the_prior_and_the_extrapolation_stop_where_the_kv_cache_is_full(biased:
     rcap = float(m._design(r)[4][0])
     assert 64 < rcap < 512
     at_cap = m._design(r.iloc[[0]].assign(batch_size=rcap))[1][0]
-    rb = m._prior_beyond(r, m._design(r)[1], m._design(r)[4], 64.0)
+    rb, rbound = m._prior_beyond(r, m._design(r)[1], m._design(r)[4], 64.0)
     damped = rb[0] + m.extrapolation_damping * (at_cap - rb[0])
     assert rb[1] == pytest.approx(damped, rel=1e-12) == rb[2] and at_cap > rb[1] > rb[0]
-    assert m._design(r)[1][0] == pytest.approx(rb[0], rel=1e-12)  # batch 64: trained, the plain bound
+    assert m._design(r)[1][0] == pytest.approx(rb[0], rel=1e-12) == rbound[0]  # batch 64: the plain bound
+    assert rbound[1] == pytest.approx(at_cap, rel=1e-12) == rbound[2]  # undamped: the bound at the cap
     # Beyond every trained batch a measured configuration's curve gain is taken up to the cap only:
     # its measured batch 64 is already past it, so a larger batch predicts batch 64's level.
     big = q.iloc[[3]]
