@@ -870,3 +870,31 @@ def test_ttft_band_covers_configurations_nobody_measured(tmp_path) -> None:  # t
     one = pd.concat([one] * 6, ignore_index=True)  # one configuration, 24 rows
     solo = RooflineGBM(n_estimators=20, calibration_folds=0).fit(one)
     assert set(solo.ttft_scores_) == {"row"} and np.isnan(solo.predict_ttft_band(q.iloc[:3])[1]).all()
+
+
+def test_prediction_with_ttft_band_builds_the_query_once_and_agrees_with_the_two_calls(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from perfmodel.models.base import Predictor
+
+    df = _synthetic()
+    df["ttft_s"] = df.batch_size * df.input_len_tok / 25_000.0
+    m = RooflineGBM(n_estimators=40, calibration_folds=2).fit(df)
+    calls = []
+    real = RooflineGBM._design
+
+    def counted(self, runs):  # type: ignore[no-untyped-def]
+        calls.append(len(runs))
+        return real(self, runs)
+
+    monkeypatch.setattr(RooflineGBM, "_design", counted)
+    for q in (df.drop(columns=["output_throughput_tok_s", "ttft_s"]).iloc[:3].assign(batch_size=24.0),  # small path
+              df.drop(columns=["output_throughput_tok_s", "ttft_s"]).assign(batch_size=24.0)):  # vectorised path
+        calls.clear()
+        pred, band = m.predict_with_ttft_band(q, level=0.8)
+        assert calls == [len(q)]  # nothing beyond the trained batches: one design for both
+        base_pred, base_band = Predictor.predict_with_ttft_band(m, q, level=0.8)
+        pd.testing.assert_frame_equal(pred, base_pred)
+        for a, b in zip(band, base_band, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-12)
+    # Without a TTFT model the band is None, as predict_ttft_band says.
+    plain = RooflineGBM(n_estimators=20, calibration_folds=0).fit(df.drop(columns="ttft_s"))
+    assert plain.predict_with_ttft_band(q)[1] is None

@@ -347,6 +347,12 @@ class Predictor(ABC):
             return None
         return t, np.full(len(t), np.nan), np.full(len(t), np.nan)
 
+    def predict_with_ttft_band(self, runs: pd.DataFrame, *, level: float = 0.9
+                               ) -> tuple[pd.DataFrame, tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
+        """:meth:`predict` and :meth:`predict_ttft_band` of the same queries; a predictor may override it
+        to share the work the two have in common (roofline-gbm builds the query's features once)."""
+        return self.predict(runs, level=level), self.predict_ttft_band(runs, level=level)
+
     # ------------------------------------------------------------------ helpers for subclasses
 
     def get_params(self) -> dict[str, Any]:
@@ -470,10 +476,9 @@ def derived_predictions(runs: pd.DataFrame, pred: pd.DataFrame, ttft: np.ndarray
 def predict_with_latency(predictor: Predictor, runs: pd.DataFrame, *, level: float = 0.9) -> pd.DataFrame:
     """:meth:`Predictor.predict` followed by :func:`derived_predictions` (columns
     :data:`PREDICTION_COLUMNS` then :data:`LATENCY_COLUMNS`, index = ``runs.index``)."""
-    pred = predictor.predict(runs, level=level)
     if len(runs) == 0:
-        return pred.reindex(columns=[*PREDICTION_COLUMNS, *LATENCY_COLUMNS])
-    band = predictor.predict_ttft_band(runs, level=level)
+        return predictor.predict(runs, level=level).reindex(columns=[*PREDICTION_COLUMNS, *LATENCY_COLUMNS])
+    pred, band = predictor.predict_with_ttft_band(runs, level=level)
     derived = derived_predictions(runs, pred, None if band is None else band[0],
                                   target=str(getattr(predictor, "y_", DEFAULT_TARGET)),
                                   ttft_band=None if band is None else band[1:])

@@ -1461,8 +1461,11 @@ class RooflineGBM(Predictor):
         """Predicted TTFT per query and the query's configuration key."""
         physics.check_query(runs, columns=(*physics.QUERY_COLUMNS, "framework"))
         runs, keys = _complete_query(runs, self.anchors_)
-        mat = self._design(runs)[0]
-        return np.exp(_Booster.predict(self.ttft_booster_, mat) + self._log_prefill_tokens(runs)), keys
+        return self._ttft_at(runs, self._design(runs)[0]), keys
+
+    def _ttft_at(self, runs: pd.DataFrame, mat: np.ndarray) -> np.ndarray:
+        """Predicted TTFT of completed queries ``runs`` whose design matrix is ``mat``."""
+        return np.exp(_Booster.predict(self.ttft_booster_, mat) + self._log_prefill_tokens(runs))
 
     def predict_ttft_band(self, runs: pd.DataFrame, *, level: float = 0.9
                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -1475,6 +1478,11 @@ class RooflineGBM(Predictor):
             return None
         lvl = check_level(level)
         t, keys = self._ttft(runs)
+        return self._ttft_bounds(t, keys, lvl)
+
+    def _ttft_bounds(self, t: np.ndarray, keys: np.ndarray, lvl: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """TTFT ``t`` of queries with configuration keys ``keys`` and its band at ``lvl`` (see
+        :meth:`predict_ttft_band`)."""
         scores = getattr(self, "ttft_scores_", {})
 
         def quantile(cls: str) -> float:
@@ -2104,9 +2112,31 @@ class RooflineGBM(Predictor):
             if token is not None:
                 _COLUMN_CACHE.reset(token)
 
-    def _predict(self, runs: pd.DataFrame, lvl: float) -> pd.DataFrame:
+    def predict_with_ttft_band(self, runs: pd.DataFrame, *, level: float = 0.9
+                               ) -> tuple[pd.DataFrame, tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
+        """:meth:`predict` and :meth:`predict_ttft_band` with the query's features built once."""
+        self._check_fitted()
+        if len(runs) == 0 or getattr(self, "ttft_booster_", None) is None:
+            return self.predict(runs, level=level), self.predict_ttft_band(runs, level=level)
+        lvl = check_level(level)
+        physics.check_query(runs, columns=(*physics.QUERY_COLUMNS, "framework"))
+        token = _COLUMN_CACHE.set({}) if len(runs) <= _SMALL else None
+        try:
+            parts: list[Any] = []
+            pred = self._predict(runs, lvl, parts)
+            done, keys, mat = parts
+            return pred, self._ttft_bounds(self._ttft_at(done, mat), keys, lvl)
+        finally:
+            if token is not None:
+                _COLUMN_CACHE.reset(token)
+
+    def _predict(self, runs: pd.DataFrame, lvl: float, parts: list[Any] | None = None) -> pd.DataFrame:
+        """The predictions of :meth:`predict`; ``parts``, when given, receives the completed query, its
+        configuration keys and its design matrix (for :meth:`predict_with_ttft_band`)."""
         runs, keys = _complete_query(runs, self.anchors_)
         mat, log_prior, _, knn, kv_fit = self._design(runs)
+        if parts is not None:
+            parts.extend((runs, keys, mat))
         bb = _floats(runs, "batch_size")
         unknown = self._unknown_parts(runs, self.seen_)
         log_prior, bound = self._prior_beyond(runs, log_prior, kv_fit, self.batch_range_[1])
