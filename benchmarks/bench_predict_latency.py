@@ -7,7 +7,10 @@ the model as JSON (latency is measured on the loaded model, as the CLI and the a
   hardware/model/dtype, so only the first call of a combination pays the catalog lookup);
 - one query repeated (what ``perfmodel.evaluate`` reports as ``predict_1_ms``);
 - 10,000 queries in one call;
-- the same through the pandas reference path of the features (``_design_pandas``), for comparison.
+- the same through the pandas reference path of the features (``_design_pandas``), for comparison;
+- one query through ``predict_with_latency`` (throughput band, latencies and the TTFT band, as
+  ``perfmodel predict`` and the What-if page ask) on a model of the bundled sample runs, which measured
+  TTFT (the shared file did not), against its two calls made apart (``predict`` then ``predict_ttft_band``).
 
     python benchmarks/bench_predict_latency.py [--n-one 200]
 """
@@ -18,26 +21,31 @@ import argparse
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from perfmodel.importers import read_file
-from perfmodel.models import load_predictor
+from perfmodel.models import load_predictor, predict_with_latency
+from perfmodel.models.base import Predictor
 from perfmodel.models.roofline_gbm import RooflineGBM
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "llm-inference-bench" / "All_results.csv"
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_runs"
 QUERY_COLUMNS = ["hardware", "framework", "model", "device_count", "input_len_tok", "output_len_tok",
                  "batch_size"]
 
 
-def _one_each(model: RooflineGBM, queries: pd.DataFrame, n: int) -> np.ndarray:
+def _one_each(model: RooflineGBM, queries: pd.DataFrame, n: int,
+              call: Callable[[pd.DataFrame], object] | None = None) -> np.ndarray:
+    call = call or model.predict
     times = []
     for i in range(n):
         q = queries.iloc[[i % len(queries)]]
         t0 = time.perf_counter()
-        model.predict(q)
+        call(q)
         times.append(time.perf_counter() - t0)
     return np.array(times) * 1e3
 
@@ -90,6 +98,16 @@ def main(argv: list[str] | None = None) -> int:
     model.predict(big)
     rows.append(("reference pandas features: 10,000 queries", (time.perf_counter() - t0) * 1e3, float("nan")))
     model._design = fast_design  # type: ignore[method-assign]
+
+    samples = pd.concat([read_file(f).runs for f in sorted(SAMPLES.glob("*.csv"))], ignore_index=True)
+    with_ttft = RooflineGBM().fit(samples)
+    sq = samples[QUERY_COLUMNS].sample(frac=1.0, random_state=0).reset_index(drop=True)
+    for name, call in (("with latency and TTFT band (samples model): one query",
+                        lambda q: predict_with_latency(with_ttft, q)),
+                       ("the same as two calls, predict + predict_ttft_band",
+                        lambda q: Predictor.predict_with_ttft_band(with_ttft, q))):
+        t = _one_each(with_ttft, sq, max(args.n_one // 2, 10), call)
+        rows.append((name, np.median(t), np.percentile(t, 90)))
 
     print(f"{len(runs)} training rows; xgboost import {import_s:.2f} s (once per process); fit {'; '.join(fits)}; "
           f"first call (catalog lookups) {first:.1f} ms\n")
