@@ -108,7 +108,7 @@ import contextvars
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -174,6 +174,18 @@ def _norm(v: object) -> str | None:
 # two calls is read afresh; cached arrays are read-only.
 _COLUMN_CACHE: contextvars.ContextVar[dict[int, tuple[pd.DataFrame, dict[tuple[str, str], Any]]] | None] = \
     contextvars.ContextVar("perfmodel_roofline_gbm_columns", default=None)
+
+
+@contextlib.contextmanager
+def _small_query_cache(n_rows: int) -> Iterator[None]:
+    """The column cache (:data:`_COLUMN_CACHE`) for the span of one prediction of ``n_rows`` rows, when
+    they are few enough for it to pay (:data:`_SMALL`)."""
+    token = _COLUMN_CACHE.set({}) if n_rows <= _SMALL else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _COLUMN_CACHE.reset(token)
 
 
 def _column_cached(runs: pd.DataFrame, col: str, kind: str, make: Callable[[], Any]) -> Any:
@@ -2105,12 +2117,8 @@ class RooflineGBM(Predictor):
         physics.check_query(runs, columns=(*physics.QUERY_COLUMNS, "framework"))
         if len(runs) == 0:
             return prediction_frame(runs.index, *(np.empty(0),) * 4, np.empty(0, dtype=bool))
-        token = _COLUMN_CACHE.set({}) if len(runs) <= _SMALL else None
-        try:
+        with _small_query_cache(len(runs)):
             return self._predict(runs, lvl)
-        finally:
-            if token is not None:
-                _COLUMN_CACHE.reset(token)
 
     def predict_with_ttft_band(self, runs: pd.DataFrame, *, level: float = 0.9
                                ) -> tuple[pd.DataFrame, tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
@@ -2120,15 +2128,11 @@ class RooflineGBM(Predictor):
             return self.predict(runs, level=level), self.predict_ttft_band(runs, level=level)
         lvl = check_level(level)
         physics.check_query(runs, columns=(*physics.QUERY_COLUMNS, "framework"))
-        token = _COLUMN_CACHE.set({}) if len(runs) <= _SMALL else None
-        try:
+        with _small_query_cache(len(runs)):
             parts: list[Any] = []
             pred = self._predict(runs, lvl, parts)
             done, keys, mat = parts
             return pred, self._ttft_bounds(self._ttft_at(done, mat), keys, lvl)
-        finally:
-            if token is not None:
-                _COLUMN_CACHE.reset(token)
 
     def _predict(self, runs: pd.DataFrame, lvl: float, parts: list[Any] | None = None) -> pd.DataFrame:
         """The predictions of :meth:`predict`; ``parts``, when given, receives the completed query, its
