@@ -229,13 +229,21 @@ def _measure(server: ServerProcess, model: str, psutil: Any) -> tuple[list[dict[
 
 def _baseline_steady(rows: list[dict[str, float]], t_hog: float) -> bool:
     """Whether the server ran steadily before the hogs: the second half of the baseline within -15 % and
-    +35 % of the first. Something else on a shared machine can slow it, a real drop the detector rightly
-    flags but the test did not make; a server still warming up (seen once in CI: 240 -> 416 tok/s) spreads
-    the baseline so wide that a halving stays inside the detector's band."""
+    +35 % of the first, and the detector's band at the hog start narrow enough to see a 40 % drop.
+
+    Something else on a shared machine can slow it, a real drop the detector rightly flags but the test
+    did not make; a server still warming up (seen once in CI: 240 -> 416 tok/s) spreads the baseline so
+    wide that a halving stays inside the detector's band. So does a dip inside the detector's first
+    window alone (seen in CI: 400, 416 ... 192, 240 tok/s among the first 12 samples, halves 336 and 312
+    tok/s; its lower bound was 120 tok/s, and 320 -> 144 tok/s went unflagged)."""
     tp = [r["output_throughput_tok_s"] for r in rows if r["timestamp"] < t_hog]
     h = len(tp) // 2
     first, second = float(np.median(tp[:h])), float(np.median(tp[h:]))
-    return 0.85 * first <= second <= 1.35 * first
+    if not 0.85 * first <= second <= 1.35 * first:
+        return False
+    band = make_detector("window", **DETECTOR).run(np.arange(len(tp), dtype=float), tp)  # type: ignore[arg-type]
+    lower, center = float(band.lower[-1]), float(band.center[-1])
+    return bool(np.isfinite(lower) and lower > 0.6 * center)
 
 
 def test_cpu_hog_on_the_server_raises_an_alert_with_a_hint(transformers_server: ServerProcess) -> None:  # noqa: F811
@@ -244,8 +252,8 @@ def test_cpu_hog_on_the_server_raises_an_alert_with_a_hint(transformers_server: 
         pytest.skip("pinning the CPU hog next to the server needs os.sched_setaffinity (Linux)")
     with urllib.request.urlopen(transformers_server.url + "/v1/models", timeout=10) as resp:  # noqa: S310
         model = json.loads(resp.read())["data"][0]["id"]
-    # A baseline disturbed by other load (a drop the test did not cause) is measured once more.
-    for _attempt in range(2):
+    # A baseline disturbed by other load (a drop the test did not cause) is measured again, up to three times.
+    for _attempt in range(3):
         rows, live_alerts, live_drops, hog_t, errors = _measure(transformers_server, model, psutil)
         if hog_t and _baseline_steady(rows, hog_t[0]):
             break
