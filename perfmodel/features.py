@@ -35,6 +35,15 @@ that order. Sets:
     stack in the catalog: CUDA, ROCm, oneAPI, SynapseAI, ...) for the values
     present (dynamic). Efficiency is a property of the software on a platform,
     which no catalog figure describes.
+``settings``
+    the ``fw_*`` columns that are settings chosen before a run rather than
+    metrics measured during it (:data:`perfmodel.curves.VARYING_BY`: the local
+    engine's thread count), where the data has them (dynamic).
+``static``
+    raw + derived + physical + settings + identity: what is known before a run,
+    from the configuration and the catalogs (every set but the framework
+    metrics, which are measured during the run). What a prediction for an
+    unbenchmarked configuration can use; roofline-gbm's default.
 ``all``
     raw + derived + physical + framework + identity.
 
@@ -52,6 +61,7 @@ import numpy as np
 import pandas as pd
 
 from . import physics
+from .curves import VARYING_BY
 from .errors import PerfmodelError
 from .schema import FRAMEWORK_PREFIX
 
@@ -86,7 +96,7 @@ LEGACY_IDENTITY_PREFIXES: Mapping[str, str] = MappingProxyType({"vendor": "id_ve
 computed for them, never chosen for a new model."""
 _ALL_IDENTITY_PREFIXES: Mapping[str, str] = MappingProxyType({**IDENTITY_PREFIXES, **LEGACY_IDENTITY_PREFIXES})
 
-DYNAMIC_SETS: tuple[str, ...] = ("framework", "identity")
+DYNAMIC_SETS: tuple[str, ...] = ("framework", "settings", "identity")
 """Sets whose columns depend on the data (empty tuples in :data:`FEATURE_SETS`)."""
 
 FEATURE_SETS: Mapping[str, tuple[str, ...]] = MappingProxyType({
@@ -95,12 +105,15 @@ FEATURE_SETS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "physical": PHYSICAL,
     "framework": (),
     "identity": (),
+    "settings": (),
+    "static": RAW + DERIVED + PHYSICAL,
     "all": RAW + DERIVED + PHYSICAL,
 })
-"""Named sets and their static columns; ``framework`` and ``identity`` are filled from the data."""
+"""Named sets and their static columns; ``framework``, ``settings`` and ``identity`` are filled from the data."""
 
 # Composite sets a caller may ask for by name.
 _COMPOSITE: Mapping[str, tuple[str, ...]] = {
+    "static": ("raw", "derived", "physical", "settings", "identity"),
     "all": ("raw", "derived", "physical", "framework", "identity"),
 }
 
@@ -132,6 +145,10 @@ def _framework_columns(runs: pd.DataFrame) -> list[str]:
     return sorted(c for c in runs.columns
                   if str(c).startswith(FRAMEWORK_PREFIX) and str(c) not in CLIENT_FW_COLUMNS
                   and pd.api.types.is_numeric_dtype(runs[c]))
+
+
+def _setting_columns(runs: pd.DataFrame) -> list[str]:
+    return [c for c in VARYING_BY if c in runs.columns and pd.api.types.is_numeric_dtype(runs[c])]
 
 
 def _hardware_group(runs: pd.DataFrame, attr: str) -> pd.Series:
@@ -170,7 +187,7 @@ def feature_names(runs: pd.DataFrame, set: str = "all") -> list[str]:
     runs
         Runs table (dynamic sets read its ``fw_*`` columns and identity values).
     set
-        ``raw``, ``derived``, ``physical``, ``framework``, ``identity`` or ``all``;
+        ``raw``, ``derived``, ``physical``, ``framework``, ``settings``, ``identity``, ``static`` or ``all``;
         several may be joined with ``+`` (``"raw+physical"``).
 
     Returns
@@ -190,6 +207,8 @@ def feature_names(runs: pd.DataFrame, set: str = "all") -> list[str]:
     for part in _parts(set):
         if part == "framework":
             names += _framework_columns(runs)
+        elif part == "settings":
+            names += _setting_columns(runs)
         elif part == "identity":
             names += _identity_columns(_identity_values(runs))
         else:

@@ -34,6 +34,19 @@ def test_names_order_and_sets() -> None:
         features.feature_names(r, "bogus")
 
 
+def test_static_set_keeps_settings_and_leaves_out_metrics_measured_during_a_run() -> None:
+    r = _runs().assign(fw_num_threads=[1.0, 2.0, 1.0])
+    static = features.feature_names(r, "static")
+    # A query for a new configuration has its settings (thread count) but none of the run's metrics.
+    assert "fw_num_threads" in static and "fw_kv_usage" not in static
+    assert static == [n for n in features.feature_names(r, "all") if n != "fw_kv_usage"]
+    assert features.feature_names(r, "settings") == ["fw_num_threads"]
+    assert features.feature_names(r.drop(columns="fw_num_threads"), "settings") == []
+    from perfmodel.models.roofline_gbm import RooflineGBM
+
+    assert RooflineGBM().features == "static"
+
+
 def test_llama3_8b_on_h100_by_hand() -> None:
     x = features.build_features(_runs()).iloc[0]
     kv = 2 * 32 * 8 * 128 * 2 * 16 * (1024 + 1024)
