@@ -780,8 +780,10 @@ def test_a_new_framework_is_less_sure_where_the_known_ones_disagree(tmp_path) ->
     for cell in m4.fw_spread_["hardware"].values():
         cell[1] = [v * 4 if b == 1.0 else v for b, v in zip(cell[0], cell[1], strict=True)]
     p4 = m4.predict(q)
-    np.testing.assert_allclose(np.log(p4.pred_upper / p4.pred_lower)[b1], 2 * width[b1], rtol=1e-9)
-    np.testing.assert_allclose(np.log(p4.pred_upper / p4.pred_lower)[b64], width[b64], rtol=1e-9)
+    # (The lower half: a band this wide meets the weights bound above.)
+    half, half4 = np.log(p.pred_throughput_tok_s / p.pred_lower), np.log(p4.pred_throughput_tok_s / p4.pred_lower)
+    np.testing.assert_allclose(half4[b1], 2 * half[b1], rtol=1e-9)
+    np.testing.assert_allclose(half4[b64], half[b64], rtol=1e-9)
     m.save(tmp_path / "m")
     back = load_predictor(tmp_path / "m")
     assert back.fw_spread_ == m.fw_spread_
@@ -898,3 +900,22 @@ def test_prediction_with_ttft_band_builds_the_query_once_and_agrees_with_the_two
     # Without a TTFT model the band is None, as predict_ttft_band says.
     plain = RooflineGBM(n_estimators=20, calibration_folds=0).fit(df.drop(columns="ttft_s"))
     assert plain.predict_with_ttft_band(q)[1] is None
+
+
+def test_answer_and_band_stop_at_the_bound_no_measurement_may_beat(fitted: tuple[RooflineGBM, pd.DataFrame]) -> None:
+    m, _ = fitted
+    # Far from the data (a tiny model at batch 4,096 on an unseen accelerator) the band's width alone
+    # went past the weights bound by seven orders of magnitude.
+    q = pd.DataFrame({"hardware": ["h200", "h100-sxm"], "framework": "vllm",
+                      "model": ["perfmodel-tiny-llama", "llama-3-8b"], "device_count": 8,
+                      "input_len_tok": 16.0, "output_len_tok": 16.0, "batch_size": [4096.0, 1.0]})
+    b = physics.roofline(q)
+    lim = (q.batch_size * b.mem_bw_bps / (b.active_params * b.dtype_bytes)).to_numpy()
+    p = m.predict(q)
+    assert (p.pred_upper.to_numpy() <= lim * (1 + 1e-9)).all()
+    assert (p.pred_throughput_tok_s.to_numpy() <= lim * (1 + 1e-9)).all()
+    assert p.pred_upper.iloc[0] == pytest.approx(lim[0])
+    assert p.pred_lower.iloc[1] < p.pred_throughput_tok_s.iloc[1] < p.pred_upper.iloc[1]  # a near point keeps its band
+    kept = copy.copy(m)
+    kept.keep_suspect = True  # trained on points above the bound: the user trusts them over it
+    assert kept.predict(q).pred_upper.iloc[0] > 10 * lim[0]

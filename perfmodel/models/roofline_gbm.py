@@ -2187,7 +2187,19 @@ class RooflineGBM(Predictor):
         b_lo, b_hi = self.batch_range_
         in_dom = np.isin(cat, (0, 1, 2, _BEYOND_LENGTH)) & (dk <= self.knn_cut_) & (ld <= 1.0) \
             & (bb >= b_lo / 2) & (bb <= b_hi * 2)
-        return prediction_frame(runs.index, np.exp(pred), lo, hi, conf, in_dom)
+        # Neither the answer nor its band runs faster than the bound no measurement may beat
+        # (physics.flag_suspect): far from the data the band's width alone took it 10x above.
+        top = np.exp(self._weights_bound(knn, bb)) if not self.keep_suspect else np.full(len(bb), np.nan)
+        return prediction_frame(runs.index, np.fmin(np.exp(pred), top), np.fmin(lo, top), np.fmin(hi, top), conf,
+                                in_dom)
+
+    @staticmethod
+    def _weights_bound(knn: np.ndarray, bb: np.ndarray) -> np.ndarray:
+        """Log of :func:`perfmodel.physics.flag_suspect`'s bound (a decode step reads the active weights
+        once at the devices' aggregate peak bandwidth) from the kNN features; NaN where unknown."""
+        f = {n: knn[:, i] for i, n in enumerate(_KNN_FEATURES)}
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.log(bb * f["mem_bw_gbs"] * 1e9 * f["device_count"] / (f["active_params"] * f["dtype_bytes"]))
 
     def _quantile(self, cat: int, level: float) -> float:
         sc = self.scores_.get(str(int(cat)))
