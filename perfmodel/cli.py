@@ -13,7 +13,8 @@ import math
 import os
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -553,30 +554,48 @@ def _resolve_names(df: Any, file: str) -> Any:
     return out
 
 
+_QUERY_REQUIRED = ("hardware", "model", "input_len_tok", "output_len_tok", "batch_size")
+"""Columns a query CSV must have (``device_count`` defaults to 1, ``framework`` is checked by the predictor)."""
+
+
 def _read_queries(path: Path) -> tuple[Any, Any]:
     """(rows as written, query table) from a canonical query CSV or any importable result file."""
     import pandas as pd
 
-    from .errors import ImportFormatError
+    from . import physics
+    from .errors import ImportFormatError, ValidationError
 
+    raw = None
     if path.suffix.lower() == ".csv":
         try:
             raw = pd.read_csv(path)
         except (OSError, ValueError, UnicodeDecodeError) as exc:
             raise ImportFormatError(f"{path.name}: cannot read the queries as CSV ({exc})") from None
-        if {"hardware", "model", "input_len_tok", "output_len_tok", "batch_size"} <= set(raw.columns):
+        if set(_QUERY_REQUIRED) <= set(raw.columns):
             q = raw.copy()
             if "device_count" not in q.columns:
                 q["device_count"] = 1
+            q["source_row"] = range(1, len(q) + 1)
+            # Checked before the numbers are parsed, so a bad cell is reported as written ('abc').
+            physics.check_query(q, columns=physics.QUERY_COLUMNS, file=path.name)
             for c in _QUERY_NUMERIC:
                 if c in q.columns:
-                    # left as NaN when unparseable: the predictor's check names row and column
                     q[c] = pd.to_numeric(q[c], errors="coerce")
-            q["source_row"] = range(1, len(q) + 1)
             return raw, _resolve_names(q, path.name)
     from .importers import read_file
 
-    runs = read_file(path).runs
+    try:
+        runs = read_file(path).runs
+    except ImportFormatError:
+        cols = set() if raw is None else set(raw.columns)
+        if not ({"hardware", "model"} <= cols or cols & {"input_len_tok", "output_len_tok", "batch_size"}):
+            raise
+        # Query columns, but not all of them: name the missing ones, not every benchmark format.
+        missing = [repr(c) for c in _QUERY_REQUIRED if c not in cols]
+        raise ValidationError(f"{path.name}: not a usable query table: missing required column"
+                              f"{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+                              f"(a query needs {', '.join(_QUERY_REQUIRED)}; device_count defaults to 1)") \
+            from None
     return runs, runs
 
 
@@ -585,7 +604,9 @@ def _read_queries(path: Path) -> tuple[Any, Any]:
 @click.option("--predictor", "predictor_name", default="roofline-gbm", show_default=True,
               help="Predictor name (see `perfmodel evaluate --help` for the list).")
 @click.option("--features", "feature_set", default=None,
-              help="Feature set (raw, derived, physical, framework, identity, all; join with '+').")
+              help="Feature set (raw, derived, physical, framework, identity, static, all; join with '+'). "
+                   "Default: the predictor's own (roofline-gbm: static, every set but the framework "
+                   "metrics measured during a run, which a query for a new configuration lacks).")
 @click.option("--y", "y_col", default="output_throughput_tok_s", show_default=True, help="Throughput column.")
 @click.option("--seed", type=int, default=None, help="Seed of the predictor's randomness.")
 @click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), required=True,
@@ -620,6 +641,34 @@ def train_cmd(data: str, predictor_name: str, feature_set: str | None, y_col: st
     click.echo(f"trained {predictor_name} on {len(runs)} rows in {took:.2f} s; saved to {output}")
 
 
+_POINT_OPTIONS = {"hardware": "--hardware", "model": "--model", "framework": "--framework",
+                 "device_count": "--device-count", "input_len_tok": "--input-len", "output_len_tok": "--output-len",
+                 "batch_size": "--batch"}
+"""Query column -> the option that gives it in the one-point form (``predict``, ``monitor``)."""
+
+
+@contextmanager
+def _point_errors(options: Mapping[str, str] = _POINT_OPTIONS) -> Iterator[None]:
+    """Re-word errors about a one-row query built from options to name the options, not row 1 and a column."""
+    from .errors import Problem, UnknownNameError, ValidationError
+
+    try:
+        yield
+    except UnknownNameError as exc:
+        if exc.kind not in options:
+            raise
+        raise UnknownNameError(exc.kind, exc.name, exc.suggestions, hint=f"Given by option {options[exc.kind]}") \
+            from None
+    except ValidationError as exc:
+        if not exc.problems or any(p.column not in options for p in exc.problems):
+            raise
+        problems = [Problem(f"option {options[str(p.column)]}: {p.message}") for p in exc.problems]
+        if len(problems) == 1:
+            raise ValidationError(str(problems[0])) from None
+        raise ValidationError(f"the query options are not usable ({len(problems)} problem(s)):", problems) \
+            from None
+
+
 @main.command("predict")
 @click.argument("model_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.argument("queries", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
@@ -652,14 +701,16 @@ def predict_cmd(model_dir: Path, queries: Path | None, output: Path | None, leve
         raw = pd.DataFrame([{"hardware": hardware, "model": model_name, "framework": framework,
                              "device_count": device_count, "input_len_tok": input_len,
                              "output_len_tok": output_len, "batch_size": batch}])
-        table = _resolve_names(raw, "the command line")
+        with _point_errors():
+            table = _resolve_names(raw, "the command line")
     else:
         given = [k for k, v in point.items() if v is not None]
         if given:
             raise click.UsageError(f"give either a QUERIES file or the one-point options, not both ({given[0]})")
         raw, table = _read_queries(queries)
     predictor = load_predictor(model_dir)
-    pred = predict_with_latency(predictor, table.reset_index(drop=True), level=level)
+    with _point_errors() if queries is None else nullcontext():
+        pred = predict_with_latency(predictor, table.reset_index(drop=True), level=level)
     out = pd.concat([raw.reset_index(drop=True), pred.reset_index(drop=True)], axis=1)
     if queries is None:
         out["hardware"], out["model"] = table["hardware"].to_numpy(), table["model"].to_numpy()

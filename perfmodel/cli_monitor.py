@@ -9,6 +9,7 @@ import json
 import math
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -47,13 +48,14 @@ def _query(q: dict[str, Any]) -> dict[str, Any]:
     """The query options as canonical columns (catalog keys for hardware and model)."""
     import pandas as pd
 
-    from .cli import _resolve_names
+    from .cli import _point_errors, _resolve_names
 
     row = {"hardware": q.get("hardware"), "model": q.get("model_name"), "framework": q.get("framework"),
            "device_count": q.get("device_count"), "input_len_tok": q.get("input_len"),
            "output_len_tok": q.get("output_len"), "batch_size": q.get("batch")}
     given = {k: v for k, v in row.items() if v is not None}
-    table = _resolve_names(pd.DataFrame([given]), "the command line")
+    with _point_errors():
+        table = _resolve_names(pd.DataFrame([given]), "the command line")
     return {k: (v.item() if hasattr(v, "item") else v) for k, v in table.iloc[0].to_dict().items()}
 
 
@@ -81,6 +83,7 @@ def _model_expectations(q: dict[str, Any], metric: str | None, stream_metrics: t
         fit = curve_for_query(Store().runs(expect_from), query, source=expect_from)
         value = expectation_from_curve(fit, float(query["batch_size"]))
     else:
+        from .cli import _point_errors
         from .models import load_predictor
 
         need = {"hardware": "--hardware", "model_name": "--model", "framework": "--framework",
@@ -90,7 +93,9 @@ def _model_expectations(q: dict[str, Any], metric: str | None, stream_metrics: t
             raise click.UsageError("--model-dir needs the query's " + ", ".join(missing))
         row = dict(query)
         row.setdefault("device_count", 1)
-        value = expectation_from_predictor(load_predictor(Path(str(model_dir))), row)
+        predictor = load_predictor(Path(str(model_dir)))
+        with _point_errors():
+            value = expectation_from_predictor(predictor, row)
     assert isinstance(value, float)
     return {metric: value}
 
@@ -116,6 +121,21 @@ def _score_file(file: Path, detector: str, metrics: tuple[str, ...], group_col: 
         click.echo(f"expected {m}: {v:,.4g}")
     for r in recs:
         click.echo(_line(r))
+
+
+def _check_target(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--target`` must be an http(s) base URL with a host (and a numeric port, if any)."""
+    if value is None:
+        return None
+    example = "give the server's base URL, e.g. http://127.0.0.1:8000"
+    try:
+        parts = urllib.parse.urlsplit(value.strip())
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in 0-65535
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a valid URL; {example}", ctx, param) from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise click.BadParameter(f"{value!r} is not an http:// or https:// URL with a host; {example}", ctx, param)
+    return value.strip()
 
 
 def _options(f: Any) -> Any:
@@ -175,7 +195,8 @@ def detect_cmd(file: Path, detector: str, metrics: tuple[str, ...], group_col: s
 
 @click.command("monitor")
 @click.argument("file", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--target", help="Base URL of a running server; its /metrics is polled.")
+@click.option("--target", callback=_check_target, metavar="URL",
+              help="Base URL of a running server (http://HOST:PORT); its /metrics is polled.")
 @click.option("--interval", "interval_s", type=click.FloatRange(min=0.01), default=1.0, show_default=True,
               help="Seconds between scrapes (--target).")
 @click.option("--duration", "duration_s", type=click.FloatRange(min=0), default=None,
@@ -233,7 +254,7 @@ def _live(target: str, interval_s: float, duration_s: float | None, detector: st
             try:
                 with urllib.request.urlopen(url, timeout=max(1.0, interval_s * 5)) as resp:  # noqa: S310
                     text = resp.read().decode("utf-8", "replace")
-            except (urllib.error.URLError, OSError) as exc:
+            except (urllib.error.URLError, OSError, ValueError) as exc:  # ValueError: a URL urllib rejects
                 raise PerfmodelError(f"cannot scrape {url}: {exc}; is the server running and does it expose "
                                      "Prometheus metrics?") from exc
             try:

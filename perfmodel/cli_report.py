@@ -10,6 +10,8 @@ from typing import Any
 
 import click
 
+from .errors import PerfmodelError
+
 __all__ = ["plan_cmd", "report_cmd", "analyses_cmd", "register", "ANALYSIS_KIND_PLANNER"]
 
 ANALYSIS_KIND_PLANNER = "planner"
@@ -34,6 +36,19 @@ def _prices(values: tuple[str, ...]) -> dict[str, float]:
     return out
 
 
+def _unreadable_plan(plan_file: Path, exc: OSError | UnicodeDecodeError) -> PerfmodelError:
+    """The error for a --plan file that cannot be read as text (worded as for a sweep plan)."""
+    reason = (exc.strerror or exc) if isinstance(exc, OSError) else exc
+    return PerfmodelError(f"{plan_file}: cannot read the plan file ({reason})")
+
+
+def _overlay(data: dict[str, Any], section: str, values: dict[str, Any]) -> None:
+    """Lay flag ``values`` over ``data[section]``; a section that is not a mapping is left for validation to report."""
+    base = data.get(section) or {}
+    if isinstance(base, dict) and (base or values):
+        data[section] = {**base, **values}
+
+
 def _plan_dict(plan_file: Path | None, flags: dict[str, Any]) -> dict[str, Any]:
     import yaml
 
@@ -41,28 +56,21 @@ def _plan_dict(plan_file: Path | None, flags: dict[str, Any]) -> dict[str, Any]:
     if plan_file is not None:
         try:
             loaded = yaml.safe_load(plan_file.read_text(encoding="utf-8")) or {}
+        except (OSError, UnicodeDecodeError) as exc:
+            raise _unreadable_plan(plan_file, exc) from None
         except yaml.YAMLError as exc:
             raise click.BadParameter(f"{plan_file}: not valid YAML ({exc})", param_hint="--plan") from None
         if not isinstance(loaded, dict):
             raise click.BadParameter(f"{plan_file}: expected a mapping of planner options", param_hint="--plan")
         data = loaded
-    wl = dict(data.get("workload") or {})
-    for key in ("request_rate_rps", "output_tok_s", "input_len_tok", "output_len_tok"):
-        if flags.get(key) is not None:
-            wl[key] = flags[key]
-    if wl:
-        data["workload"] = wl
-    slo = dict(data.get("slo") or {})
-    for key in ("ttft_s", "tpot_s", "e2e_s", "percentile"):
-        if flags.get(key) is not None:
-            slo[key] = flags[key]
-    if slo:
-        data["slo"] = slo
+    _overlay(data, "workload", {k: flags[k] for k in ("request_rate_rps", "output_tok_s", "input_len_tok",
+                                                      "output_len_tok") if flags.get(k) is not None})
+    _overlay(data, "slo", {k: flags[k] for k in ("ttft_s", "tpot_s", "e2e_s", "percentile")
+                           if flags.get(k) is not None})
     for key in ("models", "hardware", "frameworks", "device_counts"):
         if flags.get(key):
             data[key] = list(flags[key])
-    if flags.get("prices"):
-        data["prices"] = {**dict(data.get("prices") or {}), **flags["prices"]}
+    _overlay(data, "prices", dict(flags.get("prices") or {}))
     for key in ("currency", "headroom", "level"):
         if flags.get(key) is not None:
             data[key] = flags[key]
@@ -174,7 +182,10 @@ def report_cmd(source: str, plan_file: Path | None, output: Path, no_accuracy: b
     except NotFoundError:
         ds_ref = source
     if plan_file is not None:
-        inputs = load_plan_inputs(plan_file)
+        try:
+            inputs = load_plan_inputs(plan_file)
+        except UnicodeDecodeError as exc:  # load_plan_inputs reports only an OSError as unreadable
+            raise _unreadable_plan(plan_file, exc) from None
     info = store.dataset(ds_ref)
     t0 = time.perf_counter()
     rep = build_report(store.runs(info.id), dataset_name=info.name, info=info, plan_inputs=inputs,

@@ -90,6 +90,25 @@ _NUMERIC_QUERY = frozenset({"device_count", "input_len_tok", "output_len_tok", "
                             "pp_size"})
 
 
+def _is_missing(value: object) -> bool:
+    # An empty cell (NaN, None, pd.NA); "nan" typed in a CSV reads the same as an empty cell.
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _as_written(value: object) -> str:
+    """A cell for a message, close to how the user wrote it: ``-4``, ``0.5``, ``inf``, ``'abc'``."""
+    if isinstance(value, np.generic):
+        value = value.item()  # np.float64(-4.0) -> -4.0; a numpy repr means nothing to a user
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
+    if isinstance(value, int | str):
+        return repr(value)
+    return repr(str(value))
+
+
 def check_query(runs: pd.DataFrame, *, columns: tuple[str, ...] = QUERY_COLUMNS,
                 file: str | None = None) -> None:
     """Check that ``runs`` has what physical features and bounds need.
@@ -133,10 +152,12 @@ def check_query(runs: pd.DataFrame, *, columns: tuple[str, ...] = QUERY_COLUMNS,
             v = pd.to_numeric(s, errors="coerce").astype("float64").to_numpy()
         low = 0.0 if c == "input_len_tok" else None
         ok = np.isfinite(v) & ((v >= 0) if low is not None else (v > 0))
+        need = "a finite number >= 0" if low is not None else "a finite number > 0"
         for i in np.flatnonzero(~ok)[:10]:
-            need = "a finite number >= 0" if low is not None else "a finite number > 0"
-            problems.append(Problem(f"expected {need}, got {s.iloc[i]!r}", file=file, row=int(rows[i]),
-                                    column=c))
+            value = s.iloc[i]
+            msg = f"value is missing (expected {need})" if _is_missing(value) else \
+                f"expected {need}, got {_as_written(value)}"
+            problems.append(Problem(msg, file=file, row=int(rows[i]), column=c))
         if (~ok).sum() > 10:
             problems.append(Problem(f"{int((~ok).sum()) - 10} more invalid values", file=file, column=c))
     if problems:

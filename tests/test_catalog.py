@@ -538,3 +538,39 @@ def test_accelerator_prices_and_gh200_power_are_sourced_or_explained() -> None:
     for key in ("mi250", "intel-max-1550", "intel-pvc", "sn40l"):
         assert hw[key].price_per_hour_usd is None
         assert "no public" in hw[key].notes.lower(), key  # the gap is stated, not silent
+
+
+NOT_UTF8 = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe"
+
+
+def test_file_that_is_not_utf8_is_a_validation_error(tmp_path: Path) -> None:
+    """A binary or non-UTF-8 file was a UnicodeDecodeError; it is broken YAML, naming the file."""
+    f = tmp_path / "pic.png"
+    f.write_bytes(NOT_UTF8)
+    with pytest.raises(ValidationError, match=r"pic\.png: not valid YAML \(not UTF-8 text: byte 0x89 at offset 0"):
+        catalog.load_file(f)
+    latin1 = tmp_path / "gpus.yaml"
+    latin1.write_bytes("hardware:\n  x1:\n    name: Gér\xe2t\n".encode("latin-1"))
+    with pytest.raises(ValidationError, match=r"gpus\.yaml: not valid YAML \(not UTF-8 text: byte 0xe9 at offset 27"):
+        catalog.load_file(latin1)
+
+
+def test_user_file_that_is_not_utf8_fails_every_command_cleanly(_isolated_home: Path, tmp_path: Path) -> None:
+    """A non-UTF-8 *.yaml in the home catalog folder breaks the catalog like a YAML syntax error does:
+    exit 2 with the file named, no traceback, from every command that reads the catalog."""
+    from click.testing import CliRunner
+
+    from perfmodel.cli import main
+
+    bad = _isolated_home / "catalog" / "pic.yaml"
+    bad.parent.mkdir(parents=True, exist_ok=True)
+    bad.write_bytes(NOT_UTF8)
+    pic = tmp_path / "pic.png"
+    pic.write_bytes(NOT_UTF8)
+    for args in (["catalog", "hardware"], ["catalog", "show", "h100"], ["catalog", "check", str(pic)]):
+        res = CliRunner().invoke(main, args)
+        assert res.exit_code == 2, (args, res.output)
+        assert "not valid YAML (not UTF-8 text" in res.output and "pic." in res.output
+        assert isinstance(res.exception, SystemExit), (args, res.exception)
+    with pytest.raises(ValidationError, match=str(bad)):
+        catalog.resolve_hardware("H100")

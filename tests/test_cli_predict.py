@@ -123,3 +123,77 @@ def test_evaluate_command(slice_csv, tmp_path):
     res = CliRunner().invoke(main, ["evaluate", str(slice_csv), "--predictors", "xgboost", "--protocols",
                                     "batch64", "--seeds", "1"])
     assert res.exit_code == 2 and "gives no fold" in res.output
+
+
+@pytest.fixture(scope="module")
+def quick_model(tmp_path_factory):
+    """A linear predictor on the synthetic curves (a fraction of a second, no shared data needed)."""
+    from _predict_data import synthetic_runs
+
+    from perfmodel.models import get_predictor
+
+    out = tmp_path_factory.mktemp("quick") / "model"
+    get_predictor("linear").fit(synthetic_runs()).save(out)
+    return out
+
+
+POINT = ["--hardware", "H100", "--model", "llama-3-8b", "--framework", "vllm", "--input-len", "128",
+         "--output-len", "128", "--batch", "8"]
+
+
+def _point(**changes: str) -> list[str]:
+    args = list(POINT)
+    for opt, value in changes.items():
+        args[args.index("--" + opt.replace("_", "-")) + 1] = value
+    return args
+
+
+@pytest.mark.parametrize(("changes", "needles"), [
+    ({"batch": "-4"}, ["error: option --batch: expected a finite number > 0, got -4\n"]),
+    ({"output_len": "0.5e-300", "batch": "-2.5"}, ["option --batch: expected a finite number > 0, got -2.5"]),
+    ({"input_len": "-1", "output_len": "inf"}, ["(2 problem(s))", "option --input-len: expected a finite number >= 0, "
+                                                "got -1", "option --output-len: expected a finite number > 0, got inf"]),
+    ({"hardware": "warp-drive-9000"}, ["unknown hardware 'warp-drive-9000'", "Given by option --hardware"]),
+])
+def test_one_point_errors_name_the_option(quick_model, changes, needles):
+    """The one-point form reported "row 1, column 'batch_size' ... got np.float64(-4.0)": it names the
+    option and shows the value as typed."""
+    res = CliRunner().invoke(main, ["predict", str(quick_model), *_point(**changes)])
+    assert res.exit_code == 2, res.output
+    for needle in needles:
+        assert needle in res.output
+    assert "np." not in res.output and "row 1" not in res.output and "column" not in res.output
+    assert isinstance(res.exception, SystemExit), res.exception
+
+
+def test_query_file_values_are_reported_as_written(quick_model, tmp_path):
+    """A non-numeric cell was reported as "got np.float64(nan)" (the text lost), a negative one as
+    "got np.int64(-4)", and neither named the file."""
+    q = tmp_path / "q.csv"
+    q.write_text("hardware,model,framework,input_len_tok,output_len_tok,batch_size\n"
+                 "H100,llama-3-8b,vllm,abc,128,1\nH100,llama-3-8b,vllm,128,128,-4\nH100,llama-3-8b,vllm,128,,2\n")
+    res = CliRunner().invoke(main, ["predict", str(quick_model), str(q), "-o", str(tmp_path / "p.csv")])
+    assert res.exit_code == 2, res.output
+    assert "q.csv, row 1, column 'input_len_tok': expected a finite number >= 0, got 'abc'" in res.output
+    assert "q.csv, row 2, column 'batch_size': expected a finite number > 0, got -4" in res.output
+    assert "q.csv, row 3, column 'output_len_tok': value is missing" in res.output
+    assert "np." not in res.output and not (tmp_path / "p.csv").exists()
+
+
+@pytest.mark.parametrize(("header", "missing"), [
+    ("hardware,model,framework,input_len_tok,output_len_tok", "column 'batch_size' ("),
+    ("model,framework,input_len_tok,output_len_tok,batch_size", "column 'hardware' ("),
+    ("hardware,model,batch_size", "columns 'input_len_tok', 'output_len_tok' ("),
+])
+def test_query_file_missing_a_column_says_which(quick_model, tmp_path, header, missing):
+    """A query CSV without batch_size was "not a recognised benchmark result file" and 23 format names."""
+    q = tmp_path / "q.csv"
+    q.write_text(header + "\n" + ",".join("1" for _ in header.split(",")) + "\n")
+    res = CliRunner().invoke(main, ["predict", str(quick_model), str(q), "-o", str(tmp_path / "p.csv")])
+    assert res.exit_code == 2, res.output
+    assert "error: q.csv: not a usable query table: missing required " + missing in res.output
+    assert "Known formats" not in res.output and "vllm-bench-serve" not in res.output
+    other = tmp_path / "other.csv"
+    other.write_text("a,b\n1,2\n")  # no query columns at all: still the list of result formats
+    res = CliRunner().invoke(main, ["predict", str(quick_model), str(other)])
+    assert res.exit_code == 2 and "not a recognised benchmark result file" in res.output

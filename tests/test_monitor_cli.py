@@ -115,3 +115,25 @@ def test_live_telemetry_is_context_not_an_alarm() -> None:
             assert not [ln for ln in res.output.splitlines() if ln.startswith("{")], res.output
     finally:
         server.shutdown()
+
+
+def test_target_that_is_not_a_url_is_an_option_error() -> None:
+    """`--target not-a-url` was a ValueError traceback from urllib; it is a usage error naming --target."""
+    for target in ("not-a-url", "localhost:8000", "http://localhost:port", "ftp://host"):
+        res = CliRunner().invoke(main, ["monitor", "--target", target, "--duration", "1"])
+        assert res.exit_code == 2, (target, res.output)
+        assert "--target" in res.output and "http://127.0.0.1:8000" in res.output and repr(target) in res.output
+        assert isinstance(res.exception, SystemExit), res.exception
+
+
+def test_model_expectation_names_the_query_option(tmp_path: Path) -> None:
+    """An unknown --hardware for --model-dir is reported against the option, not "row 1, column"."""
+    model = tmp_path / "model"
+    model.mkdir()
+    res = CliRunner().invoke(main, ["detect", str(DATA / "stream.csv"), "--model-dir", str(model),
+                                    "--hardware", "warp-drive-9000", "--model", "llama-3-8b", "--framework", "vllm",
+                                    "--input-len", "128", "--output-len", "128", "--batch", "8",
+                                    "--expect-metric", "output_throughput_tok_s"])
+    assert res.exit_code == 2, res.output
+    assert "unknown hardware 'warp-drive-9000'" in res.output and "--hardware" in res.output
+    assert "row(s) 1" not in res.output

@@ -54,3 +54,25 @@ def test_plan_file_and_errors(dataset: str, tmp_path: Path) -> None:
     assert r.exit_code == 2 and "no dataset 'nope'" in r.output
     r = CliRunner().invoke(main, ["report", dataset, "-o", str(tmp_path / "r.txt")])
     assert r.exit_code == 2 and ".html or .pdf" in r.output
+
+
+@pytest.mark.parametrize("command", ["plan", "report"])
+def test_plan_file_that_is_not_text_names_the_file(tmp_path: Path, command: str) -> None:
+    """A binary --plan file was a UnicodeDecodeError traceback; it is reported like `perfmodel sweep pic.png`."""
+    pic = tmp_path / "pic.png"
+    pic.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe")
+    args = [command, "nope", "--plan", str(pic)] + (["-o", str(tmp_path / "r.html")] if command == "report" else [])
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 2, r.output
+    assert f"error: {pic}: cannot read the plan file (" in r.output and "utf-8" in r.output
+    assert isinstance(r.exception, SystemExit), r.exception
+
+
+def test_plan_file_section_that_is_not_a_mapping(tmp_path: Path) -> None:
+    """`workload: 5` in a --plan file was a TypeError traceback (flags are laid over the section)."""
+    f = tmp_path / "plan.yaml"
+    f.write_text("workload: 5\nslo: {e2e_s: 12}\nprices: [1]\n")
+    r = CliRunner().invoke(main, ["plan", "nope", "--plan", str(f), "--rate", "3", "--price", "h100-sxm=2"])
+    assert r.exit_code == 2, r.output
+    assert "plan.yaml, column 'workload'" in r.output and "plan.yaml, column 'prices'" in r.output
+    assert isinstance(r.exception, SystemExit), r.exception

@@ -122,6 +122,9 @@ def _read_yaml(path: Path, label: str) -> Any:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise PerfmodelError(f"{label}: cannot read the catalog file ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:  # a binary or non-UTF-8 file: broken like a YAML syntax error
+        raise ValidationError(f"{label}: not valid YAML (not UTF-8 text: byte 0x{exc.object[exc.start]:02x} "
+                              f"at offset {exc.start} cannot be decoded)") from None
     try:
         return yaml.load(text, Loader=_Loader)  # noqa: S506 - safe loader
     except yaml.YAMLError as exc:
