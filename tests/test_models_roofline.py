@@ -431,6 +431,10 @@ def test_query_without_parallelism_and_dtype_columns_is_anchored_like_a_full_one
     p_short = m.predict(q_short).pred_throughput_tok_s.to_numpy()
     np.testing.assert_allclose(p_short, p_full, rtol=1e-9)
     assert float(np.abs(p_short / _truth(q_short) - 1).max()) < 0.06  # anchored: the 1.6x bias is learned
+    # A query table cut from an export has those columns with blank cells: the same answer, one row or many.
+    q_blank = q_full.assign(tp_size=np.nan, weight_dtype=None, kv_cache_dtype="", load_kind=pd.NA)
+    np.testing.assert_allclose(m.predict(q_blank).pred_throughput_tok_s.to_numpy(), p_full, rtol=1e-9)
+    np.testing.assert_allclose(m.predict(q_blank.iloc[[0]]).pred_throughput_tok_s.to_numpy(), p_full[:1], rtol=1e-9)
 
 
 def test_small_query_column_cache_lives_for_one_call(fitted: tuple[RooflineGBM, pd.DataFrame]) -> None:

@@ -254,14 +254,16 @@ _COMPLETION_INDEX: dict[tuple[int, ...], tuple[dict, dict[tuple[str, ...], list[
 
 
 def _complete_query(runs: pd.DataFrame, known: dict[str, Any]) -> tuple[pd.DataFrame, np.ndarray]:
-    """Fill the :data:`CONFIG_COLUMNS` a query lacks entirely from the one trained configuration it names.
+    """Fill the :data:`CONFIG_COLUMNS` a query leaves empty from the one trained configuration it names.
 
     A what-if query names hardware, model, framework, device count and lengths, but
-    rarely ``tp_size``, the dtypes or ``load_kind``; its key would then match no
-    trained configuration, so anchoring would never apply and its features would
-    miss the dtype. Each row takes those columns from the one trained configuration
-    that agrees on every column the query has; rows with no or several such
-    configurations get missing values (they are then new configurations).
+    rarely ``tp_size``, the dtypes or ``load_kind``, and a query table cut from an
+    export often has those cells blank; its key would then match no trained
+    configuration, so anchoring would never apply and its features would miss the
+    dtype. Each row whose key is not a trained configuration takes its empty columns
+    (absent, or blank cells) from the one trained configuration that agrees on every
+    column the row fills; rows with no or several such configurations keep them
+    empty (they are then new configurations).
 
     Returns
     -------
@@ -269,46 +271,68 @@ def _complete_query(runs: pd.DataFrame, known: dict[str, Any]) -> tuple[pd.DataF
         The completed query and its configuration keys.
     """
     keys = _config_keys(runs).to_numpy()
-    absent = tuple(i for i, c in enumerate(CONFIG_COLUMNS) if c not in runs.columns)
-    if not absent or len(runs) == 0 or not known:
+    if len(runs) == 0 or not known:
         return runs, keys
-    present = tuple(i for i in range(len(CONFIG_COLUMNS)) if i not in absent)
-    cached = _COMPLETION_INDEX.get(absent)
-    if cached is not None and cached[0] is known:  # the same trained model's dict (held, so never reused)
-        index = cached[1]
-    else:
-        index = {}
-        for k in known:
-            parts = k.split("|")
-            index.setdefault(tuple(parts[i] for i in present), []).append(k)
-        _COMPLETION_INDEX[absent] = (known, index)
     resolved: dict[str, str] = {}
     for key in set(keys.tolist()):
+        if key in known:
+            continue
         parts = key.split("|")
-        hits = index.get(tuple(parts[i] for i in present), [])
+        blank = tuple(i for i, p in enumerate(parts) if not p)
+        if not blank:
+            continue
+        hits = _completion_index(known, blank).get(tuple(p for p in parts if p), [])
         if len(hits) == 1:
             resolved[key] = hits[0]
     if not resolved:
         return runs, keys
     full_keys = [resolved.get(k, k) for k in keys.tolist()]
     split = [k.split("|") for k in full_keys]
+    was_blank = [[not p for p in k.split("|")] for k in keys.tolist()]
     cols: dict[str, Any] = {}
-    for i in absent:
-        col = CONFIG_COLUMNS[i]
-        vals = [p[i] for p in split]
-        cols[col] = (np.array([float(v) if v else np.nan for v in vals]) if col in _NUMERIC_CONFIG
-                     else np.array([v if v else None for v in vals], dtype=object))
+    for i, col in enumerate(CONFIG_COLUMNS):
+        fill = [r for r in range(len(split)) if was_blank[r][i] and split[r][i]]
+        if not fill:
+            continue
+        numeric = col in _NUMERIC_CONFIG
+        if col in runs.columns:
+            v = (_floats(runs, col).copy() if numeric
+                 else np.array([None if _norm(x) is None else x for x in _values(runs, col)], dtype=object))
+        else:
+            v = np.full(len(runs), np.nan) if numeric else np.full(len(runs), None, dtype=object)
+        for r in fill:
+            v[r] = float(split[r][i]) if numeric else split[r][i]
+        cols[col] = v
+    new = {c: v for c, v in cols.items() if c not in runs.columns}
     # One concat: inserting columns one by one costs more than the prediction of one row.
-    done = pd.concat([runs, pd.DataFrame(cols, index=runs.index)], axis=1)
+    done = pd.concat([runs, pd.DataFrame(new, index=runs.index)], axis=1) if new else runs.copy()
+    for c in cols.keys() - new.keys():  # blank cells filled (rare: a table cut from an export)
+        done[c] = cols[c]
     cache = _COLUMN_CACHE.get()
     if cache is not None:
-        # The completed frame has the query's columns and the new ones: their values are known.
+        # The completed frame has the query's columns and the filled ones: their values are known.
         store = dict(cache[id(runs)][1]) if id(runs) in cache and cache[id(runs)][0] is runs else {}
         for col, v in cols.items():
+            for kind in ("float", "list"):
+                store.pop((col, kind), None)
             v.flags.writeable = False
             store[(col, "float" if col in _NUMERIC_CONFIG else "list")] = v if col in _NUMERIC_CONFIG else v.tolist()
         cache[id(done)] = (done, store)
     return done, np.array(full_keys, dtype=object)
+
+
+def _completion_index(known: dict[str, Any], blank: tuple[int, ...]) -> dict[tuple[str, ...], list[str]]:
+    """The trained configurations ``known`` by their values outside the positions ``blank`` (cached per
+    model and pattern)."""
+    cached = _COMPLETION_INDEX.get(blank)
+    if cached is not None and cached[0] is known:  # the same trained model's dict (held, so never reused)
+        return cached[1]
+    index: dict[tuple[str, ...], list[str]] = {}
+    for k in known:
+        parts = k.split("|")
+        index.setdefault(tuple(p for i, p in enumerate(parts) if i not in blank), []).append(k)
+    _COMPLETION_INDEX[blank] = (known, index)
+    return index
 
 
 def _log_prior(roof: pd.DataFrame, runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
