@@ -72,9 +72,13 @@ def compare_cmd(ctx: click.Context, dataset_a: str, dataset_b: str, where_both: 
 
     Each side is a result file or a stored dataset (name or id); the same one
     twice with --where-a/--where-b compares two subsets (e.g. two frameworks).
-    Points match on hardware, model, devices, input/output length and batch
-    size; a difference is beyond noise when it exceeds 2 standard errors of
-    the repeats of both sides (points without repeats cannot be judged).
+    Points match on the configuration as `perfmodel fit` defines it (hardware,
+    model, devices, input/output length, framework, dtypes, tp/pp, thread
+    count) and batch size; a column with one value on each side, a different
+    one (--where-a framework=vllm --where-b framework=sglang), is what is
+    compared and is not matched on. A difference is beyond noise when it
+    exceeds 2 standard errors of the repeats of both sides (points without
+    repeats cannot be judged).
     """
     from .cli import _echo_json, _want_json
     from .pareto import compare, noise_verdicts, select_runs

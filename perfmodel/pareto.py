@@ -11,18 +11,22 @@ whether it exceeds run-to-run noise. Noise is the standard error of the
 difference from the repeats of each side (``sqrt(s_a^2/n_a + s_b^2/n_b)``);
 a difference is called significant when it exceeds :data:`NOISE_Z` standard
 errors. Points without repeats on both sides cannot be judged and say so
-(``significant`` is missing).
+(``significant`` is missing). A configuration is what :func:`perfmodel.curves.fit_curves`
+fits one curve to (framework, dtypes, parallelism and thread count included), so
+the runs pooled as the repeats of a point are true repeats of one configuration.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from .curves import DEFAULT_BY, OPTIONAL_BY, VARYING_BY
 from .errors import Problem, ValidationError
 
 __all__ = ["FRONTS", "NOISE_Z", "COMPARE_KEYS", "COMPARE_METRICS", "pareto_mask", "fronts", "front_figure", "Comparison",
@@ -38,8 +42,17 @@ FRONTS: dict[str, tuple[str, bool, str, bool]] = {
 NOISE_Z = 2.0
 """Standard errors a difference must exceed to count as beyond run-to-run noise (about 95%)."""
 
-COMPARE_KEYS = ("hardware", "model", "device_count", "input_len_tok", "output_len_tok", "batch_size")
-"""Columns matching a point of one dataset with a point of the other by default."""
+_SHOWN_FIRST = ("hardware", "model", "device_count", "input_len_tok", "output_len_tok")
+COMPARE_KEYS = tuple(dict.fromkeys((*_SHOWN_FIRST, *DEFAULT_BY, *OPTIONAL_BY, *VARYING_BY, "batch_size")))
+"""Columns that can match a point of one dataset with a point of the other by default, in display order.
+
+The default matching is the configuration of :func:`perfmodel.curves.fit_curves` and the batch size:
+the :data:`~perfmodel.curves.DEFAULT_BY` columns and ``batch_size`` always, an
+:data:`~perfmodel.curves.OPTIONAL_BY` column when both sides record it (at least one value each), a
+:data:`~perfmodel.curves.VARYING_BY` column when both sides record it and it takes more than one value.
+A column with one value on each side, a different one (the framework of
+``--where-a framework=vllm --where-b framework=sglang``), is what the comparison contrasts: it is not
+matched on (:attr:`Comparison.contrast`)."""
 
 VERDICTS = ("beyond noise", "within noise", "no repeats")
 """What :func:`noise_verdicts` says of a matched point."""
@@ -193,6 +206,11 @@ class Comparison:
         Points present on one side only.
     message
         One line summarising the comparison.
+    keys
+        The columns points were matched on (the key columns of ``table``).
+    contrast
+        Configuration columns not matched on because each side has one value,
+        a different one: column -> (value of A, value of B).
     """
 
     table: pd.DataFrame = field(repr=False)
@@ -202,22 +220,55 @@ class Comparison:
     n_only_a: int
     n_only_b: int
     message: str
+    keys: tuple[str, ...] = ()
+    contrast: Mapping[str, tuple[Any, Any]] = field(default_factory=dict)
 
 
-def _summary(runs: pd.DataFrame, keys: Sequence[str], metric: str) -> pd.DataFrame:
+def _recorded(df: pd.DataFrame, col: str) -> bool:
+    return col in df.columns and bool(df[col].notna().any())
+
+
+def _default_keys(runs_a: pd.DataFrame, runs_b: pd.DataFrame) -> list[str]:
+    """The configuration columns of :func:`perfmodel.curves.fit_curves` that both sides can be matched on."""
+    out = []
+    for c in COMPARE_KEYS:
+        if c in OPTIONAL_BY or c in VARYING_BY:
+            if not (_recorded(runs_a, c) and _recorded(runs_b, c)):
+                continue  # a side that does not record it cannot be matched on it
+            if c in VARYING_BY and pd.concat([runs_a[c], runs_b[c]], ignore_index=True).nunique() < 2:
+                continue
+        out.append(c)
+    return out
+
+
+def _prepare(runs: pd.DataFrame, keys: Sequence[str], numeric: set[str], metric: str) -> pd.DataFrame:
+    """The key and metric columns, keys made comparable across sides, rows without a finite metric dropped."""
     d = runs[list(keys) + [metric]].copy()
     d[metric] = pd.to_numeric(d[metric], errors="coerce").astype(float)
     d = d[np.isfinite(d[metric].to_numpy())]
     for k in keys:
-        if d[k].dtype.kind not in "fi":
-            d[k] = d[k].astype("string").fillna("(missing)").astype(object)
+        if k in numeric:
+            d[k] = pd.to_numeric(d[k], errors="coerce").astype(float)
         else:
-            d[k] = d[k].astype(float)
-    g = d.groupby(list(keys), dropna=False, sort=True)[metric]
-    return g.agg(mean="mean", std="std", n="count").reset_index()
+            d[k] = d[k].astype("string").fillna("(missing)").astype(object)
+    return d
 
 
-def compare(runs_a: pd.DataFrame, runs_b: pd.DataFrame, *, keys: Sequence[str] = COMPARE_KEYS,
+def _numeric(df: pd.DataFrame, col: str) -> bool:
+    return df[col].dtype.kind in "fiub" or bool(df[col].isna().all())
+
+
+def _single(d: pd.DataFrame, col: str) -> tuple[bool, Any]:
+    """(whether the column holds exactly one value, that value); a missing value counts as one."""
+    vals = d[col].drop_duplicates()
+    return len(vals) == 1, (vals.iloc[0] if len(vals) == 1 else None)
+
+
+def _plain(v: Any) -> Any:
+    return float(v) if isinstance(v, float | np.floating) else str(v)
+
+
+def compare(runs_a: pd.DataFrame, runs_b: pd.DataFrame, *, keys: Sequence[str] | None = None,
             metric: str = "output_throughput_tok_s", label_a: str = "A", label_b: str = "B",
             ignore: Sequence[str] = ()) -> Comparison:
     """Compare a metric of two runs tables point by point, against run-to-run noise.
@@ -227,8 +278,12 @@ def compare(runs_a: pd.DataFrame, runs_b: pd.DataFrame, *, keys: Sequence[str] =
     runs_a, runs_b
         Canonical runs tables (two frameworks, two versions, two sweeps...).
     keys
-        Columns matching points; those listed in ``ignore`` are dropped from it
-        (e.g. ``ignore=["framework"]`` when the sides differ by framework).
+        Columns matching points. The default (``None``, or :data:`COMPARE_KEYS`)
+        matches on the configuration as :func:`perfmodel.curves.fit_curves` defines
+        it and the batch size (see :data:`COMPARE_KEYS`), leaving out the columns
+        the two sides contrast (one value each, a different one). Columns listed in
+        ``ignore`` are dropped from the keys (e.g. ``ignore=["model"]`` when the
+        sides name one model differently and hold several).
     metric
         Numeric column to compare.
     label_a, label_b
@@ -245,12 +300,26 @@ def compare(runs_a: pd.DataFrame, runs_b: pd.DataFrame, *, keys: Sequence[str] =
     ValidationError
         A key or the metric is missing from one side.
     """
-    ks = [k for k in keys if k not in set(ignore)]
+    default = keys is None or tuple(keys) == COMPARE_KEYS
+    wanted = _default_keys(runs_a, runs_b) if default else list(keys or ())
+    ks = [k for k in wanted if k not in set(ignore)]
     problems = [Problem("missing", file=lab, column=c) for lab, df in ((label_a, runs_a), (label_b, runs_b))
                 for c in [*ks, metric] if c not in df.columns]
+    if not ks:
+        problems.append(Problem("no column left to match points on: leave fewer out (ignore)"))
     if problems:
         raise ValidationError("compare: a side lacks the columns to compare", problems)
-    a, b = _summary(runs_a, ks, metric), _summary(runs_b, ks, metric)
+    numeric = {k for k in ks if _numeric(runs_a, k) and _numeric(runs_b, k)}
+    da, db = _prepare(runs_a, ks, numeric, metric), _prepare(runs_b, ks, numeric, metric)
+    contrast: dict[str, tuple[Any, Any]] = {}
+    if default and len(da) and len(db):
+        for k in ks:
+            (one_a, va), (one_b, vb) = _single(da, k), _single(db, k)
+            if k != "batch_size" and one_a and one_b and not (pd.isna(va) and pd.isna(vb)) and va != vb:
+                contrast[k] = (_plain(va), _plain(vb))
+        ks = [k for k in ks if k not in contrast]
+    a, b = (d.groupby(ks, dropna=False, sort=True)[metric].agg(mean="mean", std="std", n="count").reset_index()
+            for d in (da, db))
     m = a.merge(b, on=ks, how="outer", suffixes=("_a", "_b"), indicator=True)
     only_a = int((m["_merge"] == "left_only").sum())
     only_b = int((m["_merge"] == "right_only").sum())
@@ -275,8 +344,15 @@ def compare(runs_a: pd.DataFrame, runs_b: pd.DataFrame, *, keys: Sequence[str] =
             msg += f"; {len(table) - n_judged} without repeats cannot be judged"
     else:
         msg = f"no point of {label_a} matches one of {label_b} on {', '.join(ks)}"
+    if contrast:
+        msg += "; not matched on " + ", ".join(f"{k} ({_shown(va)} vs {_shown(vb)})"
+                                                 for k, (va, vb) in contrast.items())
     return Comparison(table=table, label_a=label_a, label_b=label_b, metric=metric, n_only_a=only_a,
-                      n_only_b=only_b, message=msg)
+                      n_only_b=only_b, message=msg, keys=tuple(ks), contrast=contrast)
+
+
+def _shown(v: Any) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
 
 
 def noise_verdicts(table: pd.DataFrame) -> list[str]:
@@ -381,20 +457,25 @@ def configuration_labels(table: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
     lengths = "input_len_tok" in cols and "output_len_tok" in cols
     for k in cols:
         if lengths and k in ("input_len_tok", "output_len_tok"):
+            if k == "input_len_tok":
+                parts.append(table[k].map("{:g}".format) + "/" + table["output_len_tok"].map("{:g}".format))
             continue
-        v = table[k]
-        if k == "device_count":
-            parts.append(v.map(lambda x: f"{x:g} dev" if isinstance(x, float) else f"{x} dev"))
-        else:
-            parts.append(v.map(lambda x: f"{x:g}" if isinstance(x, float) else str(x)))
-    if lengths:
-        parts.append(table["input_len_tok"].map("{:g}".format) + "/" + table["output_len_tok"].map("{:g}".format))
+        form = _LABEL_FORMS.get(k, "{}")
+        parts.append(table[k].map(lambda x, form=form: "" if _blank(x) else form.format(
+            f"{x:g}" if isinstance(x, float) else str(x))))
     if not parts:
         return pd.Series(["all"] * len(table), index=table.index, dtype=object)
-    out = parts[0].astype(str)
-    for p in parts[1:]:
-        out = out + " · " + p.astype(str)
-    return out
+    joined = [" · ".join(v for v in row if v) for row in zip(*(p.astype(str) for p in parts), strict=True)]
+    return pd.Series(joined, index=table.index, dtype=object)
+
+
+_LABEL_FORMS = {"device_count": "{} dev", "tp_size": "tp{}", "pp_size": "pp{}", "fw_num_threads": "{} threads",
+                "weight_dtype": "{} weights", "kv_cache_dtype": "{} KV cache"}
+"""How :func:`configuration_labels` shows a key value (default: as is)."""
+
+
+def _blank(x: Any) -> bool:
+    return x is None or x == "(missing)" or (isinstance(x, float) and np.isnan(x))
 
 
 def comparison_figure(comp: Comparison, configurations: Sequence[str] | None = None, *,
@@ -420,7 +501,7 @@ def comparison_figure(comp: Comparison, configurations: Sequence[str] | None = N
     from .plots import axis_title
 
     t = comp.table
-    keys = [c for c in t.columns if c in COMPARE_KEYS]
+    keys = list(comp.keys) or [c for c in t.columns if c in COMPARE_KEYS]
     labels = configuration_labels(t, keys)
     chosen = list(dict.fromkeys(labels)) if configurations is None else list(configurations)
     if configurations is None:

@@ -90,3 +90,38 @@ def test_user_errors_name_the_option_and_the_valid_values(all_results_csv: Path)
     code, _, err = _run("compare", str(LOCAL), "no-such-dataset")
     assert code == 2 and "no-such-dataset" in err
     assert Store().datasets() == []
+
+
+THREADS = REPO / "sample_runs" / "perfmodel-tiny-llama_cpu-x86-2vcpu_threads-1-2_local-sweep.csv"
+
+
+def test_a_dataset_against_itself_pools_only_true_repeats(all_results_csv: Path) -> None:
+    """Frameworks of one file are configurations (as in ``perfmodel fit``), not repeats of one point."""
+    a = str(all_results_csv)
+    code, stdout, _ = _run("--json", "compare", a, a, "--where", "model=llama-3-8b", "--where", "hardware=h100-sxm")
+    assert code == 0
+    d = json.loads(stdout)
+    assert d["n_matched"] == d["n_no_repeats"] > 100 and d["n_within_noise"] == 0
+    pts = [p for p in d["points"] if p["batch_size"] == 1 and p["input_len_tok"] == 128 and p["output_len_tok"] == 128
+           and p["device_count"] == 1]
+    assert {p["framework"]: (p["n_a"], round(p["mean_a"], 2)) for p in pts} == {
+        "vllm": (1, 128.78), "tensorrt-llm": (1, 142.74), "llama.cpp": (1, 50.78)}
+
+
+def test_thread_counts_are_not_repeats_of_each_other() -> None:
+    code, stdout, _ = _run("--json", "compare", str(THREADS), str(THREADS))
+    assert code == 0
+    d = json.loads(stdout)
+    pts = {p["fw_num_threads"]: p for p in d["points"] if p["batch_size"] == 1}
+    assert sorted(pts) == [1.0, 2.0] and all(p["n_a"] == 3 for p in pts.values())
+    assert pts[1.0]["mean_a"] == pytest.approx(86.13, abs=0.01) and pts[2.0]["mean_a"] == pytest.approx(24.62, abs=0.01)
+
+
+def test_two_thread_counts_compared_against_each_other() -> None:
+    code, stdout, _ = _run("--json", "compare", str(THREADS), str(THREADS), "--where-a", "fw_num_threads=1.0",
+                           "--where-b", "fw_num_threads=2.0")
+    assert code == 0
+    d = json.loads(stdout)
+    assert "not matched on fw_num_threads (1 vs 2)" in d["message"]
+    assert d["n_matched"] == len({p["batch_size"] for p in d["points"]}) > 1
+    assert pytest.approx(86.13, abs=0.01) == next(p["mean_a"] for p in d["points"] if p["batch_size"] == 1)

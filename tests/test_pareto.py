@@ -114,3 +114,69 @@ def test_compare_overlay_and_verdicts() -> None:
     with pytest.raises(ValidationError, match="no row has 'tgi'; valid: sglang, vllm"):
         select_runs(both, {"framework": ["tgi"]}, label="mixed")
     assert len(select_runs(both, {"hardware": ["H100 SXM"]})) == len(both)  # catalog alias
+
+
+def _configs(rows: list[tuple[str, float, float, list[float]]]) -> pd.DataFrame:
+    """Runs of one model at batch 1: (framework, tp_size, threads, throughputs) per configuration."""
+    return pd.DataFrame([{"hardware": "h100-sxm", "model": "llama-3-8b", "device_count": 1, "input_len_tok": 128.0,
+                          "output_len_tok": 32.0, "batch_size": 1.0, "framework": fw, "weight_dtype": "bf16",
+                          "kv_cache_dtype": "bf16", "tp_size": tp, "pp_size": 1.0, "fw_num_threads": th,
+                          "output_throughput_tok_s": v}
+                         for fw, tp, th, vs in rows for v in vs])
+
+
+def test_compare_pools_only_repeats_of_one_configuration() -> None:
+    """Frameworks and thread counts are configurations, as in fit_curves: never each other's repeats."""
+    from perfmodel.curves import _resolve_by
+
+    runs = _configs([("vllm", 1.0, 1.0, [90, 92, 88]), ("vllm", 1.0, 2.0, [20, 22, 18]),
+                     ("sglang", 1.0, 1.0, [60, 61]), ("sglang", 2.0, 1.0, [100])])
+    c = compare(runs, runs)
+    assert set(c.keys) == {*_resolve_by(runs, None), "batch_size"}  # the configuration of perfmodel fit
+    assert c.contrast == {}
+    t = c.table.set_index(["framework", "tp_size", "fw_num_threads"])
+    assert len(t) == 4 and t["n_a"].tolist() == [2, 1, 3, 3]
+    assert t.loc[("vllm", 1.0, 2.0), "mean_a"] == pytest.approx(20) and t.loc[("vllm", 1.0, 2.0), "std_a"] == 2
+    assert "1 without repeats" in c.message  # sglang at tp 2 ran once: no longer averaged with tp 1
+    # one thread count everywhere: not a key (a dataset at one setting keeps its configurations)
+    one = runs[runs["fw_num_threads"] == 1]
+    assert "fw_num_threads" not in compare(one, one).keys and "fw_num_threads" in compare(one, runs).keys
+
+
+def test_compare_contrasts_the_column_the_sides_differ_in() -> None:
+    runs = _configs([("vllm", 1.0, 1.0, [90, 92, 88]), ("vllm", 1.0, 2.0, [20, 22, 18]),
+                     ("sglang", 1.0, 1.0, [60, 61, 62]), ("sglang", 1.0, 2.0, [30, 31, 29])])
+    c = compare(runs[runs["framework"] == "vllm"], runs[runs["framework"] == "sglang"], label_a="vllm",
+                label_b="sglang")
+    assert c.contrast == {"framework": ("vllm", "sglang")} and "framework" not in c.keys
+    assert "not matched on framework (vllm vs sglang)" in c.message
+    t = c.table.set_index("fw_num_threads")  # still matched on the thread count
+    assert t.loc[1.0, ["mean_a", "mean_b", "n_a", "n_b"]].tolist() == [90, 61, 3, 3]
+    assert t.loc[2.0, ["mean_a", "mean_b"]].tolist() == [20, 30]
+    # a side holding several frameworks is matched on the framework, not pooled
+    mixed = compare(runs, runs[runs["framework"] == "sglang"])
+    assert mixed.contrast == {} and set(mixed.table["framework"]) == {"sglang"}
+    assert (mixed.n_only_a, mixed.n_only_b) == (2, 0)
+    # explicit keys are matched as given
+    assert compare(runs[runs["framework"] == "vllm"], runs[runs["framework"] == "sglang"],
+                   keys=["framework", "batch_size"]).table.empty
+
+
+def test_compare_skips_configuration_columns_a_side_does_not_record() -> None:
+    local = _configs([("transformers", 1.0, 1.0, [100, 104, 96])])
+    served = local.drop(columns=["fw_num_threads"]).assign(weight_dtype=None, kv_cache_dtype=None, tp_size=np.nan,
+                                                             pp_size=np.nan, output_throughput_tok_s=[150, 160, 170])
+    c = compare(local, served)
+    assert c.keys == ("hardware", "model", "device_count", "input_len_tok", "output_len_tok", "framework",
+                      "batch_size")
+    assert c.table[["mean_a", "mean_b"]].iloc[0].tolist() == [100, 160] and bool(c.table["significant"].iloc[0])
+
+
+def test_configuration_labels_name_the_new_keys() -> None:
+    from perfmodel.pareto import configuration_labels
+
+    runs = _configs([("vllm", 2.0, 1.0, [90, 92]), ("vllm", 2.0, 2.0, [20, 22])])
+    c = compare(runs, runs)
+    assert configuration_labels(c.table, c.keys).tolist() == [
+        "h100-sxm · llama-3-8b · 1 dev · 128/32 · vllm · bf16 weights · bf16 KV cache · tp2 · pp1 · 1 threads",
+        "h100-sxm · llama-3-8b · 1 dev · 128/32 · vllm · bf16 weights · bf16 KV cache · tp2 · pp1 · 2 threads"]
