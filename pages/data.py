@@ -101,8 +101,13 @@ with issues_tab:
     ui.issues_table(issues, key=K.ISSUE_SEVERITY)
 
 with st.expander("Delete this dataset", icon=":material/delete:"):
+    n_runs = len(runs)
     st.write(f"Deletes **{ds.names[selected]}** (`{selected}`) and its runs from `{home}`.")
-    if st.button("Delete", key=K.DELETE_CONFIRM, type="secondary"):
+    # One checkbox per dataset: after a delete the next dataset shown here is not armed.
+    confirm_key = f"{K.DELETE_CONFIRM}.{selected}"
+    armed = st.checkbox(f"I understand: **{ds.names[selected]}** and its {n_runs:,} run(s) will be deleted "
+                        "for good.", key=confirm_key)
+    if st.button("Delete", key="data.delete", type="primary", disabled=not armed, icon=":material/delete:"):
         try:
             ui.open_store(home).delete_dataset(selected)
         except PerfmodelError as exc:
@@ -111,4 +116,6 @@ with st.expander("Delete this dataset", icon=":material/delete:"):
             ui.clear_store_caches()
             ui.select_dataset(None)
             st.session_state.pop(K.LAST_IMPORT, None)
+            st.session_state.pop(confirm_key, None)
+            st.toast(f"Deleted **{ds.names[selected]}** ({n_runs:,} runs).", icon=":material/delete:")
             st.rerun()

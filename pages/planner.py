@@ -36,8 +36,8 @@ st.session_state[P.KEYS["hardware"]] = [h for h in st.session_state[P.KEYS["hard
 st.subheader("Workload and SLOs", anchor=False)
 c1, c2, c3, c4 = st.columns(4)
 c1.number_input("Requests per second", min_value=0.001, key=P.KEYS["rate"])
-c2.number_input("Input tokens", min_value=1.0, key=P.KEYS["input_len"])
-c3.number_input("Output tokens", min_value=1.0, key=P.KEYS["output_len"])
+c2.number_input("Input tokens", min_value=1.0, step=1.0, format="%.0f", key=P.KEYS["input_len"])
+c3.number_input("Output tokens", min_value=1.0, step=1.0, format="%.0f", key=P.KEYS["output_len"])
 c4.number_input("Headroom", min_value=0.0, max_value=10.0, step=0.05, key=P.KEYS["headroom"],
                 help="0.2 provisions 120% of the demand.")
 s1, s2, s3, s4 = st.columns(4)
@@ -62,9 +62,12 @@ except PerfmodelError as exc:
 analyses.write_analysis_link(KIND)
 st.subheader("Recommendation", anchor=False)
 st.markdown(f"**{res['summary']}**")
+if caveat := P.lengths_caveat(res["table"], res["lengths"], res["recommended"]):
+    st.warning(caveat, icon=":material/straighten:")
 for n in res["notes"]:
     st.caption(n)
-st.dataframe(P.display_table(res["table"], res["currency"]), hide_index=True, key="planner.table")
+st.dataframe(P.display_table(res["table"], res["currency"]), hide_index=True, key="planner.table",
+             column_config=P.display_column_config(res["currency"]), placeholder=P.MISSING)
 if len(res["infeasible"]):
     st.markdown("**Infeasible candidates**")
     st.dataframe(res["infeasible"], hide_index=True, key="planner.infeasible")

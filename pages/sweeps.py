@@ -3,7 +3,7 @@
 import streamlit as st
 
 from perfmodel import ui
-from perfmodel.errors import PerfmodelError
+from perfmodel.errors import NotFoundError, PerfmodelError
 from perfmodel.sweep.plan import ENGINE_SIZES, SweepPlan, format_duration
 from perfmodel.sweep.runner import create_sweep, launch_detached, stop_sweep
 from perfmodel.ui import analyses, cached
@@ -169,7 +169,11 @@ def progress_panel() -> None:
             else:
                 st.toast("Resumed.")
     if info.n_done:
-        st.plotly_chart(S.sweep_figure(home, info.dataset_id, stamp), key="sweeps.chart")
+        try:
+            st.plotly_chart(S.sweep_figure(home, info.dataset_id, stamp), key="sweeps.chart")
+        except NotFoundError:
+            st.info(f"This sweep's dataset (`{info.dataset_id}`) was deleted, so there is no curve to show.",
+                    icon=":material/delete:")
     failed = points[points["status"] == "failed"]
     if len(failed):
         st.subheader(f"Failed points ({len(failed)})", anchor=False)

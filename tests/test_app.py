@@ -143,7 +143,7 @@ def test_empty_store_imports_the_samples_and_shows_them(tmp_path: Path,
     at = _app()
     _no_exception(at)
     info = " ".join(_texts(at.info))
-    assert "cpu_sweep.csv" in info and "real CPU measurements made by perfmodel's local engine" in info
+    assert "cpu_sweep.csv" in info and "real measurements made by perfmodel itself" in info
     (ds,) = Store().datasets()
     assert at.selectbox(key=K.DATASET_WIDGET).value == ds.id
     assert at.query_params["dataset"] == ds.id
@@ -164,7 +164,12 @@ def test_real_sample_runs_import(monkeypatch: pytest.MonkeyPatch) -> None:
     (ds,) = Store().datasets()
     n_rows = sum(len(pd.read_csv(f)) for f in files)
     assert ds.n_runs == n_rows  # perfmodel's own measurements import without a dropped row
-    assert all(f.name in " ".join(_texts(at.info)) for f in files)
+    notice = " ".join(_texts(at.info))
+    assert all(f.name in notice for f in files)
+    # Half the files were measured on a GPU: the notice used to call them all "real CPU measurements".
+    assert "CPU measurements" not in notice
+    if any("h200" in f.name for f in files):
+        assert "NVIDIA H200 GPU" in notice
     assert _figure(at)["data"], "the sample data plots nothing"
 
 
@@ -270,13 +275,38 @@ def test_chart_controls_colour_and_log_axis() -> None:
     assert len(runs_table) == 6
 
 
+def _confirm(at: AppTest, dataset_id: str):  # noqa: ANN202
+    return at.checkbox(key=f"{K.DELETE_CONFIRM}.{dataset_id}")
+
+
 def test_delete_dataset() -> None:
-    _store_ui_runs()
+    ds = _store_ui_runs()
     at = _app()
-    at.button(key=K.DELETE_CONFIRM).click().run()
+    box = _confirm(at, ds)
+    assert "12 run(s) will be deleted" in box.label and not box.value
+    _confirm(at, ds).check().run()
+    at.button(key="data.delete").click().run()
     _no_exception(at)
     assert Store().datasets() == [] and "dataset" not in at.query_params
     assert any("No dataset yet" in t for t in _texts(at.info))
+
+
+def test_delete_needs_confirming_and_does_not_arm_the_next_dataset() -> None:
+    # "Delete" used to delete in one click, and the button then stood live for the next dataset shown.
+    first = _store_ui_runs()
+    other_bytes = b"\n".join(UI_RUNS.read_bytes().splitlines()[:-1])
+    second, _ = import_bytes([("b.csv", other_bytes)], name="second", store=Store())
+    at = _app(dataset=first)
+    _no_exception(at)
+    assert at.button(key="data.delete").disabled  # not clickable before the box is ticked
+    _confirm(at, first).check().run()
+    assert not at.button(key="data.delete").disabled
+    at.button(key="data.delete").click().run()
+    _no_exception(at)
+    assert [d.id for d in Store().datasets()] == [second.id]
+    # The page now shows the other dataset, not armed: a second click cannot delete it.
+    assert at.selectbox(key=K.DATASET_WIDGET).value == second.id
+    assert not _confirm(at, second.id).value and at.button(key="data.delete").disabled
 
 
 def test_broken_sample_file_is_reported_not_raised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

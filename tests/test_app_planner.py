@@ -3,8 +3,10 @@ reopen ``?analysis=ID`` in a fresh app (a restart) with the same state, rename/d
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 from test_planner import synthetic_runs
@@ -88,3 +90,30 @@ def test_report_page_builds_and_offers_download(dataset_id: str) -> None:
     at.button(key="report.build").click().run()
     _ok(at)
     assert any("Report ready" in s.value for s in at.success)
+
+
+def test_table_names_the_model_formats_numbers_and_shows_the_lengths_caveat(tmp_path: Path) -> None:
+    # Two models on the same hardware read as two identical rows without a model column; the workload's
+    # 1024/1024 tokens were never measured (the runs are at 1000/1000), which only an off-screen note said.
+    path = tmp_path / "two_models.csv"
+    pd.concat([synthetic_runs(hardware="h200", model="llama-3-8b"),
+               synthetic_runs(hardware="h200", model="llama-3.1-8b")]).to_csv(path, index=False)
+    info, _ = import_files([path], name="two models")
+    at = _page("pages/planner.py")
+    _ok(at)
+    at.session_state[P.KEYS["dataset"]] = info.id
+    at.run()
+    _ok(at)
+    assert at.number_input(key=P.KEYS["input_len"]).value == 1024.0
+    table = at.dataframe[0]
+    df = table.value
+    assert list(df.columns[:3]) == ["hardware", "model", "framework"]
+    assert sorted(df["model"]) == ["llama-3-8b", "llama-3.1-8b"]
+    assert list(df.columns).index("measured at (in/out tok)") < 6
+    assert set(df["measured at (in/out tok)"]) == {"1000/1000"}
+    caveat = [w.value for w in at.warning if "nearest measured lengths" in w.value]
+    assert caveat and "1024/1024" in caveat[0]
+    config = json.loads(table.proto.columns)
+    assert config["tok/s per device"]["type_config"]["format"] == "%,.0f"
+    assert config["batch"]["type_config"]["format"] == "%,.0f"
+    assert table.proto.placeholder == P.MISSING  # unknown prices show as a dash, not "None"

@@ -136,3 +136,23 @@ def test_http_form_offers_the_server_types() -> None:
     box = at.selectbox(key=S.FIELD["server_type"])
     assert box.value == "generic"
     assert box.options == [S.server_type_label(t) for t in S.SERVER_TYPES]
+
+
+def test_sweep_whose_dataset_was_deleted_says_so_and_shows_the_rest() -> None:
+    # Deleting a sweep's dataset on the Data page made this page raise NotFoundError from the curve and
+    # hid the "All sweeps" table below it.
+    plan = plan_from_dict({"engine_size": "micro", "batch_sizes": [1, 2], "input_lens": [8], "output_lens": [4],
+                           "repeats": 1, "name": "deleted data"})
+    info = create_sweep(plan)
+    store = Store()
+    for p in plan.points():
+        store.record_point(info.id, p.key, status="done", attempts=1)
+    store.set_sweep_status(info.id, "done")
+    store.delete_dataset(info.dataset_id)
+    at = _page()
+    _no_exception(at)
+    assert "2 done" in at.get("progress")[0].proto.text
+    assert any("was deleted" in i.value and info.dataset_id in i.value for i in at.info)
+    assert not at.get("plotly_chart")
+    assert [s.value for s in at.subheader] == ["All sweeps"]
+    assert at.dataframe[-1].value.loc[0, "id"] == info.id

@@ -10,7 +10,8 @@ import streamlit as st
 
 from . import cached
 
-__all__ = ["KEYS", "DEFAULTS", "inputs_dict", "apply_inputs", "plan_tables", "report_html", "report_pdf"]
+__all__ = ["KEYS", "DEFAULTS", "inputs_dict", "apply_inputs", "plan_tables", "report_html", "report_pdf",
+           "display_table", "display_column_config", "lengths_caveat", "MISSING"]
 
 #: Widget keys of the Planner page (prefixed so no other page collides), in form order.
 KEYS = {
@@ -98,14 +99,18 @@ def plan_tables(home: str, dataset_id: str, stamp: int, inputs_json: str) -> dic
     Returns
     -------
     dict
-        ``summary``, ``notes``, ``table``, ``infeasible``, ``points`` (frames) and ``currency``.
+        ``summary``, ``notes``, ``table``, ``infeasible``, ``points`` (frames), ``currency``, ``lengths``
+        (the workload's mean input/output lengths as ``"1024/1024"``, as in the table's ``lengths``) and
+        ``recommended`` (the table row of the recommendation, or ``None``).
     """
     from ..planner import plan
 
     runs = cached.dataset_runs(home, dataset_id, stamp)
     res = plan(json.loads(inputs_json), runs)
+    i, o = res.inputs.workload.mean_lengths
     return {"summary": res.summary(), "notes": list(res.notes), "table": res.table, "infeasible": res.infeasible,
-            "points": res.points, "currency": res.currency}
+            "points": res.points, "currency": res.currency, "lengths": f"{i:g}/{o:g}",
+            "recommended": res.recommendation}
 
 
 def _report(home: str, dataset_id: str, stamp: int, inputs_json: str, accuracy: bool) -> Any:
@@ -164,6 +169,10 @@ def report_pdf(home: str, dataset_id: str, stamp: int, inputs_json: str, accurac
         return path.read_bytes()
 
 
+#: Shown in the planner's tables for an unknown value (no price, no power figure).
+MISSING = "—"
+
+
 def display_table(table: pd.DataFrame, currency: str) -> pd.DataFrame:
     """The candidate columns a reader needs, in reading order.
 
@@ -178,10 +187,70 @@ def display_table(table: pd.DataFrame, currency: str) -> pd.DataFrame:
     -------
     pandas.DataFrame
     """
-    cols = {"hardware": "hardware", "framework": "framework", "device_count": "devices/replica",
-            "status": "status", "batch_size": "batch", "throughput_per_device_tok_s": "tok/s per device",
+    cols = {"hardware": "hardware", "model": "model", "framework": "framework", "device_count": "devices/replica",
+            "status": "status", "lengths": "measured at (in/out tok)", "batch_size": "batch",
+            "throughput_per_device_tok_s": "tok/s per device",
             "devices": "devices", "devices_lo": "devices (low)", "devices_hi": "devices (high)",
             "cost_per_hour": f"{currency}/h", "cost_per_m_output_tok": f"{currency}/M output tok",
             "energy_j_per_output_tok": "J/output tok", "energy_basis": "energy basis", "e2e_s": "e2e s",
             "note": "note"}
     return table[[c for c in cols if c in table.columns]].rename(columns=cols)
+
+
+def display_column_config(currency: str) -> dict[str, Any]:
+    """``st.dataframe`` column formats for :func:`display_table` (give ``placeholder=MISSING`` too).
+
+    Parameters
+    ----------
+    currency
+        As given to :func:`display_table`.
+
+    Returns
+    -------
+    dict
+        Column name -> ``st.column_config`` column.
+    """
+    num = st.column_config.NumberColumn
+    return {
+        "devices/replica": num(format="%d"),
+        "measured at (in/out tok)": st.column_config.TextColumn(
+            help="Input/output lengths of the runs a candidate was sized from: the nearest measured lengths "
+                 "when the workload's were not measured"),
+        "batch": num(format="%,.0f"),
+        "tok/s per device": num(format="%,.0f", help="Output tokens per second per device"),
+        "devices": num(format="%,.0f"), "devices (low)": num(format="%,.0f"), "devices (high)": num(format="%,.0f"),
+        f"{currency}/h": num(format="%,.2f", help=f"{MISSING}: no price known for this hardware"),
+        f"{currency}/M output tok": num(format="%,.3f", help=f"{MISSING}: no price known for this hardware"),
+        "J/output tok": num(format="%,.3f"),
+        "e2e s": num(format="%,.2f"),
+    }
+
+
+def lengths_caveat(table: pd.DataFrame, lengths: str, recommended: dict[str, Any] | None = None) -> str:
+    """A sentence when candidates were sized from the nearest measured lengths, else ``""``.
+
+    Parameters
+    ----------
+    table
+        :attr:`perfmodel.planner.PlanResult.table`.
+    lengths
+        The workload's mean lengths as :func:`plan_tables` gives them (``"1024/1024"``).
+    recommended
+        The recommended row, if any.
+
+    Returns
+    -------
+    str
+    """
+    if table.empty or "lengths" not in table.columns:
+        return ""
+    off = table["lengths"].astype(str) != lengths
+    if not off.any():
+        return ""
+    i, o = lengths.split("/")
+    what = "every candidate was" if off.all() else f"{int(off.sum())} of {len(table)} candidates were"
+    rec = ""
+    if recommended is not None and str(recommended.get("lengths")) != lengths:
+        rec = f" The recommendation was sized from runs at {recommended['lengths']} tokens."
+    return (f"Not measured at {i}/{o} input/output tokens: {what} sized from the nearest measured lengths "
+            f"(column 'measured at').{rec}")
