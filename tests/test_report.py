@@ -91,3 +91,16 @@ def test_html_renders_offline_and_pdf_has_sections(report, tmp_path) -> None:  #
     arr = np.asarray(img.convert("L"))
     assert png.stat().st_size > 10_000 and arr.std() > 5  # a page with content, not blank
     assert len(doc) >= 3
+
+
+def test_accuracy_section_counts_the_held_out_configurations_and_says_when_they_are_few() -> None:
+    from _predict_data import synthetic_runs as curve_runs
+
+    from perfmodel.report.build import _accuracy_section
+
+    runs = curve_runs(noise=0.03)  # 8 configurations: 2 held out
+    sec = _accuracy_section(runs, "linear")
+    text = " ".join(sec.paragraphs)
+    assert "trained on 6 of the 8 configurations and scored on the other 2" in text
+    assert "With 2 configurations held out these figures are rough" in text
+    assert sec.tables[0][1]["n_test"].iloc[0] == 8  # 2 configurations x 4 batches
