@@ -224,6 +224,14 @@ def monitor_cmd(file: Path | None, target: str | None, interval_s: float, durati
           telemetry_period_s)
 
 
+_OUTAGE_GIVE_UP_S = 60.0
+"""A live monitor retries a server that stopped answering for this long (or ten intervals) before it stops."""
+
+
+def _stamp(t: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(t))
+
+
 def _live(target: str, interval_s: float, duration_s: float | None, detector: str, metrics: tuple[str, ...],
           window: int, w: int, z: float, threshold: float, robust: bool, expected: dict[str, float],
           as_json: bool, telemetry_period_s: float = 0.0) -> None:
@@ -247,6 +255,9 @@ def _live(target: str, interval_s: float, duration_s: float | None, detector: st
     history: dict[str, deque[dict[str, Any]]] = {}
     t_end = None if duration_s is None else time.monotonic() + duration_s
     n_alerts = 0
+    down_since: float | None = None  # first failed scrape of the current outage
+    scraped = False
+    give_up_s = max(_OUTAGE_GIVE_UP_S, 10 * interval_s)
     tele = sampler()
     try:
         while t_end is None or time.monotonic() < t_end:
@@ -255,8 +266,22 @@ def _live(target: str, interval_s: float, duration_s: float | None, detector: st
                 with urllib.request.urlopen(url, timeout=max(1.0, interval_s * 5)) as resp:  # noqa: S310
                     text = resp.read().decode("utf-8", "replace")
             except (urllib.error.URLError, OSError, ValueError) as exc:  # ValueError: a URL urllib rejects
-                raise PerfmodelError(f"cannot scrape {url}: {exc}; is the server running and does it expose "
-                                     "Prometheus metrics?") from exc
+                if not scraped:  # never reached: a wrong address rather than an outage
+                    raise PerfmodelError(f"cannot scrape {url}: {exc}; is the server running and does it expose "
+                                         "Prometheus metrics?") from exc
+                # A server that answered before and stops (a restart, a crash) is reported and retried.
+                if down_since is None:
+                    down_since = t0
+                    click.echo(f"{_stamp(t0)} scrape failed ({exc}): retrying every {interval_s:g} s for up to "
+                               f"{give_up_s:g} s", err=True)
+                elif t0 - down_since > give_up_s:
+                    raise PerfmodelError(f"cannot scrape {url} for {t0 - down_since:.0f} s: {exc}") from exc
+                time.sleep(max(0.0, interval_s - (time.time() - t0)))
+                continue
+            if down_since is not None:
+                click.echo(f"{_stamp(t0)} scrape answered again after {t0 - down_since:.1f} s", err=True)
+                down_since = None
+            scraped = True
             try:
                 rows = rates.feed(t0, text)
             except ValueError as exc:

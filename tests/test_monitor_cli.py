@@ -137,3 +137,49 @@ def test_model_expectation_names_the_query_option(tmp_path: Path) -> None:
     assert res.exit_code == 2, res.output
     assert "unknown hardware 'warp-drive-9000'" in res.output and "--hardware" in res.output
     assert "row(s) 1" not in res.output
+
+
+def test_live_target_that_stops_answering_is_retried_then_given_up() -> None:
+    """A server that answered and then fails (HTTP 503 for a while: a restart) is reported on stderr and
+    scraped again; one that never comes back ends the session with an error."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    scrapes = {"n": 0, "down_from": 20, "down_to": 40}
+
+    class Page(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            n = scrapes["n"]
+            scrapes["n"] += 1
+            if scrapes["down_from"] <= n < scrapes["down_to"]:
+                self.send_error(503)
+                return
+            body = b'# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name="m"} 4\n'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        args = ["monitor", "--target", url, "--interval", "0.01", "--duration", "2", "--detector", "point"]
+        res = CliRunner().invoke(main, args, catch_exceptions=False)
+        assert res.exit_code == 0, res.output
+        assert "scrape failed (HTTP Error 503" in res.stderr and "scrape answered again after" in res.stderr
+        assert scrapes["n"] > 60  # kept scraping after the outage
+        scrapes.update(n=0, down_to=10**9)  # never comes back: ten intervals are far below the 60 s floor
+        import perfmodel.cli_monitor as cm
+
+        floor, cm._OUTAGE_GIVE_UP_S = cm._OUTAGE_GIVE_UP_S, 0.3
+        try:
+            res = CliRunner().invoke(main, args, catch_exceptions=False)
+        finally:
+            cm._OUTAGE_GIVE_UP_S = floor
+        assert res.exit_code == 2 and "cannot scrape" in res.output and "HTTP Error 503" in res.output
+    finally:
+        server.shutdown()
