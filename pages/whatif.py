@@ -10,7 +10,15 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.ui import analyses
 from perfmodel.ui import whatif as W
 from perfmodel.ui.explain import QP_WHATIF
-from perfmodel.whatif import MAX_BATCH, POINT_COLUMNS, WHATIF_LEVELS, batch_grid
+from perfmodel.whatif import (
+    LOW_CONFIDENCE,
+    MAX_BATCH,
+    MAX_DEVICES,
+    MAX_LENGTH_TOK,
+    POINT_COLUMNS,
+    WHATIF_LEVELS,
+    batch_grid,
+)
 
 K = W.KEYS
 home = ui.home()
@@ -26,16 +34,15 @@ rows_of = dict(zip(ds.ids, ds.table["rows"], strict=True))
 ui.restore_dataset_link(ds, W.restore_from_link)
 selected = ui.dataset_selectbox(ds, K["dataset"], label="Dataset (training data and measured points)")
 runs = ui.dataset_runs(home, selected, stamp)
-W.apply_defaults(home, selected, stamp)
+defaults = W.apply_defaults(home, selected, stamp)
 
 hardware = ui.hardware_choices(home)
 models = ui.model_choices(home)
 hw_options = list(dict.fromkeys([*hardware, *runs.get("hardware", []).dropna().astype(str).unique()]))
 model_options = list(dict.fromkeys([*models, *runs.get("model", []).dropna().astype(str).unique()]))
 fw_options = sorted(runs.get("framework", []).dropna().astype(str).unique().tolist()) or ["vllm"]
-for key, options in ((K["hardware"], hw_options), (K["model"], model_options)):
-    if st.session_state.get(key) not in options:
-        st.session_state[key] = options[0]
+for msg in W.settle_link(defaults, {"hardware": hw_options, "model": model_options}):
+    st.warning(msg, icon=":material/link_off:")
 if st.session_state.get(K["framework"]) not in fw_options:
     fw_options.append(str(st.session_state.get(K["framework"]) or fw_options[0]))
 
@@ -44,9 +51,12 @@ c1.selectbox("Hardware", hw_options, key=K["hardware"], format_func=lambda v: ha
 c2.selectbox("Model", model_options, key=K["model"], format_func=lambda v: models.get(v, v))
 c3.selectbox("Framework", fw_options, key=K["framework"], accept_new_options=True)
 c1, c2, c3, c4, c5 = st.columns(5)
-c1.number_input("Input length (tokens)", min_value=0.0, step=64.0, key=K["input_len_tok"], format="%g")
-c2.number_input("Output length (tokens)", min_value=1.0, step=64.0, key=K["output_len_tok"], format="%g")
-c3.number_input("Devices", min_value=1.0, step=1.0, key=K["device_count"], format="%g")
+c1.number_input("Input length (tokens)", min_value=0.0, max_value=float(MAX_LENGTH_TOK), step=64.0,
+                key=K["input_len_tok"], format="%g")
+c2.number_input("Output length (tokens)", min_value=1.0, max_value=float(MAX_LENGTH_TOK), step=64.0,
+                key=K["output_len_tok"], format="%g")
+c3.number_input("Devices", min_value=1.0, max_value=float(MAX_DEVICES), step=1.0, key=K["device_count"],
+                format="%g")
 c4.number_input("Smallest batch", min_value=1.0, max_value=float(MAX_BATCH), key=K["batch_min"], format="%g")
 c5.number_input("Largest batch", min_value=1.0, max_value=float(MAX_BATCH), key=K["batch_max"], format="%g")
 c1, c2, c3, c4 = st.columns([2, 2, 2, 1], vertical_alignment="bottom")
@@ -71,6 +81,8 @@ except PerfmodelError as exc:
 batches, batch, moved = W.place_batch(batches, values.get("batch_size"))
 if moved:
     st.warning(moved, icon=":material/link_off:")
+if (too_long := W.context_warning(values)) is not None:
+    st.warning(too_long, icon=":material/warning:")
 st.session_state[K["batch_size"]] = values["batch_size"] = batch
 W.write_link(selected, values)
 
@@ -107,8 +119,9 @@ band = (f"{W.rate(at_b['pred_lower'])} - {W.rate(at_b['pred_upper'])}" if not ma
         else "n/a")
 m2.metric(f"{res.level:.0%} band", band)
 m3.metric("Confidence", "n/a" if math.isnan(at_b["confidence"]) else f"{at_b['confidence']:.2f}",
-          help="0..1, higher = closer to the training data and narrower band.")
-m4.metric("Roofline bound", "n/a" if math.isnan(at_b["roofline_tok_s"]) else W.rate(at_b["roofline_tok_s"]),
+          help=f"0..1, higher = closer to the training data and narrower band. Below {LOW_CONFIDENCE:g} (a 90% band "
+               "wider than a factor 25 for roofline-gbm) the page warns.")
+m4.metric("Roofline bound", "n/a" if math.isnan(at_b["roofline_tok_s"]) else f"{W.rate(at_b['roofline_tok_s'])} tok/s",
           help="Physical upper bound from the catalogs (n/a: the catalog lacks the bandwidth or FLOPS).")
 l1, l2, l3, l4 = st.columns(4)
 l1.metric("Total throughput", f"{W.rate(at_b['pred_total_throughput_tok_s'])} tok/s",
@@ -123,11 +136,16 @@ l3.metric("TTFT", W.seconds(at_b["pred_ttft_s"]),
                "configuration, on held-out configurations for a new one).")
 l4.metric("TPOT", W.seconds(at_b["pred_tpot_s"]),
           help="Time per output token after the first: (latency - TTFT) / (output tokens - 1).")
+if (conflict := W.latency_conflict(at_b, res.level)) is not None:
+    st.warning(conflict, icon=":material/timer_off:")
 if not res.in_domain:
     reasons = list(res.reasons) or ["the query is far from every training point in feature space"]
     st.warning(f"**Out of domain** at {W.out_of_domain_text(res)}: the prediction extrapolates, so its "
                "band is wide and it deserves less trust.\n\n" + "\n".join(f"- {r}" for r in reasons),
                icon=":material/explore_off:")
+elif res.reasons and res.low_confidence:
+    st.warning("**Low confidence**: the band is wide and the prediction deserves less trust.\n\n"
+               + "\n".join(f"- {r}" for r in res.reasons), icon=":material/explore_off:")
 elif res.reasons:
     st.info("Partly outside the training data:\n\n" + "\n".join(f"- {r}" for r in res.reasons),
             icon=":material/info:")
@@ -142,7 +160,8 @@ else:
                + (f"; {n_sus} faster than the roofline bound (x)." if n_sus else "."))
 
 st.subheader("Predictions", anchor=False)
-st.dataframe(res.table, hide_index=True)
+st.dataframe(res.table, hide_index=True, column_config=W.table_config(res.level),
+             column_order=[c for c in W.TABLE_ORDER if c in res.table.columns])
 st.download_button("Download predictions (CSV)", W.result_csv(res),
                    file_name=f"whatif-{values['hardware']}-{values['model']}.csv", mime="text/csv",
                    icon=":material/download:", on_click="ignore")

@@ -4,7 +4,7 @@
 (hardware, model, framework, lengths, devices) point, adds the physical bound
 (:func:`perfmodel.physics.roofline`), the measured points of the same hardware,
 model and lengths, and says in words why a query is outside the training data
-(:func:`domain_reasons`). :func:`fit_whatif_model` trains a predictor with the
+(:func:`domain_reasons`, :func:`confidence_reason`). :func:`fit_whatif_model` trains a predictor with the
 issue's rule for suspect points (left out unless asked to keep them).
 """
 
@@ -26,8 +26,12 @@ __all__ = [
     "POINT_COLUMNS",
     "WHATIF_LEVELS",
     "MAX_BATCH",
+    "MAX_LENGTH_TOK",
+    "MAX_DEVICES",
+    "LOW_CONFIDENCE",
     "WhatIfResult",
     "batch_grid",
+    "confidence_reason",
     "default_point",
     "domain_reasons",
     "fit_whatif_model",
@@ -41,6 +45,14 @@ WHATIF_LEVELS = (0.8, 0.9, 0.95)
 """Band levels offered (the levels the predictors are calibrated for)."""
 MAX_BATCH = 4096
 """Largest batch a what-if curve may ask for."""
+MAX_LENGTH_TOK = 10_000_000
+"""Longest input or output length a what-if may ask for (the longest context any model advertises)."""
+MAX_DEVICES = 1024
+"""Most devices a what-if point may ask for."""
+LOW_CONFIDENCE = 0.2
+"""Below this confidence a prediction is flagged. roofline-gbm's confidence is exp(-half-width of its 90% band
+in log space), so the band spans a factor 1/confidence^2: more than 25 here, an order of magnitude either side
+of the prediction at best. (ALA's confidence, 1 / (1 + cosine distance), never falls below 0.5.)"""
 
 
 @dataclass(frozen=True)
@@ -66,7 +78,8 @@ class WhatIfResult:
         ``output_throughput_tok_s``, ``framework``, ``device_count``, ``same_config``: also the
         same framework and devices, ``suspect``: faster than the physical bound).
     reasons
-        Why the query lies outside the training data, in words (empty when it does not).
+        Why the query lies outside the training data, or its confidence is low, in words (empty when
+        neither applies).
     """
 
     point: Mapping[str, Any]
@@ -81,6 +94,13 @@ class WhatIfResult:
         if "kv_fit_batch" not in self.table.columns or not len(self.table):
             return math.nan
         return float(self.table["kv_fit_batch"].iloc[0])
+
+    @property
+    def low_confidence(self) -> bool:
+        """True when some batch of the curve has a confidence below :data:`LOW_CONFIDENCE`."""
+        if "confidence" not in self.table.columns:
+            return False
+        return bool((pd.to_numeric(self.table["confidence"], errors="coerce") < LOW_CONFIDENCE).any())
 
     @property
     def in_domain(self) -> bool:
@@ -107,12 +127,12 @@ def batch_grid(b_min: float, b_max: float) -> list[float]:
         The range is empty, not positive or beyond :data:`MAX_BATCH`.
     """
     problems = []
-    for name, v in (("batch_min", b_min), ("batch_max", b_max)):
+    for name, what, v in (("batch_min", "smallest", b_min), ("batch_max", "largest", b_max)):
         if not (isinstance(v, (int, float)) and math.isfinite(v) and 1 <= v <= MAX_BATCH):
-            problems.append(Problem(f"expected a number from 1 to {MAX_BATCH}, got {v!r}", column=name))
+            problems.append(Problem(f"the {what} batch ({name}) must be a number from 1 to {MAX_BATCH}, got {v!r}"))
     if not problems and b_min > b_max:
-        problems.append(Problem(f"the smallest batch ({b_min:g}) is larger than the largest ({b_max:g})",
-                                column="batch_min"))
+        problems.append(Problem(f"the smallest batch (batch_min={b_min:g}) is larger than the largest "
+                                f"(batch_max={b_max:g})"))
     if problems:
         raise ValidationError("invalid batch range:", problems)
     grid = {float(b_min), float(b_max)}
@@ -234,8 +254,9 @@ def domain_reasons(train: pd.DataFrame, point: Mapping[str, Any], batches: Seque
     Returns
     -------
     list of str
-        Unseen hardware, model or framework; batch, input or output length outside the trained
-        range. Empty when none applies.
+        Unseen hardware, model or framework; a hardware x model x framework combination (or its device
+        count) never measured together; batch, input or output length outside the trained range.
+        Empty when none applies.
     """
     out: list[str] = []
     for c, what in (("hardware", "hardware"), ("model", "model"), ("framework", "framework")):
@@ -244,6 +265,22 @@ def domain_reasons(train: pd.DataFrame, point: Mapping[str, Any], batches: Seque
             if str(point[c]) not in seen:
                 out.append(f"{what} {point[c]!r} is not in the training data (trained on "
                            f"{', '.join(sorted(seen)[:6])}{', ...' if len(seen) > 6 else ''})")
+    combo = ("hardware", "model", "framework")
+    if not out and all(c in train.columns and point.get(c) is not None for c in combo):
+        # Each seen on its own, but a model learns little about a combination it never saw.
+        same = np.ones(len(train), dtype=bool)
+        for c in combo:
+            same &= (train[c].astype("string") == str(point[c])).fillna(False).to_numpy(dtype=bool)
+        name = " · ".join(str(point[c]) for c in combo)
+        devices = pd.to_numeric(train.loc[same, "device_count"], errors="coerce").dropna() \
+            if "device_count" in train.columns else pd.Series(dtype=float)
+        if not same.any():
+            out.append(f"{name} was never measured together: the prediction transfers from other combinations")
+        elif point.get("device_count") is not None and len(devices) \
+                and float(point["device_count"]) not in set(devices.astype(float)):
+            counts = ", ".join(f"{d:g}" for d in sorted(set(devices.astype(float))))
+            out.append(f"{name} was measured on {counts} device(s), never on {float(point['device_count']):g}: "
+                       "the prediction transfers from other device counts")
     ranges = [("batch_size", "batch", list(batches))]
     ranges += [(c, label, [point.get(c)]) for c, label in (("input_len_tok", "input length"),
                                                            ("output_len_tok", "output length"),
@@ -261,6 +298,39 @@ def domain_reasons(train: pd.DataFrame, point: Mapping[str, Any], batches: Seque
             shown = ", ".join(f"{x:g}" for x in outside[:6]) + (", ..." if len(outside) > 6 else "")
             out.append(f"{label} {shown} outside the trained range {lo:g}-{hi:g}")
     return out
+
+
+def confidence_reason(table: pd.DataFrame) -> str | None:
+    """The reason to give when some batch of a predicted curve has a confidence below :data:`LOW_CONFIDENCE`.
+
+    Parameters
+    ----------
+    table
+        ``batch_size``, ``confidence`` and (optionally) ``pred_lower``, ``pred_upper``.
+
+    Returns
+    -------
+    str or None
+        One sentence naming the batches, the lowest confidence and how wide the band is there.
+    """
+    if "confidence" not in table.columns or not len(table):
+        return None
+    conf = pd.to_numeric(table["confidence"], errors="coerce").reset_index(drop=True)
+    low = np.flatnonzero((conf < LOW_CONFIDENCE).to_numpy(dtype=bool))
+    if not len(low):
+        return None
+    batches = pd.to_numeric(table["batch_size"], errors="coerce").to_numpy(dtype=float)[low]
+    shown = ", ".join(f"{b:g}" for b in batches[:8]) + (", ..." if len(batches) > 8 else "")
+    worst = int(conf.idxmin())
+    span = ""
+    if {"pred_lower", "pred_upper"} <= set(table.columns):
+        lo, hi = float(table["pred_lower"].iloc[worst]), float(table["pred_upper"].iloc[worst])
+        if lo > 0 and math.isfinite(hi):
+            factor = f"a factor {hi / lo:,.0f}" if hi / lo < 1e4 else "more than a factor 10,000"
+            span = f", where the band spans {factor} from low to high"
+    lowest = f"{conf[worst]:.2f}" if conf[worst] >= 0.01 else "under 0.01"
+    return (f"confidence below {LOW_CONFIDENCE:g} at batch {shown} (lowest {lowest}{span}): "
+            "the prediction is an order-of-magnitude guess at best")
 
 
 def fit_whatif_model(runs: pd.DataFrame, predictor: str = "roofline-gbm", *, keep_suspect: bool = False,
@@ -358,8 +428,11 @@ def whatif(model: Predictor, train: pd.DataFrame, point: Mapping[str, Any], batc
     table["kv_fit_batch"] = cap
     src = train if runs is None else runs
     measured = _measured_near(src, point)
+    reasons = domain_reasons(train, point, batches)
+    if (low := confidence_reason(table)) is not None:
+        reasons.append(low)
     return WhatIfResult(point=dict(point), level=float(level), table=table, measured=measured,
-                        reasons=tuple(domain_reasons(train, point, batches)))
+                        reasons=tuple(reasons))
 
 
 def _measured_near(runs: pd.DataFrame, point: Mapping[str, Any]) -> pd.DataFrame:

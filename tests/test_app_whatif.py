@@ -157,6 +157,115 @@ def test_a_link_batch_off_the_grid_is_shown_and_one_outside_the_range_is_named()
     assert at.session_state[K["batch_size"]] == 64 and not [w for w in at.warning if "batch range" in w.value]
 
 
+def _page(**query: str) -> AppTest:
+    """The What-if page opened on its own URL (``/whatif?...``), as a browser does: the app's default page does
+    not run first. It cannot draw the Attribution link, so use it only for what shows before training."""
+    at = AppTest.from_file(str(REPO / PAGE), default_timeout=TIMEOUT_S)
+    for k, v in query.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+@pytest.mark.usefixtures("tiny_sample_only")
+def test_every_link_value_the_page_cannot_use_is_named_with_what_is_shown_instead() -> None:
+    ds = _sample_id()
+    # Reviewer's link: each bad value silently became the first option ("NVIDIA A100 SXM4 40GB", "Aquila-7B").
+    at = _page(dataset=ds, hardware="zz9", model="Llama-2-13B", predictor="bogus", keep_suspect="maybe",
+               input_len="1e9", level="0.5")
+    _no_exception(at)
+    # An unknown hardware falls back to the dataset's default point, not to the catalog's first entry; a
+    # catalog display name resolves to its entry.
+    assert at.selectbox(key=K["hardware"]).value == "cpu-x86-2vcpu"
+    assert at.selectbox(key=K["model"]).value == "llama-2-13b"
+    assert at.selectbox(key=K["predictor"]).value == "roofline-gbm"
+    assert at.checkbox(key=K["keep_suspect"]).value is False
+    assert at.number_input(key=K["input_len_tok"]).value == 64 and at.session_state[K["level"]] == 0.9
+    warnings = sorted(w.value for w in at.warning)
+    assert warnings == sorted([
+        "hardware='zz9' is neither in the hardware catalog nor in this dataset: showing cpu-x86-2vcpu, "
+        "the dataset's default",
+        "predictor='bogus' is not one of roofline-gbm, ala, xgboost, random-forest, linear: showing roofline-gbm",
+        "keep_suspect='maybe' is not 1 or 0 (true or false): showing 0 (suspect points left out)",
+        "input_len='1e9' is not a number from 0 to 10,000,000: showing 64",
+        "level='0.5' is not one of 0.8, 0.9, 0.95: showing 0.9",
+    ])
+    assert at.query_params["hardware"] in ("cpu-x86-2vcpu", ["cpu-x86-2vcpu"])
+    # A hardware alias in another case is accepted quietly.
+    at = _page(dataset=ds, hardware="H200")
+    _no_exception(at)
+    assert at.selectbox(key=K["hardware"]).value == "h200" and not at.warning
+    # A batch range the wrong way round names the link parameters in words, not "column 'batch_min'".
+    at = _page(dataset=ds, batch_min="64", batch_max="8")
+    _no_exception(at)
+    error = " ".join(e.value for e in at.error)
+    assert "the smallest batch (batch_min=64) is larger than the largest (batch_max=8)" in error
+    assert "column" not in error
+
+
+@pytest.mark.usefixtures("tiny_sample_only")
+def test_lengths_beyond_the_models_context_are_warned_about_and_the_inputs_have_maxima() -> None:
+    ds = _sample_id()
+    # perfmodel-tiny-llama holds 2048 tokens (max_context in the catalog).
+    at = _whatif(dataset=ds, input_len="4000", output_len="64")
+    _no_exception(at)
+    assert [w.value for w in at.warning if "context length" in w.value] == [
+        "input length 4,000 + output length 64 = 4,064 tokens exceed the context length of perfmodel-tiny-llama, "
+        "2,048 tokens (input_len, output_len; max_context in the model catalog): the model cannot serve such a "
+        "request, so the prediction and its latencies describe no real run"]
+    assert at.number_input(key=K["input_len_tok"]).value == 4000  # warned about, not changed
+    at = _whatif(dataset=ds, input_len="1984", output_len="64")
+    assert not [w for w in at.warning if "context length" in w.value]
+    for key, top in (("input_len_tok", core.MAX_LENGTH_TOK), ("output_len_tok", core.MAX_LENGTH_TOK),
+                     ("device_count", core.MAX_DEVICES)):
+        assert at.number_input(key=K[key]).proto.max == top
+
+
+def test_an_unmeasured_combination_with_low_confidence_and_ttft_beyond_the_latency_is_flagged() -> None:
+    # Reviewer's link: each value is in the sample, the combination is not. It predicted 1.48 M tok/s,
+    # confidence 0.05, end-to-end latency 0.691 ms against a TTFT of 236 ms, and warned of nothing.
+    link = {"dataset": _sample_id(), "hardware": "h200", "model": "perfmodel-tiny-llama", "framework": "llama.cpp",
+            "input_len": "64", "output_len": "64", "batch": "16"}
+    at = _train(_whatif(**link))
+    _no_exception(at)
+    table = at.dataframe[0].value
+    notes = " ".join(n.value for n in [*at.warning, *at.info])
+    assert ("h200 · perfmodel-tiny-llama · llama.cpp was never measured together: the prediction transfers "
+            "from other combinations") in notes
+    low = table["confidence"] < core.LOW_CONFIDENCE
+    assert ("confidence below 0.2 at batch" in notes) == bool(low.any())
+    if low.any():  # a low confidence is a warning, not an info box
+        assert any("confidence below 0.2" in w.value for w in at.warning)
+    at16 = table.set_index("batch_size").loc[16.0]
+    assert at16["pred_ttft_s"] > at16["pred_e2e_latency_s"]
+    conflict = [w.value for w in at.warning if "exceeds the predicted end-to-end latency" in w.value]
+    assert len(conflict) == 1 and conflict[0].startswith(
+        f"The predicted TTFT ({W.seconds(at16['pred_ttft_s'])}) exceeds the predicted end-to-end latency "
+        f"({W.seconds(at16['pred_e2e_latency_s'])}) at batch 16")
+    assert "Distrust the" in conflict[0]
+    # Tiles: compact where large, and the bound has its unit.
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Predicted at batch 16"] == f"{W.rate(at16['pred_throughput_tok_s'])} tok/s"
+    assert metrics["Roofline bound"] == f"{W.rate(at16['roofline_tok_s'])} tok/s"
+    assert all(len(v) <= 20 for v in metrics.values()), metrics
+
+
+@pytest.mark.usefixtures("tiny_sample_only")
+def test_the_predictions_table_has_labels_units_and_precision() -> None:
+    at = _train(_whatif(dataset=_sample_id()))
+    _no_exception(at)
+    frame = at.dataframe[0]
+    config = json.loads(frame.proto.columns)
+    assert config["pred_throughput_tok_s"]["label"] == "Output throughput (tok/s)"
+    assert config["pred_throughput_tok_s"]["type_config"]["format"] == "%,.1f"
+    assert config["confidence"]["type_config"]["format"] == "%.2f"
+    assert config["pred_e2e_latency_s"]["label"] == "E2E latency (s)"
+    assert config["roofline_tok_s"]["label"] == "Roofline bound (tok/s)"
+    shown = list(frame.proto.column_order)
+    assert shown[:2] == ["batch_size", "pred_throughput_tok_s"] and "hardware" not in shown
+    assert all(c in config for c in shown)
+    assert "hardware" in frame.value.columns  # the data (and the CSV) keep every column
+
+
 def test_a_link_without_a_dataset_keeps_its_inputs_on_the_default_dataset() -> None:
     # A hand-made link (or one cut short) names the configuration but no dataset. Opened in a new browser
     # session the What-if page runs first, before any dataset is selected: the inputs must apply to the
@@ -248,6 +357,41 @@ def test_batch_grid_and_domain_reasons() -> None:
     assert reasons[1].startswith("framework 'sglang'")
     assert "batch 64 outside the trained range 1-32" in reasons
     assert "output length 4096 outside the trained range 128-128" in reasons
+    assert not [r for r in reasons if "together" in r]  # the unseen hardware already says it
+
+
+def test_domain_reasons_name_a_combination_or_device_count_never_measured_together() -> None:
+    runs = pd.concat([_runs(), _runs().assign(model="llama-2-13b", hardware="a100-40gb", framework="sglang")])
+    point = {"hardware": "h100-sxm", "model": "llama-2-13b", "framework": "vllm", "input_len_tok": 128.0,
+             "output_len_tok": 128.0, "device_count": 1.0}
+    assert core.domain_reasons(runs, point, [1.0, 8.0]) == [
+        "h100-sxm · llama-2-13b · vllm was never measured together: the prediction transfers from other combinations"]
+    point.update(model="llama-3-8b")
+    assert core.domain_reasons(runs, point, [1.0, 8.0]) == []
+    runs.loc[runs["model"] == "llama-2-13b", "device_count"] = 2  # 2 devices are in the trained range
+    point.update(device_count=2.0)
+    assert core.domain_reasons(runs, point, [8.0]) == [
+        "h100-sxm · llama-3-8b · vllm was measured on 1 device(s), never on 2: the prediction transfers from "
+        "other device counts"]
+
+
+def test_low_confidence_is_a_reason_and_ttft_beyond_the_latency_is_a_conflict() -> None:
+    table = pd.DataFrame({"batch_size": [1.0, 8.0, 64.0], "confidence": [0.9, 0.1, 0.05],
+                          "pred_lower": [10.0, 10.0, 10.0], "pred_upper": [12.0, 1000.0, 4000.0]})
+    assert core.confidence_reason(table) == (
+        "confidence below 0.2 at batch 8, 64 (lowest 0.05, where the band spans a factor 400 from low to high): "
+        "the prediction is an order-of-magnitude guess at best")
+    assert core.confidence_reason(table.iloc[:1]) is None
+    row = pd.Series({"batch_size": 16.0, "pred_ttft_s": 0.236, "pred_e2e_latency_s": 0.000691,
+                     "pred_lower": 77061.0, "pred_upper": 28521209.0, "pred_ttft_lower_s": 0.1,
+                     "pred_ttft_upper_s": 0.5})
+    msg = W.latency_conflict(row, 0.9)
+    assert msg is not None and msg.startswith("The predicted TTFT (236 ms) exceeds the predicted end-to-end "
+                                              "latency (0.691 ms) at batch 16")
+    assert "Distrust the throughput, and the end-to-end latency derived from it" in msg
+    assert "Distrust the TTFT" in W.latency_conflict(pd.Series({**row, "pred_upper": 80000.0}), 0.9)
+    assert W.latency_conflict(pd.Series({**row, "pred_ttft_s": 0.0001}), 0.9) is None
+    assert W.latency_conflict(pd.Series({**row, "pred_ttft_s": float("nan")}), 0.9) is None
 
 
 def test_suspect_mask_flags_points_above_the_weights_bound_only() -> None:
@@ -291,6 +435,10 @@ def test_default_configuration_counts_thread_settings_apart() -> None:
 
 def test_metric_tiles_never_show_e_notation() -> None:
     assert W.rate(19920.4) == "19,920" and W.rate(5792.3) == "5,792" and W.rate(41.42371) == "41.42"
-    assert W.rate(1.2e6) == "1,200,000"
+    # Large values are compact, so that a tile does not overflow ("1,482,525 to..." in the browser).
+    assert W.rate(1.2e6) == "1.2 M" and W.rate(1482525.0) == "1.48 M" and W.rate(168661.0) == "169 k"
+    assert W.rate(99999.0) == "99,999" and W.rate(999999.0) == "1 M" and W.rate(2.1e9) == "2.1 G"
+    assert W.rate(1.4e17) == "140,000 T" and W.rate(float("nan")) == "n/a"
+    assert W.seconds(4.41e5 * 60) == "306 d" and W.seconds(3 * 3600) == "3 h" and W.seconds(1e12) == "11,574,074 d"
     assert W.seconds(0.0123) == "12.3 ms" and W.seconds(2.345) == "2.35 s" and W.seconds(600.0) == "10 min"
     assert W.seconds(float("nan")) == "n/a"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ import streamlit as st
 
 from .. import physics
 from .. import whatif as W
+from ..errors import PerfmodelError
 from ..plots import add_suspect_markers, whatif_figure
 from . import cached
 
@@ -33,9 +34,14 @@ __all__ = [
     "DEFAULT_PREDICTOR",
     "restore_from_link",
     "apply_defaults",
+    "settle_link",
     "write_link",
     "inputs",
     "place_batch",
+    "context_warning",
+    "latency_conflict",
+    "TABLE_ORDER",
+    "table_config",
     "options_json",
     "model_dir",
     "train",
@@ -63,25 +69,44 @@ QP: Mapping[str, str] = {
 PREDICTOR_CHOICES = ("roofline-gbm", "ala", "xgboost", "random-forest", "linear")
 DEFAULT_PREDICTOR = "roofline-gbm"
 _NUMBERS = ("input_len_tok", "output_len_tok", "device_count", "batch_min", "batch_max", "batch_size")
+_LIMITS = {"input_len_tok": (0, W.MAX_LENGTH_TOK), "output_len_tok": (1, W.MAX_LENGTH_TOK),
+           "device_count": (1, W.MAX_DEVICES), "batch_min": (1, W.MAX_BATCH), "batch_max": (1, W.MAX_BATCH),
+           "batch_size": (1, math.inf)}
+"""Input name -> (smallest, largest) value a link may set (the number inputs' bounds)."""
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+_LINK_BAD = P + "link_bad"  # name -> (raw, why) of link values that could not be used, until the page says so
 _CHECKED = P + "link_checked"
 _DEFAULTS_FOR = P + "defaults_for"
 _LINK_BATCH = P + "link_batch"  # the batch a link asked for, until the page has placed it
 _FIRST_DATASET = "\0first"  # _DEFAULTS_FOR of a link that names no dataset: the first one selected
 
 
+def _number(raw: str) -> float:
+    try:
+        return float(raw)
+    except ValueError:
+        return math.nan
+
+
 def _parse(name: str, raw: str) -> Any:
+    """A link value as the widget's value; ValueError (saying what was expected) when it cannot be one."""
     if name in _NUMBERS:
-        v = float(raw)
-        if not math.isfinite(v) or v < (0 if name == "input_len_tok" else 1):
-            raise ValueError(raw)
+        lo, hi = _LIMITS[name]
+        v = _number(raw)
+        if not (math.isfinite(v) and lo <= v <= hi):
+            raise ValueError(f"is not a number from {lo:,.0f} to {hi:,.0f}" if math.isfinite(hi)
+                             else f"is not a number of at least {lo:g}")
         return v
     if name == "level":
-        v = float(raw)
-        if v not in W.WHATIF_LEVELS:
-            raise ValueError(raw)
-        return v
+        if _number(raw) not in W.WHATIF_LEVELS:
+            raise ValueError(f"is not one of {', '.join(f'{v:g}' for v in W.WHATIF_LEVELS)}")
+        return _number(raw)
+    if name == "predictor" and raw not in PREDICTOR_CHOICES:
+        raise ValueError(f"is not one of {', '.join(PREDICTOR_CHOICES)}")
     if name == "keep_suspect":
-        return raw.lower() in ("1", "true", "yes")
+        if raw.lower() not in (*_TRUE, *_FALSE):
+            raise ValueError("is not 1 or 0 (true or false)")
+        return raw.lower() in _TRUE
     return raw
 
 
@@ -91,12 +116,13 @@ def restore_from_link() -> list[str]:
     Returns
     -------
     list of str
-        One message per parameter that could not be read (its default is used).
+        Empty: a value that cannot be used is remembered, and :func:`settle_link` names it with the value
+        shown instead once the dataset's defaults are in.
     """
     if st.session_state.get(_CHECKED):
         return []
     st.session_state[_CHECKED] = True
-    problems = []
+    bad: dict[str, tuple[str, str]] = {}
     found = False
     for name, qp in QP.items():
         raw = st.query_params.get(qp)
@@ -107,13 +133,15 @@ def restore_from_link() -> list[str]:
             found = True
             if name == "batch_size":
                 st.session_state[_LINK_BATCH] = st.session_state[KEYS[name]]
-        except ValueError:
-            problems.append(f"{qp}={raw!r} is not valid here; using the default")
+        except ValueError as exc:
+            bad[name] = (str(raw), str(exc))
+    if bad:
+        st.session_state[_LINK_BAD] = bad
     if found:
         # The link's inputs win over the dataset's defaults for the dataset it names (for the first dataset
         # selected when it names none).
         st.session_state[_DEFAULTS_FOR] = st.session_state.get("ui.dataset") or _FIRST_DATASET
-    return problems
+    return []
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -149,6 +177,62 @@ def apply_defaults(home: str, dataset_id: str, stamp: int) -> dict[str, Any]:
             st.session_state[key] = v
     st.session_state[_DEFAULTS_FOR] = dataset_id
     return d
+
+
+def _catalog_key(name: str, value: str) -> str | None:
+    from .. import catalog
+
+    try:
+        return (catalog.resolve_hardware if name == "hardware" else catalog.resolve_model)(value).key
+    except PerfmodelError:
+        return None
+
+
+def _shown(name: str, v: Any) -> str:
+    if name == "keep_suspect":
+        return "1 (suspect points kept)" if v else "0 (suspect points left out)"
+    return f"{float(v):g}" if isinstance(v, (int, float)) else str(v)
+
+
+def settle_link(defaults: Mapping[str, Any], options: Mapping[str, Sequence[str]]) -> list[str]:
+    """Put hardware and model on one of their options, and name every link value the page cannot use.
+
+    A catalog display name or alias (``Llama-2-13B``, ``H200``) becomes its catalog key; any other
+    value not among the options falls back to the dataset's default point (the first option where that
+    is not one either). Run after :func:`apply_defaults`, before the widgets are drawn.
+
+    Parameters
+    ----------
+    defaults
+        The dataset's defaults (:func:`apply_defaults`).
+    options
+        ``hardware`` and ``model`` -> the options their selectboxes get.
+
+    Returns
+    -------
+    list of str
+        One warning per link value not used, naming the parameter, the value and what is shown instead.
+    """
+    messages = []
+    for name, opts in options.items():
+        key = KEYS[name]
+        v = st.session_state.get(key)
+        if v in opts or not opts:
+            continue
+        if v not in (None, ""):
+            by_case = {str(o).lower(): o for o in opts}
+            resolved = by_case.get(str(v).lower()) or _catalog_key(name, str(v))
+            if resolved in opts:
+                st.session_state[key] = resolved
+                continue
+        d = defaults.get(name)
+        st.session_state[key] = shown = d if d in opts else opts[0]
+        if v not in (None, ""):
+            messages.append(f"{QP[name]}={v!r} is neither in the {name} catalog nor in this dataset: "
+                            f"showing {shown}" + (", the dataset's default" if shown == d else ""))
+    for name, (raw, why) in st.session_state.pop(_LINK_BAD, {}).items():
+        messages.append(f"{QP[name]}={raw!r} {why}: showing {_shown(name, st.session_state.get(KEYS[name]))}")
+    return messages
 
 
 def inputs() -> dict[str, Any]:
@@ -189,6 +273,73 @@ def place_batch(batches: list[float], batch: float | None) -> tuple[list[float],
         msg = (f"{QP['batch_size']}={b:g} lies outside the batch range {batches[0]:g}-{batches[-1]:g} "
                f"({QP['batch_min']}, {QP['batch_max']}): showing batch {nearest:g}")
     return batches, nearest, msg
+
+
+def context_warning(values: Mapping[str, Any]) -> str | None:
+    """The warning to show when input + output length exceed the model's context length in the catalog.
+
+    Parameters
+    ----------
+    values
+        :func:`inputs`.
+
+    Returns
+    -------
+    str or None
+        None when they fit, or the catalog does not know the model or its context length.
+    """
+    from .. import catalog
+
+    try:
+        limit = catalog.resolve_model(str(values.get("model"))).max_context
+        n_in, n_out = float(values["input_len_tok"]), float(values["output_len_tok"])
+    except (PerfmodelError, KeyError, TypeError, ValueError):
+        return None
+    if limit is None or not n_in + n_out > limit:
+        return None
+    return (f"input length {n_in:,.0f} + output length {n_out:,.0f} = {n_in + n_out:,.0f} tokens exceed the "
+            f"context length of {values['model']}, {limit:,} tokens ({QP['input_len_tok']}, {QP['output_len_tok']}; "
+            "max_context in the model catalog): the model cannot serve such a request, so the prediction and its "
+            "latencies describe no real run")
+
+
+def latency_conflict(row: Mapping[str, Any], level: float) -> str | None:
+    """The warning to show when the predicted TTFT exceeds the predicted end-to-end latency at one batch.
+
+    The end-to-end latency follows from the predicted throughput (Little's law), the TTFT from a
+    separate model, so they can disagree; the one with the wider band is the one to distrust.
+
+    Parameters
+    ----------
+    row
+        One row of a :class:`perfmodel.whatif.WhatIfResult` table.
+    level
+        The band level.
+
+    Returns
+    -------
+    str or None
+        None when they agree (or TTFT is not predicted).
+    """
+    ttft, e2e = float(row["pred_ttft_s"]), float(row["pred_e2e_latency_s"])
+    if not (math.isfinite(ttft) and math.isfinite(e2e)) or ttft <= e2e:
+        return None
+
+    def span(lo: str, hi: str) -> float:
+        a, b = float(row.get(lo, math.nan)), float(row.get(hi, math.nan))
+        return b / a if a > 0 and math.isfinite(b) else math.nan
+
+    thr, first = span("pred_lower", "pred_upper"), span("pred_ttft_lower_s", "pred_ttft_upper_s")
+    def factor(x: float) -> str:
+        return f"a factor {x:.3g}" if x < 100 else f"a factor {x:,.0f}" if x < 1e4 else "more than a factor 10,000"
+
+    bands = (f" (the {level:.0%} band of the throughput spans {factor(thr)}, that of TTFT {factor(first)})"
+             if math.isfinite(thr) and math.isfinite(first) else "")
+    distrust = ("the TTFT" if first > thr else "the throughput, and the end-to-end latency derived from it")
+    return (f"The predicted TTFT ({seconds(ttft)}) exceeds the predicted end-to-end latency ({seconds(e2e)}) at "
+            f"batch {float(row['batch_size']):g}: a request cannot end before its first token, so the two "
+            "estimates disagree. The end-to-end latency follows from the predicted throughput (Little's law: batch "
+            f"x output tokens / throughput), the TTFT from a separate model. Distrust {distrust}{bands}.")
 
 
 def write_link(dataset_id: str | None, values: Mapping[str, Any]) -> None:
@@ -380,17 +531,79 @@ def out_of_domain_text(res: W.WhatIfResult) -> str:
 
 
 def rate(v: float) -> str:
-    """A throughput for a metric tile: thousands separated, never in e-notation (19,920, not 1.992e+04)."""
-    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:,.4g}"
+    """A throughput for a metric tile, short and never in e-notation: 41.42, 19,920, then compact from
+    100,000 on (169 k, 1.48 M, 2.1 G) so that a tile does not overflow."""
+    if not math.isfinite(v):
+        return "n/a"
+    if abs(v) < 1e5:
+        return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:,.4g}"
+    for unit, scale in (("k", 1e3), ("M", 1e6), ("G", 1e9)):
+        if abs(float(f"{v / scale:.3g}")) < 1000:
+            return f"{v / scale:.3g} {unit}"
+    return f"{v / 1e12:,.3g} T" if abs(v) < 1e15 else f"{v / 1e12:,.0f} T"
 
 
 def seconds(v: float) -> str:
-    """A latency for a metric tile in a readable unit (``n/a`` for NaN): 1.2 ms, 340 ms, 2.35 s, 1.9 min."""
+    """A latency for a metric tile in a readable unit (``n/a`` for NaN), never in e-notation: 1.2 ms, 340 ms,
+    2.35 s, 1.9 min, 5.5 h, 12 d, 4,560 d."""
     if not math.isfinite(v):
         return "n/a"
     if v < 1.0:
         return f"{v * 1e3:,.3g} ms"
-    return f"{v:,.3g} s" if v < 120 else f"{v / 60:,.3g} min"
+    if v < 120:
+        return f"{v:,.3g} s"
+    if v < 120 * 60:
+        return f"{v / 60:,.3g} min"
+    if v < 48 * 3600:
+        return f"{v / 3600:,.3g} h"
+    return f"{v / 86400:,.3g} d" if v < 1000 * 86400 else f"{v / 86400:,.0f} d"
+
+
+TABLE_ORDER = ("batch_size", "pred_throughput_tok_s", "pred_lower", "pred_upper", "confidence", "in_domain",
+               "roofline_tok_s", "pred_total_throughput_tok_s", "pred_e2e_latency_s", "pred_e2e_lower_s",
+               "pred_e2e_upper_s", "pred_ttft_s", "pred_ttft_lower_s", "pred_ttft_upper_s", "pred_tpot_s",
+               "kv_fit_batch")
+"""Columns of the predictions table as the page shows them (the point's own columns are the inputs above; the
+CSV download has every column)."""
+
+
+def table_config(level: float) -> dict[str, Any]:
+    """``st.dataframe`` column configuration of the predictions table: labels with units, sensible precision.
+
+    Parameters
+    ----------
+    level
+        The band level (named in the band columns' help).
+    """
+    cc = st.column_config
+    band = f"{level:.0%} band"
+
+    def tok_s(label: str, text: str) -> Any:
+        return cc.NumberColumn(f"{label} (tok/s)", format="%,.1f", help=text)
+
+    def sec(label: str, text: str) -> Any:
+        return cc.NumberColumn(f"{label} (s)", format="%.3g", help=text)
+
+    return {
+        "batch_size": cc.NumberColumn("Batch", format="%g"),
+        "pred_throughput_tok_s": tok_s("Output throughput", "Predicted output tokens per second."),
+        "pred_lower": tok_s("Band low", f"Low end of the {band} of the output throughput."),
+        "pred_upper": tok_s("Band high", f"High end of the {band} of the output throughput."),
+        "confidence": cc.NumberColumn("Confidence", format="%.2f",
+                                      help="0..1, higher = closer to the training data and narrower band."),
+        "in_domain": cc.CheckboxColumn("In domain", help="Inside the predictor's training domain."),
+        "roofline_tok_s": tok_s("Roofline bound", "Physical upper bound on output throughput (catalogs)."),
+        "pred_total_throughput_tok_s": tok_s("Total throughput", "Input and output tokens per second."),
+        "pred_e2e_latency_s": sec("E2E latency", "Per request, by Little's law."),
+        "pred_e2e_lower_s": sec("E2E low", f"Low end of the {band} of the end-to-end latency."),
+        "pred_e2e_upper_s": sec("E2E high", f"High end of the {band} of the end-to-end latency."),
+        "pred_ttft_s": sec("TTFT", "Time to first token."),
+        "pred_ttft_lower_s": sec("TTFT low", f"Low end of the {band} of TTFT."),
+        "pred_ttft_upper_s": sec("TTFT high", f"High end of the {band} of TTFT."),
+        "pred_tpot_s": sec("TPOT", "Time per output token after the first."),
+        "kv_fit_batch": cc.NumberColumn("KV-cache-full batch", format="%,.0f",
+                                        help="The largest batch whose KV cache at full length fits in memory."),
+    }
 
 
 def figure(res: W.WhatIfResult, log_x: bool) -> go.Figure:
