@@ -102,9 +102,11 @@ def test_import_bytes_is_the_same_content(tmp_path: Path, store: Store) -> None:
     assert info2 == info and results[0].file == "up.csv"
     assert len(store.datasets()) == 1
     # The same bytes with different supplied metadata are a different dataset.
-    info3, _ = import_bytes([("up.csv", src.read_bytes())], meta=ImportMeta(framework="sglang"), store=store)
+    info3, res3 = import_bytes([("up.csv", src.read_bytes())], meta=ImportMeta(framework="sglang"), store=store)
     assert info3.id != info.id and info3.name == "up (2)"
-    assert set(load_runs(info3.id, store=store)["framework"]) == {"sglang"}
+    # The file records its frameworks: a supplied one fills only empty cells, and says where it was not applied.
+    assert list(load_runs(info3.id, store=store)["framework"]) == list(load_runs(info.id, store=store)["framework"])
+    assert any("--framework" in str(i) and "not applied" in str(i) for i in res3[0].issues)
 
 
 def test_multi_file_import_is_all_or_nothing(tmp_path: Path, store: Store) -> None:

@@ -198,3 +198,55 @@ def test_200_mb_files_fail_fast_and_clearly(tmp_path: Path, seeded_home: Path) -
         assert path.name in str(ei.value)
         assert time.perf_counter() - t0 < 30
     assert dump(store) == before
+
+
+def test_edited_sweep_export_drops_every_row_with_an_error(tmp_path: Path) -> None:
+    """A re-imported `perfmodel export` of a sweep (source_row empty: a sweep has no source file)
+    with three cells edited: those rows are dropped with issues naming file, row and column, the
+    others stored. Regression: the problems were reported but all 6 rows were stored (batch -3,
+    input length NaN, load_kind 'sometimes'), as the rows were dropped by source_row."""
+    src = write_canonical_csv(tmp_path / "edited.csv", 6, seed=3)
+    df = pd.read_csv(src, dtype=str, keep_default_na=False)
+    df["source_row"] = ""
+    df.loc[2, "batch_size"] = "-3"
+    df.loc[3, "input_len_tok"] = "lots"
+    df.loc[4, "load_kind"] = "sometimes"
+    df.to_csv(src, index=False)
+    store = Store(tmp_path / "h")
+    info, (res,) = import_files([src], store=store)
+    errors = {(i.file, i.row, i.column) for i in res.issues if i.severity == "error"}
+    assert errors == {("edited.csv", 3, "batch_size"), ("edited.csv", 4, "input_len_tok"),
+                      ("edited.csv", 5, "load_kind")}
+    assert info.n_runs == 3 and res.n_dropped == 3
+    runs = store.runs(info.id)
+    assert (runs["batch_size"] > 0).all() and runs["input_len_tok"].notna().all()
+    assert set(runs["load_kind"]) == {"static_batch"}
+    assert runs["source_row"].isna().all()  # provenance kept as exported
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_merged_export_drops_only_the_bad_row(tmp_path: Path, suffix: str) -> None:
+    """An export of a dataset merged from two files repeats source_row (1, 2, 3, 1, 2, 3): a bad
+    cell drops only its own row, named by its row in the file being imported, and the kept rows
+    keep their provenance. Regression: both rows with source_row 2 were dropped as 'row 2'."""
+    df = pd.read_csv(write_canonical_csv(tmp_path / "w.csv", 6, seed=8))
+    df["source_row"] = [1, 2, 3, 1, 2, 3]
+    df.loc[4, "batch_size"] = -3.0
+    src = tmp_path / f"merged{suffix}"
+    df.to_csv(src, index=False) if suffix == ".csv" else df.to_parquet(src, index=False)
+    info, (res,) = import_files([src], store=Store(tmp_path / "h"))
+    assert [(i.row, i.column) for i in res.issues if i.severity == "error"] == [(5, "batch_size")]
+    assert info.n_runs == 5
+    assert res.runs["source_row"].tolist() == [1, 2, 3, 1, 3]
+
+
+def test_edited_export_with_a_bad_source_row_drops_that_row(tmp_path: Path) -> None:
+    """source_row is provenance in a canonical file, but still a whole number: a bad one is an
+    error of its row (named by position), like any other cell."""
+    src = write_canonical_csv(tmp_path / "sr.csv", 4, seed=6)
+    df = pd.read_csv(src, dtype=str, keep_default_na=False)
+    df.loc[1, "source_row"] = "2.5"
+    df.to_csv(src, index=False)
+    info, (res,) = import_files([src], store=Store(tmp_path / "h"))
+    assert [(i.row, i.column) for i in res.issues if i.severity == "error"] == [(2, "source_row")]
+    assert info.n_runs == 3 and res.runs["source_row"].tolist() == [1, 3, 4]

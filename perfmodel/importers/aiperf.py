@@ -432,7 +432,8 @@ class AIPerfImporter(Importer):
         for k in ("models", "max_concurrency"):
             if k in extra:
                 prov[k] = extra[k]
-        if user:
+        if user and not load:
+            # The file's own setting wins; finalize reports a supplied value that differs.
             load = user
             prov["load_from"] = "user"
         if not load:

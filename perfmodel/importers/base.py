@@ -3,9 +3,9 @@
 An importer turns one file into *raw* canonical rows (:class:`Parsed`): canonical
 column names, but hardware and model still as written in the file
 (``hardware_raw``, ``model_raw``) and metadata possibly missing. The shared
-:func:`finalize` then applies what the user supplied (:class:`ImportMeta`),
-resolves names through the catalogs, derives the throughput columns that
-follow exactly from the lengths, checks every row with
+:func:`finalize` then fills in what the user supplied (:class:`ImportMeta`) where
+the file is silent, resolves names through the catalogs, derives the throughput
+columns that follow exactly from the lengths, checks every row with
 :func:`perfmodel.schema.check_runs`, drops invalid rows into row-level
 :class:`Issue` records, and returns an :class:`ImportResult`.
 
@@ -57,9 +57,25 @@ HEAD_BYTES = 256 * 1024
 #: CLI option that supplies each canonical column a file may omit (for messages).
 META_OPTIONS = {
     "hardware": "--hardware", "model": "--model", "framework": "--framework",
-    "device_count": "--device-count", "input_len_tok": "--input-len", "output_len_tok": "--output-len",
-    "batch_size": "--batch-size", "load_kind": "--load-kind", "throughput_basis": "--format",
+    "framework_version": "--framework-version", "device_count": "--device-count", "tp_size": "--tp",
+    "pp_size": "--pp", "weight_dtype": "--weight-dtype", "kv_cache_dtype": "--kv-cache-dtype",
+    "quantization": "--quantization", "repeat_idx": "--repeat", "input_len_tok": "--input-len",
+    "output_len_tok": "--output-len", "batch_size": "--batch-size", "load_kind": "--load-kind",
+    "throughput_basis": "--format",
 }
+#: ImportMeta field -> the runs column it fills (hardware and model are resolved later from the raw
+#: names); load_kind comes before batch_size, whose meaning it gives.
+META_COLUMNS = {
+    "hardware": "hardware_raw", "model": "model_raw", "framework": "framework",
+    "framework_version": "framework_version", "device_count": "device_count", "tp_size": "tp_size",
+    "pp_size": "pp_size", "weight_dtype": "weight_dtype", "kv_cache_dtype": "kv_cache_dtype",
+    "quantization": "quantization", "repeat_idx": "repeat_idx", "input_len_tok": "input_len_tok",
+    "output_len_tok": "output_len_tok", "load_kind": "load_kind", "batch_size": "batch_size",
+}
+_NUMERIC_META = frozenset({"device_count", "tp_size", "pp_size", "repeat_idx", "input_len_tok", "output_len_tok",
+                           "batch_size"})
+#: Cell texts the schema reads as "no value" (besides NA): a supplied value fills them.
+_BLANK_TEXTS = ("", "nan", "NaN", "<NA>")
 MAX_ISSUES_PER_FILE = 1000
 
 Severity = Literal["error", "warning", "info"]
@@ -90,9 +106,12 @@ class Issue:
 class ImportMeta(BaseModel):
     """What the user knows about a file that the file may not say.
 
-    Values given here override the file's own (a disagreement is reported as a
-    warning). ``column_map`` (canonical column -> source column) is used by the
-    generic CSV importer; ``latency_unit`` tells it how latency columns are written.
+    Values given here fill what the file does not record: a row that records its
+    own value keeps it (a sweep over batch sizes or lengths must not collapse into
+    one point), and rows that disagree with the supplied value are reported once
+    per column as a warning. ``column_map`` (canonical column -> source column) and
+    ``latency_unit`` (how latency columns are written) are read only by the generic
+    CSV importer; other formats refuse them rather than ignore them.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -131,8 +150,9 @@ class Parsed:
     issues: list[Issue] = field(default_factory=list)
     allow_empty: bool = False
     provenance: dict[str, Any] = field(default_factory=dict)
-    #: Keep the ``source_format``/``source_file`` values the rows already carry
-    #: (perfmodel's own export re-imported), filling only missing cells.
+    #: Keep the ``source_format``/``source_file``/``source_row`` values the rows already
+    #: carry (perfmodel's own export re-imported), filling only missing cells; issues
+    #: then name rows by their position in this file.
     keep_source: bool = False
 
 
@@ -336,6 +356,9 @@ class Importer(ABC):
     has_model: ClassVar[bool] = False
     #: True when the format may be binary (Parquet): sniffed and parsed even with NUL bytes.
     binary: ClassVar[bool] = False
+    #: True when ``parse`` reads ``ImportMeta.column_map`` and ``latency_unit``; :func:`read_file`
+    #: refuses them for any other format instead of silently ignoring them.
+    reads_column_map: ClassVar[bool] = False
 
     @abstractmethod
     def sniff(self, sample: Sample) -> float:
@@ -426,7 +449,8 @@ def read_file(path: str | Path, *, format: str | None = None, meta: ImportMeta |
     format
         Format id to force; auto-detected from the content when None.
     meta
-        What the user supplies (hardware, model, ...), overriding the file.
+        What the user supplies (hardware, model, ...) for what the file does not record;
+        the file's own values win (see :class:`ImportMeta`).
     data
         The file's bytes when they are already in memory (uploads).
     name
@@ -439,7 +463,8 @@ def read_file(path: str | Path, *, format: str | None = None, meta: ImportMeta |
     Raises
     ------
     ImportFormatError
-        The file is unreadable, unrecognised, or broken as a whole.
+        The file is unreadable, unrecognised, or broken as a whole; or ``meta`` sets
+        ``column_map``/``latency_unit`` for a format that does not read them.
     UnknownNameError
         An unknown ``format`` or a hardware/model name not in the catalog.
     """
@@ -462,6 +487,7 @@ def read_file(path: str | Path, *, format: str | None = None, meta: ImportMeta |
             raise ImportFormatError(f"{sample.name}: binary data; expected a {imp.label} file")
     else:
         imp = detect_format(sample)
+    refuse_unread_meta(imp, meta, sample.name)
     try:
         parsed = imp.parse(sample, meta)
     except PerfmodelError:
@@ -479,26 +505,160 @@ def read_file(path: str | Path, *, format: str | None = None, meta: ImportMeta |
                     has_hardware=imp.has_hardware, has_model=imp.has_model)
 
 
-def _override(runs: pd.DataFrame, col: str, value: Any, issues: list[Issue], file: str) -> None:
-    if value is None:
+def refuse_unread_meta(imp: Importer, meta: ImportMeta, file: str) -> None:
+    """Refuse ``column_map``/``latency_unit`` for a format that does not read them.
+
+    Raises
+    ------
+    ImportFormatError
+        ``meta`` sets either and ``imp`` is not the generic CSV importer: a unit the
+        format does not use, silently ignored, would leave the user believing their
+        values were converted.
+    """
+    if imp.reads_column_map:
         return
-    if col in runs.columns:
-        existing = runs[col].dropna().astype(str).unique()
-        differing = [e for e in existing if str(e) != str(value)]
-        if differing:
-            issues.append(Issue(file, None, col, f"the file says {differing[0]!r}; using the supplied "
-                                f"{value!r}", "warning"))
-    runs[col] = value
+    unused = [opt for opt, v in (("--map", meta.column_map), ("--latency-unit", meta.latency_unit)) if v]
+    if unused:
+        given = " and ".join(unused)
+        raise ImportFormatError(
+            f"{file}: {given} {'apply' if len(unused) > 1 else 'applies'} only to format 'csv' (any CSV "
+            f"read with --format csv --map ...), but this file is read as {imp.name!r}, which records its "
+            f"own columns and units; drop {given} for this file")
+
+
+def _fmt(v: Any) -> str:
+    """A value as a user would type it (``7`` rather than ``7.0``)."""
+    if isinstance(v, (float, np.floating)) and math.isfinite(v) and float(v).is_integer():
+        return str(int(v))
+    return repr(v) if isinstance(v, str) else str(v)
+
+
+def _blank(s: pd.Series) -> np.ndarray:
+    """Cells that hold no value (NA, or text the schema reads as empty)."""
+    miss = s.isna().to_numpy(dtype=bool)
+    if not pd.api.types.is_numeric_dtype(s.dtype):
+        txt = s.astype("string").str.strip()
+        miss = miss | txt.isin(_BLANK_TEXTS).fillna(True).to_numpy(dtype=bool)
+    return miss
+
+
+def _agrees(values: pd.Series, value: Any, name: str) -> np.ndarray:
+    """Whether each (present) file value means the same as the supplied ``value``."""
+    if name in _NUMERIC_META:
+        num = pd.to_numeric(values, errors="coerce").astype("float64").to_numpy()
+        with np.errstate(invalid="ignore"):
+            return num == float(value)
+    from .. import catalog
+
+    def key(text: str) -> str:
+        # Spellings of one catalog entry or framework agree: only a real difference is reported.
+        if name in ("hardware", "model"):
+            resolver = catalog.resolve_hardware if name == "hardware" else catalog.resolve_model
+            try:
+                return str(resolver(text).key)
+            except UnknownNameError:
+                return text.strip().casefold()
+        if name == "framework":
+            return catalog.canonical_framework(text)
+        return text.strip().casefold()
+
+    # One comparison per distinct value, not per row (a million rows).
+    codes, uniques = pd.factorize(values.astype("string").str.strip())
+    want = key(str(value))
+    same = np.array([key(str(u)) == want for u in uniques], dtype=bool)
+    return same[codes] if len(uniques) else np.zeros(len(values), dtype=bool)
+
+
+def _fill_supplied(runs: pd.DataFrame, meta: ImportMeta, issues: list[Issue], file: str) -> None:
+    """Fill each column the user supplied where the file records no value.
+
+    A row that records its own value keeps it: the supplied value describes files
+    that do not say (``--batch-size``: "for files that do not record it"), and
+    overwriting would collapse a sweep into one point. ``--load-kind`` says what
+    ``--batch-size`` means, so a batch size is not put on a row the file records as
+    another kind of point (a request-rate run has no batch size). The rows left
+    alone are reported once per column, naming the option, how many rows and the
+    first one.
+    """
+    for name, col in META_COLUMNS.items():
+        value = getattr(meta, name)
+        if value is None:
+            continue
+        opt = META_OPTIONS[name]
+        numeric = name in _NUMERIC_META
+        if col not in runs.columns:
+            if name != "batch_size" or "load_kind" not in runs.columns:
+                runs[col] = value  # a broadcast scalar: fast on a million rows
+                continue
+            runs[col] = np.nan
+        cur = runs[col]
+        missing = _blank(cur)
+        fill = missing
+        if name == "batch_size" and "load_kind" in runs.columns:
+            lk = runs["load_kind"]
+            kinds = (meta.load_kind,) if meta.load_kind is not None else ("static_batch", "concurrency")
+            fill = missing & (_blank(lk) | lk.astype("string").str.strip().isin(kinds).fillna(False)
+                              .to_numpy(dtype=bool))
+            other = np.flatnonzero(missing & ~fill)
+            if len(other):
+                row = _row_label(runs, other[0])
+                why = (f"not as {meta.load_kind!r} ones (--load-kind says what --batch-size means)"
+                       if meta.load_kind is not None else "which take no batch size")
+                issues.append(Issue(
+                    file, row, name,
+                    f"{opt} {_fmt(value)} not applied to {len(other)} of {len(runs)} row(s) that the file records "
+                    f"as {_fmt(str(lk.iloc[other[0]]).strip())} points (first: row {row}), {why}", "warning"))
+        if fill.all():
+            runs[col] = value
+        elif fill.any():
+            if numeric and pd.api.types.is_numeric_dtype(cur.dtype):
+                runs[col] = cur.astype("float64").where(~fill, float(value))
+            else:
+                runs[col] = cur.astype(object).where(~fill, value)
+        present = np.flatnonzero(~missing)
+        differ = present[~_agrees(cur.iloc[present], value, name)] if len(present) else present
+        if len(differ):
+            row = _row_label(runs, differ[0])
+            issues.append(Issue(
+                file, row, name,
+                f"{opt} {_fmt(value)} not applied to {len(differ)} of {len(runs)} row(s) that record a different "
+                f"{name} (first: row {row}, where the file says {_fmt(cur.iloc[differ[0]])}); the file's values "
+                f"were kept: {opt} only fills rows where the file records none", "warning"))
+
+
+def _row_label(runs: pd.DataFrame, pos: int) -> int:
+    """How issues name the row at position ``pos`` (its ``source_row``, else its position)."""
+    label = runs["source_row"].iloc[pos]
+    return int(label) if pd.notna(label) else int(pos) + 1
+
+
+def _provenance_rows(values: pd.Series, file: str) -> tuple[pd.Series, list[Problem]]:
+    """The ``source_row`` a canonical table carries from the file it was first imported
+    from, as integers; a value that is not a whole number is a problem of its row
+    (rows named by their position in this file)."""
+    num = pd.to_numeric(values, errors="coerce").astype("float64")
+    present = values.notna().to_numpy(dtype=bool).copy()
+    text = present & num.isna().to_numpy()
+    if text.any():
+        # Only cells that are not numbers can be blank text: the rest skip the string pass.
+        present[text] = ~_blank(values[text])
+    whole = num.notna().to_numpy() & np.isfinite(num.fillna(0).to_numpy()) & (num == num.round()).to_numpy()
+    bad = np.flatnonzero(present & ~whole)
+    problems = [Problem(f"expected a whole number, got {values.iloc[i]!r}", file=file, row=int(i) + 1,
+                        column="source_row") for i in bad]
+    return num.where(present & whole).round().astype("Int64").reset_index(drop=True), problems
 
 
 def finalize(parsed: Parsed, *, meta: ImportMeta, fmt: str, file: str, sha256: str,
              has_hardware: bool = False, has_model: bool = False,
              resolve: bool = True) -> ImportResult:
-    """Apply metadata, resolve names, derive throughputs and check every row.
+    """Fill in supplied metadata, resolve names, derive throughputs and check every row.
 
-    Rows that fail :func:`perfmodel.schema.check_runs` are dropped and kept as
-    ``error`` issues. A file with no valid rows raises unless the parser
-    marked it ``allow_empty``.
+    What ``meta`` supplies fills only the cells the file leaves empty (a file's own
+    value wins; disagreements become one warning per column). Rows that fail
+    :func:`perfmodel.schema.coerce_runs` or :func:`perfmodel.schema.check_runs` are
+    dropped and kept as ``error`` issues naming file, row and column. A file with no
+    valid rows raises unless the parser marked it ``allow_empty``.
 
     Raises
     ------
@@ -513,18 +673,36 @@ def finalize(parsed: Parsed, *, meta: ImportMeta, fmt: str, file: str, sha256: s
     runs = parsed.runs.copy()
     issues = list(parsed.issues)
     n = len(runs)
-    if "source_row" not in runs.columns:
+    provenance_rows: pd.Series | None = None
+    if parsed.keep_source:
+        # The rows carry the source_row of the file they were first imported from: it
+        # names no row of *this* file (a sweep's rows have none, a merged dataset repeats
+        # them). Rows are checked, named and dropped by their position here, and the
+        # provenance is put back on the rows that are kept.
+        provenance_rows = runs["source_row"] if "source_row" in runs.columns \
+            else pd.Series(np.arange(1, n + 1), index=runs.index)
+        runs["source_row"] = np.arange(1, n + 1)
+    elif "source_row" not in runs.columns:
         runs["source_row"] = np.arange(1, n + 1)
 
-    # --- user-supplied metadata wins over the file
-    if meta.hardware is not None:
-        _override(runs, "hardware_raw", meta.hardware, issues, file)
-    if meta.model is not None:
-        _override(runs, "model_raw", meta.model, issues, file)
-    for col in ("framework", "framework_version", "device_count", "tp_size", "pp_size", "weight_dtype",
-                "kv_cache_dtype", "quantization", "repeat_idx", "input_len_tok", "output_len_tok",
-                "batch_size", "load_kind"):
-        _override(runs, col, getattr(meta, col), issues, file)
+    if resolve:
+        # A supplied name that is not in the catalog is an error even where the file
+        # names its own (a typo must not pass unnoticed because no row needed it).
+        for kind, opt in (("hardware", "--hardware"), ("model", "--model")):
+            supplied = getattr(meta, kind)
+            if supplied is not None:
+                resolver: Callable[[str], Any] = (catalog.resolve_hardware if kind == "hardware"
+                                                  else catalog.resolve_model)
+                try:
+                    resolver(supplied)
+                except UnknownNameError as exc:
+                    raise UnknownNameError(
+                        kind, supplied, exc.suggestions,
+                        hint=f"given with {opt} for {file}; pass a catalog name, or add the {kind} to a "
+                             f"catalog YAML file (see `perfmodel catalog --help`)") from None
+
+    # --- user-supplied metadata fills what the file does not record
+    _fill_supplied(runs, meta, issues, file)
 
     if n:
         # --- names through the catalogs (unique values only: fast on a million rows)
@@ -540,17 +718,18 @@ def finalize(parsed: Parsed, *, meta: ImportMeta, fmt: str, file: str, sha256: s
                 raise ImportFormatError(
                     f"{file}: row {first} has no {kind}; supply it with {opt} NAME")
             if resolve:
-                resolver: Callable[[str], Any] = (catalog.resolve_hardware if kind == "hardware"
-                                                  else catalog.resolve_model)
+                resolver = catalog.resolve_hardware if kind == "hardware" else catalog.resolve_model
                 mapping = {}
                 for raw in runs[raw_col].astype(str).unique():
                     try:
                         mapping[raw] = resolver(raw).key
                     except UnknownNameError as exc:
+                        # A supplied name was checked above: this one is written in the file.
                         raise UnknownNameError(
                             kind, raw, exc.suggestions,
-                            hint=f"in {file}; pass {opt} with a catalog name, or add the {kind} to a "
-                                 f"catalog YAML file (see `perfmodel catalog --help`)") from None
+                            hint=f"named in {file}; add the {kind} (or this name as an alias) to a catalog "
+                                 f"YAML file (see `perfmodel catalog --help`); {opt} only fills rows that "
+                                 f"name no {kind}") from None
                 runs[col] = runs[raw_col].astype(str).map(mapping)
         if "framework" in runs.columns:
             fw = runs["framework"].astype("string")
@@ -603,10 +782,18 @@ def finalize(parsed: Parsed, *, meta: ImportMeta, fmt: str, file: str, sha256: s
             else:
                 parts.append(f"column {p.column!r}: {p.message}")
         raise ImportFormatError(f"{file}: " + "; ".join(parts))
+    if provenance_rows is not None:
+        provenance_rows, prov_problems = _provenance_rows(provenance_rows, file)
+        problems += prov_problems
     problems += check_runs(table, file=file)
-    bad_rows = {p.row for p in problems}
-    if bad_rows:
-        keep = ~table["source_row"].isin(list(bad_rows)).to_numpy()
+    # Drop by the labels the problems were named with (check_runs names rows by a
+    # complete source_row, else by position), so every row with an error goes.
+    sr = table["source_row"]
+    labels = sr.to_numpy(dtype="int64") if sr.notna().all() else np.arange(1, len(table) + 1)
+    keep = ~np.isin(labels, [p.row for p in problems if p.row is not None])
+    if provenance_rows is not None:
+        table["source_row"] = provenance_rows
+    if not keep.all():
         table = table.loc[keep].reset_index(drop=True)
     row_issues = [Issue.from_problem(p, "error") for p in problems]
     if len(row_issues) > MAX_ISSUES_PER_FILE:

@@ -4,7 +4,10 @@ This is what ``perfmodel export`` writes. Re-importing an export gives back the
 same table: values are read as text and converted exactly (floats through
 Python's correctly rounded parser), ``hardware_raw``/``model_raw`` are resolved
 again through the catalogs (a canonical key resolves to itself), and the rows
-keep the ``source_format``/``source_file`` they were first imported from.
+keep the ``source_format``/``source_file``/``source_row`` they were first imported
+from. Those describe the first import, not this file: issues name a row by its
+position in the file being imported, and a row with an error is dropped like in
+any other format (:func:`~perfmodel.importers.base.finalize`).
 """
 
 from __future__ import annotations

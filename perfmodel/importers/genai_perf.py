@@ -116,7 +116,8 @@ class GenAIPerfImporter(Importer):
                                         "Latency (ms)', 'Time To First Token (ms)', ...) but found none")
             row = metrics_row(metrics, file, issues)
             load, prov["export"] = {}, "csv"
-        if user:
+        if user and not load:
+            # The file's own setting wins; finalize reports a supplied value that differs.
             load = user
             prov["load_from"] = "user"
         if not load:

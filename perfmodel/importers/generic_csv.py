@@ -250,6 +250,7 @@ class GenericCsvImporter(Importer):
                    "hardware/model/framework may be supplied instead of mapped.")
     has_hardware = True
     has_model = True
+    reads_column_map = True
 
     def sniff(self, sample: Sample) -> float:
         # A plain CSV is only read this way when forced: guessing a mapping would be silent guessing.

@@ -55,6 +55,7 @@ from .base import (
     finalize,
     loads_lenient,
     records_frame,
+    refuse_unread_meta,
     register,
     stat_columns,
 )
@@ -293,7 +294,7 @@ def read_report_with_config(report: str | Path, config: str | Path, *, meta: Imp
     report, config
         Paths (or display names when the bytes are given).
     meta
-        User-supplied metadata (overrides the files).
+        User-supplied metadata (fills what the files do not record).
     report_data, config_data
         The files' bytes when already in memory.
     resolve
@@ -327,6 +328,7 @@ def read_report_with_config(report: str | Path, config: str | Path, *, meta: Imp
         raise ImportFormatError(f"{rp.name}: not an optimum-benchmark benchmark_report.json")
     if cfg is None:
         raise ImportFormatError(f"{cp.name}: not an optimum-benchmark benchmark_config.json")
+    refuse_unread_meta(OptimumBenchmarkImporter(), meta, rp.name)
     parsed = parse_report(rep, cfg, rp.name, cp.name)
     digest = hashlib.sha256(r_bytes + b"\0" + c_bytes).hexdigest()
     return finalize(parsed, meta=meta, fmt=OptimumBenchmarkImporter.name, file=rp.name, sha256=digest,

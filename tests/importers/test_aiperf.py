@@ -99,3 +99,13 @@ def test_truncated_and_wrong_type(tmp_path: Path, formats_dir: Path) -> None:
     h.write_text((DATA / "profile_export_aiperf.json").read_text()[:400])
     with pytest.raises(ImportFormatError, match="not readable as JSON"):
         read_file(h, format="aiperf", meta=meta)
+
+
+def test_json_load_setting_wins_over_a_supplied_one() -> None:
+    """The JSON records its concurrency (16): a supplied --batch-size 8 is reported, not applied.
+    Regression: the supplied value replaced the recorded one."""
+    res = read_file(DATA / "profile_export_aiperf.json",
+                    meta=ImportMeta(hardware="H100-80GB-SXM", model="Qwen/Qwen3-8B", batch_size=8))
+    assert res.runs["batch_size"].tolist() == [16] and res.runs["load_kind"].tolist() == ["concurrency"]
+    warned = [i for i in res.issues if i.column == "batch_size" and i.severity == "warning"]
+    assert len(warned) == 1 and "--batch-size 8 not applied to 1 of 1 row(s)" in warned[0].message

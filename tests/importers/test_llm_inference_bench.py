@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from perfmodel.errors import ImportFormatError
 from perfmodel.importers import ImportMeta, ImportResult, Sample, detect_format, read_file
 from perfmodel.importers.llm_inference_bench import LlmInferenceBenchImporter, power_unit
 
@@ -148,3 +149,41 @@ def test_sniff_by_content_not_name(tmp_path: Path) -> None:
 def test_real_catalog_resolves(all_results_csv: Path) -> None:
     res = read_file(all_results_csv)
     assert res.runs["hardware"].notna().all() and len(res.runs) == 4772
+
+
+# The first five rows of All_results.csv: a batch sweep at L = 128, then batch 1 at L = 256.
+FIVE_ROWS = """Hardware,Num of Hardware,Framework,Model,Input Output Length,Batch Size,Latency,Throughput
+Nvidia GH200 GPU,1,TensorRT-LLM,mistralai/Mistral-7B-v0.1,128,1,0.688306736946106,371.92720375776975
+Nvidia GH200 GPU,1,TensorRT-LLM,mistralai/Mistral-7B-v0.1,128,16,0.8496496915817261,4820.8103181615925
+Nvidia GH200 GPU,1,TensorRT-LLM,mistralai/Mistral-7B-v0.1,128,32,0.9235904455184937,8869.732292868295
+Nvidia GH200 GPU,1,TensorRT-LLM,mistralai/Mistral-7B-v0.1,128,64,1.0704158306121827,15306.201133656448
+Nvidia GH200 GPU,1,TensorRT-LLM,mistralai/Mistral-7B-v0.1,256,1,1.3878772497177123,368.9087057981089
+"""
+
+
+def test_supplied_values_do_not_overwrite_the_file(tmp_path: Path, stub_catalog: None) -> None:
+    """--batch-size / --input-len are for files that do not record them: the file's sweep is kept
+    and the user is told once per option, with how many rows disagree and the first one.
+    Regression: every row became batch 7, input 999 (the sweep collapsed) with one warning
+    naming only the first value."""
+    p = tmp_path / "five.csv"
+    p.write_text(FIVE_ROWS)
+    res = read_file(p, meta=ImportMeta(batch_size=7, input_len_tok=999, framework="tensorrt-llm"))
+    assert res.runs["batch_size"].tolist() == [1, 16, 32, 64, 1]
+    assert res.runs["input_len_tok"].tolist() == [128, 128, 128, 128, 256]
+    warned = {i.column: i for i in res.issues if i.severity == "warning"}
+    assert set(warned) == {"batch_size", "input_len_tok"}  # the same framework, spelt otherwise: no warning
+    batch, length = warned["batch_size"], warned["input_len_tok"]
+    assert (batch.row, length.row) == (1, 1)
+    assert "--batch-size 7 not applied to 5 of 5 row(s)" in batch.message and "says 1)" in batch.message
+    assert "--input-len 999 not applied to 5 of 5 row(s)" in length.message
+
+
+def test_latency_unit_is_refused_not_ignored(tmp_path: Path, stub_catalog: None) -> None:
+    """This format records its latencies in seconds: --latency-unit ms would be silently ignored."""
+    p = tmp_path / "five.csv"
+    p.write_text(FIVE_ROWS)
+    with pytest.raises(ImportFormatError, match=r"five\.csv: --latency-unit applies only to format 'csv'"):
+        read_file(p, meta=ImportMeta(latency_unit="ms"))
+    with pytest.raises(ImportFormatError, match=r"--map and --latency-unit apply only"):
+        read_file(p, meta=ImportMeta(latency_unit="s", column_map={"batch_size": "Batch Size"}))
