@@ -5,6 +5,7 @@ import json
 import streamlit as st
 
 from perfmodel import ui
+from perfmodel.curve_tables import NO_PLATEAU_HELP
 from perfmodel.curves import INTERVAL_METHODS, MIN_BATCHES, R2_POOR, SHAPES
 from perfmodel.errors import PerfmodelError
 from perfmodel.plots import THROUGHPUT_METRICS, axis_title, curve_group_columns, default_curve_by, poor_fits
@@ -43,7 +44,8 @@ with st.expander("Fit options", icon=":material/tune:"):
     if st.session_state.get(K.CURVES_INTERVALS) not in INTERVAL_METHODS:
         st.session_state[K.CURVES_INTERVALS] = "bootstrap"
     shape = o1.selectbox("Shape", SHAPES, key=K.CURVES_SHAPE,
-                         help="auto: exponential or piecewise, whichever has the lower AICc.")
+                         help="auto: exponential or piecewise, whichever has the lower AICc. loglin "
+                              "(alpha + beta·log2 batch) never levels off: no plateau, knee, b90 or b95.")
     intervals = o2.selectbox("Intervals", INTERVAL_METHODS, key=K.CURVES_INTERVALS)
     n_boot = o3.number_input("Bootstrap replicates", min_value=10, max_value=2000, value=N_BOOT_DEFAULT,
                              step=50, key=K.CURVES_N_BOOT, disabled=intervals != "bootstrap")
@@ -65,9 +67,11 @@ except PerfmodelError as exc:
 
 labels = view.summary["configuration"].tolist()
 fitted = view.summary.loc[view.summary["n_batches"] >= MIN_BATCHES, "configuration"].tolist()
+# the default overlay shows curves that fitted; failed fits only where nothing else has enough points
+succeeded = view.summary.loc[view.summary["success"].astype(bool), "configuration"].tolist()
 ui.keep_valid(K.CURVES_CONFIGS, labels)
 if not st.session_state.get(K.CURVES_CONFIGS):
-    st.session_state[K.CURVES_CONFIGS] = (fitted or labels)[:N_DEFAULT_CONFIGS]
+    st.session_state[K.CURVES_CONFIGS] = (succeeded or fitted or labels)[:N_DEFAULT_CONFIGS]
 configs = st.multiselect(f"Configurations to overlay ({len(labels):,})", labels, key=K.CURVES_CONFIGS,
                          placeholder="choose configurations")
 links.write_curves_link(selected, by, configs, shape, intervals)
@@ -84,13 +88,27 @@ if configs:
         cached.curve_chart(home, selected, stamp, options, json.dumps(configs), log_x), view.table, home,
         selected, stamp, list(by), configs, y)
     st.plotly_chart(chart, key="curves.chart")
+    failed = [c for c in configs if c in view.fits and not view.fits[c].success]
+    if failed:
+        st.caption(f"Dashed: {len(failed)} fit(s) failed ({', '.join(failed)}); their line is not a usable "
+                   "curve and has no band or knee. See *Curves to review* for why.")
     if n_suspect:
         st.caption(f"x: {n_suspect} run(s) faster than the roofline bound (suspect data; the curve fits still "
                    "include them).")
 
 st.subheader("Fits", anchor=False)
+if (view.summary["shape"] == "loglin").any():
+    st.caption("— in knees, b90 and b95: a log-linear curve has no plateau, so it has no knee and never reaches "
+               "90%/95% of one.")
 st.dataframe(view.summary, hide_index=True,
-             column_config={"plateau_tok_s": st.column_config.NumberColumn("plateau c (tok/s)", format="%.4g"),
+             column_config={"plateau_tok_s": st.column_config.NumberColumn(
+                                "plateau c (tok/s)", format="%.4g",
+                                help="Exponential plateau c; empty for shapes without one, and where the plateau "
+                                     "is not reached and lies far above the largest measured throughput "
+                                     "(an extrapolation: see plateau_ci)."),
+                            "knees": st.column_config.TextColumn("knees", help=NO_PLATEAU_HELP),
+                            "b90": st.column_config.TextColumn("b90", help=NO_PLATEAU_HELP),
+                            "b95": st.column_config.TextColumn("b95", help=NO_PLATEAU_HELP),
                             "kv_full_batch": st.column_config.NumberColumn(
                                 "KV cache full at batch", format="%.0f",
                                 help=whatif_ui.KV_FULL_HELP),

@@ -29,6 +29,8 @@ __all__ = [
     "fits_summary",
     "kv_full_batches",
     "poor_fits",
+    "NO_PLATEAU",
+    "NO_PLATEAU_HELP",
 ]
 
 
@@ -252,6 +254,19 @@ def _ci_text(v: float, lo: float, hi: float, fmt: str = "{:,.4g}") -> str:
     return text
 
 
+NO_PLATEAU = "—"
+"""Shown for the knees, b90 and b95 of a shape without a plateau (log-linear: it never levels off)."""
+NO_PLATEAU_HELP = ("— : the curve's shape has no plateau (log-linear rises by the same amount per doubling of the "
+                   "batch at every batch), so it has no knee and never reaches 90%/95% of a plateau.")
+"""Tooltip of the knees, b90 and b95 columns where they may hold :data:`NO_PLATEAU`."""
+
+
+def _plateau_text(rec: Mapping[str, Any]) -> str:
+    if bool(rec.get("plateau_extrapolated", False)):
+        return f"plateau not reached: measured up to batch {_num(rec['batch_max'])}"
+    return _ci_text(rec["c"], rec["c_lo"], rec["c_hi"]).partition(" ")[2]
+
+
 def fits_summary(table: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     """The readable fits table shown by the CLI and the Curves page.
 
@@ -266,23 +281,31 @@ def fits_summary(table: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     -------
     pandas.DataFrame
         One row per configuration: ``configuration`` (a :func:`config_labels` label), ``shape``,
-        ``plateau_tok_s`` (exponential plateau ``c``, empty for other shapes) and ``plateau_ci``,
-        ``knees`` (``"batch [low, high]"``, ``;``-separated), ``b90``, ``b95`` (with intervals),
+        ``plateau_tok_s`` (exponential plateau ``c``, empty for other shapes and where the plateau is an
+        extrapolation far beyond the measured batches, ``plateau_extrapolated``) and ``plateau_ci`` (its
+        interval, or ``"plateau not reached: measured up to batch B"``),
+        ``knees`` (``"batch [low, high]"``, ``;``-separated), ``b90``, ``b95`` (with intervals;
+        :data:`NO_PLATEAU` for shapes without a plateau, :data:`perfmodel.curves.PLATEAU_SHAPES`),
         ``kv_full_batch`` (:func:`kv_full_batches`), ``r2``, ``n_points``, ``n_batches``, ``success``,
         ``poor_fit``, ``message``.
     """
+    from .curves import PLATEAU_SHAPES
+
     labels = config_labels(table, by)
     kv_full = kv_full_batches(table)
     rows = []
     for label, rec, kv in zip(labels, table.to_dict("records"), kv_full.tolist(), strict=True):
         knees = [_ci_text(rec[f"knee_{j}"], rec[f"knee_{j}_lo"], rec[f"knee_{j}_hi"], "{:.3g}")
                  for j in (1, 2) if f"knee_{j}" in rec and np.isfinite(rec[f"knee_{j}"])]
+        flat = rec["shape"] in ("none", *PLATEAU_SHAPES)
+        extrapolated = bool(rec.get("plateau_extrapolated", False))
         rows.append({
-            "configuration": label, "shape": rec["shape"], "plateau_tok_s": rec["c"],
-            "plateau_ci": _ci_text(rec["c"], rec["c_lo"], rec["c_hi"]).partition(" ")[2],
-            "knees": "; ".join(knees),
-            "b90": _ci_text(rec["b90"], rec["b90_lo"], rec["b90_hi"], "{:.3g}"),
-            "b95": _ci_text(rec["b95"], rec["b95_lo"], rec["b95_hi"], "{:.3g}"), "kv_full_batch": kv,
+            "configuration": label, "shape": rec["shape"],
+            "plateau_tok_s": math.nan if extrapolated else rec["c"], "plateau_ci": _plateau_text(rec),
+            "knees": "; ".join(knees) if flat else NO_PLATEAU,
+            "b90": _ci_text(rec["b90"], rec["b90_lo"], rec["b90_hi"], "{:.3g}") if flat else NO_PLATEAU,
+            "b95": _ci_text(rec["b95"], rec["b95_lo"], rec["b95_hi"], "{:.3g}") if flat else NO_PLATEAU,
+            "kv_full_batch": kv,
             "r2": rec["r2"], "n_points": int(rec["n_points"]), "n_batches": int(rec["n_batches"]),
             "success": bool(rec["success"]), "poor_fit": bool(rec["poor_fit"]), "message": rec["message"]})
     cols = ["configuration", "shape", "plateau_tok_s", "plateau_ci", "knees", "b90", "b95", "kv_full_batch", "r2",

@@ -34,7 +34,11 @@ Fitting (:func:`fit_curve`)
     batch measured three times counts three times); ``weights`` lets a caller
     weight points otherwise. Bounds: a, b, c >= 0, and a, c <= ``PLATEAU_MAX_FACTOR``
     x the largest throughput (a curve still rising linearly has its optimum at
-    infinity; the message says so). When the first fit fails (not converged or
+    infinity; the message says so). An exponential with ``a > c`` is below zero at
+    small batches; where that reaches the smallest measured batch (an absolute loss
+    lets the large batches pull the curve there) it is refitted through the origin
+    (``a = c``, so the curve is >= 0 everywhere), and rejected if that refit fails.
+    When the first fit fails (not converged or
     R^2 < ``R2_MIN_SUCCESS``), :data:`N_RESTARTS` other saturation rates are tried
     at once and the best kept; when all fail, the log-linear fallback is fitted
     and labelled ``shape="loglin"``.
@@ -71,8 +75,12 @@ Knees
     interval. On piecewise fits every breakpoint where the slope falls is a knee.
     ``b90`` / ``b95`` are the batch sizes where the curve reaches 90% / 95% of
     its plateau: of ``c`` for the exponential (analytic, may lie beyond the
-    measured range: see ``plateau_reached``), of the highest fitted value over
-    the measured range for the other shapes.
+    measured range: see ``plateau_reached`` and ``plateau_extrapolated``), of the
+    highest fitted value over the measured range for the piecewise shape.
+    A log-linear curve has no plateau, and no knee, b90 or b95 is reported for it:
+    normalised to [0, 1] it is ``log(B / B_min) / log(B_max / B_min)`` whatever its
+    parameters, so its Kneedle point would be a property of the measured batch
+    range alone (the same value, with a zero-width interval, for every curve).
 
 All scipy warnings and exceptions are caught and turned into the result's
 ``message``; only invalid input raises (a :class:`~perfmodel.errors.PerfmodelError`).
@@ -106,6 +114,8 @@ __all__ = [
     "KNEE_MIN_DISTANCE",
     "AICC_MARGIN",
     "N_RESTARTS",
+    "PLATEAU_SHAPES",
+    "PLATEAU_EXTRAPOLATION_FACTOR",
     "CurveFit",
     "saturating_exp",
     "loglinear",
@@ -159,6 +169,13 @@ RATE_MAX = 1e3
 """Upper bound of ``b`` times the largest measured batch (saturation within 0.1% of the range)."""
 """Extra starts (other saturation rates) tried when the first exponential fit fails."""
 KNEE_GRID_POINTS = 256
+PLATEAU_SHAPES = ("exp", "piecewise")
+"""Shapes that level off (or bend) and so have knees and b90/b95. A log-linear curve rises by the same amount
+per doubling of the batch at every batch: it has no plateau, so no knee, b90 or b95 is reported for it."""
+PLATEAU_EXTRAPOLATION_FACTOR = 1.5
+"""An exponential plateau ``c`` not reached in the measured range (``b95`` beyond the largest batch) and more than
+this multiple of the fitted throughput at the largest measured batch is an extrapolation, not a measurement:
+``plateau_extrapolated`` is set and the fits table shows "plateau not reached" instead of the number."""
 _TINY = 1e-12
 _UPPER = np.array([PLATEAU_MAX_FACTOR, RATE_MAX, PLATEAU_MAX_FACTOR])
 _MAX_PIECES = 2
@@ -378,6 +395,10 @@ class CurveFit:
         Batch reaching 90% / 95% of the plateau and intervals.
     plateau_reached
         ``b95`` lies within the measured batch range.
+    plateau_extrapolated
+        The exponential plateau is not reached and lies more than
+        :data:`PLATEAU_EXTRAPOLATION_FACTOR` x above the curve at the largest measured
+        batch: ``c`` is then a guess about batches never measured, not a measured plateau.
     poor_fit
         A successful fit with R^2 below R2_POOR.
     criteria
@@ -411,6 +432,7 @@ class CurveFit:
     b95: float = math.nan
     b95_ci: tuple[float, float] = (math.nan, math.nan)
     plateau_reached: bool = False
+    plateau_extrapolated: bool = False
     poor_fit: bool = False
     criteria: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     shape_reason: str = ""
@@ -503,7 +525,7 @@ class CurveFit:
                 row[f"knee_{j + 1}"] = row[f"knee_{j + 1}_lo"] = row[f"knee_{j + 1}_hi"] = math.nan
         row.update(b90=self.b90, b90_lo=self.b90_ci[0], b90_hi=self.b90_ci[1],
                    b95=self.b95, b95_lo=self.b95_ci[0], b95_hi=self.b95_ci[1],
-                   plateau_reached=self.plateau_reached)
+                   plateau_reached=self.plateau_reached, plateau_extrapolated=self.plateau_extrapolated)
         for cand in ("exp", "piecewise", "loglin"):
             crit = self.criteria.get(cand, {})
             row[f"aicc_{cand}"] = crit.get("aicc", math.nan)
@@ -569,7 +591,7 @@ def _rho(z: np.ndarray, loss: str) -> np.ndarray:
 
 
 def _lm_exp(x: np.ndarray, ys: np.ndarray, w: np.ndarray, p0: np.ndarray, loss: str,
-            f_scale: Any, iters: int = 200) -> tuple[np.ndarray, np.ndarray, int]:
+            f_scale: Any, iters: int = 200, tie: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
     """Fit ``c - a exp(-b x)`` to many rows at once (scaled units).
 
     Projected Levenberg-Marquardt: analytic Jacobian, IRLS weights rho'(z) so the
@@ -577,6 +599,8 @@ def _lm_exp(x: np.ndarray, ys: np.ndarray, w: np.ndarray, p0: np.ndarray, loss: 
     point), bounds enforced by projection. Rows are independent problems (curves
     padded with zero weight, or bootstrap replicates); ``x``/``w`` broadcast to
     ``ys`` (rows, points), ``p0`` is (3,) or (rows, 3), ``f_scale`` scalar or (rows,).
+    ``tie`` fits the curve through the origin, ``c * (1 - exp(-b x))``: ``a`` is held equal to ``c``
+    (the refit of a curve that went negative inside its measured range).
 
     Returns
     -------
@@ -588,6 +612,8 @@ def _lm_exp(x: np.ndarray, ys: np.ndarray, w: np.ndarray, p0: np.ndarray, loss: 
     ys = np.asarray(ys, dtype=float)
     p = np.array(np.broadcast_to(np.asarray(p0, dtype=float), (n_rows, 3)))
     p = np.clip(p, 0.0, _UPPER)
+    if tie:
+        p[:, 0] = p[:, 2]
     fs = np.array(np.broadcast_to(np.asarray(f_scale, dtype=float), (n_rows,)))[:, None]
     lam = np.full(n_rows, 1e-3)
     done = np.zeros(n_rows, dtype=bool)
@@ -609,15 +635,17 @@ def _lm_exp(x: np.ndarray, ys: np.ndarray, w: np.ndarray, p0: np.ndarray, loss: 
         act = np.flatnonzero(~done)
         pa, ea, ra, sa, xa = p[act], e[act], r[act], sw[act], x2[act]
         jw = np.empty(ra.shape + (3,))
-        jw[:, :, 0] = -ea * sa
+        jw[:, :, 0] = 0.0 if tie else -ea * sa
         jw[:, :, 1] = pa[:, 0:1] * xa * ea * sa
-        jw[:, :, 2] = sa
+        jw[:, :, 2] = (1.0 - ea) * sa if tie else sa
         wt = _irls_weights(ra, loss, fs[act])
         jtw = np.transpose(jw * wt[:, :, None], (0, 2, 1))
         jtj = jtw @ jw
         g = (jtw @ ra[:, :, None])[:, :, 0]
         diag = np.maximum(np.diagonal(jtj, axis1=1, axis2=2), _TINY)
         mat = jtj + lam[act, None, None] * eye * diag[:, None, :]
+        if tie:
+            mat[:, 0, 0] = 1.0  # a follows c: no step of its own
         bad = ~np.isfinite(mat).all(axis=(1, 2)) | ~np.isfinite(g).all(axis=1)
         mat[bad] = np.eye(3)
         g[bad] = 0.0
@@ -626,6 +654,8 @@ def _lm_exp(x: np.ndarray, ys: np.ndarray, w: np.ndarray, p0: np.ndarray, loss: 
         except np.linalg.LinAlgError:
             step = -g / diag
         newp = np.clip(pa + step, 0.0, _UPPER)
+        if tie:
+            newp[:, 0] = newp[:, 2]
         nr, ne = resid(newp, act)
         nc = cost(nr, act)
         ca = cur[act]
@@ -765,9 +795,8 @@ def fit_curve(batch: Any, throughput: Any, *, shape: str = "auto", weights: Any 
             spread_msgs.append(f"batch {b_val:g}: {yy.min():.4g} to {yy.max():.4g} tok/s "
                                f"({yy.max() / yy.min():.1f}x)")
     consistent = not spread_msgs
-    if spread_msgs:
-        notes.insert(0, "repeats disagree by more than " f"{REPEAT_SPREAD_MAX:g}x (" + "; ".join(spread_msgs[:3])
-                     + "); check the data")
+    spread_note = ("repeats disagree by more than " f"{REPEAT_SPREAD_MAX:g}x (" + "; ".join(spread_msgs[:3])
+                   + "); check the data") if spread_msgs else ""
 
     # Scale to unit batch and throughput: makes the optimiser's tolerances unit-free
     # and the fit exactly equivariant to rescaling (guarded by tests).
@@ -812,7 +841,7 @@ def fit_curve(batch: Any, throughput: Any, *, shape: str = "auto", weights: Any 
     if chosen is None:
         exp_note = candidates.get("exp", {}).get("note", "")
         return _not_enough(n, nb, x, "; ".join(["exponential fit failed" + (f" ({exp_note})" if exp_note else ""),
-                                                *notes]), level, method, init)
+                                                *filter(None, [spread_note]), *notes]), level, method, init)
     cand = candidates[chosen]
     if cand.get("note"):
         notes.append(cand["note"])
@@ -853,19 +882,38 @@ def fit_curve(batch: Any, throughput: Any, *, shape: str = "auto", weights: Any 
     b90, b95, b90_ci, b95_ci = _fractions(chosen, params, grid, boot, q_lo, q_hi)
     converged = cand.get("converged", True)
     success = bool(converged and consistent and r2 >= R2_MIN_SUCCESS and np.isfinite(r2))
-    if converged and r2 < R2_MIN_SUCCESS:
-        notes.insert(0, f"fit explains too little of the data (R^2 = {r2:.2f} < {R2_MIN_SUCCESS})")
+    # Why a fit failed leads the message (the shape choice is no reason for failing).
+    failures = []
+    if not consistent:
+        failures.append(spread_note)
+    if not converged:
+        failures.append("the solver did not converge")
+    if not (r2 >= R2_MIN_SUCCESS):
+        failures.append(f"fit explains too little of the data (R^2 = {r2:.2f} < {R2_MIN_SUCCESS})")
     poor = bool(success and r2 < R2_POOR)
     if poor:
         notes.append(f"poor fit (R^2 = {r2:.2f})")
+    if chosen not in PLATEAU_SHAPES:
+        notes.append("a log-linear curve has no plateau: no knee, b90 or b95")
+    neg = np.flatnonzero(fitted_scaled <= 0)
+    if len(neg):
+        notes.append(f"the {chosen} curve is below zero at measured batch(es) up to {x[neg].max():g} "
+                     "(throughput cannot be negative; plots clip it at 0)")
+    extrapolated = False
     if chosen == "exp" and np.isfinite(b95) and b95 > x.max():
-        notes.append(f"plateau not reached in the measured range (95% of it at batch {b95:.3g} > {x.max():g})")
-    head = f"{chosen} fit" + (" converged" if success else " failed") + f" ({reason})"
+        at_max = float(_evaluate(chosen, params, np.array([x.max()]))[0])
+        extrapolated = bool(params["c"] > PLATEAU_EXTRAPOLATION_FACTOR * at_max)
+        notes.append(f"plateau not reached in the measured range (95% of it at batch {b95:.3g} > {x.max():g})"
+                     + (f"; the plateau {params['c']:.4g} is an extrapolation, {params['c'] / at_max:.1f}x the "
+                        f"curve at the largest measured batch" if extrapolated else ""))
+    head = (f"{chosen} fit converged ({reason})" if success
+            else f"{chosen} fit failed: {'; '.join(failures)} (shape: {reason})")
     return CurveFit(shape=chosen, params=params, ci=ci, ci_level=level, interval_method=method, r2=r2,
                     rmse=rmse, residuals=resid, n_points=n, n_batches=nb, success=success,
                     message="; ".join([head, *notes]), knees=knees, knee_ci=knee_ci, b90=b90,
                     b90_ci=b90_ci, b95=b95, b95_ci=b95_ci,
                     plateau_reached=bool(np.isfinite(b95) and b95 <= x.max()), poor_fit=poor,
+                    plateau_extrapolated=extrapolated,
                     criteria=criteria, shape_reason=reason, batch_range=(float(x.min()), float(x.max())),
                     init=init, nfev=int(cand.get("nfev", 0)), _boot=boot)
 
@@ -899,16 +947,16 @@ def _scaled_init(init: str, x: np.ndarray, y: np.ndarray, xsc: float, ysc: float
 
 
 def _exp_point_fits(xs2: np.ndarray, ys2: np.ndarray, w2: np.ndarray, p0: np.ndarray,
-                    loss: str) -> dict[str, np.ndarray]:
+                    loss: str, tie: bool = False) -> dict[str, np.ndarray]:
     """Least squares, then the noise scale, then the robust fit, for every row at once.
 
     Rows are curves in scaled units padded with zero weight. The robust stage runs
     only where the least-squares fit converged and leaves at least two residual
-    degrees of freedom (otherwise no noise estimate exists).
+    degrees of freedom (otherwise no noise estimate exists). ``tie``: as in :func:`_lm_exp`.
     """
     n_rows = ys2.shape[0]
     with np.errstate(all="ignore"):
-        p_ls, conv_ls, it1 = _lm_exp(xs2, ys2, w2, p0, "linear", 1.0)
+        p_ls, conv_ls, it1 = _lm_exp(xs2, ys2, w2, p0, "linear", 1.0, tie=tie)
         valid = w2 > 0
         fitted = p_ls[:, 2:3] - p_ls[:, 0:1] * np.exp(-p_ls[:, 1:2] * xs2)
         resid = np.where(valid, ys2 - fitted, np.nan)
@@ -924,7 +972,7 @@ def _exp_point_fits(xs2: np.ndarray, ys2: np.ndarray, w2: np.ndarray, p0: np.nda
         rows = conv_ls & (n_valid - 3 >= 2) & np.isfinite(fsc) & (loss != "linear")
         it2 = 0
         if rows.any():
-            pr, cr, it2 = _lm_exp(xs2[rows], ys2[rows], w2[rows], p_ls[rows], loss, fsc[rows])
+            pr, cr, it2 = _lm_exp(xs2[rows], ys2[rows], w2[rows], p_ls[rows], loss, fsc[rows], tie=tie)
             ok = cr & np.isfinite(pr).all(axis=1)
             sub = np.flatnonzero(rows)
             p_fin[sub[ok]] = pr[ok]
@@ -968,19 +1016,44 @@ def _fit_exp(xs: np.ndarray, ys: np.ndarray, w: np.ndarray, p0: Callable[[], np.
             nfev += int(res["iterations"][i])
             note = f"needed a restart (saturation rate start {rates[i]:g} / largest batch)"
     p = np.asarray(p, dtype=float).copy()
+    tied = False
+    if converged and p[2] - p[0] * np.exp(-p[1] * xs.min()) <= 0:
+        # a > c puts the curve below zero at small batches; where that reaches a measured batch the
+        # fit is not a throughput curve (an absolute loss lets the large batches pull it there).
+        # Refit through the origin (a = c): the curve is then >= 0 at every batch.
+        res = _exp_point_fits(xs[None, :], ys[None, :], w[None, :], np.array([p[2], p[1], p[2]]), loss,
+                              tie=True)
+        pt = res["p"][0]
+        ok_t = bool(res["converged"][0]) and bool(np.all(np.isfinite(pt))) and r2_of(pt) >= R2_MIN_SUCCESS
+        neg = "the exponential was below zero at the smallest measured batch"
+        nfev += int(res["iterations"][0])
+        if ok_t:
+            p, tied = np.asarray(pt, dtype=float).copy(), True
+            used_loss = loss if bool(res["robust"][0]) else "linear"
+            fscale, rss_ls = float(res["f_scale"][0]), float(res["rss_ls"][0])
+            note = "; ".join(filter(None, [note, neg + "; refitted through the origin (a = c)"]))
+        else:
+            # The data rise faster than any saturating curve through the origin (llama.cpp's nearly
+            # linear rows, 51 -> 6,133 tok/s from batch 1 to 64 on GH200): keep the fit, whose large
+            # batches are right (the log-linear fallback missed them: R^2 0.74), and say so.
+            note = "; ".join(filter(None, [note, neg + " and no curve through the origin fits (the data rise "
+                                                  "faster than a saturating curve): kept, do not read it there"]))
     resid_s = ys - (p[2] - p[0] * np.exp(-p[1] * xs))
     if converged and (p[2] >= PLATEAU_MAX_FACTOR * 0.999 or p[0] >= PLATEAU_MAX_FACTOR * 0.999):
         note = "; ".join(filter(None, [note, f"plateau not identifiable: still rising at the largest batch "
                                               f"(c at its bound, {PLATEAU_MAX_FACTOR:g}x the largest throughput)"]))
     e = np.exp(-p[1] * xs)
-    jac = np.column_stack([-e, p[0] * xs * e, np.ones_like(xs)]) * np.sqrt(w)[:, None]
+    if tied:  # a = c: the Jacobian of c (1 - exp(-b x)) in (b, c); a shares c's column
+        jac = np.column_stack([np.zeros_like(xs), p[0] * xs * e, 1.0 - e]) * np.sqrt(w)[:, None]
+    else:
+        jac = np.column_stack([-e, p[0] * xs * e, np.ones_like(xs)]) * np.sqrt(w)[:, None]
 
     def to_params(xsc: float, ysc: float) -> dict[str, float]:
         return {"a": float(p[0] * ysc), "b": float(p[1] / xsc), "c": float(p[2] * ysc)}
 
     def boot(xs_: np.ndarray, u: np.ndarray, ystar: np.ndarray, w_: np.ndarray) -> np.ndarray:
         with np.errstate(all="ignore"):
-            return _lm_exp(xs_, ystar, w_, p, used_loss, fscale, iters=60)[0]
+            return _lm_exp(xs_, ystar, w_, p, used_loss, fscale, iters=60, tie=tied)[0]
 
     def boot_to_params(bt: np.ndarray, xsc: float, ysc: float) -> dict[str, np.ndarray]:
         return {"a": bt[:, 0] * ysc, "b": bt[:, 1] / xsc, "c": bt[:, 2] * ysc}
@@ -991,7 +1064,7 @@ def _fit_exp(xs: np.ndarray, ys: np.ndarray, w: np.ndarray, p0: Callable[[], np.
     return {"rss": float(np.sum(w * resid_s ** 2)), "rss_ls": rss_ls, "converged": converged, "note": note,
             "nfev": nfev, "predict": lambda xs_, u: p[2] - p[0] * np.exp(-p[1] * xs_), "to_params": to_params,
             "boot": boot, "boot_to_params": boot_to_params, "boot_store": boot_store,
-            "jac": jac, "p_scaled": p, "n": n, "loss": used_loss}
+            "jac": jac, "p_scaled": p, "n": n, "loss": used_loss, "tied": tied}
 
 
 def _fit_loglin(u: np.ndarray, ys: np.ndarray, w: np.ndarray) -> dict[str, Any]:
@@ -1133,6 +1206,8 @@ def _wald(cand: Mapping[str, Any], params: Mapping[str, float], dof: int, level:
         if names == ["a", "b", "c"]:
             lo = max(lo, 0.0)  # parameters are bounded at zero
         out[name] = (float(lo), float(v + half))
+    if cand.get("tied") and "c" in out:
+        out["a"] = out["c"]  # fitted through the origin: a is c
     return out
 
 
@@ -1168,6 +1243,11 @@ def _knees(shape: str, params: Mapping[str, float], grid: np.ndarray, boot: np.n
                 else:
                     cis.append((math.nan, math.nan))
         return tuple(knees), tuple(cis)
+    if shape not in PLATEAU_SHAPES:
+        # alpha + beta log2(B) normalised to [0, 1] is log(B / B_min) / log(B_max / B_min) whatever alpha and
+        # beta are: its Kneedle point depends on the measured batch range only (the same "knee", with a
+        # zero-width interval, for every curve measured over the same batches). Not a property of the data.
+        return (), ()
     knee = float(kneedle_knee(grid, _evaluate(shape, params, grid)))
     if not np.isfinite(knee):
         return (), ()
@@ -1180,6 +1260,9 @@ def _knees(shape: str, params: Mapping[str, float], grid: np.ndarray, boot: np.n
 def _fractions(shape: str, params: Mapping[str, float], grid: np.ndarray, boot: np.ndarray | None,
                q_lo: float, q_hi: float) -> tuple[float, float, tuple[float, float], tuple[float, float]]:
     nan2 = (math.nan, math.nan)
+    if shape not in PLATEAU_SHAPES:
+        # no plateau: "90% of the highest value over the range" would only restate the range's end
+        return math.nan, math.nan, nan2, nan2
     if shape == "exp":
         a, b, c = params["a"], params["b"], params["c"]
         b90 = float(exp_batch_at_fraction(a, b, c, 0.90))

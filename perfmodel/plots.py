@@ -44,6 +44,7 @@ __all__ = [
     "throughput_figure",
     "CURVE_GROUP_COLUMNS",
     "KNEE_META",
+    "FAILED_FIT_META",
     "config_label",
     "config_labels",
     "curve_group_columns",
@@ -246,6 +247,8 @@ def _log_ticks(x: pd.Series) -> dict[str, object]:
 
 KNEE_META = "knee"
 """``meta`` of the knee-marker traces of :func:`curve_figure` (tests and the browser look for it)."""
+FAILED_FIT_META = "failed-fit"
+"""``meta`` of the dashed line :func:`curve_figure` draws for a failed fit (instead of a ``fit`` line)."""
 
 _PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
             "#7f7f7f", "#bcbd22")
@@ -286,8 +289,11 @@ def curve_figure(fits: Sequence[CurveFit], points: pd.DataFrame, labels: Sequenc
         Per curve: a ``measured`` marker trace with error bars (mean ± std of the repeats), the
         ``fit`` line, the band (two traces, filled between), a knee trace (``meta`` =
         :data:`KNEE_META`, diamond markers with the knee interval as horizontal error bars) and a
-        ``b90/b95`` trace (triangles, only where inside the measured range). An annotation
-        instead when nothing can be drawn.
+        ``b90/b95`` trace (triangles, only where inside the measured range). Curves and bands are
+        clipped at 0 (throughput cannot be negative; a log-linear curve goes below it at small
+        batches). A failed fit (``success`` False) gets no band, knee or b90/b95 markers: only a thin
+        dashed line (``meta`` = :data:`FAILED_FIT_META`) whose legend entry says the fit failed. An
+        annotation instead when nothing can be drawn.
 
     Raises
     ------
@@ -315,8 +321,18 @@ def curve_figure(fits: Sequence[CurveFit], points: pd.DataFrame, labels: Sequenc
         if fit.shape == "none" or not (np.isfinite(lo_b) and np.isfinite(hi_b)) or lo_b <= 0:
             continue
         grid = np.geomspace(lo_b, hi_b, _N_GRID) if hi_b > lo_b else np.array([lo_b])
+        curve = np.maximum(fit.predict(grid), 0.0)  # NaN stays NaN
+        if not fit.success:
+            # not a usable curve: no band, knees or b90/b95 as if it were; a dashed line that says so
+            fig.add_trace(go.Scatter(
+                x=grid.tolist(), y=curve.tolist(), mode="lines", legendgroup=label, showlegend=True,
+                name=f"{label}: {fit.shape} fit failed", line={"color": colour, "width": 1.2, "dash": "dash"},
+                meta=FAILED_FIT_META, opacity=0.7,
+                hovertemplate=f"<b>{label}</b><br>{fit.shape} fit FAILED, R² {fit.r2:.3f}: not a usable curve"
+                              f"<br>batch %{{x:.3g}}<br>{y_title}: %{{y:,.4g}}<extra></extra>"))
+            continue
         if show_band:
-            band_lo, band_hi = fit.band(grid)
+            band_lo, band_hi = (np.maximum(v, 0.0) for v in fit.band(grid))
             ok = np.isfinite(band_lo) & np.isfinite(band_hi)
             if ok.any():
                 pct = f"{fit.ci_level:.0%}"
@@ -328,7 +344,7 @@ def curve_figure(fits: Sequence[CurveFit], points: pd.DataFrame, labels: Sequenc
                                          legendgroup=label, name=f"{pct} band", showlegend=False,
                                          hoverinfo="skip", meta="band"))
         fig.add_trace(go.Scatter(
-            x=grid.tolist(), y=fit.predict(grid).tolist(), mode="lines", legendgroup=label, showlegend=False,
+            x=grid.tolist(), y=curve.tolist(), mode="lines", legendgroup=label, showlegend=False,
             name=f"{fit.shape} fit", line={"color": colour, "width": 2}, meta="fit",
             hovertemplate=f"<b>{label}</b><br>{fit.shape} fit, R² {fit.r2:.3f}<br>batch %{{x:.3g}}<br>"
                           f"{y_title}: %{{y:,.4g}}<extra></extra>"))

@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from perfmodel.api import import_files
-from perfmodel.plots import KNEE_META
+from perfmodel.curve_tables import NO_PLATEAU
+from perfmodel.plots import FAILED_FIT_META, KNEE_META
 from perfmodel.store import Store
 from perfmodel.ui import samples
 from perfmodel.ui import state as K
@@ -155,3 +157,60 @@ def test_suspect_points_are_drawn_as_x_with_hover(suspect_dataset: None) -> None
     assert len(sus) == 1 and sus[0]["x"] == [8] and sus[0]["y"] == [3000]
     assert sus[0]["marker"]["symbol"] == "x" and "faster than the roofline bound" in sus[0]["hovertemplate"]
     assert any("1 run(s) faster than the roofline bound" in c.value for c in at.caption)
+
+
+def _known_runs_csv(path: Path) -> Path:
+    """Four configurations (output 32/64/128/256): the first has repeats disagreeing by ~3.5x (a failed fit)."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for out_len in (32.0, 64.0, 128.0, 256.0):
+        for batch in (1.0, 2.0, 4.0, 8.0, 16.0, 32.0):
+            for rep in range(3):
+                tput = (1000.0 - 900.0 * np.exp(-0.1 * batch)) * (1 + 0.02 * rng.standard_normal())
+                if out_len == 32.0 and batch == 1.0:
+                    tput *= (0.4, 1.0, 1.4)[rep]
+                rows.append({"output_len_tok": out_len, "batch_size": batch, "repeat_idx": rep,
+                             "output_throughput_tok_s": tput})
+    df = pd.DataFrame(rows).assign(hardware="h100-sxm", device_count=1, framework="vllm", model="llama-3-8b",
+                                   input_len_tok=512.0, load_kind="static_batch", source_format="synthetic",
+                                   source_file="four.csv")
+    df["source_row"] = np.arange(1, len(df) + 1)
+    df.to_csv(path, index=False)
+    return path
+
+
+def test_default_overlay_skips_failed_fits_and_draws_a_chosen_one_dashed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Guards: the default overlay included a failed fit and drew its curve and band as if valid.
+    monkeypatch.setattr(samples, "SAMPLE_DIR", tmp_path / "none")
+    import_files([_known_runs_csv(tmp_path / "four.csv")], format="canonical", store=Store())
+    at = _curves()
+    _no_exception(at)
+    table = at.dataframe[0].value
+    assert table["success"].tolist() == [False, True, True, True]
+    assert table["message"].iloc[0].startswith("exp fit failed: repeats disagree by more than 3x")
+    assert at.multiselect(key=K.CURVES_CONFIGS).value == ["512/64", "512/128", "512/256"]
+    assert sum(t.get("meta") == "fit" for t in _figure(at)["data"]) == 3
+    at.multiselect(key=K.CURVES_CONFIGS).select("512/32").run()
+    _no_exception(at)
+    failed = [t for t in _figure(at)["data"] if t.get("legendgroup") == "512/32"]
+    assert [t.get("meta") for t in failed] == ["measured", FAILED_FIT_META]
+    assert failed[1]["line"]["dash"] == "dash" and "fit failed" in failed[1]["name"]
+    assert any("Dashed: 1 fit(s) failed (512/32)" in c.value for c in at.caption)
+
+
+def test_loglin_shape_shows_no_knees_and_never_draws_below_zero() -> None:
+    # Guards: Shape = loglin gave every configuration the same knee with a zero-width interval, b90/b95
+    # of a curve without a plateau, and curves drawn below zero.
+    ds = _sample_id()
+    at = _curves(dataset=ds, shape="loglin")
+    _no_exception(at)
+    assert at.selectbox(key=K.CURVES_SHAPE).value == "loglin"
+    table = at.dataframe[0].value
+    assert (table["shape"] == "loglin").all()
+    assert (table[["knees", "b90", "b95"]] == NO_PLATEAU).all().all()
+    assert any("a log-linear curve has no plateau" in c.value for c in at.caption)
+    fig = _figure(at)
+    assert not [t for t in fig["data"] if t.get("meta") in (KNEE_META, "fraction")]
+    drawn = [t for t in fig["data"] if t.get("meta") in ("fit", "band")]
+    assert drawn and all(min(t["y"]) >= 0 for t in drawn)

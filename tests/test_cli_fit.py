@@ -167,3 +167,29 @@ def test_fit_prints_its_table_without_the_plotting_library(known_dataset: str) -
                                                                    "import perfmodel.plots")],
                          capture_output=True, text=True, timeout=300)
     assert bad.returncode != 0 and "plotly is not installed here" in bad.stderr
+
+
+def test_detect_expectation_from_a_curve_that_rose_linearly_from_the_origin(
+        runner: CliRunner, tmp_path: Path) -> None:
+    # Guards: `perfmodel detect ... --expect-from samples --batch 1` failed with "the exp curve at batch 1 gave
+    # -7.936..." although about 40 tok/s was measured there: the exponential fit had a > c (negative at small
+    # batches) and was accepted. Points: perfmodel-large-llama on one H200, 512/128 (sample_runs).
+    batch = [1, 1, 4, 4, 16, 16, 32, 32, 64, 64, 128, 128, 256, 256]
+    tput = [41.23, 37.67, 157.45, 165.85, 708.87, 629.48, 1328.04, 1371.7, 2351.51, 2393.78, 3892.98, 3900.79,
+            4570.7, 4524.85]
+    src = tmp_path / "h200.csv"
+    pd.DataFrame({
+        "hardware": "h200", "device_count": 1, "framework": "transformers", "model": "perfmodel-large-llama",
+        "input_len_tok": 512.0, "output_len_tok": 128.0, "load_kind": "static_batch",
+        "batch_size": [float(b) for b in batch], "output_throughput_tok_s": tput, "throughput_basis": "output",
+        "repeat_idx": [i % 2 for i in range(len(batch))], "source_format": "synthetic", "source_file": "h200.csv",
+        "source_row": np.arange(1, len(batch) + 1)}).to_csv(src, index=False)
+    import_files([src], format="canonical", name="samples", store=Store())
+    stream = tmp_path / "stream.csv"
+    pd.DataFrame({"timestamp": [0.0, 1.0, 2.0], "output_throughput_tok_s": [40.0, 41.0, 39.0]}).to_csv(
+        stream, index=False)
+    code, out, err = invoke(runner, "detect", str(stream), "--detector", "threshold", "--threshold", "0.5",
+                            "--expect-from", "samples", "--hardware", "h200", "--batch", "1")
+    assert code == 0, err
+    expected = float(out.split("expected output_throughput_tok_s:")[1].split()[0].replace(",", ""))
+    assert 20.0 < expected < 80.0

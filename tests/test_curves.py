@@ -344,3 +344,78 @@ def test_all_results_golden(all_results_runs: pd.DataFrame) -> None:
     fit = fit_curve(sub["batch_size"], sub["output_throughput_tok_s"], intervals="none")
     assert fit.success and fit.shape == "exp"
     assert fit.predict([64])[0] == pytest.approx(15306.2 / 2, rel=0.05)
+
+
+# --------------------------------------------------------------------------- Curves-page review defects
+
+#: perfmodel-large-llama on one H200, 512/128 (sample_runs/...h200_local-sweep-warm.csv): nearly linear from
+#: the origin up to batch 64. The plain exponential fit had a > c, so the curve was -7.9 tok/s at batch 1
+#: where about 40 tok/s was measured (and `perfmodel detect --expect-from ... --batch 1` failed on it).
+H200_BATCH = np.array([1, 1, 4, 4, 16, 16, 32, 32, 64, 64, 128, 128, 256, 256], dtype=float)
+H200_TPUT = np.array([41.23, 37.67, 157.45, 165.85, 708.87, 629.48, 1328.04, 1371.7, 2351.51, 2393.78,
+                      3892.98, 3900.79, 4570.7, 4524.85])
+
+
+@pytest.mark.parametrize("intervals", ["none", "bootstrap", "asymptotic"])
+def test_exp_fit_is_never_negative_at_a_measured_batch(intervals: str) -> None:
+    # Guards: a fitted throughput curve below zero inside its measured range (a > c accepted as is).
+    fit = fit_curve(H200_BATCH, H200_TPUT, intervals=intervals, n_boot=50)
+    assert fit.success and fit.shape == "exp", fit.message
+    assert np.all(fit.predict(np.unique(H200_BATCH)) > 0)
+    assert fit.params["a"] <= fit.params["c"] * (1 + 1e-9)
+    assert "refitted through the origin" in fit.message
+    if intervals != "none":
+        assert fit.ci["a"] == fit.ci["c"]
+    # the vectorised data-set pass gives the same (refitted) curve
+    runs = pd.DataFrame({"hardware": "h200", "batch_size": H200_BATCH, "output_throughput_tok_s": H200_TPUT})
+    row = fit_curves(runs, ["hardware"], shape="auto", intervals="none").iloc[0]
+    assert row["c"] == pytest.approx(fit.params["c"], rel=1e-9) and row["a"] == pytest.approx(row["c"])
+
+
+def test_origin_refit_only_when_the_curve_goes_negative() -> None:
+    fit = fit_curve(B3, noisy_exp(9000, 0.03, 10000, 0.05, 0), shape="exp", intervals="none")
+    assert "through the origin" not in fit.message
+    assert fit.params["a"] < fit.params["c"]
+
+
+def test_loglin_has_no_knee_b90_or_b95() -> None:
+    # Guards: Kneedle on alpha + beta log2(B) depends on the batch range only, so every log-linear curve over
+    # the same batches got the same knee with a zero-width interval; and b90/b95 of a curve without a plateau.
+    fits = [fit_curve(B3, 100 + beta * np.log2(B3) * (1 + 0.05 * np.random.default_rng(s).standard_normal(len(B3))),
+                      shape="loglin", n_boot=50) for s, beta in enumerate((10.0, 300.0))]
+    for fit in fits:
+        assert fit.success and fit.shape == "loglin", fit.message
+        assert fit.knees == () and fit.knee_ci == ()
+        assert np.isnan(fit.b90) and np.isnan(fit.b95) and not fit.plateau_reached
+        assert "no plateau" in fit.message
+        row = fit.as_row()
+        assert np.isnan(row["knee_1"]) and np.isnan(row["b90"]) and np.isnan(row["plateau_tok_s"])
+
+
+def test_failed_fit_message_leads_with_the_real_reason() -> None:
+    # Guards: "exp fit failed (exponential chosen by AICc ...)" on a fit with R^2 0.91 whose real problem
+    # was repeats disagreeing by more than 3x. The 2-thread tiny-llama sample configuration:
+    batch = np.repeat([1.0, 2.0, 4.0, 8.0, 16.0, 32.0], 3)
+    tput = np.array([9.95, 28.99, 34.93, 25.58, 36.67, 15.62, 48.87, 38.84, 54.25, 56.98, 69.95, 86.32,
+                     139.95, 126.63, 110.82, 157.9, 224.05, 153.38])
+    fit = fit_curve(batch, tput, n_boot=30)
+    assert not fit.success and fit.r2 > R2_MIN_SUCCESS
+    assert fit.message.startswith(f"{fit.shape} fit failed: repeats disagree by more than 3x (batch 1:"), fit.message
+    assert "(shape: " in fit.message
+    low = fit_curve(GRID, [5.0, 9.0, 4.0, 8.0, 3.0, 9.5, 4.5, 8.5, 5.0], shape="loglin", intervals="none")
+    assert not low.success
+    assert low.message.startswith("loglin fit failed: fit explains too little of the data"), low.message
+
+
+def test_plateau_far_beyond_the_measured_batches_is_an_extrapolation() -> None:
+    # Guards: a configuration measured at batches 1, 2 and 4 only reported a plateau of 999.6 tok/s
+    # [610, 5,394] as if known (served tiny-llama sample).
+    batch = np.array([1.0, 2.0, 4.0, 1.0, 2.0, 4.0])
+    tput = np.array([182.73, 356.65, 569.17, 170.69, 303.01, 542.63])
+    fit = fit_curve(batch, tput, n_boot=50)
+    assert fit.shape == "exp" and not fit.plateau_reached
+    assert fit.plateau_extrapolated and fit.as_row()["plateau_extrapolated"]
+    assert "is an extrapolation" in fit.message
+    # a plateau reached in the measured range, and one nearly reached, are not extrapolations
+    assert not fit_curve(B3, noisy_exp(9000, 0.03, 10000, 0.05, 0), shape="exp", n_boot=20).plateau_extrapolated
+    assert not fit_curve(H200_BATCH, H200_TPUT, n_boot=20).plateau_extrapolated

@@ -174,3 +174,69 @@ def test_fits_summary_reports_where_the_kv_cache_is_full() -> None:
     assert summary["kv_full_batch"].iloc[0] == pytest.approx((0.9 * 80e9 - 8.03e9 * 2) / (131072 * 4096))
     assert fits_summary(fit_curves(runs, ["hardware"], shape="exp", n_boot=20), ["hardware"])[
         "kv_full_batch"].isna().all()
+
+
+# --------------------------------------------------------------------------- Curves-page review defects
+
+
+def _points(batch: np.ndarray, tput: np.ndarray, label: str) -> pd.DataFrame:
+    from perfmodel.plots import repeat_summary
+
+    pts = repeat_summary(pd.DataFrame({"k": label, "batch_size": batch, "output_throughput_tok_s": tput}), ["k"])
+    return pts.rename(columns={"k": "configuration"})
+
+
+def test_drawn_curves_and_bands_are_never_below_zero() -> None:
+    # Guards: with Shape = loglin the H200 curve and its band dropped to about -2.5k tok/s at small batches.
+    from perfmodel.curves import fit_curve
+    from perfmodel.plots import curve_figure
+
+    batch = np.repeat([1.0, 4.0, 16.0, 32.0, 64.0, 128.0, 256.0], 2)
+    tput = np.array([41.2, 37.7, 157.4, 165.9, 708.9, 629.5, 1328.0, 1371.7, 2351.5, 2393.8, 3893.0, 3900.8,
+                     4570.7, 4524.8])
+    fit = fit_curve(batch, tput, shape="loglin", n_boot=50)
+    assert fit.success and fit.predict(1.0)[0] < 0 and fit.band(np.array([1.0]))[0][0] < 0
+    assert "below zero" in fit.message
+    fig = curve_figure([fit], _points(batch, tput, "h200"), ["h200"])
+    drawn = [t for t in fig.data if t.meta in ("fit", "band")]
+    assert {t.meta for t in drawn} == {"fit", "band"}
+    for t in drawn:
+        assert min(t.y) >= 0.0, t.meta
+    # no knee or b90/b95 markers for a shape without a plateau
+    assert not [t for t in fig.data if t.meta in ("knee", "fraction")]
+
+
+def test_failed_fit_is_drawn_as_a_labelled_dashed_line_only() -> None:
+    # Guards: a failed fit (R^2 0.27) drawn with a curve, band and knees as if valid.
+    from perfmodel.curves import fit_curve
+    from perfmodel.plots import FAILED_FIT_META, curve_figure
+
+    batch = np.repeat([1.0, 2.0, 4.0, 8.0, 16.0, 32.0], 3)
+    tput = np.array([9.95, 28.99, 34.93, 25.58, 36.67, 15.62, 48.87, 38.84, 54.25, 56.98, 69.95, 86.32,
+                     139.95, 126.63, 110.82, 157.9, 224.05, 153.38])
+    fit = fit_curve(batch, tput, n_boot=30)
+    assert not fit.success and fit.knees and np.isfinite(fit.band(np.array([4.0]))[0]).all()
+    fig = curve_figure([fit], _points(batch, tput, "2 threads"), ["2 threads"])
+    assert [t.meta for t in fig.data] == ["measured", FAILED_FIT_META]
+    line = fig.data[1]
+    assert line.line.dash == "dash" and line.showlegend and "fit failed" in line.name
+
+
+def test_fits_summary_blanks_what_a_shape_does_not_have() -> None:
+    # Guards: knees "5.41 [5.41, 5.41]" and b90/b95 for log-linear fits; a plateau of 999.6 [617, 5,394]
+    # shown as known for a configuration measured up to batch 4 only.
+    from perfmodel.curve_tables import NO_PLATEAU
+    from perfmodel.curves import fit_curves
+    from perfmodel.plots import fits_summary
+
+    runs = pd.concat([_known_fit_frame(), pd.DataFrame({
+        "hardware": "served", "batch_size": [1.0, 2.0, 4.0, 1.0, 2.0, 4.0],
+        "output_throughput_tok_s": [182.73, 356.65, 569.17, 170.69, 303.01, 542.63]})], ignore_index=True)
+    summary = fits_summary(fit_curves(runs, ["hardware"], shape="exp", n_boot=30), ["hardware"])
+    known, served = summary.iloc[0], summary.iloc[1]
+    assert known["configuration"] == "h100-sxm" and served["configuration"] == "served"
+    assert known["plateau_tok_s"] == pytest.approx(1000.0, rel=0.05) and known["plateau_ci"].startswith("[")
+    assert np.isnan(served["plateau_tok_s"])
+    assert served["plateau_ci"] == "plateau not reached: measured up to batch 4"
+    loglin = fits_summary(fit_curves(runs, ["hardware"], shape="loglin", n_boot=30), ["hardware"])
+    assert (loglin[["knees", "b90", "b95"]] == NO_PLATEAU).all().all()
