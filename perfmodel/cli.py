@@ -27,19 +27,38 @@ from .schema import LOAD_KINDS
 __all__ = ["main", "USER_ERROR", "find_app"]
 
 USER_ERROR = 2
+SIGPIPE_EXIT = 141
+"""Exit status when stdout is closed early: 128 + SIGPIPE, what a shell reports for ``yes | head``."""
 LATENCY_UNITS = ("s", "ms")
 ISSUES_SHOWN = 5
 
 
 class _Group(click.Group):
-    """A click group that turns every :class:`PerfmodelError` into ``error: ...`` and exit 2."""
+    """A click group that turns every :class:`PerfmodelError` into ``error: ...`` and exit 2, and a closed
+    stdout (``perfmodel ... | head``) into a quiet exit 141 (128 + SIGPIPE), as a shell reports a Unix tool
+    stopped by SIGPIPE."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            rv = super().invoke(ctx)
+            sys.stdout.flush()  # a pipe closed after the last write shows here, not at interpreter exit
+            return rv
         except PerfmodelError as exc:
             click.echo(f"error: {exc}", err=True)
             ctx.exit(USER_ERROR)
+        except BrokenPipeError:
+            _silence_stdout()
+            ctx.exit(SIGPIPE_EXIT)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at devnull so the flush at interpreter exit does not fail again (Python docs, signal:
+    "Note on SIGPIPE"); SIGPIPE itself stays ignored, so a broken socket elsewhere is still an exception."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout without a file descriptor (captured, as under CliRunner)
+        pass
 
 
 class _FormatType(click.ParamType):
@@ -231,13 +250,14 @@ def show_cmd(ctx: click.Context, dataset: str, show_issues: bool, head_n: int, a
         return
     click.echo(f"dataset {info.id}  {info.name!r}  ({info.n_runs} runs, {info.n_issues} issues, "
                f"files: {', '.join(info.files)})")
-    if head.empty:
+    if table.empty:
         click.echo("(no issues)" if show_issues else "(no runs)")
         return
     if not show_issues:
         head = head.loc[:, head.notna().any()]
-    with pd.option_context("display.width", 200, "display.max_columns", 40, "display.max_colwidth", 80):
-        click.echo(head.to_string(index=False))
+    if not head.empty:
+        with pd.option_context("display.width", 200, "display.max_columns", 40, "display.max_colwidth", 80):
+            click.echo(head.to_string(index=False))
     if len(table) > head_n:
         click.echo(f"... {len(table) - head_n} more row(s) (--head N)")
 
@@ -376,9 +396,10 @@ def fit_cmd(ctx: click.Context, dataset: str, by: tuple[str, ...], shape: str, i
         output.parent.mkdir(parents=True, exist_ok=True)
         table.to_csv(output, index=False)
     summary = fits_summary(table, by_cols)
+    shown_intervals = "none (--n-boot 0)" if intervals == "bootstrap" and n_boot == 0 else intervals
     n_ok = int(summary["success"].sum())
     click.echo(f"{len(summary)} configuration(s) by {', '.join(by_cols)}: {n_ok} fitted, "
-               f"{len(summary) - n_ok} not ({y_col} vs {x_col}, intervals: {intervals})")
+               f"{len(summary) - n_ok} not ({y_col} vs {x_col}, intervals: {shown_intervals})")
     rows = []
     for rec in summary.to_dict("records"):
         msg = str(rec["message"])
@@ -524,9 +545,17 @@ def _load_training_runs(data: str) -> Any:
         from .importers import read_file
 
         return read_file(path).runs
+    from .errors import NotFoundError
     from .store import Store
 
-    return Store().runs(data)
+    try:
+        return Store().runs(data)
+    except NotFoundError:
+        # Written as a path (a folder or a file suffix): the file is what is missing, not a dataset.
+        if os.sep in data or "/" in data or path.suffix.lower() in (".csv", ".json", ".jsonl", ".parquet", ".txt"):
+            what = "is a folder, not a result file" if path.is_dir() else "does not exist"
+            raise PerfmodelError(f"{data}: {what} (nor is it the name or id of a stored dataset)") from None
+        raise
 
 
 def _resolve_names(df: Any, file: str) -> Any:

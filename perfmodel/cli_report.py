@@ -17,9 +17,25 @@ __all__ = ["plan_cmd", "report_cmd", "analyses_cmd", "register", "ANALYSIS_KIND_
 ANALYSIS_KIND_PLANNER = "planner"
 """Kind of the analyses the Planner page saves: payload ``{"dataset": id, "plan": PlanInputs as JSON}``."""
 
-_PLAN_COLUMNS = ["hardware", "framework", "device_count", "status", "batch_size", "throughput_per_device_tok_s",
-                 "devices", "devices_lo", "devices_hi", "cost_per_hour", "cost_per_m_output_tok",
-                 "energy_j_per_output_tok", "energy_basis", "e2e_s"]
+_PLAN_COLUMNS = ["hardware", "model", "framework", "device_count", "lengths", "status", "batch_size",
+                 "throughput_per_device_tok_s", "devices", "devices_lo", "devices_hi", "cost_per_hour",
+                 "cost_per_m_output_tok", "energy_j_per_output_tok", "energy_basis", "e2e_s"]
+_LENGTHS_HEADER = "measured_at"
+"""Header of the ``lengths`` column in the printed table (shown only when some differ from the workload's)."""
+_MISSING = "—"
+"""Printed for an unknown value (no price, no power figure)."""
+
+_PLAN_FLAGS = {"workload.request_rate_rps": "--rate", "workload.output_tok_s": "--tok-s",
+               "workload.input_len_tok": "--input-len", "workload.output_len_tok": "--output-len",
+               "slo.ttft_s": "--ttft", "slo.tpot_s": "--tpot", "slo.e2e_s": "--e2e", "slo.percentile": "--percentile",
+               "models": "--model", "hardware": "--hardware", "frameworks": "--framework",
+               "device_counts": "--devices", "prices": "--price", "currency": "--currency",
+               "headroom": "--headroom", "level": "--level"}
+"""Planner option (as in :class:`perfmodel.planner.PlanInputs`) -> the ``plan`` flag that sets it."""
+_FLAG_KEYS = {"workload.request_rate_rps": "request_rate_rps", "workload.output_tok_s": "output_tok_s",
+              "workload.input_len_tok": "input_len_tok", "workload.output_len_tok": "output_len_tok",
+              "slo.ttft_s": "ttft_s", "slo.tpot_s": "tpot_s", "slo.e2e_s": "e2e_s", "slo.percentile": "percentile"}
+"""Nested planner option -> its key in the flags (top-level options have the same name in both)."""
 
 
 def _prices(values: tuple[str, ...]) -> dict[str, float]:
@@ -92,7 +108,8 @@ def _plan_options(f: Any) -> Any:
         click.option("--model", "models", multiple=True, help="Model to consider (repeatable; default all)."),
         click.option("--hardware", multiple=True, help="Hardware to consider (repeatable; default all)."),
         click.option("--framework", "frameworks", multiple=True, help="Framework to consider (repeatable)."),
-        click.option("--devices", "device_counts", multiple=True, type=int, help="Devices per replica (repeatable)."),
+        click.option("--devices", "device_counts", multiple=True, type=click.IntRange(min=1),
+                     help="Devices per replica (repeatable)."),
         click.option("--price", "price_values", multiple=True, metavar="HW=PRICE",
                      help="Price per device-hour overriding the catalog (repeatable)."),
         click.option("--currency", help="Currency of the prices (default USD)."),
@@ -110,6 +127,73 @@ def _flags(kw: dict[str, Any]) -> dict[str, Any]:
     return kw
 
 
+def _given(flags: dict[str, Any], option: str) -> bool:
+    """Whether the flag setting planner ``option`` was given on the command line."""
+    v = flags.get(_FLAG_KEYS.get(option, option))
+    return v is not None and v != () and v != {}
+
+
+def _plan_inputs(plan_file: Path | None, flags: dict[str, Any]) -> Any:
+    """Validate the planner inputs; a problem with a value given by a flag names the flag, not the field."""
+    from .errors import Problem, ValidationError
+    from .planner import plan_inputs_from_dict
+
+    try:
+        return plan_inputs_from_dict(_plan_dict(plan_file, flags), source=plan_file.name if plan_file else None)
+    except ValidationError as exc:
+        problems = []
+        for p in exc.problems:
+            col = p.column or ""
+            option = next((o for o in _PLAN_FLAGS if col == o or col.startswith(o + ".")), None)
+            if option == "prices":  # flags are merged into the file's prices: name the flag for its own keys
+                given = col.partition(".")[2] in flags.get("prices", {}) or plan_file is None
+            else:
+                given = option is not None and _given(flags, option)
+            if option is not None and given:
+                problems.append(Problem(f"{_PLAN_FLAGS[option]}: {p.message}"))
+            elif plan_file is None:  # a whole-section problem: every value came from a flag
+                msg = p.message
+                for o in _FLAG_KEYS:
+                    msg = msg.replace(_FLAG_KEYS[o], _PLAN_FLAGS[o])
+                problems.append(Problem(msg if col in ("", "plan", "workload", "slo") else f"{col}: {msg}"))
+            else:
+                problems.append(p)
+        raise ValidationError(exc.headline, problems) from None
+
+
+def _check_names(inputs: Any, runs: Any, dataset: str, plan_file: Path | None, flags: dict[str, Any]) -> None:
+    """Every model, hardware, framework and device count named, and the hardware of every --price, must be
+    in the dataset."""
+    from .errors import Problem, ValidationError
+    from .planner import unmatched_candidates
+
+    what = {"models": "model", "hardware": "hardware", "frameworks": "framework", "device_counts": "device count",
+            "prices": "hardware"}
+    problems = []
+    for field_, (bad, have) in unmatched_candidates(inputs, runs).items():
+        if field_ == "prices":  # a price list in a plan file may cover more hardware than one dataset has
+            bad = [b for b in bad if b in flags.get("prices", {})]
+            if not bad:
+                continue
+        where = _PLAN_FLAGS[field_] if _given(flags, field_) or plan_file is None \
+            else f"{plan_file.name}, {field_}"
+        names = ", ".join(repr(b) for b in bad)
+        valid = ", ".join(have) if have else "none"
+        problems.append(Problem(f"{where}: {what[field_]} {names} not in dataset {dataset!r}; "
+                                f"valid values: {valid}"))
+    if problems:
+        raise ValidationError("plan: options that match nothing in the data:", problems)
+
+
+def _plan_text(res: Any) -> str:
+    """The candidates table as printed: the model, the measured lengths where they differ, "—" for unknowns."""
+    i, o = res.inputs.workload.mean_lengths
+    cols = [c for c in _PLAN_COLUMNS
+            if c != "lengths" or (res.table["lengths"].astype(str) != f"{i:g}/{o:g}").any()]
+    return res.table[cols].rename(columns={"lengths": _LENGTHS_HEADER}).to_string(
+        index=False, na_rep=_MISSING, float_format=lambda v: f"{v:,.4g}")
+
+
 @click.command("plan")
 @click.argument("dataset")
 @_plan_options
@@ -121,13 +205,16 @@ def plan_cmd(ctx: click.Context, dataset: str, plan_file: Path | None, output: P
              as_json: bool, **kw: Any) -> None:
     """Size every candidate in DATASET for a workload and SLOs: devices, cost, energy, with bands."""
     from .cli import _echo_json, _want_json
-    from .planner import plan, plan_inputs_from_dict
+    from .planner import plan
     from .store import Store
 
-    inputs = plan_inputs_from_dict(_plan_dict(plan_file, _flags(kw)), source=plan_file.name if plan_file else None)
+    flags = _flags(kw)
+    inputs = _plan_inputs(plan_file, flags)
     store = Store()
     info = store.dataset(dataset)
-    res = plan(inputs, store.runs(info.id))
+    runs = store.runs(info.id)
+    _check_names(inputs, runs, info.name, plan_file, flags)
+    res = plan(inputs, runs)
     saved = None
     if save_name:
         saved = store.save_analysis(save_name, ANALYSIS_KIND_PLANNER,
@@ -142,10 +229,12 @@ def plan_cmd(ctx: click.Context, dataset: str, plan_file: Path | None, output: P
                     "analysis_id": saved.id if saved else None})
         return
     click.echo(res.summary())
+    if caveat := res.lengths_caveat(_LENGTHS_HEADER):
+        click.echo(f"caveat: {caveat}")
     for n in res.notes:
         click.echo(f"note: {n}")
     if len(res.table):
-        click.echo(res.table[_PLAN_COLUMNS].to_string(index=False, float_format=lambda v: f"{v:,.4g}"))
+        click.echo(_plan_text(res))
     if len(res.infeasible):
         click.echo("\ninfeasible:")
         for _, r in res.infeasible.iterrows():

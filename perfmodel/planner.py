@@ -55,7 +55,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -77,6 +77,7 @@ __all__ = [
     "plan_inputs_from_dict",
     "load_plan_inputs",
     "memory_need_gb",
+    "unmatched_candidates",
 ]
 
 PERCENTILES = ("mean", "p50", "p90", "p99")
@@ -178,7 +179,8 @@ class PlanInputs(BaseModel):
     slo: SLO = Field(default_factory=SLO)
     models: list[str] = Field(default_factory=list, description="catalog model names (empty: all in the data)")
     hardware: list[str] = Field(default_factory=list, description="catalog hardware (empty: all in the data)")
-    device_counts: list[int] = Field(default_factory=list, description="devices per replica (empty: all)")
+    device_counts: list[Annotated[int, Field(gt=0)]] = Field(default_factory=list,
+                                                             description="devices per replica (empty: all)")
     frameworks: list[str] = Field(default_factory=list, description="frameworks (empty: all in the data)")
     prices: dict[str, float] = Field(default_factory=dict,
                                      description="price per device-hour by hardware, in `currency`")
@@ -320,6 +322,9 @@ class PlanResult:
                 f"{i:,.0f}/{o:,.0f} input/output tokens")
         rec = self.recommendation
         if rec is None:
+            if self.infeasible.empty:
+                return (f"{head}: no candidate to size: no run with a batch size and a positive throughput "
+                        "matches the chosen models, hardware, frameworks and device counts together.")
             return f"{head}: no candidate is feasible ({len(self.infeasible)} rejected; see the reasons)."
         cost = rec["cost_per_hour"]
         cost_txt = (f" for {cost:,.2f} {self.currency}/h ({rec['cost_per_hour_lo']:,.2f}-"
@@ -333,7 +338,97 @@ class PlanResult:
                 f"device(s) per replica at batch {rec['batch_size']:g}{cost_txt}.{extra}")
 
 
+    def lengths_caveat(self, column: str = "measured at") -> str:
+        """A sentence when candidates were sized from the nearest measured lengths, else ``""``.
+
+        Parameters
+        ----------
+        column
+            What the reader's table calls the ``lengths`` column.
+
+        Returns
+        -------
+        str
+        """
+        if self.table.empty:
+            return ""
+        i, o = self.inputs.workload.mean_lengths
+        want = f"{i:g}/{o:g}"
+        off = self.table["lengths"].astype(str) != want
+        if not off.any():
+            return ""
+        what = "every candidate was" if off.all() else f"{int(off.sum())} of {len(self.table)} candidates were"
+        rec = self.recommendation
+        rec_txt = ""
+        if rec is not None and str(rec.get("lengths")) != want:
+            rec_txt = f" The recommendation was sized from runs at {rec['lengths']} tokens."
+        return (f"Not measured at {want} input/output tokens: {what} sized from the nearest measured lengths "
+                f"(column {column!r}).{rec_txt}")
+
+
 # ---------------------------------------------------------------------------- helpers
+
+
+def unmatched_candidates(inputs: PlanInputs, runs: pd.DataFrame) -> dict[str, tuple[list[str], list[str]]]:
+    """The names in the candidate lists and ``prices`` of ``inputs`` that match nothing in ``runs``.
+
+    A model or hardware name is matched through the catalog (aliases count), a framework through
+    its canonical name, a price by hardware as :func:`plan` looks prices up.
+
+    Parameters
+    ----------
+    inputs
+        Planner inputs.
+    runs
+        The runs table the plan will use.
+
+    Returns
+    -------
+    dict
+        Field (``models``, ``hardware``, ``frameworks``, ``device_counts``, ``prices``) -> (the names as
+        given that match nothing, the values present in ``runs``, sorted); only fields with such names.
+    """
+    from . import catalog
+
+    def present(col: str) -> list[str]:
+        if col not in runs.columns:
+            return []
+        vals = runs[col].dropna()
+        if col == "device_count":
+            return [str(int(v)) for v in sorted(set(vals.astype(float)))]
+        return sorted(set(vals.astype(str)))
+
+    def key(resolve: Any, name: str) -> str | None:
+        try:
+            return str(resolve(name).key)
+        except UnknownNameError:
+            return None
+
+    out: dict[str, tuple[list[str], list[str]]] = {}
+    for field_, col, resolve in (("models", "model", catalog.resolve_model),
+                                 ("hardware", "hardware", catalog.resolve_hardware)):
+        have = present(col)
+        keys = set(have) | {k for k in (key(resolve, h) for h in have) if k}
+        bad = [n for n in getattr(inputs, field_) if n not in keys and key(resolve, n) not in keys]
+        if bad:
+            out[field_] = (bad, have)
+    have = present("framework")
+    bad = [f for f in inputs.frameworks if catalog.canonical_framework(f) not in
+           {catalog.canonical_framework(h) for h in have}]
+    if bad:
+        out["frameworks"] = (bad, have)
+    have = present("device_count")
+    bad = [str(d) for d in inputs.device_counts if str(d) not in have]
+    if bad:
+        out["device_counts"] = (bad, have)
+    have = present("hardware")
+    hw_keys = {h: key(catalog.resolve_hardware, h) for h in have}
+    bad = [p for p in inputs.prices
+           if not any(p in (h, h.lower()) or (k is not None and key(catalog.resolve_hardware, p) == k)
+                      for h, k in hw_keys.items())]
+    if bad:
+        out["prices"] = (bad, have)
+    return out
 
 
 def memory_need_gb(model: str, batch: float, context_tok: float, *, weight_dtype_bytes: float = 2.0,

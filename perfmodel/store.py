@@ -335,6 +335,22 @@ class SweepInfo:
         return self.n_points - self.n_done - self.n_failed
 
 
+def _known_datasets(ref: str, names: Sequence[str], n: int = 5) -> str:
+    """The tail of a "no dataset" message: every name when there are few, else the closest few."""
+    if not names:
+        return "known datasets: none (the store is empty)"
+    if len(names) <= n:
+        return "known datasets: " + ", ".join(repr(x) for x in names)
+    import difflib
+
+    close = difflib.get_close_matches(ref, names, n=n, cutoff=0.5)
+    if not close:  # a prefix of a long name scores low on the ratio
+        close = [x for x in names if x.lower().startswith(ref.lower())][:n]
+    if not close:
+        return f"no close match among the {len(names)} known datasets (list them with `perfmodel datasets`)"
+    return f"closest of the {len(names)} known datasets: " + ", ".join(repr(x) for x in close)
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
@@ -545,9 +561,8 @@ class Store:
             row = hits[0] if hits else None
         if row is None:
             names = [r[0] for r in con.execute("SELECT name FROM datasets ORDER BY created_at, rowid")]
-            known = ", ".join(repr(n) for n in names) if names else "none (the store is empty)"
             raise NotFoundError(f"no dataset {ref!r} in {self.path} (by id, id prefix of at least "
-                                f"{MIN_PREFIX} characters, or name); known datasets: {known}")
+                                f"{MIN_PREFIX} characters, or name); {_known_datasets(ref, names)}")
         return self._info(row), json.loads(row[8])
 
     def dataset(self, ref: str) -> DatasetInfo:

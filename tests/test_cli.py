@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pandas as pd
 import pytest
 from click.testing import CliRunner
 from pandas.testing import assert_frame_equal
-from test_store import write_canonical_csv
+from test_store import make_result, write_canonical_csv
 
 from perfmodel import cli
 from perfmodel.cli import main
@@ -181,8 +183,12 @@ def test_missing_lengths_are_asked_for_then_supplied(runner: CliRunner, formats_
     assert code == 0, err
     runs = Store().runs(json.loads(out)["dataset"]["id"])
     row = runs.iloc[0]
-    assert (row["input_len_tok"], row["output_len_tok"], row["batch_size"]) == (200.0, 180.0, 4.0)
-    assert row["load_kind"] == "concurrency" and row["repeat_idx"] == 2
+    assert (row["input_len_tok"], row["output_len_tok"], row["repeat_idx"]) == (200.0, 180.0, 2)
+    # The file records a request-rate run (qps 16): its own load wins over --load-kind, and a
+    # request-rate point takes no --batch-size; both options are reported, not silently applied.
+    assert row["load_kind"] == "request_rate" and pd.isna(row["batch_size"])
+    warned = " ".join(i["message"] for i in json.loads(out)["issues"])
+    assert "--load-kind" in warned and "--batch-size 4 not applied" in warned
 
 
 def test_catalog_commands(runner: CliRunner, tmp_path: Path) -> None:
@@ -204,3 +210,110 @@ def test_catalog_commands(runner: CliRunner, tmp_path: Path) -> None:
     good.write_text("models:\n  m1:\n    name: M1\n    family: llama\n    params_b: 1.0\n")
     code, out, _ = invoke(runner, "catalog", "check", str(good))
     assert code == 0 and "1 model(s)" in out
+
+
+LIB_SWEEP = """Hardware,Num of Hardware,Framework,Model,Input Output Length,Batch Size,Latency,Throughput
+Nvidia GH200 GPU,1,TensorRT-LLM,mistralai/Mistral-7B-v0.1,128,1,0.688306736946106,371.92720375776975
+Nvidia GH200 GPU,1,TensorRT-LLM,mistralai/Mistral-7B-v0.1,128,16,0.8496496915817261,4820.8103181615925
+Nvidia GH200 GPU,1,TensorRT-LLM,mistralai/Mistral-7B-v0.1,128,32,0.9235904455184937,8869.732292868295
+Nvidia GH200 GPU,1,TensorRT-LLM,mistralai/Mistral-7B-v0.1,128,64,1.0704158306121827,15306.201133656448
+Nvidia GH200 GPU,1,TensorRT-LLM,mistralai/Mistral-7B-v0.1,256,1,1.3878772497177123,368.9087057981089
+"""
+
+
+def test_supplied_batch_and_length_do_not_collapse_a_recorded_sweep(runner: CliRunner, tmp_path: Path) -> None:
+    """`import FILE --batch-size 7 --input-len 999` on a file that records both: the stored sweep is the
+    file's, and one warning per option says how many rows disagree and the first. Regression: all five
+    rows were stored as batch 7, input 999, with one warning naming only row 1's value."""
+    src = tmp_path / "five.csv"
+    src.write_text(LIB_SWEEP)
+    code, out, err = invoke(runner, "--json", "import", str(src), "--batch-size", "7", "--input-len", "999")
+    assert code == 0, err
+    doc = json.loads(out)
+    runs = Store().runs(doc["dataset"]["id"])
+    assert runs["batch_size"].tolist() == [1, 16, 32, 64, 1]
+    assert runs["input_len_tok"].tolist() == [128, 128, 128, 128, 256]
+    warned = {i["column"]: i for i in doc["issues"] if i["severity"] == "warning"}
+    assert warned["batch_size"]["row"] == 1 and "--batch-size 7 not applied to 5 of 5" in warned["batch_size"]["message"]
+    assert "--input-len 999 not applied to 5 of 5" in warned["input_len_tok"]["message"]
+
+
+def test_latency_unit_for_a_format_that_does_not_read_it_is_an_error(runner: CliRunner, tmp_path: Path) -> None:
+    """--latency-unit is read only by --format csv; elsewhere it was silently ignored."""
+    src = tmp_path / "five.csv"
+    src.write_text(LIB_SWEEP)
+    code, _, err = invoke(runner, "import", str(src), "--latency-unit", "ms")
+    assert code == 2 and err.startswith("error: five.csv: --latency-unit applies only to format 'csv'")
+    assert "'llm-inference-bench'" in err and not Store().datasets()
+
+
+def _stdout_closed_echo(monkeypatch: pytest.MonkeyPatch) -> None:
+    """click.echo as it fails when the reader of a pipe has gone (`perfmodel ... | head`)."""
+    import errno
+
+    real = click.echo
+
+    def echo(message: object = None, file: object = None, nl: bool = True, err: bool = False, **kw: object) -> None:
+        if err:
+            return real(message, file=file, nl=nl, err=err, **kw)  # type: ignore[arg-type]
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+    monkeypatch.setattr(click, "echo", echo)
+
+
+def test_closed_stdout_exits_quietly(runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`perfmodel fit DS | head -3` exited 1 (the exit code of a bug) on BrokenPipeError; now 141 (128 +
+    SIGPIPE, as a shell reports `yes | head`) with nothing on stderr."""
+    src = write_canonical_csv(tmp_path / "x.csv", 12, seed=2)
+    assert invoke(runner, "import", str(src), "--dataset", "d")[0] == 0
+    _stdout_closed_echo(monkeypatch)
+    for args in (["formats"], ["show", "d"], ["fit", "d", "--n-boot", "0"]):
+        res = runner.invoke(main, args)
+        assert res.exit_code == 141 == cli.SIGPIPE_EXIT, (args, res.exception)
+        assert res.stderr == "" and isinstance(res.exception, SystemExit)
+
+
+@pytest.mark.slow
+def test_closed_pipe_in_a_real_process(tmp_path: Path) -> None:
+    """The same through a real pipe whose reader is gone: no traceback, no 'Exception ignored' at exit."""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        res = subprocess.run([sys.executable, "-m", "perfmodel", "--home", str(tmp_path / "h"), "formats"],
+                             stdout=w, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(w)
+    assert res.returncode == 141 and res.stderr == ""
+
+
+def test_no_dataset_names_the_closest_few(runner: CliRunner) -> None:
+    """With ~40 datasets the error listed every name; now the closest few (all of them when few)."""
+    store = Store()
+    names = ["alpha", "beta", "gamma", "delta", "epsilon", "sweep-h100-a", "sweep-h100-b", "sweep-a100"]
+    for seed, name in enumerate(names):
+        store.add_dataset([make_result(2, seed=seed)], name=name)
+    code, _, err = invoke(runner, "show", "sweep-h100")
+    assert code == 2 and "closest of the 8 known datasets: " in err
+    assert "'sweep-h100-a'" in err and "'sweep-h100-b'" in err and "'alpha'" not in err
+    code, _, err = invoke(runner, "show", "zzzzzz")
+    assert code == 2 and "no close match among the 8 known datasets" in err and "'alpha'" not in err
+
+
+@pytest.mark.parametrize("command", ["train", "evaluate"])
+def test_training_data_path_that_does_not_exist(runner: CliRunner, tmp_path: Path, command: str) -> None:
+    """`perfmodel train /nonexistent.csv` said "no dataset '/nonexistent.csv'"."""
+    missing = tmp_path / "nonexistent.csv"
+    args = [command, str(missing)] + (["-o", str(tmp_path / "m")] if command == "train" else [])
+    code, _, err = invoke(runner, *args)
+    assert code == 2 and err.startswith(f"error: {missing}: does not exist") and "no dataset" not in err
+
+
+def test_show_head_zero_and_fit_without_bootstrap(runner: CliRunner, tmp_path: Path) -> None:
+    """`show DS --head 0` printed "(no runs)" for a dataset with runs; `fit --n-boot 0` said "intervals:
+    bootstrap" though none were computed."""
+    src = write_canonical_csv(tmp_path / "x.csv", 12, seed=2)
+    assert invoke(runner, "import", str(src), "--dataset", "d")[0] == 0
+    code, out, _ = invoke(runner, "show", "d", "--head", "0")
+    assert code == 0 and "(no runs)" not in out and "12 more row(s)" in out
+    code, out, _ = invoke(runner, "fit", "d", "--n-boot", "0")
+    assert code == 0 and "intervals: none (--n-boot 0)" in out and "intervals: bootstrap" not in out

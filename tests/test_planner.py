@@ -11,7 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perfmodel.errors import ValidationError
-from perfmodel.planner import PlanInputs, load_plan_inputs, memory_need_gb, plan, plan_inputs_from_dict
+from perfmodel.planner import (
+    PlanInputs,
+    load_plan_inputs,
+    memory_need_gb,
+    plan,
+    plan_inputs_from_dict,
+    unmatched_candidates,
+)
 from perfmodel.schema import coerce_runs
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64)
@@ -188,3 +195,32 @@ def test_shared_data_question(all_results_csv) -> None:  # noqa: ANN001
     # 204,800 * 1.2 / ~3,490 tok/s at batch 64 -> about 71 H100s.
     assert 65 <= h100["devices"] <= 75 and h100["batch_size"] == 64
     assert np.isfinite(res.table["cost_per_m_output_tok"]).sum() >= 20
+
+
+def test_lengths_caveat_says_when_the_nearest_lengths_were_used() -> None:
+    runs = synthetic_runs()
+    assert plan(inputs(), runs).lengths_caveat() == ""
+    res = plan(inputs(workload={"request_rate_rps": 10, "input_len_tok": 500, "output_len_tok": 1000}), runs)
+    assert res.lengths_caveat() == ("Not measured at 500/1000 input/output tokens: every candidate was sized from "
+                                    "the nearest measured lengths (column 'measured at'). The recommendation was "
+                                    "sized from runs at 1000/1000 tokens.")
+
+
+def test_unmatched_candidates_name_what_the_data_lacks() -> None:
+    runs = synthetic_runs()
+    ok = inputs(hardware=["H100 SXM"], models=["llama-3-8b"], frameworks=["vLLM"], device_counts=[1])
+    assert unmatched_candidates(ok, runs) == {}
+    bad = inputs(hardware=["h200"], frameworks=["nosuch"], device_counts=[2], prices={"zz9000": 3.0, "h100-sxm": 2})
+    assert unmatched_candidates(bad, runs) == {"hardware": (["h200"], ["h100-sxm"]),
+                                               "frameworks": (["nosuch"], ["vllm"]),
+                                               "device_counts": (["2"], ["1"]),
+                                               "prices": (["zz9000"], ["h100-sxm"])}
+
+
+def test_zero_devices_is_invalid_and_an_empty_selection_says_why() -> None:
+    """device_counts [0] was accepted; a plan selecting no run said "0 rejected; see the reasons"."""
+    with pytest.raises(ValidationError, match="device_counts"):
+        inputs(device_counts=[0])
+    res = plan(inputs(device_counts=[2]), synthetic_runs())
+    assert res.table.empty and res.infeasible.empty
+    assert "see the reasons" not in res.summary() and "no run with a batch size" in res.summary()

@@ -47,7 +47,7 @@ def test_plan_file_and_errors(dataset: str, tmp_path: Path) -> None:
     r = CliRunner().invoke(main, ["plan", dataset, "--plan", str(f)])
     assert r.exit_code == 0 and "4 x h100-sxm" in r.output
     r = CliRunner().invoke(main, ["plan", dataset, "--rate", "10"])
-    assert r.exit_code == 2 and "input_len_tok" in r.output and "Traceback" not in r.output
+    assert r.exit_code == 2 and "--input-len" in r.output and "Traceback" not in r.output
     r = CliRunner().invoke(main, ["plan", dataset, "--plan", str(f), "--price", "h100"])
     assert r.exit_code == 2 and "HARDWARE=PRICE" in r.output
     r = CliRunner().invoke(main, ["report", "nope", "-o", str(tmp_path / "r.html")])
@@ -76,3 +76,85 @@ def test_plan_file_section_that_is_not_a_mapping(tmp_path: Path) -> None:
     assert r.exit_code == 2, r.output
     assert "plan.yaml, column 'workload'" in r.output and "plan.yaml, column 'prices'" in r.output
     assert isinstance(r.exception, SystemExit), r.exception
+
+
+@pytest.fixture
+def two_models(tmp_path: Path) -> str:
+    """llama-3-8b on h100-sxm with vllm (catalog price) and perfmodel-tiny-llama on cpu-x86-2vcpu with llama.cpp
+    (no price), both at 1000/1000 tokens."""
+    paths = [tmp_path / "gpu.csv", tmp_path / "cpu.csv"]
+    synthetic_runs(noise=0.02).to_csv(paths[0], index=False)
+    synthetic_runs(noise=0.02, hardware="cpu-x86-2vcpu", model="perfmodel-tiny-llama") \
+        .assign(framework="llama.cpp").to_csv(paths[1], index=False)
+    r = CliRunner().invoke(main, ["import", *map(str, paths), "--dataset", "two"])
+    assert r.exit_code == 0, r.output
+    return "two"
+
+
+def test_plan_table_names_the_model_and_the_lengths_it_was_sized_from(two_models: str) -> None:
+    """The table had no model column, the nearest-lengths caveat was only in the -o CSV, and an unknown
+    cost printed as NaN: two models' rows looked alike and the headline hid that 1000/1000 was used."""
+    args = ["plan", two_models, "--rate", "10", "--output-len", "1000", "--e2e", "12"]
+    r = CliRunner().invoke(main, [*args, "--input-len", "500"])
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert lines[1].startswith("caveat: Not measured at 500/1000 input/output tokens: every candidate was sized "
+                               "from the nearest measured lengths") and "runs at 1000/1000 tokens" in lines[1]
+    header = lines[2].split()
+    assert header[:5] == ["hardware", "model", "framework", "device_count", "measured_at"]
+    cpu = next(line for line in lines if line.lstrip().startswith("cpu-x86-2vcpu"))
+    assert "perfmodel-tiny-llama" in cpu and "1000/1000" in cpu and "—" in cpu
+    assert "NaN" not in r.output and "llama-3-8b" in r.output
+    r = CliRunner().invoke(main, [*args, "--input-len", "1000"])  # measured lengths: no caveat, no column
+    assert r.exit_code == 0, r.output
+    assert "caveat" not in r.output and "measured_at" not in r.output and "model" in r.output.splitlines()[1]
+
+
+@pytest.mark.parametrize("flag, value, expected", [
+    ("--framework", "nosuch", "--framework: framework 'nosuch' not in dataset 'two'; valid values: llama.cpp, vllm"),
+    ("--hardware", "h200", "--hardware: hardware 'h200' not in dataset 'two'; valid values: cpu-x86-2vcpu, "
+                           "h100-sxm"),
+    ("--model", "llama-3-70b", "--model: model 'llama-3-70b' not in dataset 'two'; valid values: llama-3-8b, "
+                               "perfmodel-tiny-llama"),
+    ("--devices", "3", "--devices: device count '3' not in dataset 'two'; valid values: 1"),
+    ("--price", "zz9000=3", "--price: hardware 'zz9000' not in dataset 'two'; valid values: cpu-x86-2vcpu, "
+                            "h100-sxm"),
+])
+def test_plan_option_naming_nothing_in_the_data_lists_the_valid_values(two_models: str, flag: str, value: str,
+                                                                        expected: str) -> None:
+    """`--framework nosuch` exited 0 with "0 rejected; see the reasons" and no reasons; `--price zz9000=3`
+    was silently ignored."""
+    r = CliRunner().invoke(main, ["plan", two_models, "--rate", "1", "--input-len", "1000", "--output-len", "1000",
+                                  flag, value])
+    assert r.exit_code == 2, r.output
+    assert expected in r.output and isinstance(r.exception, SystemExit)
+
+
+def test_plan_devices_zero_is_an_option_error(two_models: str) -> None:
+    r = CliRunner().invoke(main, ["plan", two_models, "--rate", "1", "--input-len", "10", "--output-len", "10",
+                                  "--devices", "0"])
+    assert r.exit_code == 2 and "--devices" in r.output and "see the reasons" not in r.output
+
+
+def test_plan_errors_name_the_flag_not_the_field(two_models: str) -> None:
+    """`--rate -1` was reported as "column 'workload.request_rate_rps'"."""
+    r = CliRunner().invoke(main, ["plan", two_models, "--rate", "-1", "--input-len", "10", "--output-len", "10"])
+    assert r.exit_code == 2 and "--rate: Input should be greater than 0" in r.output
+    assert "request_rate_rps" not in r.output
+    r = CliRunner().invoke(main, ["plan", two_models, "--rate", "1", "--tok-s", "5", "--input-len", "10",
+                                  "--output-len", "10"])
+    assert r.exit_code == 2 and "give exactly one of --rate and --tok-s" in r.output
+
+
+def test_plan_with_no_candidate_left_says_why(two_models: str) -> None:
+    """Each filter matches the data but no run matches them together: the summary said "0 rejected; see
+    the reasons" and listed none."""
+    r = CliRunner().invoke(main, ["plan", two_models, "--rate", "1", "--input-len", "1000", "--output-len", "1000",
+                                  "--hardware", "cpu-x86-2vcpu", "--framework", "vllm"])
+    assert r.exit_code == 0, r.output
+    assert "see the reasons" not in r.output
+    assert "no run with a batch size and a positive throughput matches the chosen models, hardware" in r.output
+    r = CliRunner().invoke(main, ["plan", two_models, "--rate", "1", "--input-len", "1000", "--output-len", "1000",
+                                  "--hardware", "cpu-x86-2vcpu", "--model", "llama-3-8b"])
+    assert r.exit_code == 0 and "1 rejected; see the reasons" in r.output
+    assert "x1 llama-3-8b: no measurements and no predictor given" in r.output
