@@ -27,6 +27,7 @@ if not st.session_state.get(P + "link_read"):
     st.session_state[P + "link_read"] = True
     point, problems = X.whatif_from_link(st.query_params)
     st.session_state[P + "link_problems"] = problems
+    st.session_state[P + "link_point"] = point
     for col, value in point.items():
         st.session_state[P + "q." + col] = value
 
@@ -72,6 +73,14 @@ st.subheader("Waterfall of a what-if point", anchor=False)
 for problem in st.session_state.get(P + "link_problems", []):
     st.warning(f"The link's {problem}.", icon=":material/link_off:")
 runs = ui.dataset_runs(home, selected, stamp)
+# Defaults: the dataset's most measured configuration (as on the What-if page), filled in where the link
+# gave nothing, and again for every input when the dataset changes.
+defaults = X.default_point(home, selected, stamp)
+refill = st.session_state.get(P + "defaults_for") not in (None, selected)
+st.session_state[P + "defaults_for"] = selected
+for col, value in defaults.items():
+    if value is not None and (refill or P + "q." + col not in st.session_state):
+        st.session_state[P + "q." + col] = value
 w = st.columns(7)
 point: dict[str, object] = {}
 for i, col in enumerate(("hardware", "model", "framework")):
@@ -82,15 +91,10 @@ for i, col in enumerate(("hardware", "model", "framework")):
         values = [str(current), *values]  # a linked value the data does not have: keep it, the model extrapolates
     if not values:
         continue
-    if current is None:
-        st.session_state[key] = values[0]
     point[col] = w[i].selectbox(col, values, key=key)
 for i, (col, label) in enumerate((("input_len_tok", "input len"), ("output_len_tok", "output len"),
                                   ("batch_size", "batch"), ("device_count", "devices")), start=3):
-    key = P + "q." + col
-    if key not in st.session_state:
-        st.session_state[key] = float(X.WHATIF_DEFAULTS[col])
-    point[col] = w[i].number_input(label, min_value=1.0, step=1.0, format="%g", key=key)
+    point[col] = w[i].number_input(label, min_value=1.0, step=1.0, format="%g", key=P + "q." + col)
 analyses.write_page_link(X.attribution_link(point, selected))  # the view's state, for saving
 try:
     wf = X.point_waterfall(home, selected, stamp, features, engine, json.dumps(point, sort_keys=True))
@@ -102,8 +106,16 @@ else:
              f"{point['device_count']:g} device(s)")
     st.plotly_chart(X.waterfall_figure(wf, title=title), key=P + "waterfall")
     st.caption(f"Predicted {wf.prediction_tok_s:,.1f} tok/s = exp(base {wf.base_value:.3f} + contributions "
-               f"{wf.output - wf.base_value:+.3f}); each bar's label is its factor on the throughput. "
+               f"{wf.output - wf.base_value:+.3f}); each bar's label is its factor on the throughput, its "
+               "colour the feature's kind; a hatched bar lowers the throughput, a solid one raises it. "
                f"Link to this view: `{X.attribution_link(point, selected)}`")
+    linked = st.session_state.get(P + "link_point") or {}
+    from_whatif = bool(linked) and all(point.get(c) == v for c, v in linked.items())
+    note = X.model_note(features, ds.names.get(selected, selected), wf.prediction_tok_s, from_whatif=from_whatif)
+    if from_whatif:
+        st.info(note, icon=":material/info:")
+    else:
+        st.caption(note)
 
 st.subheader("Feature-set comparison and transfer", anchor=False)
 st.caption("The same learners (GBDT on log throughput; degree-2 polynomial ridge) trained on each feature set. "

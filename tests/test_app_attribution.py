@@ -6,9 +6,13 @@ import json
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
+from perfmodel import explain as E
+from perfmodel import ui
+from perfmodel import whatif as W
 from perfmodel.ui import explain as X
 
 REPO = Path(__file__).resolve().parents[1]
@@ -47,7 +51,7 @@ def test_page_shows_importance_dependence_and_waterfall_by_kind() -> None:
     # the sample's fw_* columns (real local-engine timings) are drawn apart from the physical ones
     assert {"● physical", "◆ framework"} <= kinds
     assert dep["layout"]["title"]["text"].split()[0] in {"●", "◆", "■", "▲", "✕"}
-    assert "batch 8" in wf["layout"]["title"]["text"]  # defaults without a link
+    assert "batch " in wf["layout"]["title"]["text"]  # defaults without a link (see the test below)
     # rerun: everything comes from the caches
     t0 = time.perf_counter()
     at.run()
@@ -75,7 +79,7 @@ def test_a_bad_link_value_is_named_and_the_default_used() -> None:
     at = _page(batch="many", input_len="512")
     assert not at.exception
     assert any("batch='many'" in w.value for w in at.warning)
-    assert at.number_input(key="attribution.q.batch_size").value == X.WHATIF_DEFAULTS["batch_size"]
+    assert at.number_input(key="attribution.q.batch_size").value == _default_point(at)["batch_size"]
     assert at.number_input(key="attribution.q.input_len_tok").value == 512
 
 
@@ -96,3 +100,111 @@ def test_physical_model_has_no_framework_attribution_and_comparison_runs() -> No
     _ok(at)
     assert not at.error
     assert {"● physical", "◆ framework", "■ identity", "all"} == set(at.dataframe[0].value["set"])
+
+
+def _default_point(at: AppTest) -> dict:
+    home = ui.home()
+    runs = ui.dataset_runs(home, at.selectbox(key="attribution.dataset").value, ui.store_stamp(home))
+    d = W.default_point(runs)
+    return {**{c: d[c] for c in X.QP_WHATIF if c != "batch_size"}, "batch_size": d["batch_max"]}
+
+
+def test_default_waterfall_point_is_the_most_measured_configuration() -> None:
+    # Bug: the inputs defaulted to each column's first sorted value (cpu-x86-2vcpu / perfmodel-large-llama /
+    # llama.cpp), a combination never measured; the What-if page defaults to the most measured one.
+    at = _page()
+    _ok(at)
+    expected = _default_point(at)
+    shown = {c: at.session_state["attribution.q." + c] for c in X.QP_WHATIF}
+    assert shown == expected
+    home = ui.home()
+    runs = ui.dataset_runs(home, at.selectbox(key="attribution.dataset").value, ui.store_stamp(home))
+    measured = runs
+    for c in ("hardware", "model", "framework", "input_len_tok", "output_len_tok"):
+        measured = measured[measured[c] == shown[c]]
+    assert len(measured) > 0, shown
+    assert f"batch {expected['batch_size']:g}" in _figures(at)[2]["layout"]["title"]["text"]
+
+
+def test_page_says_which_model_it_explains() -> None:
+    # Bug: the page explains its own XGBoost model, whose number differs from the What-if page's predictor,
+    # and nothing said so.
+    at = _page()
+    _ok(at)
+    note = [c.value for c in at.caption if c.value.startswith("Explained model")]
+    assert len(note) == 1
+    assert "XGBoost model of throughput on the 'all' features" in note[0] and "tok/s at this point" in note[0]
+    assert "What-if page predicts with its own predictor" in note[0]
+    # from a What-if link: said louder, as the link carries the point but not What-if's number
+    at = _page(hardware="cpu-x86-2vcpu", model="perfmodel-tiny-llama", framework="transformers",
+               input_len="256", output_len="128", batch="16", device_count="1")
+    _ok(at)
+    assert any("its prediction did not" in i.value and "can differ" in i.value for i in at.info)
+    at.number_input(key="attribution.q.batch_size").set_value(4).run()  # no longer the linked point
+    assert not any("its prediction did not" in i.value for i in at.info)
+    assert any(c.value.startswith("Explained model") for c in at.caption)
+
+
+def test_model_note_names_set_dataset_prediction_and_the_what_if_predictor() -> None:
+    text = X.model_note("physical", "sample runs", 2159.04)
+    assert "'physical' features" in text and "'sample runs'" in text and "2,159.0 tok/s" in text
+    assert "roofline-gbm" in text
+    assert "tok/s at this point" not in X.model_note("all", "d", float("nan"))
+
+
+def _waterfall(log_output: bool = True) -> E.Waterfall:
+    # the first physical step lowers throughput (hatched): it must not make the legend say "hatched = physical"
+    table = pd.DataFrame({"feature": ["pcie_contention", "kv_read_share", "fw_num_threads", "input_len_tok",
+                                      "id_hardware_h200"],
+                          "kind": ["physical", "physical", "framework", "workload", "identity"],
+                          "value": [np.nan, 0.5, 2.0, 512.0, 0.0],
+                          "shap": [-0.221, 0.201, -0.062, -0.058, 0.01]})
+    table["factor"] = np.exp(table["shap"]) if log_output else np.nan
+    base = 5.784
+    out = base + float(table["shap"].sum())
+    return E.Waterfall(table=table, base_value=base, output=out, output_label="log throughput",
+                       log_output=log_output, prediction_tok_s=float(np.exp(out)) if log_output else np.nan,
+                       additivity_error=0.0, query={})
+
+
+def test_waterfall_legend_shows_kind_by_colour_and_direction_apart() -> None:
+    fig = X.waterfall_figure(_waterfall())
+    legend = [t for t in fig.data if t.showlegend is not False and t.legend in (None, "legend")]
+    assert {t.name for t in legend} == {"● physical", "◆ framework", "▲ workload", "■ identity"}
+    assert all(t.marker.pattern.shape in (None, "") for t in legend)  # colour only
+    for t in legend:
+        assert t.marker.color == X.KIND_STYLE[t.name.split()[1]][0]
+    direction = {t.name: t.marker.pattern.shape for t in fig.data if t.legend == "legend2"}
+    assert direction == {"solid: raises throughput": "", "hatched: lowers throughput": "/"}
+    bars = [t for t in fig.data if t.showlegend is False]
+    assert len(bars) == 5
+    assert all((t.marker.pattern.shape == "/") == (t.x[0] < 0) for t in bars)  # hatched means "lowers"
+    assert fig.layout.legend2.title.text.startswith("direction")
+
+
+def test_waterfall_labels_are_not_clipped() -> None:
+    wf = _waterfall()
+    fig = X.waterfall_figure(wf)
+    bars = [t for t in fig.data if t.showlegend is False]
+    assert all(t.cliponaxis is False and t.textposition == "outside" for t in bars)
+    ends = [e for t in bars for e in (t.base[0], t.base[0] + t.x[0])]
+    lo, hi = fig.layout.xaxis.range
+    room = 0.1 * (max(ends) - min(ends))  # space for a "×0.802" label beside the outermost bars
+    assert lo <= min(ends) - room and hi >= max(ends) + room
+    assert fig.layout.yaxis.automargin is True
+    # a tok/s-free output names "the output", not throughput
+    assert any("lowers the output" in (t.name or "") for t in X.waterfall_figure(_waterfall(False)).data)
+
+
+def test_beeswarm_legend_does_not_overlap_the_colour_bar() -> None:
+    at = _page()
+    at.segmented_control(key="attribution.view").set_value("beeswarm").run()
+    _ok(at)
+    bee = _figures(at)[0]
+    legend = bee["layout"]["legend"]
+    # horizontal, above the plot area; the colour bar stays beside the plot area (y in [0, 1])
+    assert legend["orientation"] == "h" and legend["y"] >= 1 and legend["yanchor"] == "bottom"
+    bars = [t["marker"]["colorbar"] for t in bee["data"] if t.get("marker", {}).get("colorbar")]
+    assert len(bars) == 1 and bars[0].get("orientation", "v") == "v"
+    entries = [t for t in bee["data"] if t.get("showlegend", True)]
+    assert entries and all(t["marker"]["color"] == "#555555" for t in entries)

@@ -21,6 +21,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from .. import explain as E
+from .. import whatif as W
 from . import cached
 
 __all__ = [
@@ -30,6 +31,8 @@ __all__ = [
     "WHATIF_DEFAULTS",
     "attribution_link",
     "whatif_from_link",
+    "default_point",
+    "model_note",
     "kind_label",
     "legend_markdown",
     "engine",
@@ -125,6 +128,61 @@ def whatif_from_link(query_params: Mapping[str, Any]) -> tuple[dict[str, Any], l
         else:
             point[col] = str(raw)
     return point, problems
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def default_point(home: str, dataset_id: str, stamp: int) -> dict[str, Any]:
+    """The waterfall's default inputs: the dataset's most measured configuration, as on the What-if page.
+
+    Parameters
+    ----------
+    home, dataset_id, stamp
+        Data directory, dataset, store stamp (part of the key).
+
+    Returns
+    -------
+    dict
+        The :data:`QP_WHATIF` columns from :func:`perfmodel.whatif.default_point` (its largest measured
+        batch, the What-if page's default); :data:`WHATIF_DEFAULTS` where the data has no value.
+    """
+    d = W.default_point(cached.dataset_runs(home, dataset_id, stamp))
+    point: dict[str, Any] = {c: d.get(c) for c in QP_WHATIF}
+    point["batch_size"] = d.get("batch_max")
+    for col, fallback in WHATIF_DEFAULTS.items():
+        point[col] = float(fallback) if point.get(col) is None else float(point[col])
+    return point
+
+
+def model_note(features: str, dataset_name: str, prediction_tok_s: float, *, from_whatif: bool = False) -> str:
+    """Which model the page explains, and why the What-if page's number for the same point can differ.
+
+    Parameters
+    ----------
+    features
+        Feature set of the explained model.
+    dataset_name
+        The dataset it was trained on.
+    prediction_tok_s
+        Its prediction at the waterfall's point (NaN when it is not a throughput).
+    from_whatif
+        The point came from a link, such as the What-if page's (which carries the point, not its prediction).
+
+    Returns
+    -------
+    str
+    """
+    from .whatif import DEFAULT_PREDICTOR
+
+    here = f"; it predicts {prediction_tok_s:,.1f} tok/s at this point" if math.isfinite(prediction_tok_s) else ""
+    text = (f"Explained model: SHAP values of an XGBoost model of throughput on the '{features}' features, "
+            f"trained on the dataset '{dataset_name}'{here}. ")
+    if from_whatif:
+        return text + ("The point came with the link (as from the What-if page's \"Explain this point\"), "
+                       "but its prediction did not: the What-if page predicts with its own predictor (the one "
+                       f"chosen there, {DEFAULT_PREDICTOR} by default), not with this model, so its number can "
+                       "differ; the waterfall explains this model's number.")
+    return text + ("The What-if page predicts with its own predictor (the one chosen there, "
+                   f"{DEFAULT_PREDICTOR} by default), so its number for the same point can differ.")
 
 
 def kind_label(kind: str) -> str:
@@ -309,16 +367,22 @@ def beeswarm_figure(ex: E.Explanation, *, top: int = 15, max_points: int = 1000)
         scaled = np.clip((v - lo) / (hi - lo), 0, 1) if hi > lo else np.full(len(v), 0.5)
         _, symbol, marker = _style(kind)
         fig.add_scatter(x=ex.values[pick, j], y=pos + rng.uniform(-0.3, 0.3, len(pick)), mode="markers",
-                        name=f"{marker} {kind}", legendgroup=kind, showlegend=kind not in shown_kinds,
+                        name=f"{marker} {kind}", legendgroup=kind, showlegend=False,
                         marker={"symbol": symbol, "size": 5, "color": np.nan_to_num(scaled, nan=0.5),
                                 "colorscale": "RdBu_r", "cmin": 0, "cmax": 1, "opacity": 0.6,
                                 "colorbar": {"title": "feature value<br>(low→high)", "tickvals": []}
                                 if pos == 0 else None},
                         hovertemplate=f"{feat}<br>SHAP %{{x:.3g}}<extra>{kind}</extra>")
+        if kind not in shown_kinds:  # a legend entry in one neutral colour (the points' colour is the value)
+            fig.add_scatter(x=[None], y=[None], mode="markers", name=f"{marker} {kind}", legendgroup=kind,
+                            marker={"symbol": symbol, "size": 8, "color": "#555555"}, hoverinfo="skip")
         shown_kinds.add(kind)
-    fig.update_layout(xaxis_title="SHAP value (effect on the model output)", legend_title="feature kind",
-                      yaxis={"tickvals": list(range(len(labels))), "ticktext": labels},
-                      height=max(320, 28 * len(labels) + 120), margin={"l": 10, "r": 10, "t": 30, "b": 40})
+    # The kind legend goes above the plot, horizontal, so it cannot overlap the colour bar's title.
+    fig.update_layout(xaxis_title="SHAP value (effect on the model output)",
+                      legend={"title": {"text": "feature kind"}, "orientation": "h", "x": 0, "xanchor": "left",
+                              "y": 1.02, "yanchor": "bottom"},
+                      yaxis={"tickvals": list(range(len(labels))), "ticktext": labels, "automargin": True},
+                      height=max(320, 28 * len(labels) + 140), margin={"l": 10, "r": 10, "t": 60, "b": 40})
     return fig
 
 
@@ -358,6 +422,10 @@ def dependence_figure(ex: E.Explanation, feature: str, color: str | None) -> go.
 def waterfall_figure(wf: E.Waterfall, *, top: int = 12, title: str = "") -> go.Figure:
     """A waterfall from the base value to the output, each step coloured by its feature's kind.
 
+    Colour shows the kind (legend "feature kind"); a hatched step lowers the output, a solid one
+    raises it (second legend, "direction"). Each bar is labelled with its factor (log outputs) or
+    SHAP value, outside the bar; the x range leaves room for the labels.
+
     Parameters
     ----------
     wf
@@ -372,21 +440,45 @@ def waterfall_figure(wf: E.Waterfall, *, top: int = 12, title: str = "") -> go.F
     plotly.graph_objects.Figure
     """
     t = wf.top(top)
-    start = wf.base_value + np.concatenate([[0.0], np.cumsum(t["shap"].to_numpy())[:-1]])
+    shap = t["shap"].to_numpy(dtype=float)
+    start = wf.base_value + np.concatenate([[0.0], np.cumsum(shap)[:-1]])
     labels = [f"{f} = {v:.4g}" if np.isfinite(v) else str(f) for f, v in zip(t["feature"], t["value"], strict=True)]
+    what = "throughput" if math.isfinite(wf.prediction_tok_s) else "the output"
     fig = go.Figure()
-    shown: set[str] = set()
     for i, rec in enumerate(t.itertuples()):
-        colour, _, marker = _style(rec.kind)
+        colour, _, _ = _style(rec.kind)
         text = f"×{rec.factor:.3g}" if wf.log_output else f"{rec.shap:+.4g}"
+        # Colour: the feature's kind (legend "feature kind"); hatching: the step lowers the output
+        # (legend "direction"). The bars themselves stay out of the legends so neither mixes the two.
         fig.add_bar(x=[rec.shap], base=[start[i]], y=[labels[i]], orientation="h", marker_color=colour,
-                    marker_pattern_shape="" if rec.shap >= 0 else "/", name=f"{marker} {rec.kind}",
-                    legendgroup=rec.kind, showlegend=rec.kind not in shown, text=[text], textposition="outside",
+                    marker_pattern_shape="" if rec.shap >= 0 else "/", name=rec.kind, legendgroup=rec.kind,
+                    showlegend=False, text=[text], textposition="outside", cliponaxis=False,
                     hovertemplate=f"{labels[i]}<br>SHAP {rec.shap:+.4g} ({text})<extra>{rec.kind}</extra>")
-        shown.add(rec.kind)
-    fig.add_vline(x=wf.base_value, line_dash="dot", annotation_text="base", annotation_position="top")
-    fig.add_vline(x=wf.output, line_dash="dash", annotation_text="output", annotation_position="bottom")
-    fig.update_layout(title=title, xaxis_title=wf.output_label, legend_title="feature kind",
-                      yaxis={"categoryorder": "array", "categoryarray": labels[::-1]},
-                      height=max(320, 28 * len(t) + 140), margin={"l": 10, "r": 10, "t": 60, "b": 40})
+    for kind in [*E.KINDS, *sorted(set(t["kind"]) - set(E.KINDS))]:
+        if kind in set(t["kind"]):
+            colour, _, marker = _style(kind)
+            fig.add_bar(x=[None], y=[labels[0]], orientation="h", marker_color=colour, name=f"{marker} {kind}",
+                        legendgroup=kind, showlegend=True, hoverinfo="skip")
+    for lowers, shape in ((False, ""), (True, "/")):
+        if ((shap < 0) if lowers else (shap >= 0)).any():
+            fig.add_bar(x=[None], y=[labels[0]], orientation="h", legend="legend2", showlegend=True,
+                        name=f"{'hatched' if lowers else 'solid'}: {'lowers' if lowers else 'raises'} {what}",
+                        marker={"color": "#bbbbbb", "pattern": {"shape": shape, "fgcolor": "#444444"}},
+                        hoverinfo="skip")
+    ends = np.concatenate([start, start + shap, [wf.base_value, wf.output]])
+    lo, hi = float(np.min(ends)), float(np.max(ends))
+    pad = 0.2 * (hi - lo) if hi > lo else 0.5  # room for the factor labels outside the bars
+    fig.add_vline(x=wf.base_value, line_dash="dot", layer="below")  # under the bars and their labels
+    fig.add_vline(x=wf.output, line_dash="dash", layer="below")
+    # The line labels sit just above the plot, each on its outer side, clear of the bars' labels and each other.
+    for x, name, outer in ((wf.base_value, "base", wf.base_value >= wf.output),
+                           (wf.output, "output", wf.output > wf.base_value)):
+        fig.add_annotation(x=x, y=1, yref="paper", yanchor="bottom", xanchor="left" if outer else "right",
+                           text=name, showarrow=False)
+    fig.update_layout(title=title, xaxis_title=wf.output_label, barmode="overlay",
+                      xaxis={"range": [lo - pad, hi + pad]},
+                      yaxis={"categoryorder": "array", "categoryarray": labels[::-1], "automargin": True},
+                      legend={"title": {"text": "feature kind (colour)"}, "y": 1, "yanchor": "top"},
+                      legend2={"title": {"text": "direction (pattern)"}, "y": 0, "yanchor": "bottom"},
+                      height=max(340, 28 * len(t) + 140), margin={"l": 10, "r": 10, "t": 60, "b": 40})
     return fig
