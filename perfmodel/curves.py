@@ -692,7 +692,8 @@ def _not_enough(n: int, nb: int, x: np.ndarray, msg: str, level: float, method: 
 def fit_curve(batch: Any, throughput: Any, *, shape: str = "auto", weights: Any = None,
               intervals: str = "bootstrap", n_boot: int = 200, level: float = 0.95, seed: int = 0,
               init: str = "quantile", loss: str = "soft_l1", restarts: bool = True,
-              fallback: bool = True, _pre_exp: Mapping[str, Any] | None = None) -> CurveFit:
+              fallback: bool = True, origin_refit: bool = True,
+              _pre_exp: Mapping[str, Any] | None = None) -> CurveFit:
     """Fit one saturation curve of throughput against batch size.
 
     Parameters
@@ -720,6 +721,10 @@ def fit_curve(batch: Any, throughput: Any, *, shape: str = "auto", weights: Any 
     restarts, fallback
         Allow the multi-start and the log-linear fallback (switch off to measure
         a single start, as the benchmark does).
+    origin_refit
+        Refit an exponential that is below zero at the smallest measured batch
+        through the origin (``a = c``); off for the published hybrid's
+        reproduction, whose curves are plain least-squares fits.
     _pre_exp
         Private: the exponential point fit already computed for this curve by
         :func:`fit_curves`' vectorised pass (same solver, same result).
@@ -812,7 +817,7 @@ def fit_curve(batch: Any, throughput: Any, *, shape: str = "auto", weights: Any 
     want_pw = shape in ("auto", "piecewise")
     if want_exp:
         exp_res = _fit_exp(xs, ysn, w, lambda: _scaled_init(init, x, y, xs_scale, ys_scale), loss, restarts,
-                           _pre_exp)
+                           _pre_exp, origin_refit)
         candidates["exp"] = exp_res
         criteria["exp"] = _criteria(exp_res["rss_ls"], n, 3, ss_tot)
     if want_pw:
@@ -824,7 +829,7 @@ def fit_curve(batch: Any, throughput: Any, *, shape: str = "auto", weights: Any 
             notes.append("piecewise shape needs at least 5 batch sizes and 6 points; "
                          "fitted the exponential instead")
             exp_res = _fit_exp(xs, ysn, w, lambda: _scaled_init(init, x, y, xs_scale, ys_scale), loss,
-                               restarts, _pre_exp)
+                               restarts, _pre_exp, origin_refit)
             candidates["exp"] = exp_res
             criteria["exp"] = _criteria(exp_res["rss_ls"], n, 3, ss_tot)
     if shape == "loglin":
@@ -982,7 +987,7 @@ def _exp_point_fits(xs2: np.ndarray, ys2: np.ndarray, w2: np.ndarray, p0: np.nda
 
 
 def _fit_exp(xs: np.ndarray, ys: np.ndarray, w: np.ndarray, p0: Callable[[], np.ndarray], loss: str,
-             restarts: bool, pre: Mapping[str, Any] | None) -> dict[str, Any]:
+             restarts: bool, pre: Mapping[str, Any] | None, origin_refit: bool = True) -> dict[str, Any]:
     n = len(xs)
     if pre is None:
         res = _exp_point_fits(xs[None, :], ys[None, :], w[None, :], p0(), loss)
@@ -1017,7 +1022,7 @@ def _fit_exp(xs: np.ndarray, ys: np.ndarray, w: np.ndarray, p0: Callable[[], np.
             note = f"needed a restart (saturation rate start {rates[i]:g} / largest batch)"
     p = np.asarray(p, dtype=float).copy()
     tied = False
-    if converged and p[2] - p[0] * np.exp(-p[1] * xs.min()) <= 0:
+    if origin_refit and converged and p[2] - p[0] * np.exp(-p[1] * xs.min()) <= 0:
         # a > c puts the curve below zero at small batches; where that reaches a measured batch the
         # fit is not a throughput curve (an absolute loss lets the large batches pull it there).
         # Refit through the origin (a = c): the curve is then >= 0 at every batch.
@@ -1310,7 +1315,7 @@ def fit_curves(runs: pd.DataFrame, by: Sequence[str] | None = DEFAULT_BY, *, sha
                x: str = "batch_size", y: str = "output_throughput_tok_s", intervals: str = "bootstrap",
                n_boot: int = 200, level: float = 0.95, seed: int = 0, init: str = "quantile",
                loss: str = "soft_l1", restarts: bool = True, fallback: bool = True,
-               return_fits: bool = False) -> pd.DataFrame | tuple[pd.DataFrame, dict[tuple[Any, ...], CurveFit]]:
+               origin_refit: bool = True, return_fits: bool = False) -> pd.DataFrame | tuple[pd.DataFrame, dict[tuple[Any, ...], CurveFit]]:
     """Fit one saturation curve per configuration of a runs table.
 
     Parameters
@@ -1322,7 +1327,7 @@ def fit_curves(runs: pd.DataFrame, by: Sequence[str] | None = DEFAULT_BY, *, sha
         adds the :data:`OPTIONAL_BY` columns that are present with values and the
         :data:`VARYING_BY` columns that take more than one value.
         Missing key values (NaN) form their own group.
-    shape, intervals, n_boot, level, init, loss, restarts, fallback
+    shape, intervals, n_boot, level, init, loss, restarts, fallback, origin_refit
         As in :func:`fit_curve`.
     x, y
         Batch and throughput columns.
@@ -1376,7 +1381,7 @@ def fit_curves(runs: pd.DataFrame, by: Sequence[str] | None = DEFAULT_BY, *, sha
         gseed = (seed * 1_000_003 + zlib.crc32(repr(tuple(_plain(k) for k in key_t)).encode())) % (2 ** 32)
         fit = fit_curve(xv[idx], yv[idx], shape=shape, intervals=intervals, n_boot=n_boot, level=level,
                         seed=gseed, init=init, loss=loss, restarts=restarts, fallback=fallback,
-                        _pre_exp=pre.get(key))
+                        origin_refit=origin_refit, _pre_exp=pre.get(key))
         row = dict(zip(cols, key_t, strict=True))
         row.update(fit.as_row())
         rows.append(row)

@@ -242,7 +242,8 @@ class ALAPredictor(Predictor):
             raise ValidationError(f"ala: no training row has a positive finite {y}")
         check_queries(train)
         key = config_key(train)
-        table = fit_curves(train, key, shape="exp", intervals="none", y=y)
+        # As published: plain least-squares curves (no refit through the origin of a curve below zero).
+        table = fit_curves(train, key, shape="exp", intervals="none", y=y, origin_refit=False)
         assert isinstance(table, pd.DataFrame)
         ok = (table["shape"] == "exp") & table["success"].astype(bool) & \
             np.isfinite(table[["a", "b", "c"]].to_numpy(dtype=float)).all(axis=1)
