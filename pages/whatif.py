@@ -38,8 +38,9 @@ defaults = W.apply_defaults(home, selected, stamp)
 
 hardware = ui.hardware_choices(home)
 models = ui.model_choices(home)
-hw_options = list(dict.fromkeys([*hardware, *runs.get("hardware", []).dropna().astype(str).unique()]))
-model_options = list(dict.fromkeys([*models, *runs.get("model", []).dropna().astype(str).unique()]))
+# The dataset's own names first (what was measured), then the rest of the catalog.
+hw_options = list(dict.fromkeys([*sorted(runs.get("hardware", []).dropna().astype(str).unique()), *hardware]))
+model_options = list(dict.fromkeys([*sorted(runs.get("model", []).dropna().astype(str).unique()), *models]))
 fw_options = sorted(runs.get("framework", []).dropna().astype(str).unique().tolist()) or ["vllm"]
 for msg in W.settle_link(defaults, {"hardware": hw_options, "model": model_options}):
     st.warning(msg, icon=":material/link_off:")
@@ -47,8 +48,9 @@ if st.session_state.get(K["framework"]) not in fw_options:
     fw_options.append(str(st.session_state.get(K["framework"]) or fw_options[0]))
 
 c1, c2, c3 = st.columns(3)
-c1.selectbox("Hardware", hw_options, key=K["hardware"], format_func=lambda v: hardware.get(v, v))
-c2.selectbox("Model", model_options, key=K["model"], format_func=lambda v: models.get(v, v))
+# The label carries the catalog key too, as every other page names hardware and models: typing "h200" finds it.
+c1.selectbox("Hardware", hw_options, key=K["hardware"], format_func=lambda v: W.choice_label(v, hardware))
+c2.selectbox("Model", model_options, key=K["model"], format_func=lambda v: W.choice_label(v, models))
 c3.selectbox("Framework", fw_options, key=K["framework"], accept_new_options=True)
 c1, c2, c3, c4, c5 = st.columns(5)
 c1.number_input("Input length (tokens)", min_value=0.0, max_value=float(MAX_LENGTH_TOK), step=64.0,

@@ -442,3 +442,14 @@ def test_metric_tiles_never_show_e_notation() -> None:
     assert W.seconds(4.41e5 * 60) == "306 d" and W.seconds(3 * 3600) == "3 h" and W.seconds(1e12) == "11,574,074 d"
     assert W.seconds(0.0123) == "12.3 ms" and W.seconds(2.345) == "2.35 s" and W.seconds(600.0) == "10 min"
     assert W.seconds(float("nan")) == "n/a"
+
+
+def test_hardware_and_model_choices_carry_their_keys_and_list_the_measured_ones_first() -> None:
+    # The reviewer typed "h200" into the Hardware box and found nothing: it listed catalog display names only.
+    at = _whatif(dataset=_sample_id())
+    _no_exception(at)
+    labels = at.selectbox(key=K["hardware"]).options  # as shown
+    assert "NVIDIA H200 SXM 141GB · h200" in labels
+    assert {label.split(" · ")[-1] for label in labels[:2]} == {"cpu-x86-2vcpu", "h200"}  # the measured ones
+    assert at.selectbox(key=K["model"]).options[0].split(" · ")[-1].startswith("perfmodel-")
+    assert W.choice_label("x-unknown", {}) == "x-unknown"

@@ -35,6 +35,7 @@ __all__ = [
     "restore_from_link",
     "apply_defaults",
     "settle_link",
+    "choice_label",
     "write_link",
     "inputs",
     "place_batch",
@@ -80,6 +81,13 @@ _DEFAULTS_FOR = P + "defaults_for"
 _LINK_BATCH = P + "link_batch"  # the batch a link asked for, until the page has placed it
 _FIRST_DATASET = "\0first"  # _DEFAULTS_FOR of a link that names no dataset: the first one selected
 
+
+
+def choice_label(key: str, names: dict[str, str]) -> str:
+    """A hardware or model choice as the page lists it: the catalog's display name with its key
+    (``NVIDIA H200 SXM 141GB · h200``), or the key alone where the catalog has no other name."""
+    name = names.get(key, key)
+    return key if name == key else f"{name} · {key}"
 
 def _number(raw: str) -> float:
     try:
