@@ -4,7 +4,7 @@ import streamlit as st
 
 from perfmodel import ui
 from perfmodel.errors import PerfmodelError
-from perfmodel.pareto import COMPARE_KEYS, NOISE_Z, comparison_figure, configuration_labels
+from perfmodel.pareto import COMPARE_KEYS, NOISE_Z, configuration_labels
 from perfmodel.plots import axis_title
 from perfmodel.ui import analyses
 from perfmodel.ui import compare as C
@@ -20,9 +20,17 @@ ds = ui.available_datasets(home)
 analyses.page_analysis("compare")
 for msg in C.restore_from_link(ds.ids):
     st.warning(msg, icon=":material/link_off:")
+fresh = not any(K[k] in st.session_state for k in ("by_a", "in_a", "by_b", "in_b"))
 for side in ("a", "b"):
     if st.session_state.get(K[side]) not in ds.names:
         st.session_state[K[side]] = ui.selected_dataset() if ui.selected_dataset() in ds.names else ds.ids[0]
+if fresh and st.session_state[K["a"]] == st.session_state[K["b"]]:
+    # Both sides on one dataset and nothing cut yet: a self-comparison says nothing. Start from two different
+    # subsets of it instead (e.g. two frameworks or two models), which the user can change.
+    split = C.default_split(home, st.session_state[K["a"]], ds.stamp)
+    if split is not None:
+        col, va, vb = split
+        st.session_state.update({K["by_a"]: col, K["in_a"]: [va], K["by_b"]: col, K["in_b"]: [vb]})
 
 sides = {}
 for side, col in zip(("a", "b"), st.columns(2), strict=True):
@@ -36,7 +44,7 @@ for side, col in zip(("a", "b"), st.columns(2), strict=True):
         by = st.selectbox("Only the rows where", by_options, key=K[f"by_{side}"])
         values = sorted(runs[by].dropna().astype(str).unique()) if by != C.NO_SUBSET else []
         ui.keep_valid(K[f"in_{side}"], values)
-        chosen = st.multiselect(f"{by} is one of", values, key=K[f"in_{side}"], disabled=by == C.NO_SUBSET,
+        chosen = st.multiselect(C.values_label(by), values, key=K[f"in_{side}"], disabled=by == C.NO_SUBSET,
                                 placeholder="any value")
         label = ds.names[dataset] + (f" [{by}={','.join(chosen)}]" if by != C.NO_SUBSET and chosen else "")
         sides[side] = {"dataset": dataset, "runs": runs, "by": by, "in": chosen, "label": label}
@@ -57,6 +65,13 @@ if label_a == label_b:
 state = {"a": sides["a"]["dataset"], "b": sides["b"]["dataset"], "by_a": sides["a"]["by"], "in_a": sides["a"]["in"],
          "by_b": sides["b"]["by"], "in_b": sides["b"]["in"], "metric": metric, "ignore": ignore,
          "config": st.session_state.get(K["config"], [])}
+if C.same_rows(sides["a"], sides["b"]):
+    # The same rows on both sides (same dataset, same cut): every point would match itself at +0.0%.
+    C.write_link(state)
+    st.info("Side A and side B are the same rows, so there is nothing to compare. Choose a different dataset "
+            "for B, or cut the sides to different values (e.g. *Only the rows where* framework, one framework "
+            "on each side).", icon=":material/info:")
+    st.stop()
 options = C.options_json(sides["a"]["by"], sides["a"]["in"], sides["b"]["by"], sides["b"]["in"], metric, ignore,
                          label_a, label_b)
 try:
@@ -86,7 +101,7 @@ if not st.session_state.get(K["config"]):
 shown = st.multiselect(f"Configurations to overlay ({len(configs):,})", configs, key=K["config"])
 state["config"] = shown
 C.write_link(state)
-st.plotly_chart(comparison_figure(comp, shown, log_x=log_x), key=C.P + "chart")
+st.plotly_chart(C.figure(comp, shown, log_x=log_x), key=C.P + "chart")
 
 st.subheader("Per point", anchor=False)
 st.dataframe(table.drop(columns=["significant"]), hide_index=True, key=C.P + "table",

@@ -31,10 +31,23 @@ c1, c2, c3, c4, c5 = st.columns(5)
 for name, default in M.DEFAULTS.items():
     st.session_state.setdefault(f"monitor.{name}", default)
 detector = c1.selectbox("Detector", DETECTORS, key="monitor.detector")
-window = c2.number_input("Baseline window", min_value=2, max_value=100_000, step=100, key="monitor.window")
-w = c3.number_input("Mean of last W", min_value=1, max_value=1000, key="monitor.w")
-z = c4.number_input("z (sigmas)", min_value=0.5, max_value=20.0, step=0.5, key="monitor.z")
-threshold = c5.number_input("Threshold (relative)", min_value=0.01, max_value=5.0, step=0.01, key="monitor.threshold")
+uses = M.USES[detector]
+
+
+def unused(name: str) -> dict:
+    """Widget arguments that grey out a setting the chosen detector does not use, and say so."""
+    return {"disabled": name not in uses, "help": f"Not used by the {detector} detector." if name not in uses
+            else None}
+
+
+window = c2.number_input("Baseline window", min_value=2, max_value=100_000, step=100, key="monitor.window",
+                         **unused("window"))
+w = c3.number_input("Mean of last W", min_value=1, max_value=1000, key="monitor.w", **unused("w"))
+z = c4.number_input("z (sigmas)", min_value=0.5, max_value=20.0, step=0.5, key="monitor.z", **unused("z"))
+threshold = c5.number_input("Threshold (relative)", min_value=0.01, max_value=5.0, step=0.01, key="monitor.threshold",
+                            **unused("threshold"))
+st.caption(f"The **{detector}** detector uses: " + ", ".join(M.SETTING_LABELS[u] for u in uses)
+           + "; the other settings are greyed out.")
 settings = {"detector": detector, "window": int(window), "w": int(w), "z": float(z), "threshold": float(threshold)}
 M.write_settings(settings)
 
@@ -65,6 +78,8 @@ try:
         st.session_state["monitor.metrics"] = stream.primary_metrics()
     ui.keep_valid("monitor.metrics", list(stream.metrics))
     metrics = st.multiselect("Metrics", list(stream.metrics), key="monitor.metrics")
+    if source != "Recorded file":
+        st.info(M.replay_note(stream, detector, int(window)), icon=":material/info:")
     rep = M.report(stream, key, json.dumps({**settings, "metrics": metrics}))
 except PerfmodelError as exc:
     ui.show_error(exc, what="Cannot monitor this stream")

@@ -70,3 +70,35 @@ def test_compare_view_reopens_from_a_saved_analysis() -> None:
     assert at2.multiselect(key=KEYS["ignore"]).value == ["model"]
     assert {m.label: m.value for m in at2.metric}["Beyond noise"] == "3"
     assert _qp(at2) == params
+
+
+def test_one_dataset_opens_on_two_different_subsets_not_on_itself() -> None:
+    """With one dataset both sides used to default to all of it: "+0.0%, 0 beyond noise", every line twice."""
+    at = _open("pages/compare.py")
+    _ok(at)
+    # two models of the sample that share hardware, lengths and batch sizes (not the dataset against itself)
+    assert at.selectbox(key=KEYS["by_a"]).value == at.selectbox(key=KEYS["by_b"]).value == "model"
+    assert at.multiselect(key=KEYS["in_a"]).value == ["perfmodel-large-llama"]
+    assert at.multiselect(key=KEYS["in_b"]).value == ["perfmodel-medium-llama"]
+    assert at.multiselect(key=KEYS["in_a"]).label == "model is one of"
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Matched points"] == "8" and metrics["Beyond noise"] == "8"
+    assert not any("+0.0%" in m.value for m in at.markdown)
+    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    xaxis = fig["layout"]["xaxis"]
+    # the batch axis as on the other pages, labelled at powers of two only (not "8 9 1 2 3 ... 100")
+    assert xaxis["title"]["text"] == "batch size (sequences)" and xaxis["type"] == "log"
+    assert xaxis["tickvals"] == [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0]
+    assert xaxis["ticktext"][-1] == "256"
+    assert fig["layout"]["legend"]["y"] < 0 and fig["layout"]["legend"]["yanchor"] == "top"  # below the title
+
+
+def test_the_same_rows_on_both_sides_ask_for_two_different_sides() -> None:
+    at = _open("pages/compare.py")
+    _ok(at)
+    at.selectbox(key=KEYS["by_a"]).set_value("(all rows)").run()
+    at.selectbox(key=KEYS["by_b"]).set_value("(all rows)").run()
+    _ok(at)
+    assert at.multiselect(key=KEYS["in_a"]).label == "Values (choose a column first)"
+    assert any("same rows" in i.value for i in at.info)
+    assert not at.get("plotly_chart") and not at.metric and not any("+0.0%" in m.value for m in at.markdown)

@@ -104,3 +104,16 @@ def test_accuracy_section_counts_the_held_out_configurations_and_says_when_they_
     assert "trained on 6 of the 8 configurations and scored on the other 2" in text
     assert "With 2 configurations held out these figures are rough" in text
     assert sec.tables[0][1]["n_test"].iloc[0] == 8  # 2 configurations x 4 batches
+
+
+def test_without_a_plan_the_report_says_how_to_give_one_in_both_clients() -> None:
+    """The report is built by the CLI and by the app's Report page: "pass --plan plan.yaml" alone means
+    nothing on the page, so the no-plan text names both ways to give a plan."""
+    from perfmodel.report.build import _predictions_section
+
+    rep = build_report(synthetic_runs(noise=0.02), dataset_name="d", accuracy=False, predictions=False)
+    texts = [rep.section("Executive summary").paragraphs[0],
+             _predictions_section(None, None, "linear", "").paragraphs[0]]
+    for text in texts:
+        assert "No plan was given" in text and "pass --plan plan.yaml" not in text
+        assert "--plan on the command line" in text and "Saved plan selector on the Report page" in text

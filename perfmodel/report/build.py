@@ -269,11 +269,16 @@ def _train_predictor(runs: pd.DataFrame) -> tuple[Any, str]:
     return get_predictor(name).fit(usable), name
 
 
+_GIVE_A_PLAN = ("To give one: --plan on the command line, or the Saved plan selector on the Report page "
+                "(a plan saved on the Planner page).")
+"""How to give a plan, for both clients (the CLI and the app's Report page)."""
+
+
 def _predictions_section(res: PlanResult | None, predictor: Any, name: str, error: str) -> Section:
     title = "Predictions with bands and confidence"
     if res is None or res.table.empty:
-        return Section(title, paragraphs=("No plan was given, so there are no operating points to predict; pass "
-                                          "--plan plan.yaml.",))
+        return Section(title, paragraphs=("No plan was given, so there are no operating points to predict. "
+                                          + _GIVE_A_PLAN,))
     t = res.table
     paras = ["Measured-curve bands: the planner's throughput at each candidate's operating point with its "
              f"{res.inputs.level:.0%} bootstrap band; confidence is the curve's R\u00b2 (1 = the curve explains "
@@ -437,7 +442,7 @@ def build_report(runs: pd.DataFrame, *, dataset_name: str, info: Any = None,
         wl, cand, summary = _plan_sections(res)
     else:
         best = runs[runs["output_throughput_tok_s"] > 0]
-        txt = (f"No plan was given (pass --plan plan.yaml for a recommendation and costs). The dataset holds "
+        txt = (f"No plan was given, so there is no recommendation or cost. {_GIVE_A_PLAN} The dataset holds "
                f"{len(runs):,} runs of {runs['model'].nunique()} model(s) on {runs['hardware'].nunique()} hardware "
                f"type(s) with {runs['framework'].nunique()} framework(s).")
         paras = [txt]

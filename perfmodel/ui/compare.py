@@ -8,18 +8,32 @@ so a copied link or a saved analysis reopens it.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
-from ..pareto import COMPARE_KEYS, COMPARE_METRICS, Comparison, compare, noise_verdicts, select_runs
+from ..errors import PerfmodelError
+from ..pareto import (
+    COMPARE_KEYS,
+    COMPARE_METRICS,
+    Comparison,
+    compare,
+    comparison_figure,
+    noise_verdicts,
+    select_runs,
+)
+from ..plots import axis_title
 from . import cached
 
 __all__ = ["P", "KEYS", "QP", "SUBSET_COLUMNS", "NO_SUBSET", "restore_from_link", "write_link", "options_json",
-           "comparison", "table_with_verdicts", "metric_choices", "key_choices"]
+           "comparison", "table_with_verdicts", "metric_choices", "key_choices", "default_split", "same_rows", "values_label",
+           "figure"]
 
 P = "compare."
 KEYS = {name: P + name for name in ("a", "b", "by_a", "in_a", "by_b", "in_b", "metric", "ignore", "config",
@@ -149,3 +163,122 @@ def key_choices() -> list[str]:
     list of str
     """
     return [k for k in COMPARE_KEYS if k != "batch_size"]
+
+
+_SPLIT_TRIES = 12
+"""Most value pairs :func:`default_split` compares before it settles for one without matched points."""
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def default_split(home: str, dataset: str, stamp: int) -> tuple[str, str, str] | None:
+    """Two different subsets of one dataset to compare by default, instead of the dataset against itself.
+
+    Tries the :data:`SUBSET_COLUMNS` in order and, in each, pairs of its most common values, and
+    returns the first pair whose comparison matches at least one point (or, when none does, the
+    two most common values of the first column with two values).
+
+    Parameters
+    ----------
+    home, dataset, stamp
+        The store, the dataset id and the store stamp (the cache key).
+
+    Returns
+    -------
+    (column, value for A, value for B), or None
+        None when no column takes two values: every cut of the dataset is the same rows.
+    """
+    runs = cached.dataset_runs(home, dataset, stamp)
+    metric = metric_choices(runs, runs)[0]
+    fallback: tuple[str, str, str] | None = None
+    tries = 0
+    for col in SUBSET_COLUMNS:
+        if col not in runs.columns:
+            continue
+        values = runs[col].dropna().astype(str).value_counts().index.tolist()[:4]
+        for va, vb in itertools.combinations(values, 2):
+            fallback = fallback or (col, va, vb)
+            if tries >= _SPLIT_TRIES:
+                return fallback
+            tries += 1
+            try:
+                comp = compare(select_runs(runs, {col: [va]}, label=va), select_runs(runs, {col: [vb]}, label=vb),
+                               metric=metric, label_a=va, label_b=vb)
+            except PerfmodelError:
+                continue
+            if len(comp.table):
+                return col, va, vb
+    return fallback
+
+
+def same_rows(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two sides hold the same rows: one dataset, cut the same way (or not cut at all).
+
+    Parameters
+    ----------
+    a, b
+        Each side's ``dataset``, ``by`` (a column or :data:`NO_SUBSET`) and ``in`` (the chosen values;
+        none means every row).
+
+    Returns
+    -------
+    bool
+    """
+    def cut(side: Mapping[str, Any]) -> tuple[Any, ...]:
+        by, values = side.get("by"), list(side.get("in") or [])
+        return (side["dataset"],) if by in (None, NO_SUBSET) or not values else (side["dataset"], by,
+                                                                                  sorted(map(str, values)))
+
+    return cut(a) == cut(b)
+
+
+def values_label(by: str) -> str:
+    """The label of a side's value picker: ``"framework is one of"``, or a prompt while no column is chosen.
+
+    Parameters
+    ----------
+    by
+        The side's subset column (or :data:`NO_SUBSET`).
+
+    Returns
+    -------
+    str
+    """
+    return "Values (choose a column first)" if by == NO_SUBSET else f"{by} is one of"
+
+
+def _powers_of_two(x: pd.Series) -> list[float]:
+    v = pd.to_numeric(x, errors="coerce").to_numpy(dtype="float64")
+    v = v[np.isfinite(v) & (v > 0)]
+    if not v.size:
+        return []
+    powers = [2.0 ** k for k in range(int(np.floor(np.log2(v.min()))), int(np.ceil(np.log2(v.max()))) + 1)]
+    return powers[::2] if len(powers) > 14 else powers
+
+
+def figure(comp: Comparison, configurations: Sequence[str] | None, *, log_x: bool) -> go.Figure:
+    """:func:`perfmodel.pareto.comparison_figure` with the app's batch axis: the title other pages use and,
+    on a log axis, labels at powers of two only (not plotly's 2..9 minor labels); the legend sits below the
+    axis title instead of on it.
+
+    Parameters
+    ----------
+    comp
+        A comparison.
+    configurations
+        Labels to draw.
+    log_x
+        Logarithmic batch axis.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    fig = comparison_figure(comp, configurations, log_x=log_x)
+    fig.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.22, "x": 0},
+                      margin={"l": 60, "r": 20, "t": 50, "b": 60})
+    fig.update_xaxes(title={"text": axis_title("batch_size"), "standoff": 8})
+    if log_x and "batch_size" in comp.table.columns:
+        ticks = _powers_of_two(comp.table["batch_size"])
+        if ticks:
+            fig.update_xaxes(tickvals=ticks, ticktext=[f"{t:g}" for t in ticks], minor={"showgrid": False})
+    return fig

@@ -3,22 +3,39 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from ..monitor import DETECTORS, MonitorReport, monitor_stream, read_stream_bytes, replay_dataset
+from ..curve_tables import config_labels
+from ..monitor import DETECTORS, MonitorReport, monitor_stream, read_stream_bytes, replay_runs
+from ..monitor.detectors import DEFAULT_MIN_BASELINE
 from ..monitor.streams import MetricStream
 from ..store import Store
 
-__all__ = ["QP", "DEFAULTS", "restore_settings", "write_settings", "stream_from_upload", "stream_from_dataset",
-           "report", "series_figure"]
+__all__ = ["QP", "DEFAULTS", "USES", "SETTING_LABELS", "REPLAY_CONFIG", "REPLAY_GROUP", "restore_settings", "write_settings",
+           "stream_from_upload", "configuration_of", "stream_from_dataset", "replay_note", "report",
+           "series_figure"]
 
 #: URL parameters of the page's detector settings.
 QP = {"detector": "detector", "window": "window", "w": "w", "z": "z", "threshold": "threshold"}
 DEFAULTS: dict[str, Any] = {"detector": "window", "window": 1000, "w": 10, "z": 3.0, "threshold": 0.15}
+USES: dict[str, tuple[str, ...]] = {"point": ("window", "z"), "window": ("window", "w", "z"),
+                                    "threshold": ("threshold",)}
+"""The settings each detector uses on this page (the dynamic detectors get no expected value here, so
+their cold-start threshold is unused)."""
+SETTING_LABELS = {"window": "baseline window", "w": "mean of last W", "z": "z (sigmas)",
+                  "threshold": "threshold (relative)"}
+"""How the page names each setting."""
+REPLAY_CONFIG = ("hardware", "device_count", "framework", "framework_version", "model", "weight_dtype",
+                 "kv_cache_dtype", "quantization", "tp_size", "pp_size", "fw_num_threads", "input_len_tok",
+                 "output_len_tok", "load_kind", "batch_size", "request_rate_rps")
+"""Columns that make two runs of a stored dataset the same configuration (only those are judged together)."""
+REPLAY_GROUP = "configuration"
 _CHECKED = "monitor.link_checked"
 
 
@@ -61,19 +78,136 @@ def stream_from_upload(name: str, data: bytes) -> MetricStream:
     return read_stream_bytes(name, data)
 
 
+def _load(runs: pd.DataFrame) -> pd.Series:
+    batch = pd.to_numeric(runs["batch_size"], errors="coerce") if "batch_size" in runs.columns \
+        else pd.Series(np.nan, index=runs.index)
+    rate = pd.to_numeric(runs["request_rate_rps"], errors="coerce") if "request_rate_rps" in runs.columns \
+        else pd.Series(np.nan, index=runs.index)
+    kind = runs["load_kind"].astype("string") if "load_kind" in runs.columns else pd.Series(pd.NA, index=runs.index)
+    out = []
+    for b, r, k in zip(batch, rate, kind, strict=True):
+        if k == "request_rate" and pd.notna(r):
+            out.append(f"rate {r:g}/s")
+        elif pd.notna(b):
+            out.append(f"{'concurrency' if k == 'concurrency' else 'batch'} {b:g}")
+        else:
+            out.append("")
+    return pd.Series(out, index=runs.index, dtype=object)
+
+
+def configuration_of(runs: pd.DataFrame) -> pd.Series:
+    """One readable configuration label per run (hardware, model, lengths, batch size...): runs with the
+    same label are repeats of one measurement.
+
+    Parameters
+    ----------
+    runs
+        A canonical runs table.
+
+    Returns
+    -------
+    pandas.Series
+    """
+    cols = [c for c in REPLAY_CONFIG if c in runs.columns and runs[c].notna().any()]
+    base = [c for c in cols if c not in ("load_kind", "batch_size", "request_rate_rps")]
+    if not cols:
+        return pd.Series("all runs", index=runs.index, dtype=object)
+    def keys(c: list[str]) -> pd.Series:
+        return runs[c].astype("string").fillna("?").agg("\x1f".join, axis=1) if c else \
+            pd.Series("", index=runs.index)
+
+    key, base_key = keys(cols), keys(base)
+    first = ~base_key.duplicated()
+    uniq = runs.loc[first, base].reset_index(drop=True)
+    labels = config_labels(uniq, base) if base and len(uniq) > 1 else [""] * len(uniq)
+    base_label = base_key.map(dict(zip(base_key[first], labels, strict=True)))
+    label = [" · ".join(p for p in (b, ld) if p and p != "(all runs)") or "all runs"
+             for b, ld in zip(base_label, _load(runs), strict=True)]
+    # Two configurations the label cannot tell apart (a column it leaves out) stay apart.
+    named = {k: lab for k, lab in zip(key, label, strict=True)}
+    seen: dict[str, int] = {}
+    for k in list(named):
+        seen[named[k]] = seen.get(named[k], 0) + 1
+        if seen[named[k]] > 1:
+            named[k] = f"{named[k]} #{seen[named[k]]}"
+    return key.map(named)
+
+
 @st.cache_data(show_spinner=False, max_entries=8)
 def stream_from_dataset(home: str, dataset_id: str, stamp: int) -> MetricStream:
-    """A stored dataset replayed as a stream (cached on home, id and store stamp)."""
-    return replay_dataset(dataset_id, store=Store(home))
+    """A stored dataset replayed as a stream, one group per configuration (cached on home, id and store stamp).
+
+    A stored dataset is usually a sweep: its runs differ in batch size, concurrency and lengths, and the
+    change from one to the next is the sweep, not an anomaly. So each configuration
+    (:func:`configuration_of`) is its own series, in measurement order: only repeats of the same
+    measurement are judged against each other.
+    """
+    store = Store(home)
+    info = store.dataset(dataset_id)
+    runs = store.runs(info.id)
+    runs = runs.assign(**{REPLAY_GROUP: configuration_of(runs)})
+    stream = replay_runs(runs, source=f"dataset {info.name}", group_by=(REPLAY_GROUP,))
+    if "timestamp" in runs.columns and runs["timestamp"].notna().all():
+        # replay_runs counts seconds from the first run; on the clock, "71.25k s" becomes a date and a time
+        first = pd.to_datetime(runs["timestamp"], utc=True).min().timestamp()
+        stream = replace(stream, frame=stream.frame.assign(timestamp_s=stream.frame["timestamp_s"] + first))
+    return stream
+
+
+def replay_note(stream: MetricStream, detector: str, window: int) -> str:
+    """What the replay of a stored dataset judges, for the page (markdown).
+
+    Parameters
+    ----------
+    stream
+        A stream from :func:`stream_from_dataset`.
+    detector, window
+        The chosen detector and its baseline window.
+
+    Returns
+    -------
+    str
+    """
+    sizes = stream.frame.groupby("group", sort=False).size()
+    n, repeated = len(sizes), int((sizes > 1).sum())
+    need = min(DEFAULT_MIN_BASELINE, window)
+    text = (f"A stored dataset is usually a sweep, not a stream: its runs differ in batch size, concurrency and lengths, "
+            f"and the change from one to the next is the sweep, not an anomaly. So each configuration is judged "
+            f"on its own, its repeats in the order they were measured: **{repeated:,} of {n:,} configurations** "
+            f"were measured more than once; a configuration measured once has nothing to be compared with.")
+    if detector == "threshold":
+        text += (" The threshold detector judges each run against the median of its configuration's first "
+                 f"{DEFAULT_MIN_BASELINE} repeats.")
+    else:
+        enough = int((sizes >= need + 1).sum())
+        text += (f" The {detector} detector first learns a baseline of {need} repeats of a configuration and judges "
+                 f"only the repeats after it ({enough:,} configuration(s) have that many); with fewer, choose the "
+                 f"threshold detector.")
+    return text
 
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs={MetricStream: lambda s: (s.source, s.kind,
                                                                                          len(s.frame))})
 def report(stream: MetricStream, key: str, settings_json: str) -> MonitorReport:
-    """Run the detector over the stream (cached on the stream's key and the settings as JSON)."""
+    """Run the detector over the stream (cached on the stream's key and the settings as JSON).
+
+    A replayed dataset (one group per configuration, measured one after the other) is judged one
+    configuration at a time: the other configurations are not peers running alongside it, so they
+    must not feed the tensor-parallel or noisy-neighbour hints.
+    """
     s = json.loads(settings_json)
-    return monitor_stream(stream, detector=s["detector"], metrics=s["metrics"] or None, window=int(s["window"]),
-                          w=int(s["w"]), z=float(s["z"]), threshold_rel=float(s["threshold"]))
+    kw = {"detector": s["detector"], "metrics": s["metrics"] or None, "window": int(s["window"]), "w": int(s["w"]),
+          "z": float(s["z"]), "threshold_rel": float(s["threshold"])}
+    if stream.kind != "replay":
+        return monitor_stream(stream, **kw)
+    parts = [monitor_stream(replace(stream, frame=stream.frame[stream.frame["group"] == g]), **kw)
+             for g in stream.groups]
+    alerts = pd.concat([p.alerts for p in parts], ignore_index=True)
+    hints = [h for p in parts for h in p.hints]
+    order = np.argsort(alerts["start_timestamp_s"].to_numpy(), kind="stable")
+    return MonitorReport(stream, s["detector"], parts[0].settings, {k: v for p in parts for k, v in
+                                                                    p.detections.items()},
+                         alerts.iloc[order].reset_index(drop=True), tuple(hints[i] for i in order))
 
 
 def series_figure(rep: MonitorReport, group: str, metric: str) -> go.Figure:
@@ -91,14 +225,52 @@ def series_figure(rep: MonitorReport, group: str, metric: str) -> go.Figure:
     plotly.graph_objects.Figure
     """
     det = rep.detections[(group, metric)]
-    t = pd.to_datetime(det.t, unit="s", utc=True) if det.t.size and det.t.min() > 1e8 else det.t
+    t = np.asarray(det.t, dtype="float64")
+    lower, upper = np.asarray(det.lower, dtype="float64"), np.asarray(det.upper, dtype="float64")
+    x = np.asarray(det.x, dtype="float64")
+    if not (x[np.isfinite(x)] < 0).any():  # a non-negative metric: the band cannot go below 0 either
+        lower, upper = np.maximum(lower, 0.0), np.maximum(upper, 0.0)  # NaN stays NaN
+    epoch = bool(t.size) and float(np.nanmin(t)) > 1e8
+    if epoch:
+        title = "time (UTC)"
+    elif rep.stream.kind == "replay":
+        title = "run (in measurement order; the dataset has no timestamps)"
+    else:
+        title = "time (s)"
+
+    def when(v: np.ndarray) -> Any:
+        return pd.to_datetime(v, unit="s", utc=True) if epoch else v
+
+    # Lines and the band break across gaps (markers stay): a line would claim the hours in between were measured.
+    brk = _gaps(t)
+    bx: list[float] = []
+    by: list[float] = []
+    ok = np.isfinite(lower) & np.isfinite(upper)
+    for seg in np.split(np.arange(t.size), brk):
+        for run in np.split(seg, np.flatnonzero(np.diff(ok[seg].astype(int)) != 0) + 1):
+            if run.size and ok[run[0]]:  # one polygon per stretch with a band: upper edge out, lower edge back
+                bx += [*t[run], *t[run][::-1], np.nan]
+                by += [*upper[run], *lower[run][::-1], np.nan]
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=t, y=det.upper, mode="lines", line={"width": 0}, showlegend=False, meta="band"))
-    fig.add_trace(go.Scatter(x=t, y=det.lower, mode="lines", line={"width": 0}, fill="tonexty",
-                             fillcolor="rgba(99,110,250,0.2)", name="expected band", meta="band"))
-    fig.add_trace(go.Scatter(x=t, y=det.x, mode="lines", name=metric, meta="series"))
+    fig.add_trace(go.Scatter(x=when(np.array(bx)), y=by, mode="lines", fill="toself", connectgaps=False,
+                             line={"width": 1, "color": "rgba(99,110,250,0.35)"}, fillcolor="rgba(99,110,250,0.2)",
+                             name="expected band", meta="band", hoverinfo="skip"))
+    fig.add_trace(go.Scatter(x=when(np.insert(t, brk, np.nan)), y=np.insert(x, brk, np.nan), mode="lines+markers",
+                             name=metric, meta="series", connectgaps=False, marker={"size": 4}))
     idx = det.flags.nonzero()[0]
-    fig.add_trace(go.Scatter(x=t[idx] if len(idx) else [], y=det.x[idx], mode="markers", name="alert",
+    fig.add_trace(go.Scatter(x=when(t[idx]), y=x[idx], mode="markers", name="alert",
                              marker={"color": "red", "size": 8, "symbol": "x"}, meta="alerts"))
-    fig.update_layout(margin={"t": 30}, xaxis_title="time", yaxis_title=metric, legend={"orientation": "h"})
+    fig.update_layout(margin={"t": 40}, xaxis_title=title, yaxis_title=metric,
+                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0})
     return fig
+
+
+def _gaps(t: np.ndarray) -> np.ndarray:
+    """Indices before which the sampling has a gap: more than 5 times the typical interval (the median one,
+    or the shortest when there are too few intervals for a median to mean much)."""
+    dt = np.diff(t)
+    ok = dt[np.isfinite(dt) & (dt > 0)]
+    if not ok.size:
+        return np.array([], dtype=int)
+    typical = float(np.median(ok)) if ok.size >= 4 else float(ok.min())
+    return np.flatnonzero(dt > 5 * typical) + 1
