@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -10,6 +15,37 @@ from click.testing import CliRunner
 from perfmodel.cli import main
 
 DATA = Path(__file__).parent / "data" / "monitor"
+RUNNING_4 = b'# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name="m"} 4\n'
+
+
+@contextlib.contextmanager
+def _prometheus(page: Callable[[int], bytes | None]) -> Iterator[str]:
+    """A real HTTP server on 127.0.0.1 whose n-th scrape (from 0) gets ``page(n)`` in the Prometheus text
+    format (None: HTTP 503); yields its base URL."""
+
+    class Page(BaseHTTPRequestHandler):
+        n = 0
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            body, Page.n = page(Page.n), Page.n + 1
+            if body is None:
+                self.send_error(503)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
 
 
 def test_detect_json_lists_alerts_with_hints() -> None:
@@ -46,37 +82,17 @@ def test_live_target_alerts_with_root_cause_hints() -> None:
     """A real HTTP server on 127.0.0.1 serves a vLLM-style Prometheus page; after 60 scrapes the queue
     jumps and the KV cache fills: the live monitor alerts on the queue with the same hints as a recording."""
     import json as _json
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    scrapes = {"n": 0}
+    def page(n: int) -> bytes:
+        waiting, kv = (25, 0.99) if n >= 60 else (n % 3, 0.5)
+        return (f'# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{{model_name="m"}} {waiting}\n'
+                f'# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{{model_name="m"}} {kv}\n'
+                '# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name="m"} 8\n').encode()
 
-    class Page(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-            n = scrapes["n"]
-            scrapes["n"] += 1
-            waiting, kv = (25, 0.99) if n >= 60 else (n % 3, 0.5)
-            body = (f'# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{{model_name="m"}} {waiting}\n'
-                    f'# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{{model_name="m"}} {kv}\n'
-                    '# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name="m"} 8\n').encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}"
+    with _prometheus(page) as url:
         res = CliRunner().invoke(main, ["monitor", "--target", url, "--interval", "0.01", "--duration", "6",
                                         "--detector", "point", "--metric", "fw_vllm_num_requests_waiting",
                                         "--json"], catch_exceptions=False)
-    finally:
-        server.shutdown()
     assert res.exit_code == 0, res.output
     alerts = [_json.loads(line) for line in res.output.splitlines() if line.startswith("{")]
     assert alerts, res.output
@@ -89,32 +105,13 @@ def test_live_target_alerts_with_root_cause_hints() -> None:
 def test_live_telemetry_is_context_not_an_alarm() -> None:
     """With or without per-scrape telemetry (host CPU here: no GPU), a steady server raises nothing: the
     hw_ columns feed the hints and are not judged unless named with --metric."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    class Page(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
-            body = b'# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name="m"} 4\n'
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with _prometheus(lambda n: RUNNING_4) as url:
         for period in (0.0, 0.02):
             res = CliRunner().invoke(main, ["monitor", "--target", url, "--interval", "0.05", "--duration", "1",
                                             "--telemetry-period", str(period), "--json"], catch_exceptions=False)
             assert res.exit_code == 0, res.output
             # a constant gauge and unnamed hw_ columns raise nothing
             assert not [ln for ln in res.output.splitlines() if ln.startswith("{")], res.output
-    finally:
-        server.shutdown()
 
 
 def test_target_that_is_not_a_url_is_an_option_error() -> None:
@@ -142,44 +139,27 @@ def test_model_expectation_names_the_query_option(tmp_path: Path) -> None:
 def test_live_target_that_stops_answering_is_retried_then_given_up() -> None:
     """A server that answered and then fails (HTTP 503 for a while: a restart) is reported on stderr and
     scraped again; one that never comes back ends the session with an error."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    import perfmodel.cli_monitor as cm
 
-    scrapes = {"n": 0, "down_from": 20, "down_to": 40}
+    down = {"from": 20, "to": 40, "seen": 0}
 
-    class Page(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
-            n = scrapes["n"]
-            scrapes["n"] += 1
-            if scrapes["down_from"] <= n < scrapes["down_to"]:
-                self.send_error(503)
-                return
-            body = b'# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name="m"} 4\n'
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def page(n: int) -> bytes | None:
+        down["seen"] = n + 1
+        return None if down["from"] <= n < down["to"] else RUNNING_4
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}"
+    with _prometheus(page) as url:
         args = ["monitor", "--target", url, "--interval", "0.01", "--duration", "2", "--detector", "point"]
         res = CliRunner().invoke(main, args, catch_exceptions=False)
         assert res.exit_code == 0, res.output
         assert "scrape failed (HTTP Error 503" in res.stderr and "scrape answered again after" in res.stderr
-        assert scrapes["n"] > 60  # kept scraping after the outage
-        scrapes.update(n=0, down_to=10**9)  # never comes back: ten intervals are far below the 60 s floor
-        import perfmodel.cli_monitor as cm
-
+        assert down["seen"] > 60  # kept scraping after the outage
+        down.update({"from": down["seen"] + 5, "to": 10**9})  # answers 5 more scrapes, then never again
+        # (ten intervals are far below the 60 s floor: lowered to give up in the test's time)
         floor, cm._OUTAGE_GIVE_UP_S = cm._OUTAGE_GIVE_UP_S, 0.3
         try:
             res = CliRunner().invoke(main, args, catch_exceptions=False)
         finally:
             cm._OUTAGE_GIVE_UP_S = floor
-        assert res.exit_code == 2 and "cannot scrape" in res.output and "HTTP Error 503" in res.output
-    finally:
-        server.shutdown()
+        assert res.exit_code == 2 and "HTTP Error 503" in res.output
+        assert re.search(r"cannot scrape \S+ for \d+ s: HTTP Error 503", res.output), res.output  # gave up
+        assert "scrape failed" in res.stderr  # it was an outage, retried before giving up
