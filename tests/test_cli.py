@@ -212,13 +212,10 @@ def test_catalog_commands(runner: CliRunner, tmp_path: Path) -> None:
     assert code == 0 and "1 model(s)" in out
 
 
-LIB_SWEEP = """Hardware,Num of Hardware,Framework,Model,Input Output Length,Batch Size,Latency,Throughput
-Nvidia GH200 GPU,1,TensorRT-LLM,mistralai/Mistral-7B-v0.1,128,1,0.688306736946106,371.92720375776975
-Nvidia GH200 GPU,1,TensorRT-LLM,mistralai/Mistral-7B-v0.1,128,16,0.8496496915817261,4820.8103181615925
-Nvidia GH200 GPU,1,TensorRT-LLM,mistralai/Mistral-7B-v0.1,128,32,0.9235904455184937,8869.732292868295
-Nvidia GH200 GPU,1,TensorRT-LLM,mistralai/Mistral-7B-v0.1,128,64,1.0704158306121827,15306.201133656448
-Nvidia GH200 GPU,1,TensorRT-LLM,mistralai/Mistral-7B-v0.1,256,1,1.3878772497177123,368.9087057981089
-"""
+
+
+# A made-up LLM-Inference-Bench sweep: batch 1-64 at 128 tokens, then batch 1 at 256.
+LIB_SWEEP = Path(__file__).parent / "data" / "csv_family" / "lib_sweep.csv"
 
 
 def test_supplied_batch_and_length_do_not_collapse_a_recorded_sweep(runner: CliRunner, tmp_path: Path) -> None:
@@ -226,7 +223,7 @@ def test_supplied_batch_and_length_do_not_collapse_a_recorded_sweep(runner: CliR
     file's, and one warning per option says how many rows disagree and the first. Regression: all five
     rows were stored as batch 7, input 999, with one warning naming only row 1's value."""
     src = tmp_path / "five.csv"
-    src.write_text(LIB_SWEEP)
+    src.write_text(LIB_SWEEP.read_text())
     code, out, err = invoke(runner, "--json", "import", str(src), "--batch-size", "7", "--input-len", "999")
     assert code == 0, err
     doc = json.loads(out)
@@ -241,7 +238,7 @@ def test_supplied_batch_and_length_do_not_collapse_a_recorded_sweep(runner: CliR
 def test_latency_unit_for_a_format_that_does_not_read_it_is_an_error(runner: CliRunner, tmp_path: Path) -> None:
     """--latency-unit is read only by --format csv; elsewhere it was silently ignored."""
     src = tmp_path / "five.csv"
-    src.write_text(LIB_SWEEP)
+    src.write_text(LIB_SWEEP.read_text())
     code, _, err = invoke(runner, "import", str(src), "--latency-unit", "ms")
     assert code == 2 and err.startswith("error: five.csv: --latency-unit applies only to format 'csv'")
     assert "'llm-inference-bench'" in err and not Store().datasets()

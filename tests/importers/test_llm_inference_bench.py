@@ -151,14 +151,6 @@ def test_real_catalog_resolves(all_results_csv: Path) -> None:
     assert res.runs["hardware"].notna().all() and len(res.runs) == 4772
 
 
-# The first five rows of All_results.csv: a batch sweep at L = 128, then batch 1 at L = 256.
-FIVE_ROWS = """Hardware,Num of Hardware,Framework,Model,Input Output Length,Batch Size,Latency,Throughput
-Nvidia GH200 GPU,1,TensorRT-LLM,mistralai/Mistral-7B-v0.1,128,1,0.688306736946106,371.92720375776975
-Nvidia GH200 GPU,1,TensorRT-LLM,mistralai/Mistral-7B-v0.1,128,16,0.8496496915817261,4820.8103181615925
-Nvidia GH200 GPU,1,TensorRT-LLM,mistralai/Mistral-7B-v0.1,128,32,0.9235904455184937,8869.732292868295
-Nvidia GH200 GPU,1,TensorRT-LLM,mistralai/Mistral-7B-v0.1,128,64,1.0704158306121827,15306.201133656448
-Nvidia GH200 GPU,1,TensorRT-LLM,mistralai/Mistral-7B-v0.1,256,1,1.3878772497177123,368.9087057981089
-"""
 
 
 def test_supplied_values_do_not_overwrite_the_file(tmp_path: Path, stub_catalog: None) -> None:
@@ -167,7 +159,7 @@ def test_supplied_values_do_not_overwrite_the_file(tmp_path: Path, stub_catalog:
     Regression: every row became batch 7, input 999 (the sweep collapsed) with one warning
     naming only the first value."""
     p = tmp_path / "five.csv"
-    p.write_text(FIVE_ROWS)
+    p.write_text((DATA / "lib_sweep.csv").read_text())  # made up: batch 1-64 at 128 tokens, then batch 1 at 256
     res = read_file(p, meta=ImportMeta(batch_size=7, input_len_tok=999, framework="tensorrt-llm"))
     assert res.runs["batch_size"].tolist() == [1, 16, 32, 64, 1]
     assert res.runs["input_len_tok"].tolist() == [128, 128, 128, 128, 256]
@@ -182,7 +174,7 @@ def test_supplied_values_do_not_overwrite_the_file(tmp_path: Path, stub_catalog:
 def test_latency_unit_is_refused_not_ignored(tmp_path: Path, stub_catalog: None) -> None:
     """This format records its latencies in seconds: --latency-unit ms would be silently ignored."""
     p = tmp_path / "five.csv"
-    p.write_text(FIVE_ROWS)
+    p.write_text((DATA / "lib_sweep.csv").read_text())
     with pytest.raises(ImportFormatError, match=r"five\.csv: --latency-unit applies only to format 'csv'"):
         read_file(p, meta=ImportMeta(latency_unit="ms"))
     with pytest.raises(ImportFormatError, match=r"--map and --latency-unit apply only"):
