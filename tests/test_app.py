@@ -331,3 +331,13 @@ def test_data_page_lists_suspect_runs(suspect_dataset: None) -> None:
     table = exp[0].dataframe[0].value
     assert table["batch_size"].tolist() == [8.0] and table["output_throughput_tok_s"].tolist() == [3000.0]
     assert abs(float(table["bound_tok_s"].iloc[0]) - 1669) < 20
+
+
+def test_dataset_table_lists_each_format_once() -> None:
+    # The sample dataset (ten canonical files) read "canonical, canonical, ..." once per file.
+    from perfmodel.store import DatasetInfo
+
+    info = DatasetInfo(id="0" * 16, name="s", created_at="2026-12-01T00:00:00", n_runs=3, n_issues=0,
+                       files=("a.csv", "b.csv", "c.json"), formats=("canonical", "canonical", "vllm-bench"),
+                       provenance={})
+    assert tables.datasets_frame([info])["formats"].tolist() == ["canonical, vllm-bench"]

@@ -64,7 +64,7 @@ def datasets_frame(infos: Sequence[DatasetInfo]) -> pd.DataFrame:
         "name": str(d.name),
         "rows": int(d.n_runs),
         "issues": int(d.n_issues),
-        "formats": ", ".join(str(f) for f in (d.formats or ())),
+        "formats": ", ".join(dict.fromkeys(str(f) for f in (d.formats or ()))),  # one per format, not per file
         "created": pd.Timestamp(d.created_at) if d.created_at is not None else pd.NaT,
     } for d in infos]
     df = pd.DataFrame(rows, columns=list(DATASET_COLUMNS))
