@@ -146,3 +146,11 @@ def test_estimate_on_an_accelerator_uses_the_catalog_peak_not_the_cpu_rate() -> 
     assert 120 < gpu.total_s < 1200, gpu  # measured: about 290 s for this grid (with short warm-ups)
     assert "h200" in gpu.basis and "TFLOP/s" in gpu.basis
     assert cpu.total_s > 100 * gpu.total_s
+
+
+def test_durations_read_as_words_a_user_expects() -> None:
+    from perfmodel.sweep.plan import format_duration
+
+    assert format_duration(0.2) == "under a second"  # a 2-point tiny sweep read "about 0 s"
+    assert format_duration(45) == "45 s" and format_duration(180) == "3 min" and format_duration(9000) == "2.5 h"
+    assert format_duration(float("nan")) == "?"

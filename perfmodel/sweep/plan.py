@@ -396,7 +396,7 @@ class PlanEstimate:
 
 
 def format_duration(seconds: float) -> str:
-    """``"45 s"``, ``"3 min"``, ``"2.5 h"``; ``"?"`` when not finite.
+    """``"45 s"``, ``"3 min"``, ``"2.5 h"``, ``"under a second"``; ``"?"`` when not finite.
 
     Parameters
     ----------
@@ -409,6 +409,8 @@ def format_duration(seconds: float) -> str:
     """
     if not math.isfinite(seconds):
         return "?"
+    if seconds < 0.5:  # "about 0 s" read as "instant" or as a broken estimate
+        return "under a second"
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 90 * 60:
