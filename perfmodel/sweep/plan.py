@@ -392,7 +392,8 @@ class PlanEstimate:
 
     def text(self) -> str:
         """``"24 points, about 3 min"``."""
-        return f"{self.n_points:,} points, about {format_duration(self.total_s)}"
+        d = format_duration(self.total_s)
+        return f"{self.n_points:,} points, {d if d == 'under a second' else 'about ' + d}"
 
 
 def format_duration(seconds: float) -> str:
