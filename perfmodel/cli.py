@@ -628,6 +628,17 @@ def _read_queries(path: Path) -> tuple[Any, Any]:
     return runs, runs
 
 
+def _check_model_output(output: Path) -> None:
+    """Refuse to write a model into a directory that holds something else (a model replaces a model)."""
+    from .models.base import METADATA_FILE
+
+    if output.exists() and not output.is_dir():
+        raise click.BadParameter(f"{output} is a file, not a directory", param_hint="-o/--output")
+    if output.is_dir() and any(output.iterdir()) and not (output / METADATA_FILE).is_file():
+        raise click.BadParameter(f"{output} is not empty and holds no perfmodel model ({METADATA_FILE}): "
+                                 "give a new or empty directory", param_hint="-o/--output")
+
+
 @main.command("train")
 @click.argument("data")
 @click.option("--predictor", "predictor_name", default="roofline-gbm", show_default=True,
@@ -661,6 +672,7 @@ def train_cmd(data: str, predictor_name: str, feature_set: str | None, y_col: st
         settings["features"] = feature_set
     if seed is not None and "seed" in params:
         settings["seed"] = seed
+    _check_model_output(output)
     runs = _load_training_runs(data)
     model = get_predictor(predictor_name, **settings)
     t0 = time.perf_counter()

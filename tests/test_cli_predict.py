@@ -197,3 +197,15 @@ def test_query_file_missing_a_column_says_which(quick_model, tmp_path, header, m
     other.write_text("a,b\n1,2\n")  # no query columns at all: still the list of result formats
     res = CliRunner().invoke(main, ["predict", str(quick_model), str(other)])
     assert res.exit_code == 2 and "not a recognised benchmark result file" in res.output
+
+
+def test_train_refuses_a_directory_that_holds_something_else(model_dir, slice_csv, tmp_path):
+    other = tmp_path / "photos"
+    other.mkdir()
+    (other / "holiday.jpg").write_bytes(b"\xff\xd8")
+    res = CliRunner().invoke(main, ["train", str(slice_csv), "--predictor", "xgboost", "-o", str(other)])
+    assert res.exit_code == 2 and "holds no perfmodel model" in res.output
+    assert [p.name for p in other.iterdir()] == ["holiday.jpg"]
+    # a model directory is retrained in place
+    res = CliRunner().invoke(main, ["train", str(slice_csv), "--predictor", "linear", "-o", str(model_dir)])
+    assert res.exit_code == 0, res.output
