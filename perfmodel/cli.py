@@ -725,9 +725,11 @@ def _point_errors(options: Mapping[str, str] = _POINT_OPTIONS) -> Iterator[None]
 @click.option("--input-len", type=float, help="One-point form: input tokens.")
 @click.option("--output-len", type=float, help="One-point form: output tokens.")
 @click.option("--batch", type=float, help="One-point form: batch size.")
-def predict_cmd(model_dir: Path, queries: Path | None, output: Path | None, level: float, hardware: str | None,
-                model_name: str | None, framework: str | None, device_count: int, input_len: float | None,
-                output_len: float | None, batch: float | None) -> None:
+@click.option("--json", "as_json", is_flag=True, help="JSON output: the prediction rows as records.")
+@click.pass_context
+def predict_cmd(ctx: click.Context, model_dir: Path, queries: Path | None, output: Path | None, level: float,
+                hardware: str | None, model_name: str | None, framework: str | None, device_count: int,
+                input_len: float | None, output_len: float | None, batch: float | None, as_json: bool) -> None:
     """Predict throughput with MODEL_DIR for every row of QUERIES (or one point given by options)."""
     import pandas as pd
 
@@ -758,6 +760,10 @@ def predict_cmd(model_dir: Path, queries: Path | None, output: Path | None, leve
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         out.to_csv(output, index=False)
+    if _want_json(ctx, as_json):
+        _echo_json({"level": level, "predictions": json.loads(out.to_json(orient="records")),
+                    **({"output": str(output)} if output is not None else {})})
+    elif output is not None:
         click.echo(f"wrote {len(out)} prediction(s) to {output}")
     elif queries is None:
         rec = out.iloc[0]
@@ -786,8 +792,10 @@ def predict_cmd(model_dir: Path, queries: Path | None, output: Path | None, leve
               show_default=True, help="Band level scored as coverage.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the table to this CSV.")
-def evaluate_cmd(data: str, predictors: str | None, protocols: str | None, seeds: int, level: float,
-                 output: Path | None) -> None:
+@click.option("--json", "as_json", is_flag=True, help="JSON output: the table as records.")
+@click.pass_context
+def evaluate_cmd(ctx: click.Context, data: str, predictors: str | None, protocols: str | None, seeds: int,
+                 level: float, output: Path | None, as_json: bool) -> None:
     """Evaluate predictors on DATA (a result file or a stored dataset) under hold-out protocols."""
     from .evaluate import evaluate, to_markdown
 
@@ -796,10 +804,14 @@ def evaluate_cmd(data: str, predictors: str | None, protocols: str | None, seeds
     prots = [p.strip() for p in protocols.split(",") if p.strip()] if protocols else None
     ev = evaluate(runs, names, prots, seeds=range(seeds), level=level,
                   on_progress=lambda line: click.echo(line, err=True))
-    click.echo(to_markdown(ev.table))
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         ev.table.to_csv(output, index=False)
+    if _want_json(ctx, as_json):
+        _echo_json(json.loads(ev.table.to_json(orient="records")))
+        return
+    click.echo(to_markdown(ev.table))
+    if output is not None:
         click.echo(f"wrote {output}")
 
 

@@ -209,3 +209,21 @@ def test_train_refuses_a_directory_that_holds_something_else(model_dir, slice_cs
     # a model directory is retrained in place
     res = CliRunner().invoke(main, ["train", str(slice_csv), "--predictor", "linear", "-o", str(model_dir)])
     assert res.exit_code == 0, res.output
+
+
+def test_predict_and_evaluate_answer_in_json(model_dir, slice_csv, tmp_path):
+    import json
+
+    point = ["predict", str(model_dir), "--hardware", "H100", "--model", "llama-3-8b", "--framework", "vllm",
+             "--input-len", "1024", "--output-len", "1024", "--batch", "64"]
+    for args in (["--json", *point], [*point, "--json"]):  # the global flag and the command's own
+        res = CliRunner().invoke(main, args)
+        assert res.exit_code == 0, res.output
+        doc = json.loads(res.output)
+        assert doc["level"] == 0.9 and len(doc["predictions"]) == 1
+        assert doc["predictions"][0]["hardware"] == "h100-sxm" and doc["predictions"][0]["pred_throughput_tok_s"] > 0
+    res = CliRunner().invoke(main, ["--json", "evaluate", str(slice_csv), "--predictors", "linear", "--protocols",
+                                    "config", "--seeds", "1"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)
+    assert rows[0]["predictor"] == "linear" and rows[0]["protocol"] == "config" and rows[0]["n_test"] > 0
