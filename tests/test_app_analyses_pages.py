@@ -62,7 +62,7 @@ def test_monitor_settings_and_stream_reopen() -> None:
     _ok(at)
     at.radio(key="monitor.source").set_value("Stored dataset (replay)").run()
     at.selectbox(key="monitor.detector").set_value("threshold").run()
-    at.number_input(key="monitor.z").set_value(4.0).run()
+    at.number_input(key="monitor.threshold").set_value(0.25).run()  # the setting the threshold detector reads
     _ok(at)
     metrics = at.multiselect(key="monitor.metrics")
     assert len(metrics.options) >= 2
@@ -75,7 +75,7 @@ def test_monitor_settings_and_stream_reopen() -> None:
     at2 = _reopen(aid, "Monitor")
     assert at2.radio(key="monitor.source").value == "Stored dataset (replay)"
     assert at2.selectbox(key="monitor.detector").value == "threshold"
-    assert at2.number_input(key="monitor.z").value == 4.0
+    assert at2.number_input(key="monitor.threshold").value == 0.25
     assert at2.multiselect(key="monitor.metrics").value == chosen
     assert at2.selectbox(key="monitor.dataset").value == Store().datasets()[0].id
     assert _qp(at2) == params
