@@ -771,6 +771,9 @@ def predict_cmd(ctx: click.Context, model_dir: Path, queries: Path | None, outpu
                 if math.isfinite(rec.pred_lower) and math.isfinite(rec.pred_upper) else "no band (n/a)")
         click.echo(f"{rec.pred_throughput_tok_s:,.1f} tok/s  band {band}  confidence {rec.confidence:.3f}  "
                    f"in_domain {bool(rec.in_domain)}")
+        if not bool(rec.in_domain) and hasattr(predictor, "domain_reasons"):
+            why = predictor.domain_reasons(table.reset_index(drop=True))[0]
+            click.echo("out of domain: " + ("; ".join(why) if why else "(no single reason: several near-misses)"))
         lat = [f"total {rec.pred_total_throughput_tok_s:,.1f} tok/s", f"e2e latency {rec.pred_e2e_latency_s:,.3g} s"]
         if math.isfinite(rec.pred_ttft_s):
             t_band = (f" [{rec.pred_ttft_lower_s:,.3g}, {rec.pred_ttft_upper_s:,.3g}]"

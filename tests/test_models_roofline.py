@@ -923,3 +923,20 @@ def test_answer_and_band_stop_at_the_bound_no_measurement_may_beat(fitted: tuple
     kept = copy.copy(m)
     kept.keep_suspect = True  # trained on points above the bound: the user trusts them over it
     assert kept.predict(q).pred_upper.iloc[0] > 10 * lim[0]
+
+
+def test_domain_reasons_say_why_each_query_is_out_of_domain(fitted: tuple[RooflineGBM, pd.DataFrame]) -> None:
+    m, df = fitted
+    q = pd.concat([df.drop(columns="output_throughput_tok_s").iloc[[0, 7]],
+                   pd.DataFrame({"hardware": ["h200", "h100-sxm"], "framework": "vllm",
+                                 "model": ["llama-3-8b", "mistral-7b-v0.1"], "device_count": 1,
+                                 "input_len_tok": [16.0, 128.0], "output_len_tok": [16.0, 128.0],
+                                 "batch_size": [4096.0, 16.0]})], ignore_index=True)
+    why = m.domain_reasons(q)
+    inside = m.predict(q).in_domain.to_numpy()
+    assert [not w for w in why] == inside.tolist()  # a reason exactly where the flag is down
+    far = " | ".join(why[2])
+    assert "hardware 'h200' is not in the training data" in far
+    assert "batch 4096 is more than twice outside the trained batches 1-64" in far
+    assert "lengths are more than twice outside the trained ones (input 128-2048" in far
+    assert why[0] == [] and why[3] == []

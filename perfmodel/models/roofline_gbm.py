@@ -2225,6 +2225,41 @@ class RooflineGBM(Predictor):
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.log(bb * f["mem_bw_gbs"] * 1e9 * f["device_count"] / (f["active_params"] * f["dtype_bytes"]))
 
+    def domain_reasons(self, runs: pd.DataFrame) -> list[list[str]]:
+        """Why each query is out of domain (``in_domain`` false in :meth:`predict`), in words; an empty
+        list for a query inside it.
+
+        The checks are :meth:`predict`'s: a hardware, framework or model absent from the training data,
+        a batch more than twice outside the trained batches, lengths more than twice outside the trained
+        lengths, and a query farther from every training point than 99 % of the training points are
+        from their nearest neighbours (in the normalised workload and hardware features).
+        """
+        self._check_fitted()
+        physics.check_query(runs, columns=(*physics.QUERY_COLUMNS, "framework"))
+        out: list[list[str]] = [[] for _ in range(len(runs))]
+        if not len(runs):
+            return out
+        done, _ = _complete_query(runs, self.anchors_)
+        unknown = self._unknown_parts(done, self.seen_)
+        for col in _IDENTITY:
+            for i in np.flatnonzero(unknown[col]):
+                out[i].append(f"{col} {_values(done, col)[i]!r} is not in the training data")
+        bb = _floats(done, "batch_size")
+        b_lo, b_hi = self.batch_range_
+        for i in np.flatnonzero((bb < b_lo / 2) | (bb > b_hi * 2)):
+            out[i].append(f"batch {bb[i]:g} is more than twice outside the trained batches {b_lo:g}-{b_hi:g}")
+        ld = self._length_distance(done, self.len_lo_, self.len_hi_)
+        lo, hi = self.len_lo_, self.len_hi_
+        for i in np.flatnonzero(ld > 1.0):
+            out[i].append(f"the lengths are more than twice outside the trained ones (input {lo[0]:g}-{hi[0]:g}, "
+                          f"output {lo[1]:g}-{hi[1]:g} tokens)")
+        knn = self._design(done)[3]
+        dk = self._knn_distance(self.knn_ref_, self._knn_space(knn))
+        for i in np.flatnonzero(dk > self.knn_cut_):
+            out[i].append("it is farther from every training point than 99 % of the training points are from "
+                          "their nearest neighbours (workload and hardware features)")
+        return out
+
     def _quantile(self, cat: int, level: float) -> float:
         sc = self.scores_.get(str(int(cat)))
         if sc is None:  # a model saved with fewer classes: its hardest one
