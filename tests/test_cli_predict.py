@@ -227,3 +227,22 @@ def test_predict_and_evaluate_answer_in_json(model_dir, slice_csv, tmp_path):
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)
     assert rows[0]["predictor"] == "linear" and rows[0]["protocol"] == "config" and rows[0]["n_test"] > 0
+
+
+def test_one_point_out_of_domain_says_why(tmp_path):
+    from _predict_data import synthetic_runs
+
+    from perfmodel.models import get_predictor
+
+    out = tmp_path / "rg"
+    get_predictor("roofline-gbm", calibration_folds=0).fit(synthetic_runs()).save(out)
+    args = ["predict", str(out), "--hardware", "H200", "--model", "llama-3-8b", "--framework", "vllm",
+            "--input-len", "128", "--output-len", "128", "--batch", "1000"]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0, res.output
+    assert "in_domain False" in res.output
+    assert "out of domain: hardware 'h200' is not in the training data; batch 1000 is more than twice" in res.output
+    inside = ["predict", str(out), "--hardware", "H100", "--model", "llama-3-8b", "--framework", "vllm",
+              "--input-len", "128", "--output-len", "128", "--batch", "16"]
+    res = CliRunner().invoke(main, inside)
+    assert res.exit_code == 0 and "in_domain True" in res.output and "out of domain" not in res.output, res.output
