@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .errors import ImportFormatError, PerfmodelError
+from .errors import ImportFormatError, PerfmodelError, Problem, ValidationError
 from .importers.base import ImportMeta, ImportResult, read_file
 from .store import DatasetInfo, Store
 
@@ -26,7 +26,8 @@ def _store(store: Store | None) -> Store:
 
 
 def import_files(paths: Sequence[str | Path], *, format: str | None = None, meta: ImportMeta | None = None,
-                 name: str | None = None, store: Store | None = None) -> tuple[DatasetInfo, list[ImportResult]]:
+                 name: str | None = None, store: Store | None = None,
+                 strict: bool = False) -> tuple[DatasetInfo, list[ImportResult]]:
     """Import result files and store them as one dataset (all files or none).
 
     Parameters
@@ -41,6 +42,9 @@ def import_files(paths: Sequence[str | Path], *, format: str | None = None, meta
         Dataset name (defaults to the first file's stem; made unique).
     store
         Store to write to (default: the store in :func:`perfmodel.config.home_dir`).
+    strict
+        Store nothing when any row has an error (by default such rows are left out
+        and reported as issues).
 
     Returns
     -------
@@ -52,6 +56,8 @@ def import_files(paths: Sequence[str | Path], *, format: str | None = None, meta
     ------
     ImportFormatError
         No file given, or a file is unreadable, unrecognised or holds no valid row.
+    ValidationError
+        ``strict`` and a row has an error (each one named by file, row and column).
     UnknownNameError
         Unknown format id, hardware or model.
     StoreError
@@ -61,8 +67,17 @@ def import_files(paths: Sequence[str | Path], *, format: str | None = None, meta
         raise ImportFormatError("no file to import: give at least one result file")
     meta = meta or ImportMeta()
     results = [read_file(p, format=format, meta=meta) for p in paths]
+    if strict:
+        _refuse_errors(results)
     info = _store(store).add_dataset(results, name=name, meta=meta)
     return info, results
+
+
+def _refuse_errors(results: Sequence[ImportResult]) -> None:
+    errors = [i for r in results for i in r.issues if i.severity == "error"]
+    if errors:
+        raise ValidationError(f"{len(errors)} row error(s) and strict import: nothing was stored", [
+            Problem(i.message, file=i.file, row=i.row, column=i.column) for i in errors])
 
 
 def import_bytes(files: Sequence[tuple[str, bytes]], *, format: str | None = None, meta: ImportMeta | None = None,

@@ -150,6 +150,8 @@ def main(home: Path | None, json_output: bool) -> None:
 @click.option("--latency-unit", type=click.Choice(LATENCY_UNITS), default=None,
               help="Unit of latency columns in generic CSV files.")
 @click.option("--dataset", "dataset_name", help="Dataset name (default: the first file's name).")
+@click.option("--strict", is_flag=True,
+              help="Store nothing (exit 2) when any row has an error; by default such rows are left out.")
 @click.option("--json", "as_json", is_flag=True, help="JSON output.")
 @click.pass_context
 def import_cmd(ctx: click.Context, files: tuple[Path, ...], fmt: str | None, hardware: str | None,
@@ -158,7 +160,7 @@ def import_cmd(ctx: click.Context, files: tuple[Path, ...], fmt: str | None, har
                kv_cache_dtype: str | None, quantization: str | None, input_len_tok: float | None,
                output_len_tok: float | None, batch_size: float | None, load_kind: str | None,
                repeat_idx: int | None, maps: tuple[str, ...],
-               latency_unit: str | None, dataset_name: str | None, as_json: bool) -> None:
+               latency_unit: str | None, dataset_name: str | None, strict: bool, as_json: bool) -> None:
     """Import benchmark result FILE(s) into the store as one dataset."""
     from pydantic import ValidationError as PydanticError
 
@@ -176,7 +178,7 @@ def import_cmd(ctx: click.Context, files: tuple[Path, ...], fmt: str | None, har
     except PydanticError as exc:
         raise click.UsageError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) \
             from exc
-    info, results = import_files(list(files), format=fmt, meta=meta, name=dataset_name)
+    info, results = import_files(list(files), format=fmt, meta=meta, name=dataset_name, strict=strict)
     issues = [i for r in results for i in r.issues]
     counts = {s: sum(1 for i in issues if i.severity == s) for s in ("error", "warning", "info")}
     if _want_json(ctx, as_json):

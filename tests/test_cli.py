@@ -314,3 +314,15 @@ def test_show_head_zero_and_fit_without_bootstrap(runner: CliRunner, tmp_path: P
     assert code == 0 and "(no runs)" not in out and "12 more row(s)" in out
     code, out, _ = invoke(runner, "fit", "d", "--n-boot", "0")
     assert code == 0 and "intervals: none (--n-boot 0)" in out and "intervals: bootstrap" not in out
+
+
+def test_strict_import_stores_nothing_when_a_row_has_an_error(runner: CliRunner, tmp_path: Path) -> None:
+    src = tmp_path / "sweep.csv"
+    lines = LIB_SWEEP.read_text().splitlines()
+    lines[3] = lines[3].replace(",32,", ",-32,")  # row 3: a negative batch
+    src.write_text("\n".join(lines) + "\n")
+    code, out, err = invoke(runner, "import", str(src), "--strict")
+    assert code == 2 and "strict import: nothing was stored" in err
+    assert "row 3" in err and "batch" in err.lower() and not Store().datasets()
+    code, out, _ = invoke(runner, "import", str(src))  # by default the row is left out and reported
+    assert code == 0 and "4 rows" in out and "1 error" in out
