@@ -417,7 +417,9 @@ def whatif(model: Predictor, train: pd.DataFrame, point: Mapping[str, Any], batc
         q[c] = pd.to_numeric(q[c], errors="coerce").astype("float64")
     q["batch_size"] = np.asarray(batches, dtype=float)
     pred = predict_with_latency(model, q, level=level)
-    roof = physics.roofline(q)
+    # The bound at the dtypes the configuration was measured with (the CPU samples ran fp32: at the model's
+    # default bf16 the catalog has no CPU peak, and the tile read n/a).
+    roof = physics.roofline(q.assign(**_measured_dtypes(train, point)))
     cap = roof["kv_fit_batch"].to_numpy(dtype=float)
     over = q["batch_size"].to_numpy(dtype=float) > cap
     if over.any():  # no more sequences than the KV cache holds run at once: the bound stops there
@@ -433,6 +435,26 @@ def whatif(model: Predictor, train: pd.DataFrame, point: Mapping[str, Any], batc
         reasons.append(low)
     return WhatIfResult(point=dict(point), level=float(level), table=table, measured=measured,
                         reasons=tuple(reasons))
+
+
+_DTYPE_COLUMNS = ("weight_dtype", "kv_cache_dtype", "quantization")
+
+
+def _measured_dtypes(runs: pd.DataFrame, point: Mapping[str, Any]) -> dict[str, Any]:
+    """The dtype columns that every measured row of the point's hardware, model and framework agrees on."""
+    keys = ("hardware", "model", "framework")
+    if not all(k in runs.columns for k in keys):
+        return {}
+    same = np.ones(len(runs), dtype=bool)
+    for k in keys:
+        same &= (runs[k].astype("string") == str(point.get(k))).fillna(False).to_numpy(dtype=bool)
+    out: dict[str, Any] = {}
+    for c in _DTYPE_COLUMNS:
+        if c in runs.columns and same.any():
+            vals = runs.loc[same, c].dropna().unique()
+            if len(vals) == 1:
+                out[c] = vals[0]
+    return out
 
 
 def _measured_near(runs: pd.DataFrame, point: Mapping[str, Any]) -> pd.DataFrame:

@@ -453,3 +453,16 @@ def test_hardware_and_model_choices_carry_their_keys_and_list_the_measured_ones_
     assert {label.split(" · ")[-1] for label in labels[:2]} == {"cpu-x86-2vcpu", "h200"}  # the measured ones
     assert at.selectbox(key=K["model"]).options[0].split(" · ")[-1].startswith("perfmodel-")
     assert W.choice_label("x-unknown", {}) == "x-unknown"
+
+
+def test_the_roofline_bound_uses_the_dtype_the_configuration_was_measured_with() -> None:
+    # The CPU samples ran fp32: at the model's default bf16 the catalog has no CPU peak and the tile read n/a.
+    from perfmodel.importers import read_file
+
+    train = read_file(TINY_SAMPLE).runs
+    point = core.default_point(train)
+    assert point["hardware"] == "cpu-x86-2vcpu" and set(train["weight_dtype"].dropna()) == {"fp32"}
+    model, used = core.fit_whatif_model(train, "linear")
+    res = core.whatif(model, used, point, [1.0, 4.0])
+    roof = res.table["roofline_tok_s"]
+    assert roof.notna().all() and (roof > 0).all()
