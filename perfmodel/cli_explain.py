@@ -51,9 +51,9 @@ def _write(df: Any, output: Path | None) -> None:
 @click.argument("source")
 @click.option("--data", "data", default=None,
               help="With a MODEL_DIR: the rows to explain (a result file or a stored dataset).")
-@click.option("--features", "feature_set", default="all", show_default=True,
+@click.option("--features", "feature_set", default=None,
               help="With a DATASET: the feature set the explained GBDT learns from (physical, framework, "
-                   "identity, all; join with '+').")
+                   "identity, static, all; join with '+'; default all). A MODEL_DIR explains its own features.")
 @click.option("--sample-size", type=click.IntRange(min=1), default=5000, show_default=True,
               help="Explain at most this many rows (a random sample, stated in the output).")
 @click.option("--engine", type=click.Choice(["shap", "xgboost"]), default="xgboost", show_default=True,
@@ -64,7 +64,7 @@ def _write(df: Any, output: Path | None) -> None:
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the importance table (feature, kind, mean |SHAP|, share, rank) as CSV.")
-def explain_cmd(source: str, data: str | None, feature_set: str, sample_size: int, engine: str, n_pairs: int,
+def explain_cmd(source: str, data: str | None, feature_set: str | None, sample_size: int, engine: str, n_pairs: int,
                 seed: int, output: Path | None) -> None:
     """Explain a saved model (MODEL_DIR, with --data) or a GBDT fitted on DATASET: mean |SHAP| per feature.
 
@@ -80,13 +80,16 @@ def explain_cmd(source: str, data: str | None, feature_set: str, sample_size: in
         if data is None:
             raise PerfmodelError(f"{source} is a saved model: give the rows to explain with --data DATASET "
                                  f"(a result file or a stored dataset)")
+        if feature_set is not None:  # it was silently ignored
+            raise click.BadParameter("a saved model explains the features it was trained on; --features goes "
+                                     "with a DATASET", param_hint="--features")
         model: Any = E.tree_model(src)
         runs = _runs(data)
     else:
         if data is not None:
             raise click.BadParameter("--data goes with a MODEL_DIR; SOURCE is a dataset here", param_hint="--data")
         runs = _runs(source)
-        model = E.fit_gbdt(runs, feature_set, seed=seed, cache=True)
+        model = E.fit_gbdt(runs, feature_set or "all", seed=seed, cache=True)
         click.echo(f"fitted {model.description}")
     ex = E.explain(model, runs, sample_size=sample_size, seed=seed, engine=engine)
     click.echo(ex.message)

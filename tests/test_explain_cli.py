@@ -53,6 +53,9 @@ def test_explain_saved_model_needs_data(tmp_path: Path) -> None:
     assert code == 2 and "--data" in err
     code, stdout, _ = _run("explain", str(tmp_path / "m"), "--data", str(SAMPLE), "--engine", "xgboost")
     assert code == 0 and "throughput, tok/s" in stdout
+    # a saved model explains its own features: --features was silently ignored
+    code, _, err = _run("explain", str(tmp_path / "m"), "--data", str(SAMPLE), "--features", "physical")
+    assert code == 2 and "--features goes with a DATASET" in err
 
 
 def test_explain_user_errors_exit_2(tmp_path: Path) -> None:
