@@ -326,3 +326,14 @@ def test_strict_import_stores_nothing_when_a_row_has_an_error(runner: CliRunner,
     assert "row 3" in err and "batch" in err.lower() and not Store().datasets()
     code, out, _ = invoke(runner, "import", str(src))  # by default the row is left out and reported
     assert code == 0 and "4 rows" in out and "1 error" in out
+
+
+def test_a_taken_dataset_name_is_said(runner: CliRunner, tmp_path: Path) -> None:
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    lines = LIB_SWEEP.read_text().splitlines()
+    a.write_text("\n".join(lines[:3]) + "\n")
+    b.write_text("\n".join([lines[0], *lines[3:]]) + "\n")
+    assert invoke(runner, "import", str(a), "--dataset", "gh200")[0] == 0
+    code, out, err = invoke(runner, "import", str(b), "--dataset", "gh200")
+    assert code == 0 and "'gh200 (2)'" in out
+    assert "a dataset is already named 'gh200'; this one is 'gh200 (2)'" in err
