@@ -115,6 +115,8 @@ def test_a_two_point_sweep_raises_no_alert() -> None:
         assert not at.exception, [e.value for e in at.exception]
         assert [s.value for s in at.subheader if s.value.startswith("Alerts")] == ["Alerts (0)"]
         assert any("0 of 2 configurations" in i.value for i in at.info)
+        # nothing was judged (no configuration measured twice): no green "No anomaly"
+        assert not at.success and any(i.value.startswith("Nothing was judged") for i in at.info)
 
 
 def test_only_the_chosen_detectors_settings_are_editable() -> None:

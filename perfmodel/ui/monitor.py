@@ -18,7 +18,7 @@ from ..monitor.streams import MetricStream
 from ..store import Store
 
 __all__ = ["QP", "DEFAULTS", "USES", "SETTING_LABELS", "REPLAY_CONFIG", "REPLAY_GROUP", "restore_settings", "write_settings",
-           "stream_from_upload", "configuration_of", "stream_from_dataset", "replay_note", "report",
+           "stream_from_upload", "configuration_of", "stream_from_dataset", "judged_configurations", "replay_note", "report",
            "series_figure"]
 
 #: URL parameters of the page's detector settings.
@@ -154,6 +154,15 @@ def stream_from_dataset(home: str, dataset_id: str, stamp: int) -> MetricStream:
     return stream
 
 
+def judged_configurations(stream: MetricStream, detector: str, window: int) -> int:
+    """How many configurations of a replayed dataset the detector judges at all: the threshold detector
+    those measured more than once, the others those with a baseline of repeats and one more after it."""
+    sizes = stream.frame.groupby("group", sort=False).size()
+    if detector == "threshold":
+        return int((sizes > 1).sum())
+    return int((sizes >= min(DEFAULT_MIN_BASELINE, window) + 1).sum())
+
+
 def replay_note(stream: MetricStream, detector: str, window: int) -> str:
     """What the replay of a stored dataset judges, for the page (markdown).
 
@@ -179,7 +188,7 @@ def replay_note(stream: MetricStream, detector: str, window: int) -> str:
         text += (" The threshold detector judges each run against the median of its configuration's first "
                  f"{DEFAULT_MIN_BASELINE} repeats.")
     else:
-        enough = int((sizes >= need + 1).sum())
+        enough = judged_configurations(stream, detector, window)
         text += (f" The {detector} detector first learns a baseline of {need} repeats of a configuration and judges "
                  f"only the repeats after it ({enough:,} configuration(s) have that many); with fewer, choose the "
                  f"threshold detector.")
