@@ -484,6 +484,17 @@ def whatif_figure(table: pd.DataFrame, measured: pd.DataFrame, *, level: float, 
                       legend={"orientation": "h", "y": -0.2}, margin={"t": 40 if title else 10})
     if log_x:
         fig.update_xaxes(type="log", **_log_ticks(table["batch_size"].astype(float)))
+    # A band far wider than everything else (far from the data) would flatten the curve onto zero:
+    # the axis stops at twice the highest answer, bound or measurement, and says where the band goes.
+    seen = [v for v in (*table["pred_throughput_tok_s"].astype(float).tolist(), *roof.tolist(),
+                        *(measured["output_throughput_tok_s"].astype(float).tolist() if len(measured) else []))
+            if math.isfinite(v)]
+    top = 2.0 * max(seen) if seen else math.nan
+    hi_max = float(np.nanmax(hi.to_numpy())) if hi.notna().any() else math.nan
+    if math.isfinite(top) and math.isfinite(hi_max) and hi_max > top:
+        fig.update_yaxes(range=[0.0, top])
+        fig.add_annotation(x=1, y=1, xref="paper", yref="paper", xanchor="right", yanchor="bottom",
+                           showarrow=False, text=f"band cut off: it reaches {hi_max:,.4g}")
     return fig
 
 

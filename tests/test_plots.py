@@ -240,3 +240,20 @@ def test_fits_summary_blanks_what_a_shape_does_not_have() -> None:
     assert served["plateau_ci"] == "plateau not reached: measured up to batch 4"
     loglin = fits_summary(fit_curves(runs, ["hardware"], shape="loglin", n_boot=30), ["hardware"])
     assert (loglin[["knees", "b90", "b95"]] == NO_PLATEAU).all().all()
+
+
+def test_whatif_axis_stops_where_a_runaway_band_would_flatten_the_curve() -> None:
+    from perfmodel.plots import whatif_figure
+
+    b = [1.0, 4.0, 16.0]
+    table = pd.DataFrame({"batch_size": b, "pred_throughput_tok_s": [6.0, 20.0, 60.0],
+                          "pred_lower": [0.5, 2.0, 6.0], "pred_upper": [3948.0, 900.0, 700.0],
+                          "confidence": [0.01, 0.05, 0.1], "in_domain": False, "roofline_tok_s": [16.8, 60.0, 200.0],
+                          "kv_fit_batch": np.nan})
+    measured = pd.DataFrame(columns=["batch_size", "output_throughput_tok_s", "framework", "device_count",
+                                     "suspect", "same_config"])
+    fig = whatif_figure(table, measured, level=0.9)
+    assert tuple(fig.layout.yaxis.range) == (0.0, 400.0)  # twice the highest answer or bound
+    assert "band cut off: it reaches 3,948" in fig.layout.annotations[0].text
+    near = whatif_figure(table.assign(pred_upper=[9.0, 30.0, 90.0]), measured, level=0.9)
+    assert near.layout.yaxis.range is None and not near.layout.annotations
