@@ -162,8 +162,8 @@ else:
                + (f"; {n_sus} faster than the roofline bound (x)." if n_sus else "."))
 
 st.subheader("Predictions", anchor=False)
-st.dataframe(res.table, hide_index=True, column_config=W.table_config(res.level),
-             column_order=[c for c in W.TABLE_ORDER if c in res.table.columns])
+st.dataframe(W.display_table(res.table), hide_index=True, column_config=W.table_config(res.level),
+             column_order=[c for c in W.TABLE_ORDER if c in res.table.columns], placeholder="—")
 st.download_button("Download predictions (CSV)", W.result_csv(res),
                    file_name=f"whatif-{values['hardware']}-{values['model']}.csv", mime="text/csv",
                    icon=":material/download:", on_click="ignore")

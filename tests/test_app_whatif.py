@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -56,6 +57,14 @@ def _train(at: AppTest) -> AppTest:
 
 def _no_exception(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
+
+
+def _table_in_seconds(at: AppTest) -> pd.DataFrame:
+    """The predictions table the page shows, its latencies (shown in ms) back in seconds."""
+    t = at.dataframe[0].value.copy()
+    lat = [c for c in t.columns if c.startswith("pred_") and c.endswith("_s") and not c.endswith("_tok_s")]
+    t[lat] = t[lat] / 1e3
+    return t
 
 
 def _traces(at: AppTest) -> list[dict]:
@@ -227,7 +236,7 @@ def test_an_unmeasured_combination_with_low_confidence_and_ttft_beyond_the_laten
             "input_len": "64", "output_len": "64", "batch": "16"}
     at = _train(_whatif(**link))
     _no_exception(at)
-    table = at.dataframe[0].value
+    table = _table_in_seconds(at)
     notes = " ".join(n.value for n in [*at.warning, *at.info])
     assert ("h200 · perfmodel-tiny-llama · llama.cpp was never measured together: the prediction transfers "
             "from other combinations") in notes
@@ -258,7 +267,10 @@ def test_the_predictions_table_has_labels_units_and_precision() -> None:
     assert config["pred_throughput_tok_s"]["label"] == "Output throughput (tok/s)"
     assert config["pred_throughput_tok_s"]["type_config"]["format"] == "%,.1f"
     assert config["confidence"]["type_config"]["format"] == "%.2f"
-    assert config["pred_e2e_latency_s"]["label"] == "E2E latency (s)"
+    assert config["pred_e2e_latency_s"]["label"] == "E2E latency (ms)"  # as the tiles show latencies
+    v = frame.value  # milliseconds: Little's law in seconds, times 1,000
+    np.testing.assert_allclose(v["pred_e2e_latency_s"],
+                               1e3 * v["batch_size"] * v["output_len_tok"] / v["pred_throughput_tok_s"], rtol=1e-6)
     assert config["roofline_tok_s"]["label"] == "Roofline bound (tok/s)"
     shown = list(frame.proto.column_order)
     assert shown[:2] == ["batch_size", "pred_throughput_tok_s"] and "hardware" not in shown
@@ -298,7 +310,7 @@ def test_the_batch_where_the_kv_cache_is_full_is_drawn_and_explained() -> None:
     line = [t for t in _traces(at) if t.get("meta") == "kv-fit"]
     assert len(line) == 1 and line[0]["x"] == pytest.approx([cap, cap])
     assert any(f"about {cap:,.0f} sequences" in c.value for c in at.caption)
-    table = at.dataframe[0].value
+    table = _table_in_seconds(at)
     # Latency follows from the throughput (Little's law), TTFT from the sample's measured TTFTs.
     metrics = {m.label: m.value for m in at.metric}
     at256 = table.set_index("batch_size").loc[256.0]

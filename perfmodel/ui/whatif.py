@@ -43,6 +43,7 @@ __all__ = [
     "latency_conflict",
     "TABLE_ORDER",
     "table_config",
+    "display_table",
     "options_json",
     "model_dir",
     "train",
@@ -589,8 +590,8 @@ def table_config(level: float) -> dict[str, Any]:
     def tok_s(label: str, text: str) -> Any:
         return cc.NumberColumn(f"{label} (tok/s)", format="%,.1f", help=text)
 
-    def sec(label: str, text: str) -> Any:
-        return cc.NumberColumn(f"{label} (s)", format="%.3g", help=text)
+    def sec(label: str, text: str) -> Any:  # shown in ms (display_table), as the tiles show them
+        return cc.NumberColumn(f"{label} (ms)", format="%,.3g", help=text)
 
     return {
         "batch_size": cc.NumberColumn("Batch", format="%g"),
@@ -612,6 +613,15 @@ def table_config(level: float) -> dict[str, Any]:
         "kv_fit_batch": cc.NumberColumn("KV-cache-full batch", format="%,.0f",
                                         help="The largest batch whose KV cache at full length fits in memory."),
     }
+
+
+def display_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The predictions table as the page shows it: latencies in milliseconds (the CSV keeps seconds)."""
+    out = table.copy()
+    for c in out.columns:
+        if c.startswith("pred_") and c.endswith("_s") and not c.endswith("_tok_s"):  # seconds, not tok/s
+            out[c] = out[c] * 1e3
+    return out
 
 
 def figure(res: W.WhatIfResult, log_x: bool) -> go.Figure:
