@@ -388,8 +388,8 @@ def _accuracy_section(runs: pd.DataFrame, name: str) -> Section:
     if n_held < _FEW_HELD_OUT:
         paragraphs.append(
             f"With {n_held} configurations held out these figures are rough: the points of one configuration "
-            "are missed together, so the coverage can land far from 90% by chance. `perfmodel evaluate DATA --protocols config --seeds 3` gives a "
-            "steadier figure.")
+            "are missed together, so the coverage can land far from 90% by chance. Several seeds give a steadier "
+            "figure (on the command line: perfmodel evaluate DATASET --protocols config --seeds 3).")
     return Section(title, paragraphs=tuple(paragraphs), tables=(("Hold-out accuracy", t),))
 
 
