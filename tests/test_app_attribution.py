@@ -208,3 +208,10 @@ def test_beeswarm_legend_does_not_overlap_the_colour_bar() -> None:
     assert len(bars) == 1 and bars[0].get("orientation", "v") == "v"
     entries = [t for t in bee["data"] if t.get("showlegend", True)]
     assert entries and all(t["marker"]["color"] == "#555555" for t in entries)
+
+
+def test_waterfall_values_read_without_e_notation_and_a_missing_one_says_so() -> None:
+    from perfmodel.ui.explain import _value_text
+
+    assert _value_text(6.291e6) == "6.29 M" and _value_text(12.5) == "12.5" and _value_text(25_000) == "25 k"
+    assert _value_text(float("nan")) == "n/a"

@@ -419,6 +419,18 @@ def dependence_figure(ex: E.Explanation, feature: str, color: str | None) -> go.
     return fig
 
 
+def _value_text(v: float) -> str:
+    """A feature's value as a label shows it: ``n/a`` when the catalog or the data has none (a missing value
+    was shown as no value at all), SI prefixes for large numbers (``6.29 M``, not ``6.291e+06``)."""
+    if not np.isfinite(v):
+        return "n/a"
+    a = abs(v)
+    for above, div, suffix in ((1e12, 1e12, " T"), (1e9, 1e9, " G"), (1e6, 1e6, " M"), (1e4, 1e3, " k")):
+        if a >= above:
+            return f"{v / div:.3g}{suffix}"
+    return f"{v:.4g}"
+
+
 def waterfall_figure(wf: E.Waterfall, *, top: int = 12, title: str = "") -> go.Figure:
     """A waterfall from the base value to the output, each step coloured by its feature's kind.
 
@@ -442,7 +454,7 @@ def waterfall_figure(wf: E.Waterfall, *, top: int = 12, title: str = "") -> go.F
     t = wf.top(top)
     shap = t["shap"].to_numpy(dtype=float)
     start = wf.base_value + np.concatenate([[0.0], np.cumsum(shap)[:-1]])
-    labels = [f"{f} = {v:.4g}" if np.isfinite(v) else str(f) for f, v in zip(t["feature"], t["value"], strict=True)]
+    labels = [f"{f} = {_value_text(v)}" for f, v in zip(t["feature"], t["value"], strict=True)]
     what = "throughput" if math.isfinite(wf.prediction_tok_s) else "the output"
     fig = go.Figure()
     for i, rec in enumerate(t.itertuples()):
