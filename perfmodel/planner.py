@@ -70,6 +70,7 @@ __all__ = [
     "SLO",
     "PlanInputs",
     "PlanResult",
+    "lengths_caveat",
     "PERCENTILES",
     "CANDIDATE_KEYS",
     "PREDICTED_BATCHES",
@@ -350,20 +351,26 @@ class PlanResult:
         -------
         str
         """
-        if self.table.empty:
-            return ""
         i, o = self.inputs.workload.mean_lengths
-        want = f"{i:g}/{o:g}"
-        off = self.table["lengths"].astype(str) != want
-        if not off.any():
-            return ""
-        what = "every candidate was" if off.all() else f"{int(off.sum())} of {len(self.table)} candidates were"
-        rec = self.recommendation
-        rec_txt = ""
-        if rec is not None and str(rec.get("lengths")) != want:
-            rec_txt = f" The recommendation was sized from runs at {rec['lengths']} tokens."
-        return (f"Not measured at {want} input/output tokens: {what} sized from the nearest measured lengths "
-                f"(column {column!r}).{rec_txt}")
+        return lengths_caveat(self.table, f"{i:g}/{o:g}", self.recommendation, column=column)
+
+
+def lengths_caveat(table: pd.DataFrame, want: str, recommended: Mapping[str, Any] | None = None, *,
+                   column: str = "measured at") -> str:
+    """A sentence when candidates in ``table`` (:attr:`PlanResult.table`) were sized from lengths other than
+    the workload's ``want`` (``"1024/1024"``), else ``""``; ``recommended`` is the recommended row, if any,
+    and ``column`` what the reader's table calls the ``lengths`` column."""
+    if table.empty or "lengths" not in table.columns:
+        return ""
+    off = table["lengths"].astype(str) != want
+    if not off.any():
+        return ""
+    what = "every candidate was" if off.all() else f"{int(off.sum())} of {len(table)} candidates were"
+    rec_txt = ""
+    if recommended is not None and str(recommended.get("lengths")) != want:
+        rec_txt = f" The recommendation was sized from runs at {recommended['lengths']} tokens."
+    return (f"Not measured at {want} input/output tokens: {what} sized from the nearest measured lengths "
+            f"(column {column!r}).{rec_txt}")
 
 
 # ---------------------------------------------------------------------------- helpers

@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from .. import planner
 from . import cached
 
 __all__ = ["KEYS", "DEFAULTS", "inputs_dict", "apply_inputs", "plan_tables", "report_html", "report_pdf",
@@ -242,15 +243,4 @@ def lengths_caveat(table: pd.DataFrame, lengths: str, recommended: dict[str, Any
     -------
     str
     """
-    if table.empty or "lengths" not in table.columns:
-        return ""
-    off = table["lengths"].astype(str) != lengths
-    if not off.any():
-        return ""
-    i, o = lengths.split("/")
-    what = "every candidate was" if off.all() else f"{int(off.sum())} of {len(table)} candidates were"
-    rec = ""
-    if recommended is not None and str(recommended.get("lengths")) != lengths:
-        rec = f" The recommendation was sized from runs at {recommended['lengths']} tokens."
-    return (f"Not measured at {i}/{o} input/output tokens: {what} sized from the nearest measured lengths "
-            f"(column 'measured at').{rec}")
+    return planner.lengths_caveat(table, lengths, recommended)
