@@ -940,3 +940,21 @@ def test_domain_reasons_say_why_each_query_is_out_of_domain(fitted: tuple[Roofli
     assert "batch 4096 is more than twice outside the trained batches 1-64" in far
     assert "lengths are more than twice outside the trained ones (input 128-2048" in far
     assert why[0] == [] and why[3] == []
+
+
+def test_a_blank_cell_is_completed_only_where_training_never_leaves_it_blank() -> None:
+    from perfmodel.models.roofline_gbm import _complete_query
+
+    base = {"hardware": "h100-sxm", "framework": "vllm", "model": "llama-3-8b", "device_count": 1.0,
+            "input_len_tok": 128.0, "output_len_tok": 128.0, "batch_size": 1.0}
+    train = pd.DataFrame([{**base, "quantization": "awq", "tp_size": 1.0},  # the only config of these lengths
+                          {**base, "input_len_tok": 512.0, "quantization": None, "tp_size": 1.0}])
+    known = dict.fromkeys(_config_keys(train).tolist())
+    # Unquantised configurations exist: a blank quantization is "none", not the AWQ sibling's, so this row
+    # is a configuration nobody measured (and its tp_size stays as given).
+    q = pd.DataFrame([{**base, "quantization": None, "tp_size": np.nan}])
+    done, keys = _complete_query(q, known)
+    assert done["quantization"].isna().all() and done["tp_size"].isna().all() and keys[0] not in known
+    # tp_size is never blank in training: a blank there is "not given", filled from the one match.
+    done, keys = _complete_query(q.assign(quantization="awq"), known)
+    assert done["tp_size"].tolist() == [1.0] and keys[0] in known

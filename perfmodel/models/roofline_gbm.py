@@ -273,22 +273,27 @@ def _complete_query(runs: pd.DataFrame, known: dict[str, Any]) -> tuple[pd.DataF
     keys = _config_keys(runs).to_numpy()
     if len(runs) == 0 or not known:
         return runs, keys
+    absent = {i for i, c in enumerate(CONFIG_COLUMNS) if c not in runs.columns}
+    # A blank cell means "not given" only where no trained configuration is blank there; elsewhere it is
+    # a value ("no quantization") and must match as one, or a held-out configuration would take the key
+    # of its one quantised sibling.
+    fillable = absent | _never_blank(known)
     resolved: dict[str, str] = {}
     for key in set(keys.tolist()):
         if key in known:
             continue
         parts = key.split("|")
-        blank = tuple(i for i, p in enumerate(parts) if not p)
+        blank = tuple(i for i, p in enumerate(parts) if not p and i in fillable)
         if not blank:
             continue
-        hits = _completion_index(known, blank).get(tuple(p for p in parts if p), [])
+        hits = _completion_index(known, blank).get(tuple(p for i, p in enumerate(parts) if i not in blank), [])
         if len(hits) == 1:
             resolved[key] = hits[0]
     if not resolved:
         return runs, keys
     full_keys = [resolved.get(k, k) for k in keys.tolist()]
     split = [k.split("|") for k in full_keys]
-    was_blank = [[not p for p in k.split("|")] for k in keys.tolist()]
+    was_blank = [[not p and i in fillable for i, p in enumerate(k.split("|"))] for k in keys.tolist()]
     cols: dict[str, Any] = {}
     for i, col in enumerate(CONFIG_COLUMNS):
         fill = [r for r in range(len(split)) if was_blank[r][i] and split[r][i]]
@@ -319,6 +324,22 @@ def _complete_query(runs: pd.DataFrame, known: dict[str, Any]) -> tuple[pd.DataF
             store[(col, "float" if col in _NUMERIC_CONFIG else "list")] = v if col in _NUMERIC_CONFIG else v.tolist()
         cache[id(done)] = (done, store)
     return done, np.array(full_keys, dtype=object)
+
+
+_NEVER_BLANK: dict[int, tuple[dict[str, Any], frozenset[int]]] = {}
+
+
+def _never_blank(known: dict[str, Any]) -> frozenset[int]:
+    """The key positions no trained configuration leaves blank (cached per model)."""
+    cached = _NEVER_BLANK.get(id(known))
+    if cached is not None and cached[0] is known:
+        return cached[1]
+    # (the anchors also hold "\0sib|..." sibling tables, which are not configuration keys)
+    blank_somewhere = {i for k in known if not k.startswith("\0") for i, p in enumerate(k.split("|")) if not p}
+    out = frozenset(range(len(CONFIG_COLUMNS))) - blank_somewhere
+    _NEVER_BLANK.clear()  # one model at a time in practice: keep the cache from growing
+    _NEVER_BLANK[id(known)] = (known, out)
+    return out
 
 
 def _completion_index(known: dict[str, Any], blank: tuple[int, ...]) -> dict[tuple[str, ...], list[str]]:
