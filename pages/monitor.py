@@ -97,8 +97,9 @@ if (group, shown) in rep.detections:
     st.plotly_chart(M.series_figure(rep, group, shown), key="monitor.chart")
 st.subheader(f"Alerts ({len(rep.alerts):,})", anchor=False)
 if rep.alerts.empty and source != "Recorded file" and not M.judged_configurations(stream, detector, int(window)):
-    st.info(f"Nothing was judged: no configuration has enough repeats for the {detector} detector "
-            "(see above). Choose the threshold detector.", icon=":material/info:")
+    st.info(f"Nothing was judged: no configuration has enough repeats for the {detector} detector (see above). "
+            + ("No configuration was measured more than once." if detector == "threshold"
+               else "Choose the threshold detector."), icon=":material/info:")
 elif rep.alerts.empty:
     st.success("No anomaly with these settings.", icon=":material/check_circle:")
 else:

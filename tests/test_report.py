@@ -104,6 +104,10 @@ def test_accuracy_section_counts_the_held_out_configurations_and_says_when_they_
     assert "trained on 6 of the 8 configurations and scored on the other 2" in text
     assert "With 2 configurations held out these figures are rough" in text
     assert sec.tables[0][1]["n_test"].iloc[0] == 8  # 2 configurations x 4 batches
+    # A row without a throughput (a failed run of a ninth configuration) is not scored: the counts say so.
+    failed = runs.iloc[[0]].assign(input_len_tok=4096.0, output_throughput_tok_s=float("nan"))
+    text = " ".join(_accuracy_section(pd.concat([runs, failed], ignore_index=True), "linear").paragraphs)
+    assert "trained on 6 of the 8 configurations and scored on the other 2" in text
 
 
 def test_without_a_plan_the_report_says_how_to_give_one_in_both_clients() -> None:

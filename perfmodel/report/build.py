@@ -19,6 +19,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..errors import PerfmodelError
+from ..models.base import DEFAULT_TARGET
 from ..planner import PlanInputs, PlanResult, plan
 
 __all__ = ["Report", "Section", "build_report", "SECTION_TITLES", "MAX_CURVES", "ACCURACY_PREDICTOR"]
@@ -373,9 +374,12 @@ def _accuracy_section(runs: pd.DataFrame, name: str) -> Section:
     title = "Measured accuracy on held-out data"
     try:
         ev = evaluate(runs, [name], ["config"], seeds=[0], measure_latency=False)
-        key = config_key(runs)
-        n_all = runs.groupby(key, dropna=False).ngroups
-        n_held = runs.iloc[folds(runs, "config", 0)[0].test].groupby(key, dropna=False).ngroups
+        # The rows evaluate scores (a positive throughput), so the counts describe the split it made.
+        yv = pd.to_numeric(runs[DEFAULT_TARGET], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        scored = runs.loc[np.isfinite(yv) & (yv > 0)].reset_index(drop=True)
+        key = config_key(scored)
+        n_all = scored.groupby(key, dropna=False).ngroups
+        n_held = scored.iloc[folds(scored, "config", 0)[0].test].groupby(key, dropna=False).ngroups
     except PerfmodelError as exc:
         return Section(title, paragraphs=(f"Not measured: {exc}",))
     cols = ["predictor", "protocol", "n_test", "median_ape_pct", "p90_ape_pct", "r2_log", "coverage",

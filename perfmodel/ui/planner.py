@@ -172,6 +172,8 @@ def report_pdf(home: str, dataset_id: str, stamp: int, inputs_json: str, accurac
 
 #: Shown in the planner's tables for an unknown value (no price, no power figure).
 MISSING = "—"
+LENGTHS_HEADER = "measured at (in/out tok)"
+"""The planner table's header of the lengths a candidate was sized from."""
 
 
 def display_table(table: pd.DataFrame, currency: str) -> pd.DataFrame:
@@ -189,7 +191,7 @@ def display_table(table: pd.DataFrame, currency: str) -> pd.DataFrame:
     pandas.DataFrame
     """
     cols = {"hardware": "hardware", "model": "model", "framework": "framework", "device_count": "devices/replica",
-            "status": "status", "lengths": "measured at (in/out tok)", "batch_size": "batch",
+            "status": "status", "lengths": LENGTHS_HEADER, "batch_size": "batch",
             "throughput_per_device_tok_s": "tok/s per device",
             "devices": "devices", "devices_lo": "devices (low)", "devices_hi": "devices (high)",
             "cost_per_hour": f"{currency}/h", "cost_per_m_output_tok": f"{currency}/M output tok",
@@ -214,7 +216,7 @@ def display_column_config(currency: str) -> dict[str, Any]:
     num = st.column_config.NumberColumn
     return {
         "devices/replica": num(format="%d"),
-        "measured at (in/out tok)": st.column_config.TextColumn(
+        LENGTHS_HEADER: st.column_config.TextColumn(
             help="Input/output lengths of the runs a candidate was sized from: the nearest measured lengths "
                  "when the workload's were not measured"),
         "batch": num(format="%,.0f"),
@@ -243,4 +245,4 @@ def lengths_caveat(table: pd.DataFrame, lengths: str, recommended: dict[str, Any
     -------
     str
     """
-    return planner.lengths_caveat(table, lengths, recommended)
+    return planner.lengths_caveat(table, lengths, recommended, column=LENGTHS_HEADER)
