@@ -193,8 +193,9 @@ def import_cmd(ctx: click.Context, files: tuple[Path, ...], fmt: str | None, har
         })
         return
     click.echo(f"dataset {info.id}  {info.name!r}: {info.n_runs} rows from {len(results)} file(s)")
-    if dataset_name and info.name != dataset_name:
-        click.echo(f"note: a dataset is already named {dataset_name!r}; this one is {info.name!r}", err=True)
+    if dataset_name and dataset_name.strip() and info.name != dataset_name.strip():
+        click.echo(f"note: a dataset is already named {dataset_name.strip()!r}; this one is {info.name!r}",
+                   err=True)
     for r in results:
         click.echo(f"  {r.file}: format {r.format}, {len(r.runs)} rows, {len(r.issues)} issue(s)")
     click.echo("issues: " + ", ".join(f"{n} {s}" for s, n in counts.items()))

@@ -318,6 +318,9 @@ def compare(runs_a: pd.DataFrame, runs_b: pd.DataFrame, *, keys: Sequence[str] |
             if k != "batch_size" and one_a and one_b and not (pd.isna(va) and pd.isna(vb)) and va != vb:
                 contrast[k] = (_plain(va), _plain(vb))
         ks = [k for k in ks if k not in contrast]
+        if not ks:  # every matched column differs between the sides (batch_size was left out)
+            raise ValidationError("compare: nothing left to match points on", [Problem(
+                f"the sides differ in every column matched on ({', '.join(contrast)}): leave fewer out (ignore)")])
     a, b = (d.groupby(ks, dropna=False, sort=True)[metric].agg(mean="mean", std="std", n="count").reset_index()
             for d in (da, db))
     m = a.merge(b, on=ks, how="outer", suffixes=("_a", "_b"), indicator=True)

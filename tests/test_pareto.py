@@ -180,3 +180,15 @@ def test_configuration_labels_name_the_new_keys() -> None:
     assert configuration_labels(c.table, c.keys).tolist() == [
         "h100-sxm · llama-3-8b · 1 dev · 128/32 · vllm · bf16 weights · bf16 KV cache · tp2 · pp1 · 1 threads",
         "h100-sxm · llama-3-8b · 1 dev · 128/32 · vllm · bf16 weights · bf16 KV cache · tp2 · pp1 · 2 threads"]
+
+
+def test_compare_with_nothing_left_to_match_on_names_the_columns() -> None:
+    # Every default column single-valued and different on each side, batch size left out: groupby([]) crashed.
+    row = {"hardware": "h100-sxm", "device_count": 1, "framework": "vllm", "model": "llama-3-8b",
+           "input_len_tok": 128.0, "output_len_tok": 128.0, "batch_size": 1.0, "output_throughput_tok_s": 100.0}
+    a = pd.DataFrame([row])
+    b = pd.DataFrame([{**row, "hardware": "a100-40gb", "device_count": 2, "framework": "sglang", "model": "qwen2-7b",
+                       "input_len_tok": 256.0, "output_len_tok": 256.0, "batch_size": 4.0}])
+    with pytest.raises(ValidationError, match="nothing left to match points on") as ei:
+        compare(a, b, ignore=["batch_size"])
+    assert "hardware" in str(ei.value)
