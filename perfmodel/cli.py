@@ -637,8 +637,6 @@ def _check_model_output(output: Path) -> None:
     """Refuse to write a model into a directory that holds something else (a model replaces a model)."""
     from .models.base import METADATA_FILE
 
-    if output.exists() and not output.is_dir():
-        raise click.BadParameter(f"{output} is a file, not a directory", param_hint="-o/--output")
     if output.is_dir() and any(output.iterdir()) and not (output / METADATA_FILE).is_file():
         raise click.BadParameter(f"{output} is not empty and holds no perfmodel model ({METADATA_FILE}): "
                                  "give a new or empty directory", param_hint="-o/--output")
@@ -649,7 +647,7 @@ def _check_model_output(output: Path) -> None:
 @click.option("--predictor", "predictor_name", default="roofline-gbm", show_default=True,
               help="Predictor name (see `perfmodel evaluate --help` for the list).")
 @click.option("--features", "feature_set", default=None,
-              help="Feature set (raw, derived, physical, framework, identity, static, all; join with '+'). "
+              help="Feature set (raw, derived, physical, framework, settings, identity, static, all; join with '+'). "
                    "Default: the predictor's own (roofline-gbm: static, every set but the framework "
                    "metrics measured during a run, which a query for a new configuration lacks).")
 @click.option("--y", "y_col", default="output_throughput_tok_s", show_default=True, help="Throughput column.")

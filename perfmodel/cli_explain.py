@@ -52,8 +52,9 @@ def _write(df: Any, output: Path | None) -> None:
 @click.option("--data", "data", default=None,
               help="With a MODEL_DIR: the rows to explain (a result file or a stored dataset).")
 @click.option("--features", "feature_set", default=None,
-              help="With a DATASET: the feature set the explained GBDT learns from (physical, framework, "
-                   "identity, static, all; join with '+'; default all). A MODEL_DIR explains its own features.")
+              help="With a DATASET: the feature set the explained GBDT learns from (raw, derived, physical, "
+                   "framework, settings, identity, static, all; join with '+'; default all). A MODEL_DIR "
+                   "explains its own features.")
 @click.option("--sample-size", type=click.IntRange(min=1), default=5000, show_default=True,
               help="Explain at most this many rows (a random sample, stated in the output).")
 @click.option("--engine", type=click.Choice(["shap", "xgboost"]), default="xgboost", show_default=True,

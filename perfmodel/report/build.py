@@ -277,9 +277,12 @@ _GIVE_A_PLAN = ("To give one: --plan on the command line, or the Saved plan sele
 
 def _predictions_section(res: PlanResult | None, predictor: Any, name: str, error: str) -> Section:
     title = "Predictions with bands and confidence"
-    if res is None or res.table.empty:
+    if res is None:
         return Section(title, paragraphs=("No plan was given, so there are no operating points to predict. "
                                           + _GIVE_A_PLAN,))
+    if res.table.empty:
+        return Section(title, paragraphs=("The plan left no candidate that meets its targets (see the capacity "
+                                          "plan above), so there are no operating points to predict.",))
     t = res.table
     paras = ["Measured-curve bands: the planner's throughput at each candidate's operating point with its "
              f"{res.inputs.level:.0%} bootstrap band; confidence is the curve's R\u00b2 (1 = the curve explains "

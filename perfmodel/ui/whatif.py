@@ -590,7 +590,7 @@ def table_config(level: float) -> dict[str, Any]:
     def tok_s(label: str, text: str) -> Any:
         return cc.NumberColumn(f"{label} (tok/s)", format="%,.1f", help=text)
 
-    def sec(label: str, text: str) -> Any:  # shown in ms (display_table), as the tiles show them
+    def sec(label: str, text: str) -> Any:  # shown in ms (display_table)
         return cc.NumberColumn(f"{label} (ms)", format="%,.3g", help=text)
 
     return {
