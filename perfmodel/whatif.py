@@ -265,12 +265,10 @@ def domain_reasons(train: pd.DataFrame, point: Mapping[str, Any], batches: Seque
             if str(point[c]) not in seen:
                 out.append(f"{what} {point[c]!r} is not in the training data (trained on "
                            f"{', '.join(sorted(seen)[:6])}{', ...' if len(seen) > 6 else ''})")
-    combo = ("hardware", "model", "framework")
+    combo = _COMBINATION
     if not out and all(c in train.columns and point.get(c) is not None for c in combo):
         # Each seen on its own, but a model learns little about a combination it never saw.
-        same = np.ones(len(train), dtype=bool)
-        for c in combo:
-            same &= (train[c].astype("string") == str(point[c])).fillna(False).to_numpy(dtype=bool)
+        same = _same_combination(train, point)
         name = " · ".join(str(point[c]) for c in combo)
         devices = pd.to_numeric(train.loc[same, "device_count"], errors="coerce").dropna() \
             if "device_count" in train.columns else pd.Series(dtype=float)
@@ -440,14 +438,22 @@ def whatif(model: Predictor, train: pd.DataFrame, point: Mapping[str, Any], batc
 _DTYPE_COLUMNS = ("weight_dtype", "kv_cache_dtype", "quantization")
 
 
+_COMBINATION = ("hardware", "model", "framework")
+
+
+def _same_combination(runs: pd.DataFrame, point: Mapping[str, Any]) -> np.ndarray:
+    """The rows of the point's hardware, model and framework (the columns must exist)."""
+    same = np.ones(len(runs), dtype=bool)
+    for c in _COMBINATION:
+        same &= (runs[c].astype("string") == str(point.get(c))).fillna(False).to_numpy(dtype=bool)
+    return same
+
+
 def _measured_dtypes(runs: pd.DataFrame, point: Mapping[str, Any]) -> dict[str, Any]:
     """The dtype columns that every measured row of the point's hardware, model and framework agrees on."""
-    keys = ("hardware", "model", "framework")
-    if not all(k in runs.columns for k in keys):
+    if not all(k in runs.columns for k in _COMBINATION):
         return {}
-    same = np.ones(len(runs), dtype=bool)
-    for k in keys:
-        same &= (runs[k].astype("string") == str(point.get(k))).fillna(False).to_numpy(dtype=bool)
+    same = _same_combination(runs, point)
     out: dict[str, Any] = {}
     for c in _DTYPE_COLUMNS:
         if c in runs.columns and same.any():

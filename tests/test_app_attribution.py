@@ -211,7 +211,7 @@ def test_beeswarm_legend_does_not_overlap_the_colour_bar() -> None:
 
 
 def test_waterfall_values_read_without_e_notation_and_a_missing_one_says_so() -> None:
-    from perfmodel.ui.explain import _value_text
+    from perfmodel.ui.whatif import rate  # the waterfall labels' formatter, shared with the What-if tiles
 
-    assert _value_text(6.291e6) == "6.29 M" and _value_text(12.5) == "12.5" and _value_text(25_000) == "25 k"
-    assert _value_text(float("nan")) == "n/a"
+    assert rate(6.291e6) == "6.29 M" and rate(12.5) == "12.5" and rate(25_000) == "25,000"
+    assert rate(float("nan")) == "n/a"

@@ -23,6 +23,7 @@ import streamlit as st
 from .. import explain as E
 from .. import whatif as W
 from . import cached
+from .whatif import DEFAULT_PREDICTOR, rate
 
 __all__ = [
     "KIND_STYLE",
@@ -171,7 +172,6 @@ def model_note(features: str, dataset_name: str, prediction_tok_s: float, *, fro
     -------
     str
     """
-    from .whatif import DEFAULT_PREDICTOR
 
     here = f"; it predicts {prediction_tok_s:,.1f} tok/s at this point" if math.isfinite(prediction_tok_s) else ""
     text = (f"Explained model: SHAP values of an XGBoost model of throughput on the '{features}' features, "
@@ -419,18 +419,6 @@ def dependence_figure(ex: E.Explanation, feature: str, color: str | None) -> go.
     return fig
 
 
-def _value_text(v: float) -> str:
-    """A feature's value as a label shows it: ``n/a`` when the catalog or the data has none (a missing value
-    was shown as no value at all), SI prefixes for large numbers (``6.29 M``, not ``6.291e+06``)."""
-    if not np.isfinite(v):
-        return "n/a"
-    a = abs(v)
-    for above, div, suffix in ((1e12, 1e12, " T"), (1e9, 1e9, " G"), (1e6, 1e6, " M"), (1e4, 1e3, " k")):
-        if a >= above:
-            return f"{v / div:.3g}{suffix}"
-    return f"{v:.4g}"
-
-
 def waterfall_figure(wf: E.Waterfall, *, top: int = 12, title: str = "") -> go.Figure:
     """A waterfall from the base value to the output, each step coloured by its feature's kind.
 
@@ -454,7 +442,8 @@ def waterfall_figure(wf: E.Waterfall, *, top: int = 12, title: str = "") -> go.F
     t = wf.top(top)
     shap = t["shap"].to_numpy(dtype=float)
     start = wf.base_value + np.concatenate([[0.0], np.cumsum(shap)[:-1]])
-    labels = [f"{f} = {_value_text(v)}" for f, v in zip(t["feature"], t["value"], strict=True)]
+    # n/a when the catalog or the data has no value (it showed none, as if measured); 6.29 M, not 6.291e+06
+    labels = [f"{f} = {rate(v)}" for f, v in zip(t["feature"], t["value"], strict=True)]
     what = "throughput" if math.isfinite(wf.prediction_tok_s) else "the output"
     fig = go.Figure()
     for i, rec in enumerate(t.itertuples()):
