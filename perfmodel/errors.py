@@ -19,12 +19,25 @@ __all__ = [
     "StoreError",
     "NotFoundError",
     "Problem",
+    "as_written",
     "problems_from_pydantic",
 ]
 
 
 class PerfmodelError(Exception):
     """Base class of every error caused by user input or configuration."""
+
+
+def as_written(value: object) -> str:
+    """A value for a message, close to how the user wrote it: ``-4``, ``0.5``, ``inf``, ``'abc'``
+    (``7`` rather than ``7.0``, never a numpy repr)."""
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):
+        value = value.item()  # np.float64(-4.0) -> -4.0; a numpy repr means nothing to a user
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
+    if isinstance(value, int | str):
+        return repr(value)
+    return repr(str(value))
 
 
 class Problem:

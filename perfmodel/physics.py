@@ -32,7 +32,7 @@ import pandas as pd
 
 from . import catalog
 from .catalog import HardwareSpec, ModelSpec
-from .errors import PerfmodelError, Problem, UnknownNameError, ValidationError
+from .errors import PerfmodelError, Problem, UnknownNameError, ValidationError, as_written
 
 __all__ = [
     "BOUND_KINDS",
@@ -98,17 +98,6 @@ def _is_missing(value: object) -> bool:
         return False
 
 
-def _as_written(value: object) -> str:
-    """A cell for a message, close to how the user wrote it: ``-4``, ``0.5``, ``inf``, ``'abc'``."""
-    if isinstance(value, np.generic):
-        value = value.item()  # np.float64(-4.0) -> -4.0; a numpy repr means nothing to a user
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
-    if isinstance(value, int | str):
-        return repr(value)
-    return repr(str(value))
-
-
 def check_query(runs: pd.DataFrame, *, columns: tuple[str, ...] = QUERY_COLUMNS,
                 file: str | None = None) -> None:
     """Check that ``runs`` has what physical features and bounds need.
@@ -156,7 +145,7 @@ def check_query(runs: pd.DataFrame, *, columns: tuple[str, ...] = QUERY_COLUMNS,
         for i in np.flatnonzero(~ok)[:10]:
             value = s.iloc[i]
             msg = f"value is missing (expected {need})" if _is_missing(value) else \
-                f"expected {need}, got {_as_written(value)}"
+                f"expected {need}, got {as_written(value)}"
             problems.append(Problem(msg, file=file, row=int(rows[i]), column=c))
         if (~ok).sum() > 10:
             problems.append(Problem(f"{int((~ok).sum()) - 10} more invalid values", file=file, column=c))

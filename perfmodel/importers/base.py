@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import ImportFormatError, PerfmodelError, Problem, UnknownNameError
+from ..errors import ImportFormatError, PerfmodelError, Problem, UnknownNameError, as_written
 from ..schema import check_runs, coerce_runs
 
 __all__ = [
@@ -526,13 +526,6 @@ def refuse_unread_meta(imp: Importer, meta: ImportMeta, file: str) -> None:
             f"own columns and units; drop {given} for this file")
 
 
-def _fmt(v: Any) -> str:
-    """A value as a user would type it (``7`` rather than ``7.0``)."""
-    if isinstance(v, (float, np.floating)) and math.isfinite(v) and float(v).is_integer():
-        return str(int(v))
-    return repr(v) if isinstance(v, str) else str(v)
-
-
 def _blank(s: pd.Series) -> np.ndarray:
     """Cells that hold no value (NA, or text the schema reads as empty)."""
     miss = s.isna().to_numpy(dtype=bool)
@@ -606,8 +599,8 @@ def _fill_supplied(runs: pd.DataFrame, meta: ImportMeta, issues: list[Issue], fi
                        if meta.load_kind is not None else "which take no batch size")
                 issues.append(Issue(
                     file, row, name,
-                    f"{opt} {_fmt(value)} not applied to {len(other)} of {len(runs)} row(s) that the file records "
-                    f"as {_fmt(str(lk.iloc[other[0]]).strip())} points (first: row {row}), {why}", "warning"))
+                    f"{opt} {as_written(value)} not applied to {len(other)} of {len(runs)} row(s) that the file records "
+                    f"as {as_written(str(lk.iloc[other[0]]).strip())} points (first: row {row}), {why}", "warning"))
         if fill.all():
             runs[col] = value
         elif fill.any():
@@ -621,8 +614,8 @@ def _fill_supplied(runs: pd.DataFrame, meta: ImportMeta, issues: list[Issue], fi
             row = _row_label(runs, differ[0])
             issues.append(Issue(
                 file, row, name,
-                f"{opt} {_fmt(value)} not applied to {len(differ)} of {len(runs)} row(s) that record a different "
-                f"{name} (first: row {row}, where the file says {_fmt(cur.iloc[differ[0]])}); the file's values "
+                f"{opt} {as_written(value)} not applied to {len(differ)} of {len(runs)} row(s) that record a different "
+                f"{name} (first: row {row}, where the file says {as_written(cur.iloc[differ[0]])}); the file's values "
                 f"were kept: {opt} only fills rows where the file records none", "warning"))
 
 
