@@ -551,6 +551,11 @@ def _evaluate(shape: str, params: Mapping[str, float], x: np.ndarray) -> np.ndar
 # --------------------------------------------------------------------------- helpers
 
 
+def _exp_params(res: Mapping[str, Any]) -> int:
+    """Free parameters of an exponential fit: two when it was tied through the origin (``a = c``)."""
+    return 2 if res.get("tied") else 3
+
+
 def _criteria(rss: float, n: int, k: int, ss_scale: float) -> dict[str, float]:
     # floor the RSS relative to the data's scale so an exact fit gives a finite score
     rss = max(rss, ss_scale * 1e-12, _TINY)
@@ -819,7 +824,7 @@ def fit_curve(batch: Any, throughput: Any, *, shape: str = "auto", weights: Any 
         exp_res = _fit_exp(xs, ysn, w, lambda: _scaled_init(init, x, y, xs_scale, ys_scale), loss, restarts,
                            _pre_exp, origin_refit)
         candidates["exp"] = exp_res
-        criteria["exp"] = _criteria(exp_res["rss_ls"], n, 3, ss_tot)
+        criteria["exp"] = _criteria(exp_res["rss_ls"], n, _exp_params(exp_res), ss_tot)
     if want_pw:
         pw_res = _fit_piecewise(np.log2(x), ysn, w)
         if pw_res is not None:
@@ -831,7 +836,7 @@ def fit_curve(batch: Any, throughput: Any, *, shape: str = "auto", weights: Any 
             exp_res = _fit_exp(xs, ysn, w, lambda: _scaled_init(init, x, y, xs_scale, ys_scale), loss,
                                restarts, _pre_exp, origin_refit)
             candidates["exp"] = exp_res
-            criteria["exp"] = _criteria(exp_res["rss_ls"], n, 3, ss_tot)
+            criteria["exp"] = _criteria(exp_res["rss_ls"], n, _exp_params(exp_res), ss_tot)
     if shape == "loglin":
         candidates["loglin"] = _fit_loglin(np.log2(x), ysn, w)
         criteria["loglin"] = _criteria(candidates["loglin"]["rss"], n, 2, ss_tot)

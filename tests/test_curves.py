@@ -377,6 +377,19 @@ def test_exp_fit_is_never_negative_at_a_measured_batch(intervals: str) -> None:
         == pytest.approx(plain.params["a"], rel=1e-9)
 
 
+def test_a_curve_through_the_origin_counts_two_parameters() -> None:
+    # Guards: AICc/BIC and the residual degrees of freedom of a fit tied through the origin (a = c, two free
+    # parameters) counted three, which penalised it against the piecewise shape and narrowed its intervals' t quantile.
+    tied = fit_curve(H200_BATCH, H200_TPUT, shape="exp", intervals="none")
+    assert "refitted through the origin" in tied.message
+    assert tied.criteria["exp"]["k"] == 2
+    n = len(H200_BATCH)
+    rss = tied.criteria["exp"]["aic"] - 2 * 2  # n log(RSS/n), whatever the scale
+    assert tied.criteria["exp"]["aicc"] == pytest.approx(rss + 2 * 2 + 2 * 2 * 3 / (n - 3))
+    free = fit_curve(B3, noisy_exp(9000, 0.03, 10000, 0.05, 0), shape="exp", intervals="none")
+    assert free.criteria["exp"]["k"] == 3
+
+
 def test_origin_refit_only_when_the_curve_goes_negative() -> None:
     fit = fit_curve(B3, noisy_exp(9000, 0.03, 10000, 0.05, 0), shape="exp", intervals="none")
     assert "through the origin" not in fit.message
