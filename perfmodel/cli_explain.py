@@ -34,7 +34,23 @@ def _split(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
 
 
-def _write(df: Any, output: Path | None) -> None:
+def _records(df: Any) -> list[dict[str, Any]]:
+    import json
+
+    return json.loads(df.to_json(orient="records"))
+
+
+def _json(ctx: click.Context, local: bool, obj: dict[str, Any]) -> bool:
+    """Print ``obj`` as JSON when ``--json`` (here or on the group) asks for it; tell whether it did."""
+    from .cli import _echo_json, _want_json
+
+    if not _want_json(ctx, local):
+        return False
+    _echo_json(obj)
+    return True
+
+
+def _write(df: Any, output: Path | None, quiet: bool = False) -> None:
     if output is None:
         return
     from .errors import PerfmodelError
@@ -44,7 +60,8 @@ def _write(df: Any, output: Path | None) -> None:
         df.to_csv(output, index=False)
     except OSError as exc:
         raise PerfmodelError(f"cannot write {output}: {exc.strerror or exc}") from None
-    click.echo(f"wrote {output}")
+    if not quiet:
+        click.echo(f"wrote {output}")
 
 
 @click.command("explain")
@@ -65,8 +82,11 @@ def _write(df: Any, output: Path | None) -> None:
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the importance table (feature, kind, mean |SHAP|, share, rank) as CSV.")
-def explain_cmd(source: str, data: str | None, feature_set: str | None, sample_size: int, engine: str, n_pairs: int,
-                seed: int, output: Path | None) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="JSON output: the message, the whole importance table, shares by kind and any interactions.")
+@click.pass_context
+def explain_cmd(ctx: click.Context, source: str, data: str | None, feature_set: str | None, sample_size: int,
+                engine: str, n_pairs: int, seed: int, output: Path | None, as_json: bool) -> None:
     """Explain a saved model (MODEL_DIR, with --data) or a GBDT fitted on DATASET: mean |SHAP| per feature.
 
     Physical, framework (fw_*), identity and workload features are labelled in the `kind` column.
@@ -91,20 +111,29 @@ def explain_cmd(source: str, data: str | None, feature_set: str | None, sample_s
             raise click.BadParameter("--data goes with a MODEL_DIR; SOURCE is a dataset here", param_hint="--data")
         runs = _runs(source)
         model = E.fit_gbdt(runs, feature_set or "all", seed=seed, cache=True)
-        click.echo(f"fitted {model.description}")
     ex = E.explain(model, runs, sample_size=sample_size, seed=seed, engine=engine)
-    click.echo(ex.message)
     imp = ex.importance()
+    by_kind = imp.groupby("kind", sort=False)["share"].sum()
+    it = E.interactions(model, runs, top=n_pairs, seed=seed) if n_pairs else None
+    _write(imp, output, quiet=True)
+    if _json(ctx, as_json, {"model": model.description, "message": ex.message, "importance": _records(imp),
+                            "share_by_kind": {str(k): float(v) for k, v in by_kind.items()},
+                            **({"interactions": _records(it.table), "interactions_message": it.message}
+                               if it is not None else {}),
+                            **({"output": str(output)} if output is not None else {})}):
+        return
+    if not src.is_dir() or not (src / METADATA_FILE).is_file():
+        click.echo(f"fitted {model.description}")
+    click.echo(ex.message)
     click.echo(to_markdown(imp.head(_TOP_SHOWN), ["rank", "feature", "kind", "mean_abs_shap", "share"]))
     if len(imp) > _TOP_SHOWN:
         click.echo(f"... {len(imp) - _TOP_SHOWN} more features (all in -o)")
-    by_kind = imp.groupby("kind", sort=False)["share"].sum()
     click.echo("share by kind: " + ", ".join(f"{k} {v:.1%}" for k, v in by_kind.items()))
-    if n_pairs:
-        it = E.interactions(model, runs, top=n_pairs, seed=seed)
+    if it is not None:
         click.echo(it.message)
         click.echo(to_markdown(it.table))
-    _write(imp, output)
+    if output is not None:
+        click.echo(f"wrote {output}")
 
 
 @click.command("compare-features")
@@ -120,8 +149,10 @@ def explain_cmd(source: str, data: str | None, feature_set: str | None, sample_s
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the table as CSV.")
-def compare_features_cmd(dataset: str, transfer: str | None, train_on: str | None, test_on: str | None, sets: str,
-                         learners: str, seed: int, output: Path | None) -> None:
+@click.option("--json", "as_json", is_flag=True, help="JSON output: the table as records and its notes.")
+@click.pass_context
+def compare_features_cmd(ctx: click.Context, dataset: str, transfer: str | None, train_on: str | None, test_on: str | None, sets: str,
+                         learners: str, seed: int, output: Path | None, as_json: bool) -> None:
     """Compare feature sets (physical, framework, identity, all) with GBDT and polynomial learners on DATASET."""
     from . import explain as E
     from .evaluate import to_markdown
@@ -145,10 +176,16 @@ def compare_features_cmd(dataset: str, transfer: str | None, train_on: str | Non
         cols = ["set", "learner", "split", "n_test", "r2_log_random", "r2_log_transfer", "r2_log_drop",
                 "median_ape_random", "median_ape_transfer", "mape_random", "mape_transfer", "top_features",
                 "physics_agrees"]
+    notes = sorted({n for n in df["note"] if n})
+    _write(df, output, quiet=True)
+    if _json(ctx, as_json, {"table": _records(df), "notes": notes,
+                            **({"output": str(output)} if output is not None else {})}):
+        return
     click.echo(to_markdown(_fmt(df), cols))
-    for note in sorted({n for n in df["note"] if n}):
+    for note in notes:
         click.echo(f"note: {note}")
-    _write(df, output)
+    if output is not None:
+        click.echo(f"wrote {output}")
 
 
 def register(group: click.Group) -> None:

@@ -93,3 +93,26 @@ def test_compare_features_on_one_framework_says_why(tmp_path: Path) -> None:
     assert code == 2 and "no fold" in err
     code, _, err = _run("compare-features", str(SAMPLE), "--train-on", "vllm")
     assert code == 2 and "--transfer" in err
+
+
+def test_explain_and_compare_features_answer_in_json(tmp_path: Path) -> None:
+    # Guards: both commands ignored --json (local and global) and printed Markdown a script cannot read.
+    import json
+
+    out = tmp_path / "imp.csv"
+    code, stdout, _ = _run("explain", str(SAMPLE), "--engine", "xgboost", "--interactions", "2", "--json",
+                           "-o", str(out))
+    assert code == 0, stdout
+    doc = json.loads(stdout)  # nothing but the document on stdout
+    assert doc["output"] == str(out) and "additivity check passed" in doc["message"]
+    assert [r["feature"] for r in doc["importance"]] == pd.read_csv(out)["feature"].tolist()
+    assert sum(doc["share_by_kind"].values()) == __import__("pytest").approx(1.0)
+    assert len(doc["interactions"]) == 2
+    code, stdout, _ = _run("--json", "explain", str(SAMPLE), "--engine", "xgboost")
+    assert code == 0 and "interactions" not in json.loads(stdout)
+    data = _canonical_csv(tmp_path / "runs.csv")
+    code, stdout, _ = _run("--json", "compare-features", str(data), "--sets", "physical,identity",
+                           "--learners", "gbdt")
+    assert code == 0, stdout
+    doc = json.loads(stdout)
+    assert [r["set"] for r in doc["table"]] == ["physical", "identity"] and isinstance(doc["notes"], list)
