@@ -4,7 +4,7 @@ import streamlit as st
 
 from perfmodel import ui
 from perfmodel.errors import NotFoundError, PerfmodelError
-from perfmodel.sweep.plan import ENGINE_SIZES, SweepPlan, format_duration
+from perfmodel.sweep.plan import ENGINE_SIZES, SweepPlan, format_duration, plan_from_dict
 from perfmodel.sweep.runner import create_sweep, launch_detached, stop_sweep
 from perfmodel.ui import analyses, cached
 from perfmodel.ui import pagestate as PS
@@ -160,7 +160,18 @@ def progress_panel() -> None:
     if state == "running" and a1.button("Stop", key="sweeps.stop", icon=":material/stop:"):
         stop_sweep(info.id, store=ui.open_store(home))
         st.toast("Stop requested: the point in flight finishes first.")
-    if state in ("stopped", "interrupted", "failed") or (state == "pending" and not info.alive and info.pid):
+    if not info.dataset_exists:
+        # Its rows would have nowhere to go: offer the same plan as a new sweep instead of a Resume that fails.
+        if state not in S.ACTIVE_STATES and a2.button("Run again", key="sweeps.again", icon=":material/replay:",
+                                                      help="Start this sweep's plan as a new sweep with a new "
+                                                           "dataset."):
+            try:
+                _start(plan_from_dict(info.plan))
+            except PerfmodelError as exc:
+                ui.show_error(exc, what="Not started")
+            else:
+                st.rerun()
+    elif state in ("stopped", "interrupted", "failed") or (state == "pending" and not info.alive and info.pid):
         if info.n_remaining and a2.button("Resume", key="sweeps.resume", icon=":material/replay:"):
             try:
                 launch_detached(info.id, home=home)
@@ -168,10 +179,13 @@ def progress_panel() -> None:
                 ui.show_error(exc, what="Not resumed")
             else:
                 st.toast("Resumed.")
-    if info.n_done:
+    if not info.dataset_exists:
+        st.info(f"This sweep's dataset (`{info.dataset_id}`) was deleted, so there is no curve to show and the "
+                "sweep cannot resume; **Run again** starts its plan as a new sweep.", icon=":material/delete:")
+    elif info.n_done:
         try:
             st.plotly_chart(S.sweep_figure(home, info.dataset_id, stamp), key="sweeps.chart")
-        except NotFoundError:
+        except NotFoundError:  # deleted since the sweep was read
             st.info(f"This sweep's dataset (`{info.dataset_id}`) was deleted, so there is no curve to show.",
                     icon=":material/delete:")
     failed = points[points["status"] == "failed"]

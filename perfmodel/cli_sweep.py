@@ -49,6 +49,8 @@ def _progress_line(event: Any) -> str | None:
 @click.argument("plan_file", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--resume", "resume_id", metavar="SWEEP_ID", help="Resume (or start) a recorded sweep.")
 @click.option("--retry-failed", is_flag=True, help="With --resume: run failed points again.")
+@click.option("--again", "again_id", metavar="SWEEP_ID",
+              help="Start the plan of a recorded sweep as a new sweep with a new dataset (flags override it).")
 @click.option("--backend", type=click.Choice(["local", "http"]), default=None, help="Backend (default local).")
 @click.option("--target", help="HTTP: server base URL, e.g. http://127.0.0.1:8000.")
 @click.option("--model", help="Model name (catalog name or the server's model).")
@@ -73,15 +75,15 @@ def _progress_line(event: Any) -> str | None:
 @click.option("--dry-run", is_flag=True, help="Validate, print the points and the estimate, run nothing.")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def sweep_cmd(plan_file: Path | None, resume_id: str | None, retry_failed: bool, dry_run: bool, quiet: bool,
-              as_json: bool, batch: str | None, concurrency: str | None, **flags: Any) -> None:
+def sweep_cmd(plan_file: Path | None, resume_id: str | None, again_id: str | None, retry_failed: bool,
+              dry_run: bool, quiet: bool, as_json: bool, batch: str | None, concurrency: str | None, **flags: Any) -> None:
     """Run a measurement sweep from PLAN_FILE (YAML/JSON) and/or flags, or resume one with --resume ID.
 
     Each finished point is stored at once in the dataset the sweep fills, so
     `perfmodel show/export/fit` see it like any imported dataset.
     """
     from .store import Store
-    from .sweep.plan import load_plan, plan_overrides
+    from .sweep.plan import load_plan, plan_from_dict, plan_overrides
     from .sweep.runner import create_sweep, run_sweep, stop_on_signals
 
     store = Store()
@@ -92,15 +94,21 @@ def sweep_cmd(plan_file: Path | None, resume_id: str | None, retry_failed: bool,
     overrides["batch_sizes"] = _grid(batch or concurrency)
     if concurrency and not overrides.get("backend") and plan_file is None:
         overrides["backend"] = "http"
+    if resume_id is not None and again_id is not None:
+        raise click.UsageError("give --resume (the same sweep) or --again (a new sweep), not both")
+    if again_id is not None and plan_file is not None:
+        raise click.UsageError("--again takes the plan stored with the sweep: give no PLAN_FILE")
     if resume_id is not None:
         if plan_file is not None or any(v is not None for v in overrides.values()):
             raise click.UsageError("--resume takes the plan stored with the sweep: give no PLAN_FILE or plan flags")
         sweep_id = store.sweep(resume_id).id
     else:
-        if plan_file is None and overrides["batch_sizes"] is None:
+        if plan_file is None and again_id is None and overrides["batch_sizes"] is None:
             raise click.UsageError("give a PLAN_FILE, plan flags (--batch/--concurrency, --input-len, "
-                                   "--output-len, ...) or --resume SWEEP_ID")
-        plan = plan_overrides(load_plan(plan_file) if plan_file is not None else None, overrides)
+                                   "--output-len, ...), --resume SWEEP_ID or --again SWEEP_ID")
+        base = (plan_from_dict(store.sweep(again_id).plan) if again_id is not None
+                else load_plan(plan_file) if plan_file is not None else None)
+        plan = plan_overrides(base, overrides)
         est = plan.estimate()
         if dry_run:
             if as_json:
@@ -149,14 +157,15 @@ def sweeps_cmd(as_json: bool) -> None:
         click.echo(json.dumps([{"id": i.id, "name": i.name, "status": i.state, "dataset_id": i.dataset_id,
                                 "backend": i.backend, "n_points": i.n_points, "n_done": i.n_done,
                                 "n_failed": i.n_failed, "created_at": i.created_at, "updated_at": i.updated_at,
-                                "pid": i.pid, "error": i.error} for i in infos], indent=2))
+                                "pid": i.pid, "error": i.error, "dataset_exists": i.dataset_exists} for i in infos],
+                               indent=2))
         return
     if not infos:
         click.echo("no sweeps yet: start one with `perfmodel sweep PLAN.yaml` or "
                    "`perfmodel sweep --backend local --engine-size tiny --batch 1:32:x2 --input-len 64 --output-len 32`")
         return
     rows = [(i.id, i.name, i.state, i.backend or "", f"{i.n_done}/{i.n_points}", str(i.n_failed),
-             i.created_at[:19], i.dataset_id) for i in infos]
+             i.created_at[:19], i.dataset_id if i.dataset_exists else f"{i.dataset_id} (deleted)") for i in infos]
     header = ("id", "name", "status", "backend", "done", "failed", "created (UTC)", "dataset")
     widths = [max([len(h)] + [len(r[k]) for r in rows]) for k, h in enumerate(header)]
     click.echo("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())

@@ -74,7 +74,7 @@ from .importers.base import ImportMeta, ImportResult
 from .schema import COLUMNS, empty_runs, is_extra_column
 
 __all__ = ["DatasetInfo", "Store", "STORE_FILENAME", "SCHEMA_VERSION", "PAUSE_ENV", "content_id", "SweepInfo",
-           "SWEEP_STATUSES", "POINT_STATUSES", "SWEEP_DATASET_KIND", "AnalysisInfo", "ANALYSIS_ID_BYTES"]
+           "check_resumable", "SWEEP_STATUSES", "POINT_STATUSES", "SWEEP_DATASET_KIND", "AnalysisInfo", "ANALYSIS_ID_BYTES"]
 
 STORE_FILENAME = "perfmodel.sqlite"
 PAUSE_ENV = "PERFMODEL_TEST_PAUSE_BEFORE_COMMIT"
@@ -305,6 +305,8 @@ class SweepInfo:
         Planned, finished and failed points.
     alive
         Whether ``pid`` is a live process now.
+    dataset_exists
+        Whether its dataset is still stored (deleting it leaves the sweep with nowhere to add rows).
     """
 
     id: str
@@ -321,6 +323,7 @@ class SweepInfo:
     n_done: int
     n_failed: int
     alive: bool
+    dataset_exists: bool = True
 
     @property
     def state(self) -> str:
@@ -333,6 +336,26 @@ class SweepInfo:
     def n_remaining(self) -> int:
         """Points neither done nor failed."""
         return self.n_points - self.n_done - self.n_failed
+
+
+def check_resumable(info: SweepInfo) -> None:
+    """Refuse to run a sweep whose dataset was deleted: its rows would have nowhere to go.
+
+    Parameters
+    ----------
+    info
+        The sweep.
+
+    Raises
+    ------
+    NotFoundError
+        Its dataset is gone; the message says what to do instead.
+    """
+    if not info.dataset_exists:
+        lost = f" with the {info.n_done} point(s) it had measured" if info.n_done else ""
+        raise NotFoundError(f"sweep {info.id} ({info.name!r}) cannot resume: its dataset {info.dataset_id} was "
+                            f"deleted{lost}. Start its plan again as a new sweep: `perfmodel sweep --again {info.id}`, or "
+                            "Run again on the Sweeps page.")
 
 
 def _known_datasets(ref: str, names: Sequence[str], n: int = 5) -> str:
@@ -936,7 +959,8 @@ class Store:
         return self.sweep(sweep_id)
 
     _SWEEP_SELECT = """SELECT s.id, s.name, s.plan, s.status, s.dataset_id, s.created_at, s.updated_at, s.pid,
-  s.error, s.backend, COUNT(p.key), COALESCE(SUM(p.status = 'done'), 0), COALESCE(SUM(p.status = 'failed'), 0)
+  s.error, s.backend, COUNT(p.key), COALESCE(SUM(p.status = 'done'), 0), COALESCE(SUM(p.status = 'failed'), 0),
+  EXISTS(SELECT 1 FROM datasets d WHERE d.id = s.dataset_id)
 FROM sweeps s LEFT JOIN sweep_points p ON p.sweep_id = s.id"""
 
     @staticmethod
@@ -944,7 +968,8 @@ FROM sweeps s LEFT JOIN sweep_points p ON p.sweep_id = s.id"""
         pid = None if row[7] is None else int(row[7])
         return SweepInfo(id=row[0], name=row[1], plan=json.loads(row[2]), status=row[3], dataset_id=row[4],
                          created_at=row[5], updated_at=row[6], pid=pid, error=row[8], backend=row[9],
-                         n_points=int(row[10]), n_done=int(row[11]), n_failed=int(row[12]), alive=_pid_alive(pid))
+                         n_points=int(row[10]), n_done=int(row[11]), n_failed=int(row[12]), alive=_pid_alive(pid),
+                         dataset_exists=bool(row[13]))
 
     def sweeps(self) -> list[SweepInfo]:
         """Every sweep, newest first.
@@ -1045,11 +1070,12 @@ FROM sweeps s LEFT JOIN sweep_points p ON p.sweep_id = s.id"""
         StoreError
             Another live process runs it (nothing was changed).
         NotFoundError
-            No such sweep.
+            No such sweep, or its dataset was deleted (nothing was changed).
         """
         with self._write() as con:
             row = self._sweep_row(con, sweep_id)
             info = self._sweep_info(row)
+            check_resumable(info)
             if info.status == "running" and info.alive and info.pid != pid:
                 raise StoreError(f"sweep {info.id} is already running in process {info.pid}; stop it first "
                                  "(Stop on the Sweeps page, or kill that process)")

@@ -156,3 +156,25 @@ def test_sweep_whose_dataset_was_deleted_says_so_and_shows_the_rest() -> None:
     assert not at.get("plotly_chart")
     assert [s.value for s in at.subheader] == ["All sweeps"]
     assert at.dataframe[-1].value.loc[0, "id"] == info.id
+
+
+def test_a_stopped_sweep_whose_dataset_was_deleted_offers_run_again_not_resume() -> None:
+    # Guards: Resume was offered and "Resumed." toasted, then every point failed in the background.
+    _need_engine()
+    plan = plan_from_dict({"engine_size": "micro", "batch_sizes": [1, 2], "input_lens": [8], "output_lens": [4],
+                           "repeats": 1, "name": "gone"})
+    info = create_sweep(plan)
+    store = Store()
+    store.record_point(info.id, plan.points()[0].key, status="done", attempts=1)
+    store.set_sweep_status(info.id, "stopped")
+    store.delete_dataset(info.dataset_id)
+    at = _page()
+    _no_exception(at)
+    assert not [b for b in at.button if b.key == "sweeps.resume"]
+    assert any("cannot resume" in i.value for i in at.info)
+    at.button(key="sweeps.again").click().run()
+    _no_exception(at)
+    fresh = [s for s in Store().sweeps() if s.id != info.id]
+    assert len(fresh) == 1 and fresh[0].plan == info.plan and fresh[0].dataset_exists
+    _wait_until(lambda: Store().sweep(fresh[0].id).state == "done", "the new sweep to finish")
+    assert Store().sweep(fresh[0].id).n_done == 2 and len(Store().runs(fresh[0].dataset_id)) == 2

@@ -107,3 +107,28 @@ def test_sigkill_mid_sweep_then_resume_loses_and_repeats_nothing(tmp_path: Path)
     assert runs.iloc[: len(kept)]["timestamp"].tolist() == kept["timestamp"].tolist()
     points = store.sweep_points(sweep_id)
     assert (points["status"] == "done").all() and points["run_idx"].is_unique
+
+
+def test_a_sweep_whose_dataset_was_deleted_is_run_again_not_resumed() -> None:
+    # Guards: --resume of such a sweep claimed it and then failed every point; and there was no way to start
+    # its stored plan again from the command line.
+    from perfmodel.sweep.plan import plan_from_dict
+    from perfmodel.sweep.runner import create_sweep
+
+    plan = plan_from_dict({"engine_size": "micro", "batch_sizes": [1, 2], "input_lens": [8], "output_lens": [4],
+                           "repeats": 1, "name": "lost"})
+    info = create_sweep(plan)
+    Store().set_sweep_status(info.id, "stopped")
+    Store().delete_dataset(info.dataset_id)
+    res = CliRunner().invoke(main, ["sweep", "--resume", info.id])
+    assert res.exit_code == 2 and f"perfmodel sweep --again {info.id}" in res.output
+    assert Store().sweep(info.id).status == "stopped"
+    listed = CliRunner().invoke(main, ["sweeps"]).output
+    assert f"{info.dataset_id} (deleted)" in listed
+    assert json.loads(CliRunner().invoke(main, ["sweeps", "--json"]).output)[0]["dataset_exists"] is False
+    res = CliRunner().invoke(main, ["sweep", "--again", info.id[:8], "--repeats", "2", "--dry-run", "--json"])
+    assert res.exit_code == 0, res.output
+    again = json.loads(res.output)
+    assert again["plan"]["batch_sizes"] == [1, 2] and again["plan"]["name"] == "lost" and again["n_points"] == 4
+    res = CliRunner().invoke(main, ["sweep", "--again", info.id, "--resume", info.id])
+    assert res.exit_code == 2 and "not both" in res.output

@@ -173,6 +173,30 @@ def test_unknown_hardware_and_a_live_owner_are_refused() -> None:
         run_sweep(sid, store=store, backend=FakeBackend())
 
 
+def test_a_sweep_whose_dataset_was_deleted_is_not_resumed(tmp_path) -> None:  # noqa: ANN001
+    # Guards: resuming such a sweep claimed it and every point then failed in the background (its rows had
+    # nowhere to go) while the page had said "Resumed".
+    from perfmodel.errors import NotFoundError
+    from perfmodel.sweep.runner import launch_detached, sweep_log_path
+
+    sid, store = _sweep()
+    stop = threading.Event()
+    run_sweep(sid, store=store, backend=FakeBackend(stop_after=1, stop=stop), stop=stop)
+    before = store.sweep(sid)
+    assert before.state == "stopped" and before.n_done == 1 and before.dataset_exists
+    store.delete_dataset(before.dataset_id)
+    after = store.sweep(sid)
+    assert not after.dataset_exists
+    with pytest.raises(NotFoundError, match=r"cannot resume: its dataset .* was deleted with the 1 point"):
+        run_sweep(sid, store=store, backend=FakeBackend())
+    home = store.path.parent
+    with pytest.raises(NotFoundError, match="Run again"):
+        launch_detached(sid, home=home)
+    assert not sweep_log_path(home, sid).exists()  # no process was started
+    now = store.sweep(sid)  # nothing changed
+    assert (now.status, now.pid, now.error, now.n_done) == (before.status, before.pid, before.error, 1)
+
+
 def test_imported_datasets_stay_immutable(tmp_path) -> None:  # noqa: ANN001
     from perfmodel.api import import_files
 

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PerfmodelError, UnknownNameError, ValidationError
-from ..store import Store, SweepInfo
+from ..store import Store, SweepInfo, check_resumable
 from .backend import Backend, PointResult, SweepPoint
 from .plan import SweepPlan, plan_from_dict
 
@@ -514,9 +514,12 @@ def launch_detached(sweep_id: str, *, home: str | Path, retry_failed: bool = Fal
 
     Raises
     ------
+    NotFoundError
+        No such sweep, or its dataset was deleted (nothing is started).
     PerfmodelError
         The process could not be started.
     """
+    check_resumable(Store(home).sweep(sweep_id))
     log = sweep_log_path(home, sweep_id)
     cmd = [sys.executable, "-m", "perfmodel", "--home", str(home), "sweep", "--resume", sweep_id]
     if retry_failed:
