@@ -40,7 +40,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from .curves import DEFAULT_BY, OPTIONAL_BY
+from .curves import DEFAULT_BY, OPTIONAL_BY, VARYING_BY
 from .errors import PerfmodelError, Problem, UnknownNameError, ValidationError
 
 __all__ = [
@@ -98,10 +98,13 @@ def config_key(runs: pd.DataFrame) -> list[str]:
     -------
     list of str
         :data:`~perfmodel.curves.DEFAULT_BY` plus the optional dtype/parallelism
-        columns that carry at least one value (plus ``quantization`` when present).
+        columns that carry at least one value (plus ``quantization`` when present), then the
+        :data:`~perfmodel.curves.VARYING_BY` settings that take more than one value, as the Curves
+        page groups them (so a sweep at two thread counts is two configurations on every page).
     """
     optional = [*OPTIONAL_BY, "quantization"]
-    return list(DEFAULT_BY) + [c for c in optional if c in runs.columns and runs[c].notna().any()]
+    return (list(DEFAULT_BY) + [c for c in optional if c in runs.columns and runs[c].notna().any()]
+            + [c for c in VARYING_BY if c in runs.columns and runs[c].nunique() > 1])
 
 
 def _codes(runs: pd.DataFrame, cols: Sequence[str]) -> np.ndarray:

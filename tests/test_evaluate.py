@@ -11,6 +11,24 @@ from perfmodel.errors import UnknownNameError
 from perfmodel.evaluate import config_key, evaluate, folds, score, to_markdown
 
 
+def test_a_configuration_is_the_same_on_every_page() -> None:
+    # Guards: the samples' local sweeps at two thread counts were 17 curves on the Curves page and 16
+    # configurations in the report's hold-out text (evaluate's key left the varying setting out).
+    from pathlib import Path
+
+    from perfmodel.curve_tables import default_curve_by
+    from perfmodel.importers import read_file
+
+    root = Path(__file__).resolve().parents[1] / "sample_runs"
+    runs = pd.concat([read_file(f).runs for f in sorted(root.glob("*.csv"))], ignore_index=True)
+    assert runs["fw_num_threads"].nunique() > 1
+    key = config_key(runs)
+    assert key[-1] == "fw_num_threads"
+    assert runs.groupby(key, dropna=False).ngroups == runs.groupby(default_curve_by(runs), dropna=False).ngroups
+    one = runs[runs["fw_num_threads"] == runs["fw_num_threads"].dropna().iloc[0]]
+    assert "fw_num_threads" not in config_key(one)  # one setting: the key (and the benchmark's folds) unchanged
+
+
 def test_protocols_on_all_results(all_results_csv):
     from perfmodel.importers import read_file
 
