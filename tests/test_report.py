@@ -121,3 +121,13 @@ def test_without_a_plan_the_report_says_how_to_give_one_in_both_clients() -> Non
     for text in texts:
         assert "No plan was given" in text and "pass --plan plan.yaml" not in text
         assert "--plan on the command line" in text and "Saved plan selector on the Report page" in text
+
+
+def test_a_plan_that_leaves_no_candidate_is_told_apart_from_no_plan() -> None:
+    # Guards: the Predictions section said "No plan was given" when the plan's SLOs rejected every candidate.
+    plan = {**PLAN, "slo": {"e2e_s": 0.001}}
+    rep = build_report(synthetic_runs(noise=0.02), dataset_name="d", plan_inputs=plan, accuracy=False,
+                       predictions=True)
+    assert "no candidate is feasible" in rep.section("Executive summary").paragraphs[0]
+    (text,) = rep.section("Predictions with bands and confidence").paragraphs
+    assert text.startswith("The plan left no candidate that meets its targets") and "No plan" not in text
