@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 from streamlit.testing.v1 import AppTest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -162,3 +163,24 @@ def test_band_is_clipped_at_zero_and_gaps_are_not_bridged() -> None:
     assert np.isnan(ys).sum() == 1 and np.isnan(ys[60])  # the line breaks once, at the pause
     assert series["connectgaps"] is False and xs.size == t.size + 1
     assert fig["layout"]["xaxis"]["title"]["text"] == "time (s)"
+
+
+def test_configuration_labels_follow_the_shared_configuration_key() -> None:
+    """The replay groups runs by the configuration key every page uses plus the framework version and the
+    load; a run at another framework version is another configuration, and its label says which."""
+    from perfmodel.evaluate import config_key
+    from perfmodel.ui.monitor import REPLAY_LOAD, configuration_of, replay_columns
+
+    runs = pd.DataFrame({"hardware": "h100-sxm", "device_count": 1, "framework": "vllm", "model": "llama-3-8b",
+                         "input_len_tok": [128.0, 128.0, 128.0, 128.0, 512.0],
+                         "output_len_tok": 128.0, "load_kind": "static_batch",
+                         "batch_size": [1.0, 1.0, 8.0, 1.0, 1.0],
+                         "framework_version": ["0.6", "0.6", "0.6", "0.7", "0.6"],
+                         "fw_num_threads": [4.0, 4.0, 4.0, 4.0, 8.0]})
+    cols = replay_columns(runs)
+    assert cols[: len(config_key(runs))] == config_key(runs) and "fw_num_threads" in cols
+    assert set(REPLAY_LOAD) - {"request_rate_rps"} <= set(cols)
+    labels = configuration_of(runs)
+    assert labels.nunique() == runs.groupby(cols, dropna=False).ngroups == 4
+    assert labels[0] == labels[1] and "batch 1" in labels[0] and "batch 8" in labels[2]
+    assert labels[3] != labels[0] and "0.7" in labels[3]

@@ -17,7 +17,7 @@ from ..monitor.detectors import DEFAULT_MIN_BASELINE
 from ..monitor.streams import MetricStream
 from ..store import Store
 
-__all__ = ["QP", "DEFAULTS", "USES", "SETTING_LABELS", "REPLAY_CONFIG", "REPLAY_GROUP", "restore_settings", "write_settings",
+__all__ = ["QP", "DEFAULTS", "USES", "SETTING_LABELS", "REPLAY_LOAD", "replay_columns", "REPLAY_GROUP", "restore_settings", "write_settings",
            "stream_from_upload", "configuration_of", "stream_from_dataset", "judged_configurations", "replay_note", "report",
            "series_figure"]
 
@@ -31,10 +31,9 @@ their cold-start threshold is unused)."""
 SETTING_LABELS = {"window": "baseline window", "w": "mean of last W", "z": "z (sigmas)",
                   "threshold": "threshold (relative)"}
 """How the page names each setting."""
-REPLAY_CONFIG = ("hardware", "device_count", "framework", "framework_version", "model", "weight_dtype",
-                 "kv_cache_dtype", "quantization", "tp_size", "pp_size", "fw_num_threads", "input_len_tok",
-                 "output_len_tok", "load_kind", "batch_size", "request_rate_rps")
-"""Columns that make two runs of a stored dataset the same configuration (only those are judged together)."""
+REPLAY_LOAD = ("load_kind", "batch_size", "request_rate_rps")
+"""The load columns: with the configuration key (:func:`perfmodel.evaluate.config_key`) and the framework
+version, they make two runs of a stored dataset the same measurement (only those are judged together)."""
 REPLAY_GROUP = "configuration"
 _CHECKED = "monitor.link_checked"
 
@@ -78,21 +77,47 @@ def stream_from_upload(name: str, data: bytes) -> MetricStream:
     return read_stream_bytes(name, data)
 
 
-def _load(runs: pd.DataFrame) -> pd.Series:
-    batch = pd.to_numeric(runs["batch_size"], errors="coerce") if "batch_size" in runs.columns \
-        else pd.Series(np.nan, index=runs.index)
-    rate = pd.to_numeric(runs["request_rate_rps"], errors="coerce") if "request_rate_rps" in runs.columns \
-        else pd.Series(np.nan, index=runs.index)
-    kind = runs["load_kind"].astype("string") if "load_kind" in runs.columns else pd.Series(pd.NA, index=runs.index)
+def _load(runs: pd.DataFrame) -> list[str]:
+    """The load of each run, as the page names it ("batch 8", "concurrency 4", "rate 2/s")."""
+    def col(name: str) -> list[Any]:
+        return runs[name].tolist() if name in runs.columns else [None] * len(runs)
+
     out = []
-    for b, r, k in zip(batch, rate, kind, strict=True):
+    for b, r, k in zip(col("batch_size"), col("request_rate_rps"), col("load_kind"), strict=True):
+        b, r = pd.to_numeric(b, errors="coerce"), pd.to_numeric(r, errors="coerce")
         if k == "request_rate" and pd.notna(r):
             out.append(f"rate {r:g}/s")
         elif pd.notna(b):
             out.append(f"{'concurrency' if k == 'concurrency' else 'batch'} {b:g}")
         else:
             out.append("")
-    return pd.Series(out, index=runs.index, dtype=object)
+    return out
+
+
+def replay_columns(runs: pd.DataFrame) -> list[str]:
+    """The columns that make two runs of ``runs`` the same measurement: the configuration key every page
+    uses (:func:`perfmodel.evaluate.config_key`), the framework version and the load (:data:`REPLAY_LOAD`),
+    each where it holds a value.
+
+    Parameters
+    ----------
+    runs
+        A canonical runs table.
+
+    Returns
+    -------
+    list of str
+    """
+    from ..evaluate import config_key
+
+    cols = [*config_key(runs), "framework_version", *REPLAY_LOAD]
+    return [c for c in dict.fromkeys(cols) if c in runs.columns and runs[c].notna().any()]
+
+
+def _group_codes(runs: pd.DataFrame, cols: list[str]) -> np.ndarray:
+    if not cols:
+        return np.zeros(len(runs), dtype=np.int64)
+    return runs.groupby(cols, dropna=False, sort=False).ngroup().to_numpy()
 
 
 def configuration_of(runs: pd.DataFrame) -> pd.Series:
@@ -108,29 +133,27 @@ def configuration_of(runs: pd.DataFrame) -> pd.Series:
     -------
     pandas.Series
     """
-    cols = [c for c in REPLAY_CONFIG if c in runs.columns and runs[c].notna().any()]
-    base = [c for c in cols if c not in ("load_kind", "batch_size", "request_rate_rps")]
+    cols = replay_columns(runs)
     if not cols:
         return pd.Series("all runs", index=runs.index, dtype=object)
-    def keys(c: list[str]) -> pd.Series:
-        return runs[c].astype("string").fillna("?").agg("\x1f".join, axis=1) if c else \
-            pd.Series("", index=runs.index)
-
-    key, base_key = keys(cols), keys(base)
-    first = ~base_key.duplicated()
-    uniq = runs.loc[first, base].reset_index(drop=True)
+    base = [c for c in cols if c not in REPLAY_LOAD]
+    key, base_key = _group_codes(runs, cols), _group_codes(runs, base)
+    # One label per configuration, built from its first run (no pass over every row in Python).
+    base_codes, base_first = np.unique(base_key, return_index=True)
+    uniq = runs.iloc[base_first][base].reset_index(drop=True)
     labels = config_labels(uniq, base) if base and len(uniq) > 1 else [""] * len(uniq)
-    base_label = base_key.map(dict(zip(base_key[first], labels, strict=True)))
-    label = [" · ".join(p for p in (b, ld) if p and p != "(all runs)") or "all runs"
-             for b, ld in zip(base_label, _load(runs), strict=True)]
-    # Two configurations the label cannot tell apart (a column it leaves out) stay apart.
-    named = {k: lab for k, lab in zip(key, label, strict=True)}
+    base_label = dict(zip(base_codes.tolist(), labels, strict=True))
+    codes, first = np.unique(key, return_index=True)
+    loads = _load(runs.iloc[first])
+    named: dict[int, str] = {}
     seen: dict[str, int] = {}
-    for k in list(named):
-        seen[named[k]] = seen.get(named[k], 0) + 1
-        if seen[named[k]] > 1:
-            named[k] = f"{named[k]} #{seen[named[k]]}"
-    return key.map(named)
+    for code, pos, ld in zip(codes.tolist(), first.tolist(), loads, strict=True):
+        b = base_label[int(base_key[pos])]
+        lab = " · ".join(p for p in (b, ld) if p and p != "(all runs)") or "all runs"
+        # Two configurations the label cannot tell apart (a column it leaves out) stay apart.
+        seen[lab] = seen.get(lab, 0) + 1
+        named[code] = lab if seen[lab] == 1 else f"{lab} #{seen[lab]}"
+    return pd.Series([named[k] for k in key.tolist()], index=runs.index, dtype=object)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
