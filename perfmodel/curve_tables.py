@@ -31,6 +31,9 @@ __all__ = [
     "poor_fits",
     "NO_PLATEAU",
     "NO_PLATEAU_HELP",
+    "significant",
+    "compact_number",
+    "compact_seconds",
 ]
 
 
@@ -90,6 +93,109 @@ def _is_missing(v: object) -> bool:
 def _num(v: object) -> str:
     f = float(v)  # type: ignore[arg-type]
     return str(int(f)) if f.is_integer() else f"{f:g}"
+
+
+# --------------------------------------------------------------------------- numbers for people
+# The one place that turns numbers into text for tables, tiles and reports: Python's "g" format switches to
+# e-notation at 10**digits and below 1e-4 ("1.02e+03", "1e+03 ms"), which no reader wants.
+
+
+def significant(v: float, digits: int = 4) -> str:
+    """``v`` rounded to ``digits`` significant digits, in plain notation with thousands separators.
+
+    Never e-notation: ``1,235`` (not ``1.235e+03``), ``0.0001234`` (not ``1.234e-04``); trailing zeros
+    dropped (``2.5``, ``10``).
+
+    Parameters
+    ----------
+    v
+        Any number.
+    digits
+        Significant digits (at least 1).
+
+    Returns
+    -------
+    str
+        ``"n/a"`` when ``v`` is NaN or infinite.
+    """
+    v = float(v)
+    if not math.isfinite(v):
+        return "n/a"
+    if v == 0:
+        return "0"
+    r = float(f"{v:.{max(1, digits)}g}")  # rounded first: 999.97 becomes 1000, then one more digit before the point
+    decimals = max(0, max(1, digits) - 1 - math.floor(math.log10(abs(r))))
+    text = f"{r:,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _rounded(v: float, digits: int = 3) -> float:
+    return abs(float(f"{v:.{digits}g}"))
+
+
+_SI = (("k", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12))
+
+
+def compact_number(v: float) -> str:
+    """A number for a tile, a table cell or a report, short and never in e-notation.
+
+    Four significant digits below 1,000 (``41.42``, ``0.0001234``), whole numbers up to 99,999
+    (``19,920``), then three significant digits with an SI prefix (``169 k``, ``1.48 M``, ``2.1 G``,
+    ``140,000 T``). The prefix is chosen after rounding, so 999,999 is ``1 M``, not ``1e+03 k``.
+
+    Parameters
+    ----------
+    v
+        Any number (a throughput, a feature value, a cell).
+
+    Returns
+    -------
+    str
+        ``"n/a"`` when ``v`` is NaN or infinite.
+    """
+    v = float(v)
+    if not math.isfinite(v):
+        return "n/a"
+    if abs(round(v)) < 1e5:
+        return f"{v:,.0f}" if abs(v) >= 1000 else significant(v, 4)
+    for unit, scale in _SI:
+        if _rounded(v / scale) < 1000:
+            return f"{significant(v / scale, 3)} {unit}"
+    return f"{v / 1e12:,.0f} T"
+
+
+_TIME_UNITS = (("ns", 1e-9, 1000.0), ("ms", 1e-3, 1000.0), ("s", 1.0, 120.0),
+               ("min", 60.0, 120.0), ("h", 3600.0, 48.0))
+"""(unit, seconds per unit, first value shown in the next unit)."""
+
+
+def compact_seconds(v: float) -> str:
+    """A duration in seconds in a readable unit, three significant digits, never in e-notation.
+
+    ``850 ns``, ``0.691 ms``, ``340 ms``, ``2.35 s``, ``1.9 min``, ``5.5 h``, ``12 d``, ``4,560 d`` (latencies
+    read in milliseconds from 1 µs on). The unit is chosen after rounding, so 0.9997 s is ``1 s`` (not
+    ``1e+03 ms``) and 119.97 s is ``2 min``.
+
+    Parameters
+    ----------
+    v
+        Seconds.
+
+    Returns
+    -------
+    str
+        ``"n/a"`` when ``v`` is NaN or infinite.
+    """
+    v = float(v)
+    if not math.isfinite(v):
+        return "n/a"
+    if v == 0:
+        return "0 s"
+    for unit, scale, limit in _TIME_UNITS:
+        if _rounded(v / scale) < limit:
+            return f"{significant(v / scale, 3)} {unit}"
+    days = v / 86400
+    return f"{significant(days, 3)} d" if _rounded(days) < 1000 else f"{days:,.0f} d"
 
 
 def config_label(key: Mapping[str, Any]) -> str:
@@ -245,12 +351,13 @@ def repeat_summary(runs: pd.DataFrame, by: Sequence[str], *, x: str = "batch_siz
     return out
 
 
-def _ci_text(v: float, lo: float, hi: float, fmt: str = "{:,.4g}") -> str:
+def _ci_text(v: float, lo: float, hi: float, digits: int = 4) -> str:
+    """``"v [lo, hi]"`` to ``digits`` significant digits (:func:`significant`: 1,020, not 1.02e+03)."""
     if not np.isfinite(v):
         return ""
-    text = fmt.format(v)
+    text = significant(v, digits)
     if np.isfinite(lo) and np.isfinite(hi):
-        text += f" [{fmt.format(lo)}, {fmt.format(hi)}]"
+        text += f" [{significant(lo, digits)}, {significant(hi, digits)}]"
     return text
 
 
@@ -295,7 +402,7 @@ def fits_summary(table: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     kv_full = kv_full_batches(table)
     rows = []
     for label, rec, kv in zip(labels, table.to_dict("records"), kv_full.tolist(), strict=True):
-        knees = [_ci_text(rec[f"knee_{j}"], rec[f"knee_{j}_lo"], rec[f"knee_{j}_hi"], "{:.3g}")
+        knees = [_ci_text(rec[f"knee_{j}"], rec[f"knee_{j}_lo"], rec[f"knee_{j}_hi"], 3)
                  for j in (1, 2) if f"knee_{j}" in rec and np.isfinite(rec[f"knee_{j}"])]
         flat = rec["shape"] in ("none", *PLATEAU_SHAPES)
         extrapolated = bool(rec.get("plateau_extrapolated", False))
@@ -303,8 +410,8 @@ def fits_summary(table: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
             "configuration": label, "shape": rec["shape"],
             "plateau_tok_s": math.nan if extrapolated else rec["c"], "plateau_ci": _plateau_text(rec),
             "knees": "; ".join(knees) if flat else NO_PLATEAU,
-            "b90": _ci_text(rec["b90"], rec["b90_lo"], rec["b90_hi"], "{:.3g}") if flat else NO_PLATEAU,
-            "b95": _ci_text(rec["b95"], rec["b95_lo"], rec["b95_hi"], "{:.3g}") if flat else NO_PLATEAU,
+            "b90": _ci_text(rec["b90"], rec["b90_lo"], rec["b90_hi"], 3) if flat else NO_PLATEAU,
+            "b95": _ci_text(rec["b95"], rec["b95_lo"], rec["b95_hi"], 3) if flat else NO_PLATEAU,
             "kv_full_batch": kv,
             "r2": rec["r2"], "n_points": int(rec["n_points"]), "n_batches": int(rec["n_batches"]),
             "success": bool(rec["success"]), "poor_fit": bool(rec["poor_fit"]), "message": rec["message"]})

@@ -62,6 +62,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic import ValidationError as _PydanticValidationError
 
+from .curve_tables import compact_number, compact_seconds
 from .errors import PerfmodelError, Problem, UnknownNameError, ValidationError, problems_from_pydantic
 
 __all__ = [
@@ -319,7 +320,7 @@ class PlanResult:
         """
         w = self.inputs.workload
         i, o = w.mean_lengths
-        head = (f"Serving {w.demand_rps:,.4g} req/s ({w.demand_output_tok_s:,.0f} output tok/s) of "
+        head = (f"Serving {compact_number(w.demand_rps)} req/s ({w.demand_output_tok_s:,.0f} output tok/s) of "
                 f"{i:,.0f}/{o:,.0f} input/output tokens")
         rec = self.recommendation
         if rec is None:
@@ -768,12 +769,12 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
         best_tpot = float(np.nanmin(np.where(mem_ok, lat["tpot"], np.inf)))
         parts = []
         if slo.e2e_s is not None:
-            parts.append(f"best {pct} e2e {best_e2e:.3g} s > {slo.e2e_s:g} s")
+            parts.append(f"best {pct} e2e {compact_seconds(best_e2e)} > {compact_seconds(slo.e2e_s)}")
         if slo.tpot_s is not None:
-            parts.append(f"best {pct} TPOT {best_tpot:.3g} s > {slo.tpot_s:g} s")
+            parts.append(f"best {pct} TPOT {compact_seconds(best_tpot)} > {compact_seconds(slo.tpot_s)}")
         if slo.ttft_s is not None:
-            parts.append(f"best {pct} TTFT {float(np.nanmin(np.where(mem_ok, lat['ttft'], np.inf))):.3g} s "
-                         f"> {slo.ttft_s:g} s")
+            best_ttft = float(np.nanmin(np.where(mem_ok, lat["ttft"], np.inf)))
+            parts.append(f"best {pct} TTFT {compact_seconds(best_ttft)} > {compact_seconds(slo.ttft_s)}")
         bad.append({**key, "reason": "SLO unreachable at any batch that fits (even at the optimistic end of "
                                      "the band): " + "; ".join(parts)})
         return

@@ -17,6 +17,8 @@ import plotly.graph_objects as go
 from .curve_tables import (
     CURVE_GROUP_COLUMNS,
     _ci_text,
+    compact_number,
+    compact_seconds,
     config_label,
     config_labels,
     curve_group_columns,
@@ -25,6 +27,7 @@ from .curve_tables import (
     lengths_label,
     poor_fits,
     repeat_summary,
+    significant,
     with_lengths,
 )
 from .schema import column
@@ -41,6 +44,10 @@ __all__ = [
     "lengths_label",
     "with_lengths",
     "axis_title",
+    "COLUMN_LABELS",
+    "significant",
+    "compact_number",
+    "compact_seconds",
     "throughput_figure",
     "CURVE_GROUP_COLUMNS",
     "KNEE_META",
@@ -83,20 +90,55 @@ HOVER_COLUMNS: tuple[str, ...] = ("hardware", "model", "framework", "device_coun
 _MISSING = "(missing)"
 
 
+COLUMN_LABELS: dict[str, str] = {
+    "lengths": "input/output length (tokens)",
+    # fits (perfmodel.curve_tables.fits_summary, poor_fits)
+    "configuration": "configuration",
+    "plateau_tok_s": "plateau c (tok/s)",
+    "plateau_ci": "plateau interval (tok/s)",
+    "knees": "knee batch [interval]",
+    "b90": "batch at 90% of plateau",
+    "b95": "batch at 95% of plateau",
+    "kv_full_batch": "KV cache full at batch",
+    "r2": "R²",
+    "n_points": "runs",
+    "n_batches": "batch sizes",
+    "success": "fitted",
+    "poor_fit": "poor fit",
+    "reason": "reason",
+    # planner operating points (perfmodel.pareto.FRONTS)
+    "throughput_per_device_tok_s": "output throughput per device (tok/s)",
+    "e2e_s": "end-to-end latency (s)",
+    "cost_per_m_output_tok": "cost per million output tokens",
+    "energy_j_per_output_tok": "energy per output token (J)",
+    # monitor alerts (perfmodel.monitor.MonitorReport.alerts)
+    "start_index": "first sample",
+    "end_index": "last sample",
+    "n_alerts": "samples flagged",
+}
+"""Labels of columns that are not in the canonical schema (derived tables), units included;
+:func:`axis_title` looks here first."""
+
+
+_WORDS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "len": "length"}
+"""Words of column names written out in titles (``input_len_tok`` is "input length (tokens)")."""
+
+
 def axis_title(name: str) -> str:
-    """A human axis title with the unit, e.g. ``"output throughput (tok/s)"``.
+    """A human axis title or table header with the unit, e.g. ``"output throughput (tok/s)"``.
 
     Parameters
     ----------
     name
-        A canonical column name (or ``lengths``).
+        A canonical column name, ``lengths``, or a derived column of :data:`COLUMN_LABELS`.
 
     Returns
     -------
     str
+        ``name`` itself when it is neither.
     """
-    if name == "lengths":
-        return "input/output length (tokens)"
+    if name in COLUMN_LABELS:
+        return COLUMN_LABELS[name]
     try:
         col = column(name)
     except KeyError:
@@ -106,7 +148,7 @@ def axis_title(name: str) -> str:
         if stem.endswith(suffix):
             stem = stem[: -len(suffix)]
             break
-    stem = stem.replace("_", " ")
+    stem = " ".join(_WORDS.get(w, w) for w in stem.split("_"))
     return f"{stem} ({col.unit})" if col.unit else stem
 
 
@@ -240,7 +282,7 @@ def _log_ticks(x: pd.Series) -> dict[str, object]:
     powers = [2.0 ** k for k in range(int(np.floor(np.log2(lo))), int(np.ceil(np.log2(hi))) + 1)]
     if len(powers) > 14:
         powers = powers[::2]
-    return {"tickvals": powers, "ticktext": [f"{p:g}" for p in powers]}
+    return {"tickvals": powers, "ticktext": [compact_number(p) for p in powers]}
 
 
 # --------------------------------------------------------------------------- saturation curves
@@ -253,6 +295,9 @@ FAILED_FIT_META = "failed-fit"
 _PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
             "#7f7f7f", "#bcbd22")
 _N_GRID = 200
+_KEY_META = "key"
+_CURVE_PLOT_HEIGHT = 520
+_LEGEND_ROW_HEIGHT = 22
 
 
 def _rgba(hex_colour: str, alpha: float) -> str:
@@ -292,8 +337,10 @@ def curve_figure(fits: Sequence[CurveFit], points: pd.DataFrame, labels: Sequenc
         ``b90/b95`` trace (triangles, only where inside the measured range). Curves and bands are
         clipped at 0 (throughput cannot be negative; a log-linear curve goes below it at small
         batches). A failed fit (``success`` False) gets no band, knee or b90/b95 markers: only a thin
-        dashed line (``meta`` = :data:`FAILED_FIT_META`) whose legend entry says the fit failed. An
-        annotation instead when nothing can be drawn.
+        dashed line (``meta`` = :data:`FAILED_FIT_META`) whose legend entry says the fit failed. The
+        legend, below the plot, lists each configuration once (its group toggles all of its traces),
+        then a key of the knee and b90/b95 markers (``meta`` = ``"key"``, no data). An annotation
+        instead when nothing can be drawn.
 
     Raises
     ------
@@ -352,10 +399,10 @@ def curve_figure(fits: Sequence[CurveFit], points: pd.DataFrame, labels: Sequenc
             kx = np.asarray(fit.knees, dtype=float)
             klo = np.array([c[0] for c in fit.knee_ci], dtype=float)
             khi = np.array([c[1] for c in fit.knee_ci], dtype=float)
-            ci = [f"[{a:.3g}, {b:.3g}]" if np.isfinite(a) and np.isfinite(b) else "(no interval)"
+            ci = [f"[{significant(a, 3)}, {significant(b, 3)}]" if np.isfinite(a) and np.isfinite(b) else "(no interval)"
                   for a, b in zip(klo, khi, strict=True)]
             fig.add_trace(go.Scatter(
-                x=kx.tolist(), y=fit.predict(kx).tolist(), mode="markers", legendgroup=label,
+                x=kx.tolist(), y=fit.predict(kx).tolist(), mode="markers", legendgroup=label, showlegend=False,
                 name=f"knee · {label}", meta=KNEE_META, text=ci,
                 marker={"symbol": "diamond", "size": 13, "color": colour, "line": {"width": 1.5, "color": "black"}},
                 error_x={"type": "data", "symmetric": False, "array": np.nan_to_num(khi - kx).tolist(),
@@ -368,13 +415,29 @@ def curve_figure(fits: Sequence[CurveFit], points: pd.DataFrame, labels: Sequenc
             mx = np.array([m[1] for m in marks])
             fig.add_trace(go.Scatter(
                 x=mx.tolist(), y=fit.predict(mx).tolist(), mode="markers", legendgroup=label, showlegend=False,
-                name=f"b90/b95 · {label}", meta="fraction", text=[f"{m[0]} {_ci_text(m[1], *m[2], '{:.3g}')}"
+                name=f"b90/b95 · {label}", meta="fraction", text=[f"{m[0]} {_ci_text(m[1], *m[2], 3)}"
                                                                    for m in marks],
                 marker={"symbol": "triangle-up", "size": 10, "color": "white", "line": {"width": 2, "color": colour}},
                 hovertemplate=f"<b>{label}</b><br>%{{text}}<br>{y_title}: %{{y:,.4g}}<extra></extra>"))
+    # One legend entry per configuration (its group toggles points, curve, band and markers together) and
+    # one key of the marker shapes: a knee entry per configuration repeated every label, and a legend of long
+    # labels beside the plot left the plot a sliver, so the legend goes below it, across the full width.
+    metas = {t.meta for t in fig.data}
+    for meta, name, marker in ((KNEE_META, "knee (with its interval)",
+                                {"symbol": "diamond", "size": 11, "color": "#bbbbbb",
+                                 "line": {"width": 1.5, "color": "black"}}),
+                               ("fraction", "batch at 90% / 95% of plateau",
+                                {"symbol": "triangle-up", "size": 10, "color": "white",
+                                 "line": {"width": 2, "color": "#555555"}})):
+        if meta in metas:
+            fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name, meta=_KEY_META,
+                                     marker=marker, hoverinfo="skip"))
+    n_entries = sum(t.showlegend is not False for t in fig.data)
     fig.update_layout(title={"text": title or f"{y_title} vs {axis_title(x)}: fitted saturation curves"},
                       xaxis_title=axis_title(x), yaxis_title=y_title, template="plotly_white",
-                      hovermode="closest", height=560, legend_title_text="configuration",
+                      hovermode="closest", height=_CURVE_PLOT_HEIGHT + _LEGEND_ROW_HEIGHT * n_entries,
+                      legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -0.12, "yanchor": "top",
+                              "title": {"text": "configuration", "side": "top"}},
                       margin={"l": 60, "r": 20, "t": 70, "b": 50})
     if log_x and len(points):
         fig.update_xaxes(type="log", **_log_ticks(points["x"]))

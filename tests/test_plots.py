@@ -257,3 +257,55 @@ def test_whatif_axis_stops_where_a_runaway_band_would_flatten_the_curve() -> Non
     assert "band cut off: it reaches 3,948" in fig.layout.annotations[0].text
     near = whatif_figure(table.assign(pred_upper=[9.0, 30.0, 90.0]), measured, level=0.9)
     assert near.layout.yaxis.range is None and not near.layout.annotations
+
+
+def test_compact_seconds_picks_the_unit_after_rounding() -> None:
+    # Guards: 0.9997 s printed "1e+03 ms" (three digits of 999.7 round to 1000, which "g" writes as 1e+03);
+    # the same at every unit boundary, and below 1e-4 ms.
+    from perfmodel.plots import compact_seconds
+    from perfmodel.ui.whatif import seconds
+
+    assert seconds is not None and seconds(0.9997) == compact_seconds(0.9997) == "1 s"
+    cases = {0.99949: "999 ms", 0.0009996: "1 ms", 999.6e-9: "0.001 ms", 1.2e-5: "0.012 ms", 1e-8: "10 ns",
+             0.000691: "0.691 ms",
+             119.97: "2 min", 119.4: "119 s", 7199.9: "2 h", 48 * 3600 - 1: "2 d", 999.7 * 86400: "1,000 d",
+             0.0123: "12.3 ms", 2.345: "2.35 s", 600.0: "10 min", 3 * 3600: "3 h", 0.0: "0 s",
+             float("nan"): "n/a", float("inf"): "n/a"}
+    for v, want in cases.items():
+        assert compact_seconds(v) == want, (v, compact_seconds(v))
+    _no_e_notation(compact_seconds, {"ns": 1000, "ms": 1000, "s": 120, "min": 120, "h": 48})
+
+
+def test_compact_number_picks_the_prefix_after_rounding() -> None:
+    # Guards: 9.999e14 printed "1e+03 T" and 1.2e-05 "1.2e-05"; 99,999.6 printed "100,000" beside "100 k".
+    from perfmodel.plots import compact_number, significant
+    from perfmodel.ui.whatif import rate
+
+    assert rate(999_999.0) == compact_number(999_999.0) == "1 M"
+    cases = {999.97: "1,000", 99_999.0: "99,999", 99_999.6: "100 k", 999_600.0: "1 M", 9.999e14: "1,000 T",
+             1.4e17: "140,000 T", 41.42371: "41.42", 0.0001234: "0.0001234", 1.2e-5: "0.000012",
+             -1_482_525.0: "-1.48 M", 0.0: "0", float("nan"): "n/a"}
+    for v, want in cases.items():
+        assert compact_number(v) == want, (v, compact_number(v))
+    assert significant(1024, 3) == "1,020" and significant(2.5, 3) == "2.5" and significant(999.96, 4) == "1,000"
+    from perfmodel.curve_tables import _ci_text  # the Curves table's knees, b90 and b95
+
+    assert _ci_text(1536.0, 1200.0, 2048.0, 3) == "1,540 [1,200, 2,050]"
+    _no_e_notation(compact_number, {"": 1e5, "k": 1000, "M": 1000, "G": 1000})
+
+
+def _no_e_notation(fmt, limits: dict[str, float]) -> None:  # noqa: ANN001 - a formatter
+    """No e-notation anywhere from 1e-10 to 1e16, and the number before each unit below that unit's limit
+    (no "1,000 ms": the next unit's "1 s")."""
+    import math
+
+    values = np.geomspace(1e-10, 1e16, 3000)
+    # every decade's and unit's boundary, and the float on either side of it
+    edges = [m * 10.0 ** k for k in range(-10, 17) for m in (0.9995, 0.99949, 0.99951, 0.9999, 1.0)]
+    edges += [m * s for s in (60.0, 3600.0, 86400.0) for m in (1.0, 2.0, 119.96, 119.94, 48.0, 999.6)]
+    for v in [*values, *edges, *[math.nextafter(e, 0) for e in edges]]:
+        for signed in (v, -v):
+            text = fmt(signed)
+            assert "e+" not in text and "e-" not in text, (signed, text)
+            head, _, unit = text.partition(" ")
+            assert abs(float(head.replace(",", ""))) < limits.get(unit, math.inf), (signed, text)

@@ -131,3 +131,23 @@ def test_a_plan_that_leaves_no_candidate_is_told_apart_from_no_plan() -> None:
     assert "no candidate is feasible" in rep.section("Executive summary").paragraphs[0]
     (text,) = rep.section("Predictions with bands and confidence").paragraphs
     assert text.startswith("The plan left no candidate that meets its targets") and "No plan" not in text
+
+
+def test_numbers_read_without_e_notation() -> None:
+    # Guards: a busy GPU's numbers in the report read "2e+04 req/s", "1.903e+04 [1.879e+04, ...]" tok/s and a
+    # knee at batch "1.58e+03" (Python's g format switches to e-notation from 10**digits on).
+    import re
+
+    runs = synthetic_runs(noise=0.02)
+    runs["output_throughput_tok_s"] *= 50  # tens of thousands of tok/s, as a small model on an H200
+    runs["batch_size"] *= 64  # concurrency in the thousands
+    plan = {"workload": {"request_rate_rps": 20000, "input_len_tok": 1000, "output_len_tok": 1000},
+            "slo": {"e2e_s": 2000}, "prices": {"h100-sxm": 2.0}}
+    rep = build_report(runs, dataset_name="busy", plan_inputs=plan, accuracy=False, predictions=False)
+    html = render_html(rep)
+    text = re.sub(r"<script>.*?</script>", "", html[html.index("<body>"):], flags=re.S)
+    assert not re.findall(r".{20}\de[+-]\d.{10}", text)
+    workload = dict(rep.section("Workload and SLOs").tables[0][1].to_numpy())
+    assert workload["request rate"] == "20,000 req/s" and workload["end-to-end target"] == "33.3 min"
+    curves = rep.section("Saturation curves and knees").tables[0][1]
+    assert re.fullmatch(r"[\d,]+ \[[\d,]+, [\d,]+\]", curves["knee batch [CI]"].iloc[0])

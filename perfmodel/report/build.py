@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..curve_tables import compact_number, compact_seconds, significant
 from ..errors import PerfmodelError
 from ..models.base import DEFAULT_TARGET
 from ..planner import PlanInputs, PlanResult, plan
@@ -117,12 +118,16 @@ def _fmt_table(df: pd.DataFrame, cols: Sequence[str], rename: Mapping[str, str] 
     return out.rename(columns=dict(rename or {}))
 
 
-def _band(v: float, lo: float, hi: float, fmt: str = "{:,.4g}") -> str:
+def _band(v: float, lo: float, hi: float, fmt: Callable[[float], str] = compact_number) -> str:
     if not np.isfinite(v):
         return "n/a"
     if not (np.isfinite(lo) and np.isfinite(hi)):
-        return fmt.format(v)
-    return f"{fmt.format(v)} [{fmt.format(lo)}, {fmt.format(hi)}]"
+        return fmt(v)
+    return f"{fmt(v)} [{fmt(lo)}, {fmt(hi)}]"
+
+
+_money = "{:,.2f}".format
+_money_per_m = "{:,.3f}".format
 
 
 def _candidate_table(res: PlanResult) -> pd.DataFrame:
@@ -137,14 +142,14 @@ def _candidate_table(res: PlanResult) -> pd.DataFrame:
             "tok/s per device [band]": _band(r["throughput_per_device_tok_s"], r["throughput_per_device_tok_s_lo"],
                                              r["throughput_per_device_tok_s_hi"]),
             "devices [band]": f"{r['devices']} [{r['devices_lo']}, {r['devices_hi']}]",
-            f"{cur}/h [band]": _band(r["cost_per_hour"], r["cost_per_hour_lo"], r["cost_per_hour_hi"], "{:,.2f}"),
+            f"{cur}/h [band]": _band(r["cost_per_hour"], r["cost_per_hour_lo"], r["cost_per_hour_hi"], _money),
             f"{cur}/M output tok": _band(r["cost_per_m_output_tok"], r["cost_per_m_output_tok_lo"],
-                                         r["cost_per_m_output_tok_hi"], "{:,.3f}"),
+                                         r["cost_per_m_output_tok_hi"], _money_per_m),
             f"{cur}/M total tok": _band(r["cost_per_m_total_tok"], r["cost_per_m_total_tok_lo"],
-                                        r["cost_per_m_total_tok_hi"], "{:,.3f}"),
+                                        r["cost_per_m_total_tok_hi"], _money_per_m),
             "J/output tok": _band(r["energy_j_per_output_tok"], r["energy_j_per_output_tok_lo"],
-                                  r["energy_j_per_output_tok_hi"], "{:,.3g}") + f" ({r['energy_basis']})",
-            "e2e s": f"{r['e2e_s']:.3g}", "latency basis": r["latency_basis"],
+                                  r["energy_j_per_output_tok_hi"]) + f" ({r['energy_basis']})",
+            "e2e latency": compact_seconds(r["e2e_s"]), "latency basis": r["latency_basis"],
             "price source": r["price_source"], "note": r["note"],
         })
     return pd.DataFrame(rows)
@@ -156,14 +161,14 @@ def _plan_sections(res: PlanResult) -> tuple[Section, Section, Section]:
     inp = res.inputs
     w, slo = inp.workload, inp.slo
     i, o = w.mean_lengths
-    workload_rows = [("request rate", f"{w.demand_rps:,.4g} req/s"),
+    workload_rows = [("request rate", f"{compact_number(w.demand_rps)} req/s"),
                      ("output tokens to serve", f"{w.demand_output_tok_s:,.0f} tok/s"),
                      ("input + output tokens to serve", f"{w.demand_total_tok_s:,.0f} tok/s"),
                      ("lengths (input/output)", f"{i:,.0f}/{o:,.0f} tokens"
                       + (" (histogram means)" if w.lengths else "")),
                      ("SLO percentile", slo.percentile)]
     for name, v in (("TTFT target", slo.ttft_s), ("TPOT target", slo.tpot_s), ("end-to-end target", slo.e2e_s)):
-        workload_rows.append((name, f"{v:g} s" if v is not None else "none"))
+        workload_rows.append((name, compact_seconds(v) if v is not None else "none"))
     workload_rows += [("headroom", f"{inp.headroom:.0%}"), ("band level", f"{inp.level:.0%}"),
                       ("memory usable", f"{inp.memory_fraction:.0%} of device memory"),
                       ("models", ", ".join(inp.models) or "all in the data"),
@@ -182,7 +187,7 @@ def _plan_sections(res: PlanResult) -> tuple[Section, Section, Section]:
         tables.append(("Infeasible candidates", res.infeasible.copy()))
     feas = res.points[res.points["memory_ok"].astype(bool) & res.points["slo_ok"].astype(bool)] \
         if len(res.points) else res.points
-    figs = tuple(front_figure(feas, name) for name in FRONTS) if len(feas) else ()
+    figs = tuple(front_figure(feas, name, currency=res.currency) for name in FRONTS) if len(feas) else ()
     cand = Section("Candidates", paragraphs=(
         "Status ok: the SLOs hold at the central throughput; optimistic_only: they hold only at the optimistic end "
         "of the band; not robust: they are missed at the pessimistic end. Energy basis tdp means TDP x devices "
@@ -249,10 +254,11 @@ def _curves_section(runs: pd.DataFrame, res: PlanResult | None) -> Section:
         summ = repeat_summary(sub, [])
         summ["configuration"] = label
         pts.append(summ)
-        knee = ", ".join(f"{k:.3g} [{lo:.3g}, {hi:.3g}]" for k, (lo, hi) in zip(fit.knees, fit.knee_ci, strict=True))
+        knee = ", ".join(_band(k, lo, hi, lambda v: significant(v, 3))
+                         for k, (lo, hi) in zip(fit.knees, fit.knee_ci, strict=True))
         rows.append({"configuration": label, "shape": fit.shape, "plateau tok/s": _band(
             fit.params.get("c", math.nan), *fit.ci.get("c", (math.nan, math.nan))), "knee batch [CI]": knee or "none",
-            "b90": f"{fit.b90:.3g}", "R\u00b2": f"{fit.r2:.3f}", "points": fit.n_points, "message": fit.message})
+            "b90": significant(fit.b90, 3), "R\u00b2": f"{fit.r2:.3f}", "points": fit.n_points, "message": fit.message})
     figs: tuple[go.Figure, ...] = ()
     if fits:
         figs = (curve_figure(fits, pd.concat(pts, ignore_index=True), labels, title="Throughput vs batch"),)

@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from markupsafe import Markup
 
+from ..curve_tables import compact_number
 from .build import Report
 
 __all__ = ["render_html", "figure_script", "PLOT_CLASS"]
@@ -123,7 +124,7 @@ def _cell(v: Any) -> str:
     if isinstance(v, float | np.floating):
         if not np.isfinite(v):
             return "" if np.isnan(v) else str(v)
-        return f"{v:,.4g}"
+        return compact_number(float(v))  # 12,345 and 0.000012, never 1.234e+04
     return str(v)
 
 

@@ -23,7 +23,7 @@ import streamlit as st
 from .. import physics
 from .. import whatif as W
 from ..errors import PerfmodelError
-from ..plots import add_suspect_markers, whatif_figure
+from ..plots import add_suspect_markers, compact_number, compact_seconds, whatif_figure
 from . import cached
 
 __all__ = [
@@ -540,32 +540,13 @@ def out_of_domain_text(res: W.WhatIfResult) -> str:
 
 
 def rate(v: float) -> str:
-    """A throughput for a metric tile, short and never in e-notation: 41.42, 19,920, then compact from
-    100,000 on (169 k, 1.48 M, 2.1 G) so that a tile does not overflow."""
-    if not math.isfinite(v):
-        return "n/a"
-    if abs(v) < 1e5:
-        return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:,.4g}"
-    for unit, scale in (("k", 1e3), ("M", 1e6), ("G", 1e9)):
-        if abs(float(f"{v / scale:.3g}")) < 1000:
-            return f"{v / scale:.3g} {unit}"
-    return f"{v / 1e12:,.3g} T" if abs(v) < 1e15 else f"{v / 1e12:,.0f} T"
+    """A throughput for a metric tile: :func:`perfmodel.plots.compact_number` (41.42, 19,920, 169 k, 1.48 M)."""
+    return compact_number(v)
 
 
 def seconds(v: float) -> str:
-    """A latency for a metric tile in a readable unit (``n/a`` for NaN), never in e-notation: 1.2 ms, 340 ms,
-    2.35 s, 1.9 min, 5.5 h, 12 d, 4,560 d."""
-    if not math.isfinite(v):
-        return "n/a"
-    if v < 1.0:
-        return f"{v * 1e3:,.3g} ms"
-    if v < 120:
-        return f"{v:,.3g} s"
-    if v < 120 * 60:
-        return f"{v / 60:,.3g} min"
-    if v < 48 * 3600:
-        return f"{v / 3600:,.3g} h"
-    return f"{v / 86400:,.3g} d" if v < 1000 * 86400 else f"{v / 86400:,.0f} d"
+    """A latency for a metric tile: :func:`perfmodel.plots.compact_seconds` (0.691 ms, 340 ms, 2.35 s, 1.9 min)."""
+    return compact_seconds(v)
 
 
 TABLE_ORDER = ("batch_size", "pred_throughput_tok_s", "pred_lower", "pred_upper", "confidence", "in_domain",
