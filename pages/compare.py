@@ -8,6 +8,7 @@ from perfmodel.pareto import COMPARE_KEYS, NOISE_Z, configuration_labels
 from perfmodel.plots import axis_title
 from perfmodel.ui import analyses
 from perfmodel.ui import compare as C
+from perfmodel.ui.widgets import labelled_columns
 
 K = C.KEYS
 home = ui.home()
@@ -104,9 +105,15 @@ C.write_link(state)
 st.plotly_chart(C.figure(comp, shown, log_x=log_x), key=C.P + "chart")
 
 st.subheader("Per point", anchor=False)
-st.dataframe(table.drop(columns=["significant"]), hide_index=True, key=C.P + "table",
-             column_config={"diff_pct": st.column_config.NumberColumn("diff %", format="%+.1f"),
-                            "mean_a": st.column_config.NumberColumn("A", format="%.4g"),
-                            "mean_b": st.column_config.NumberColumn("B", format="%.4g")})
+shown_table = table.drop(columns=["significant"])
+cc = st.column_config
+st.dataframe(shown_table, hide_index=True, key=C.P + "table", column_config=labelled_columns(
+    shown_table.columns, diff_pct=cc.NumberColumn("diff %", format="%+.1f"),
+    **{c: cc.NumberColumn(label, format="localized", help=f"{what}, {axis_title(metric)}")  # 14,321.5, not 1.432e+4
+       for c, label, what in (("mean_a", "A", "Side A's mean"), ("mean_b", "B", "Side B's mean"),
+                              ("diff", "B − A", "Difference of the means"),
+                              ("noise_se", "noise (std. error)", "Run-to-run noise of the difference"),
+                              ("std_a", "std A", "Side A's run-to-run standard deviation"),
+                              ("std_b", "std B", "Side B's run-to-run standard deviation"))}))
 st.download_button("Download the comparison (CSV)", table.to_csv(index=False), file_name="comparison.csv",
                    mime="text/csv", icon=":material/download:", on_click="ignore")

@@ -12,6 +12,7 @@ from perfmodel.plots import THROUGHPUT_METRICS, axis_title, curve_group_columns,
 from perfmodel.ui import analyses, cached, links
 from perfmodel.ui import state as K
 from perfmodel.ui import whatif as whatif_ui
+from perfmodel.ui.widgets import labelled_columns
 
 N_DEFAULT_CONFIGS = 3
 N_BOOT_DEFAULT = 200
@@ -77,7 +78,7 @@ configs = st.multiselect(f"Configurations to overlay ({len(labels):,})", labels,
 links.write_curves_link(selected, by, configs, shape, intervals)
 
 n_ok = int(view.summary["success"].sum())
-st.caption(f"{len(labels):,} configuration(s), {n_ok:,} fitted successfully; {y} vs batch size; "
+st.caption(f"{len(labels):,} configuration(s), {n_ok:,} fitted successfully; {axis_title(y)} vs batch size; "
            f"intervals: {intervals}.")
 if not fitted:
     st.warning(f"Not enough points for a curve: every configuration has fewer than {MIN_BATCHES} distinct "
@@ -100,19 +101,20 @@ st.subheader("Fits", anchor=False)
 if (view.summary["shape"] == "loglin").any():
     st.caption("— in knees, b90 and b95: a log-linear curve has no plateau, so it has no knee and never reaches "
                "90%/95% of one.")
-st.dataframe(view.summary, hide_index=True,
-             column_config={"plateau_tok_s": st.column_config.NumberColumn(
-                                "plateau c (tok/s)", format="%.4g",
-                                help="Exponential plateau c; empty for shapes without one, and where the plateau "
-                                     "is not reached and lies far above the largest measured throughput "
-                                     "(an extrapolation: see plateau_ci)."),
-                            "knees": st.column_config.TextColumn("knees", help=NO_PLATEAU_HELP),
-                            "b90": st.column_config.TextColumn("b90", help=NO_PLATEAU_HELP),
-                            "b95": st.column_config.TextColumn("b95", help=NO_PLATEAU_HELP),
-                            "kv_full_batch": st.column_config.NumberColumn(
-                                "KV cache full at batch", format="%.0f",
-                                help=whatif_ui.KV_FULL_HELP),
-                            "r2": st.column_config.NumberColumn("R²", format="%.3f")})
+cc = st.column_config
+st.dataframe(view.summary, hide_index=True, placeholder="—", column_config=labelled_columns(
+    view.summary.columns,
+    plateau_tok_s=cc.NumberColumn(format="%,.1f", help="Exponential plateau c; empty for shapes without one, and "
+                                  "where the plateau is not reached and lies far above the largest measured "
+                                  "throughput (an extrapolation: see the plateau interval)."),
+    knees=cc.TextColumn(help="Batch where adding batch stops paying, with its interval. " + NO_PLATEAU_HELP),
+    b90=cc.TextColumn(help="b90: the batch reaching 90% of the plateau, with its interval. " + NO_PLATEAU_HELP),
+    b95=cc.TextColumn(help="b95: the batch reaching 95% of the plateau, with its interval. " + NO_PLATEAU_HELP),
+    kv_full_batch=cc.NumberColumn(format="%,.0f", help=whatif_ui.KV_FULL_HELP),
+    r2=cc.NumberColumn(format="%.3f"),
+    n_points=cc.NumberColumn(help="Runs in the fit (repeats included)."),
+    n_batches=cc.NumberColumn(help="Distinct batch sizes measured."),
+    message=cc.TextColumn(width="large")))
 st.download_button("Download fits (CSV)", cached.curve_fits_csv(home, selected, stamp, options),
                    file_name=f"{ds.names[selected]}-fits.csv".replace(" ", "_"), mime="text/csv",
                    icon=":material/download:", on_click="ignore")
@@ -123,5 +125,5 @@ if review.empty:
     st.success(f"Every curve fitted with R² ≥ {r2_min:g}.", icon=":material/check_circle:")
 else:
     st.caption(f"{len(review):,} curve(s) failed or fit with R² below {r2_min:g}.")
-    st.dataframe(review, hide_index=True,
-                 column_config={"r2": st.column_config.NumberColumn("R²", format="%.3f")})
+    st.dataframe(review, hide_index=True, column_config=labelled_columns(
+        review.columns, r2=cc.NumberColumn(format="%.3f"), message=cc.TextColumn(width="large")))

@@ -7,6 +7,7 @@ import streamlit as st
 from perfmodel import ui
 from perfmodel.errors import PerfmodelError
 from perfmodel.monitor import DETECTORS
+from perfmodel.plots import axis_title
 from perfmodel.ui import analyses
 from perfmodel.ui import monitor as M
 from perfmodel.ui import pagestate as PS
@@ -77,7 +78,7 @@ try:
         st.session_state["monitor.metrics_for"] = stream_id
         st.session_state["monitor.metrics"] = stream.primary_metrics()
     ui.keep_valid("monitor.metrics", list(stream.metrics))
-    metrics = st.multiselect("Metrics", list(stream.metrics), key="monitor.metrics")
+    metrics = st.multiselect("Metrics", list(stream.metrics), key="monitor.metrics", format_func=axis_title)
     if source != "Recorded file":
         st.info(M.replay_note(stream, detector, int(window)), icon=":material/info:")
     rep = M.report(stream, key, json.dumps({**settings, "metrics": metrics}))
@@ -91,7 +92,7 @@ for k, options in (("monitor.group", stream.groups), ("monitor.metric_shown", sh
     if st.session_state.get(k) not in options:
         st.session_state.pop(k, None)  # a linked value this stream lacks: the first option
 group = g1.selectbox("Group", stream.groups, key="monitor.group")
-shown = g2.selectbox("Metric shown", shown_options, key="monitor.metric_shown")
+shown = g2.selectbox("Metric shown", shown_options, key="monitor.metric_shown", format_func=axis_title)
 PS.write(VIEW, {"dataset": None} if source == SOURCES[0] else None)
 if (group, shown) in rep.detections:
     st.plotly_chart(M.series_figure(rep, group, shown), key="monitor.chart")
@@ -103,5 +104,5 @@ if rep.alerts.empty and source != "Recorded file" and not M.judged_configuration
 elif rep.alerts.empty:
     st.success("No anomaly with these settings.", icon=":material/check_circle:")
 else:
-    st.dataframe(rep.alerts.drop(columns=["causes"]), hide_index=True,
-                 column_config={"hint": st.column_config.TextColumn("hint", width="large")})
+    alerts, alert_columns = M.alerts_view(rep)
+    st.dataframe(alerts, hide_index=True, column_config=alert_columns)

@@ -76,7 +76,7 @@ feas = pts[pts["memory_ok"].astype(bool) & pts["slo_ok"].astype(bool)] if len(pt
 if len(feas):
     tabs = st.tabs([n.replace("_", " ") for n in FRONTS])
     for tab, name in zip(tabs, FRONTS, strict=True):
-        tab.plotly_chart(front_figure(feas, name), key=f"planner.front.{name}")
+        tab.plotly_chart(front_figure(feas, name, currency=res["currency"]), key=f"planner.front.{name}")
 
 st.divider()
 analyses.save_widget(KIND, lambda: {"dataset": dataset, "plan": inputs})

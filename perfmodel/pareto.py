@@ -141,7 +141,8 @@ def fronts(points: pd.DataFrame, *, feasible_only: bool = True) -> dict[str, pd.
     return out
 
 
-def front_figure(points: pd.DataFrame, name: str, *, title: str | None = None) -> go.Figure:
+def front_figure(points: pd.DataFrame, name: str, *, title: str | None = None,
+                 currency: str | None = None) -> go.Figure:
     """Scatter of every operating point with the named front drawn as a line.
 
     Parameters
@@ -152,6 +153,8 @@ def front_figure(points: pd.DataFrame, name: str, *, title: str | None = None) -
         A key of :data:`FRONTS`.
     title
         Figure title (default: the front's name in words).
+    currency
+        Named in the title of a cost axis.
 
     Returns
     -------
@@ -171,17 +174,22 @@ def front_figure(points: pd.DataFrame, name: str, *, title: str | None = None) -
     if len(points):
         labels = (points["hardware"].astype(str) + " " + points["framework"].astype(str) + " x"
                   + points["device_count"].astype(str) + " b" + points["batch_size"].map("{:g}".format))
+        hover = f"%{{text}}<br>{axis_title(xc)}: %{{x:,.4~r}}<br>{axis_title(yc)}: %{{y:,.4~r}}<extra></extra>"
         fig.add_trace(go.Scatter(x=points[xc], y=points[yc], mode="markers", name="operating points",
-                                 text=labels, hovertemplate="%{text}<br>%{x:.4g}, %{y:.4g}<extra></extra>",
+                                 text=labels, hovertemplate=hover,
                                  marker={"color": "#9aa7b8", "size": 7}))
         m = pareto_mask(points[xc].to_numpy(dtype=float), points[yc].to_numpy(dtype=float), minimize_x=minx,
                         minimize_y=miny)
         f = points[m].sort_values(xc)
         fl = labels[m].reindex(f.index)
         fig.add_trace(go.Scatter(x=f[xc], y=f[yc], mode="lines+markers", name="Pareto front", text=fl,
-                                 hovertemplate="%{text}<br>%{x:.4g}, %{y:.4g}<extra></extra>",
+                                 hovertemplate=hover,
                                  line={"color": "#d62728", "shape": "hv"}, marker={"size": 9}))
-    fig.update_layout(title=title or name.replace("_", " "), xaxis_title=axis_title(xc), yaxis_title=axis_title(yc),
+
+    def titled(col: str) -> str:  # axis_title knows no currency: the plan's is added to a cost
+        return f"{axis_title(col)} ({currency})" if currency and col.startswith("cost_") else axis_title(col)
+
+    fig.update_layout(title=title or name.replace("_", " "), xaxis_title=titled(xc), yaxis_title=titled(yc),
                       template="plotly_white", height=420, margin={"l": 60, "r": 20, "t": 50, "b": 50})
     return fig
 
@@ -481,6 +489,19 @@ def _blank(x: Any) -> bool:
     return x is None or x == "(missing)" or (isinstance(x, float) and np.isnan(x))
 
 
+_TITLE_WRAP_CHARS = 90
+"""Longest subtitle line of :func:`comparison_figure` (fits a chart 700 px wide)."""
+_TITLE_LINE_PX = 18
+
+
+def _wrapped(text: str) -> list[str]:
+    import html
+    import textwrap
+
+    # Labels are user text: escaped, since plotly reads titles as HTML-like markup.
+    return [html.escape(line, quote=False) for line in textwrap.wrap(text, _TITLE_WRAP_CHARS, break_long_words=True)] or [""]
+
+
 def comparison_figure(comp: Comparison, configurations: Sequence[str] | None = None, *,
                       log_x: bool = True) -> go.Figure:
     """Overlay of both sides' means against batch size, one colour per configuration.
@@ -531,9 +552,14 @@ def comparison_figure(comp: Comparison, configurations: Sequence[str] | None = N
                 name="beyond run-to-run noise", legendgroup=conf, meta="significant", showlegend=i == 0,
                 marker={"symbol": "circle-open", "size": 16, "color": colour, "line": {"width": 2}},
                 hovertemplate="%{y:.4g}: beyond run-to-run noise<extra></extra>"))
-    fig.update_layout(title=f"{axis_title(comp.metric)}: {comp.label_a} (solid) vs {comp.label_b} (dashed)",
+    # Plotly does not wrap titles: the two sides' labels (a dataset name and a cut, any length) go on lines of
+    # their own under the metric, each wrapped, instead of one line running off the chart.
+    sides = [*_wrapped(f"A (solid): {comp.label_a}"), *_wrapped(f"B (dashed): {comp.label_b}")]
+    fig.update_layout(title={"text": axis_title(comp.metric), "subtitle": {"text": "<br>".join(sides)}},
                       xaxis_title="batch size", yaxis_title=axis_title(comp.metric), template="plotly_white",
-                      height=460, margin={"l": 60, "r": 20, "t": 50, "b": 50}, legend={"orientation": "h"})
+                      height=460 + _TITLE_LINE_PX * len(sides),
+                      margin={"l": 60, "r": 20, "t": 50 + _TITLE_LINE_PX * len(sides), "b": 50},
+                      legend={"orientation": "h"})
     if log_x:
         fig.update_xaxes(type="log")
     return fig

@@ -49,7 +49,7 @@ def test_page_shows_importance_dependence_and_waterfall_by_kind() -> None:
     bar, dep, wf = _figures(at)
     kinds = {t["name"] for t in bar["data"]}
     # the sample's fw_* columns (real local-engine timings) are drawn apart from the physical ones
-    assert {"● physical", "◆ framework"} <= kinds
+    assert {"physical", "framework"} <= kinds  # the swatch shows the kind: no "●" glyph beside it
     assert dep["layout"]["title"]["text"].split()[0] in {"●", "◆", "■", "▲", "✕"}
     assert "batch " in wf["layout"]["title"]["text"]  # defaults without a link (see the test below)
     # rerun: everything comes from the caches
@@ -88,7 +88,7 @@ def test_physical_model_has_no_framework_attribution_and_comparison_runs() -> No
     at.selectbox(key="attribution.features").select("physical").run()
     _ok(at)
     names = {t["name"] for t in _figures(at)[0]["data"]}
-    assert names == {"● physical"}
+    assert names == {"physical"}
     at.button(key="attribution.compare").click().run()
     _ok(at)
     table = at.dataframe[0].value
@@ -170,10 +170,10 @@ def _waterfall(log_output: bool = True) -> E.Waterfall:
 def test_waterfall_legend_shows_kind_by_colour_and_direction_apart() -> None:
     fig = X.waterfall_figure(_waterfall())
     legend = [t for t in fig.data if t.showlegend is not False and t.legend in (None, "legend")]
-    assert {t.name for t in legend} == {"● physical", "◆ framework", "▲ workload", "■ identity"}
+    assert {t.name for t in legend} == {"physical", "framework", "workload", "identity"}
     assert all(t.marker.pattern.shape in (None, "") for t in legend)  # colour only
     for t in legend:
-        assert t.marker.color == X.KIND_STYLE[t.name.split()[1]][0]
+        assert t.marker.color == X.KIND_STYLE[t.name][0]
     direction = {t.name: t.marker.pattern.shape for t in fig.data if t.legend == "legend2"}
     assert direction == {"solid: raises throughput": "", "hatched: lowers throughput": "/"}
     bars = [t for t in fig.data if t.showlegend is False]
@@ -208,6 +208,22 @@ def test_beeswarm_legend_does_not_overlap_the_colour_bar() -> None:
     assert len(bars) == 1 and bars[0].get("orientation", "v") == "v"
     entries = [t for t in bee["data"] if t.get("showlegend", True)]
     assert entries and all(t["marker"]["color"] == "#555555" for t in entries)
+
+
+def test_legend_entries_draw_one_glyph_each() -> None:
+    # Guards: "■ ● physical": every kind legend drew its swatch (a colour square, or the kind's marker in the
+    # beeswarm) and then the kind's text marker in its name, two glyphs per entry, the two disagreeing.
+    at = _page()
+    _ok(at)
+    figs = _figures(at)
+    at.segmented_control(key="attribution.view").set_value("beeswarm").run()
+    _ok(at)
+    figs += _figures(at)[:1]
+    figs.append(json.loads(X.waterfall_figure(_waterfall()).to_json()))
+    glyphs = {m for _, _, m in X.KIND_STYLE.values()}
+    names = [t["name"] for f in figs for t in f["data"] if t.get("showlegend", True) and t.get("name")]
+    assert {"physical", "workload"} <= set(names)
+    assert not [n for n in names if set(n) & glyphs], names
 
 
 def test_waterfall_values_read_without_e_notation_and_a_missing_one_says_so() -> None:

@@ -91,6 +91,12 @@ def test_one_dataset_opens_on_two_different_subsets_not_on_itself() -> None:
     assert xaxis["tickvals"] == [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0]
     assert xaxis["ticktext"][-1] == "256"
     assert fig["layout"]["legend"]["y"] < 0 and fig["layout"]["legend"]["yanchor"] == "top"  # below the title
+    # the two sides on lines of their own under the metric, with room for them (one line was cut off at the edge)
+    title = fig["layout"]["title"]
+    assert title["text"] == "output throughput (tok/s)"
+    assert title["subtitle"]["text"].split("<br>") == ["A (solid): sample runs [model=perfmodel-large-llama]",
+                                                       "B (dashed): sample runs [model=perfmodel-medium-llama]"]
+    assert fig["layout"]["margin"]["t"] >= 50 + 2 * 18
 
 
 def test_the_same_rows_on_both_sides_ask_for_two_different_sides() -> None:

@@ -87,6 +87,37 @@ def test_page_renders_sample_curves_with_knees_and_table() -> None:
     assert at.query_params["config"] == ["64/32", "64/128", "256/32"]
 
 
+def test_legend_lists_each_configuration_once_below_the_plot() -> None:
+    # Guards: a legend of long labels beside the plot ate most of its width, and every configuration with a
+    # knee was listed twice ("64/32" and "knee · 64/32"), so it grew twice as long.
+    at = _curves()
+    _no_exception(at)
+    fig = _figure(at)
+    entries = [t["name"] for t in fig["data"] if t.get("showlegend", True)]
+    configs = at.multiselect(key=K.CURVES_CONFIGS).value
+    assert [e for e in entries if e in configs] == configs
+    assert not [e for e in entries if e.startswith("knee ·")]
+    assert [e for e in entries if e not in configs] == ["knee (with its interval)", "batch at 90% / 95% of plateau"]
+    legend = fig["layout"]["legend"]
+    assert legend["orientation"] == "h" and legend["y"] < 0 and legend["yanchor"] == "top"
+
+
+def test_fits_tables_head_columns_with_labels_and_units() -> None:
+    # Guards: the Fits and Curves-to-review tables headed by raw names (plateau_ci, b90, n_batches, r2).
+    at = _curves(shape="exp")
+    _no_exception(at)
+    assert "output throughput (tok/s) vs batch size" in " ".join(c.value for c in at.caption)
+    for frame in at.dataframe[:2]:
+        config = json.loads(frame.proto.columns)
+        labels = {c: (config.get(c) or {}).get("label") or c for c in frame.value.columns}
+        raw = [c for c, label in labels.items() if "_" in label or label in ("r2", "b90", "b95", "knees")]
+        assert not raw, labels
+    config = json.loads(at.dataframe[0].proto.columns)
+    assert config["plateau_tok_s"]["label"] == "plateau c (tok/s)"
+    assert config["plateau_ci"]["label"] == "plateau interval (tok/s)"
+    assert config["b90"]["label"] == "batch at 90% of plateau" and config["r2"]["label"] == "R²"
+
+
 def test_link_restores_grouping_selection_and_shape() -> None:
     ds = _sample_id()
     at = _curves(dataset=ds, by=["input_len_tok"], config=["in 256"], shape="exp", ci="asymptotic")

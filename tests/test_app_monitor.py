@@ -184,3 +184,24 @@ def test_configuration_labels_follow_the_shared_configuration_key() -> None:
     assert labels.nunique() == runs.groupby(cols, dropna=False).ngroups == 4
     assert labels[0] == labels[1] and "batch 1" in labels[0] and "batch 8" in labels[2]
     assert labels[3] != labels[0] and "0.7" in labels[3]
+
+
+def test_alert_times_read_as_date_times_and_metrics_by_their_labels() -> None:
+    """Guards: the alerts table showed start/end as epoch seconds (1700000022.5) and the chart's y axis and
+    legend the column name (output_throughput_tok_s)."""
+    at = _monitor(detector="window")
+    at.file_uploader(key="monitor.upload").set_value(
+        [("stream.csv", (REPO / "tests" / "data" / "monitor" / "stream.csv").read_bytes(), "text/csv")]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    frame = at.dataframe[0]
+    alerts = frame.value
+    assert str(alerts["start_timestamp_s"].dtype).startswith("datetime64")
+    # stream.csv starts at 1700000000.0 s (2023-11-14 22:13:20 UTC), one sample every 0.5 s
+    assert alerts["start_timestamp_s"].min() >= pd.Timestamp("2023-11-14 22:13:20")
+    assert alerts["end_timestamp_s"].max() <= pd.Timestamp("2023-11-14 22:16:50")
+    config = json.loads(frame.proto.columns)
+    assert config["start_timestamp_s"]["label"] == "start (UTC)" and config["end_timestamp_s"]["label"] == "end (UTC)"
+    assert config["start_index"]["label"] == "first sample"
+    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert fig["layout"]["yaxis"]["title"]["text"] == "output throughput (tok/s)"
+    assert "output throughput (tok/s)" in [tr.get("name") for tr in fig["data"]]

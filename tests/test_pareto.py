@@ -192,3 +192,34 @@ def test_compare_with_nothing_left_to_match_on_names_the_columns() -> None:
     with pytest.raises(ValidationError, match="nothing left to match points on") as ei:
         compare(a, b, ignore=["batch_size"])
     assert "hardware" in str(ei.value)
+
+
+def test_front_axes_are_labelled_with_units_not_column_names() -> None:
+    # Guards: the Planner's fronts titled their axes e2e_s and throughput_per_device_tok_s.
+    for name in ("throughput_vs_latency", "cost_vs_latency", "energy_vs_throughput"):
+        layout = front_figure(_points(), name, currency="EUR").layout
+        titles = (layout.xaxis.title.text, layout.yaxis.title.text)
+        assert not [t for t in titles if "_" in t], titles
+    fig = front_figure(_points(), "cost_vs_latency", currency="EUR")
+    assert fig.layout.xaxis.title.text == "end-to-end latency (s)"
+    assert fig.layout.yaxis.title.text == "cost per million output tokens (EUR)"
+    assert front_figure(_points(), "throughput_vs_latency").layout.yaxis.title.text == \
+        "output throughput per device (tok/s)"
+    assert "e+" not in fig.data[0].hovertemplate and ":,.4~r}" in fig.data[0].hovertemplate
+
+
+def test_comparison_title_wraps_long_side_labels_instead_of_running_off_the_chart() -> None:
+    # Guards: "output throughput (tok/s): sample runs [model=perfmodel-large-llama] (solid) vs sample runs
+    # [model=perfmodel-medium-llama] (da" — one title line wider than the chart, cut off at its edge.
+    from perfmodel.pareto import _TITLE_WRAP_CHARS, comparison_figure
+
+    a = _runs({1.0: [100, 102], 8.0: [500, 510]}, "vllm")
+    b = _runs({1.0: [101, 99], 8.0: [600, 610]}, "sglang")
+    long_a, long_b = "sample runs [framework=" + "x" * 120 + "]", "sample runs [framework=<b>sglang</b>]"
+    fig = comparison_figure(compare(a, b, ignore=["framework"], label_a=long_a, label_b=long_b))
+    assert fig.layout.title.text == "output throughput (tok/s)"
+    lines = fig.layout.title.subtitle.text.split("<br>")
+    assert len(lines) >= 3 and all(len(line) <= _TITLE_WRAP_CHARS + 20 for line in lines)  # +20: escapes
+    assert lines[0].startswith("A (solid): sample runs") and lines[-1].startswith("B (dashed): sample runs")
+    assert "&lt;b&gt;sglang&lt;/b&gt;" in lines[-1]  # user text, not markup
+    assert fig.layout.margin.t >= 50 + 18 * len(lines)  # room for every line above the plot

@@ -275,7 +275,7 @@ def figure(comp: Comparison, configurations: Sequence[str] | None, *, log_x: boo
     """
     fig = comparison_figure(comp, configurations, log_x=log_x)
     fig.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.22, "x": 0},
-                      margin={"l": 60, "r": 20, "t": 50, "b": 60})
+                      margin={"l": 60, "r": 20, "b": 60})  # the top margin fits the figure's wrapped title
     fig.update_xaxes(title={"text": axis_title("batch_size"), "standoff": 8})
     if log_x and "batch_size" in comp.table.columns:
         ticks = _powers_of_two(comp.table["batch_size"])

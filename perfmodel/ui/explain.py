@@ -325,8 +325,9 @@ def importance_figure(imp: pd.DataFrame, *, top: int = _TOP, title: str = "") ->
         part = head[head["kind"] == kind]
         if part.empty:
             continue
-        colour, _, marker = _style(kind)
-        fig.add_bar(x=part["mean_abs_shap"], y=part["feature"], orientation="h", name=f"{marker} {kind}",
+        colour, _, _ = _style(kind)
+        # the legend draws the colour swatch: a text marker in the name too would be a second glyph
+        fig.add_bar(x=part["mean_abs_shap"], y=part["feature"], orientation="h", name=kind,
                     marker_color=colour, customdata=part["share"] * 100,
                     hovertemplate="%{y}: %{x:.4g} (%{customdata:.1f}% of the total)<extra></extra>")
     fig.update_layout(title=title, xaxis_title="mean |SHAP value|", barmode="overlay", legend_title="feature kind",
@@ -365,16 +366,17 @@ def beeswarm_figure(ex: E.Explanation, *, top: int = 15, max_points: int = 1000)
         finite = np.isfinite(v)
         lo, hi = (np.nanpercentile(v[finite], 5), np.nanpercentile(v[finite], 95)) if finite.any() else (0, 1)
         scaled = np.clip((v - lo) / (hi - lo), 0, 1) if hi > lo else np.full(len(v), 0.5)
-        _, symbol, marker = _style(kind)
+        _, symbol, _ = _style(kind)
         fig.add_scatter(x=ex.values[pick, j], y=pos + rng.uniform(-0.3, 0.3, len(pick)), mode="markers",
-                        name=f"{marker} {kind}", legendgroup=kind, showlegend=False,
+                        name=kind, legendgroup=kind, showlegend=False,
                         marker={"symbol": symbol, "size": 5, "color": np.nan_to_num(scaled, nan=0.5),
                                 "colorscale": "RdBu_r", "cmin": 0, "cmax": 1, "opacity": 0.6,
                                 "colorbar": {"title": "feature value<br>(low→high)", "tickvals": []}
                                 if pos == 0 else None},
                         hovertemplate=f"{feat}<br>SHAP %{{x:.3g}}<extra>{kind}</extra>")
-        if kind not in shown_kinds:  # a legend entry in one neutral colour (the points' colour is the value)
-            fig.add_scatter(x=[None], y=[None], mode="markers", name=f"{marker} {kind}", legendgroup=kind,
+        if kind not in shown_kinds:  # a legend entry in one neutral colour (the points' colour is the value);
+            # its marker is the kind's symbol, so the name is the kind alone (not "● physical" beside a ●)
+            fig.add_scatter(x=[None], y=[None], mode="markers", name=kind, legendgroup=kind,
                             marker={"symbol": symbol, "size": 8, "color": "#555555"}, hoverinfo="skip")
         shown_kinds.add(kind)
     # The kind legend goes above the plot, horizontal, so it cannot overlap the colour bar's title.
@@ -457,8 +459,8 @@ def waterfall_figure(wf: E.Waterfall, *, top: int = 12, title: str = "") -> go.F
                     hovertemplate=f"{labels[i]}<br>SHAP {rec.shap:+.4g} ({text})<extra>{rec.kind}</extra>")
     for kind in [*E.KINDS, *sorted(set(t["kind"]) - set(E.KINDS))]:
         if kind in set(t["kind"]):
-            colour, _, marker = _style(kind)
-            fig.add_bar(x=[None], y=[labels[0]], orientation="h", marker_color=colour, name=f"{marker} {kind}",
+            colour, _, _ = _style(kind)
+            fig.add_bar(x=[None], y=[labels[0]], orientation="h", marker_color=colour, name=kind,
                         legendgroup=kind, showlegend=True, hoverinfo="skip")
     for lowers, shape in ((False, ""), (True, "/")):
         if ((shap < 0) if lowers else (shap >= 0)).any():

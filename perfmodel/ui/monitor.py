@@ -15,11 +15,13 @@ from ..curve_tables import config_labels
 from ..monitor import DETECTORS, MonitorReport, monitor_stream, read_stream_bytes, replay_runs
 from ..monitor.detectors import DEFAULT_MIN_BASELINE
 from ..monitor.streams import MetricStream
+from ..plots import axis_title
 from ..store import Store
+from .widgets import labelled_columns
 
 __all__ = ["QP", "DEFAULTS", "USES", "SETTING_LABELS", "REPLAY_LOAD", "replay_columns", "REPLAY_GROUP", "restore_settings", "write_settings",
            "stream_from_upload", "configuration_of", "stream_from_dataset", "judged_configurations", "replay_note", "report",
-           "series_figure"]
+           "series_figure", "alerts_view"]
 
 #: URL parameters of the page's detector settings.
 QP = {"detector": "detector", "window": "window", "w": "w", "z": "z", "threshold": "threshold"}
@@ -262,13 +264,7 @@ def series_figure(rep: MonitorReport, group: str, metric: str) -> go.Figure:
     x = np.asarray(det.x, dtype="float64")
     if not (x[np.isfinite(x)] < 0).any():  # a non-negative metric: the band cannot go below 0 either
         lower, upper = np.maximum(lower, 0.0), np.maximum(upper, 0.0)  # NaN stays NaN
-    epoch = bool(t.size) and float(np.nanmin(t)) > 1e8
-    if epoch:
-        title = "time (UTC)"
-    elif rep.stream.kind == "replay":
-        title = "run (in measurement order; the dataset has no timestamps)"
-    else:
-        title = "time (s)"
+    title, epoch = _clock(rep, t)
 
     def when(v: np.ndarray) -> Any:
         return pd.to_datetime(v, unit="s", utc=True) if epoch else v
@@ -288,13 +284,62 @@ def series_figure(rep: MonitorReport, group: str, metric: str) -> go.Figure:
                              line={"width": 1, "color": "rgba(99,110,250,0.35)"}, fillcolor="rgba(99,110,250,0.2)",
                              name="expected band", meta="band", hoverinfo="skip"))
     fig.add_trace(go.Scatter(x=when(np.insert(t, brk, np.nan)), y=np.insert(x, brk, np.nan), mode="lines+markers",
-                             name=metric, meta="series", connectgaps=False, marker={"size": 4}))
+                             name=axis_title(metric), meta="series", connectgaps=False, marker={"size": 4}))
     idx = det.flags.nonzero()[0]
     fig.add_trace(go.Scatter(x=when(t[idx]), y=x[idx], mode="markers", name="alert",
                              marker={"color": "red", "size": 8, "symbol": "x"}, meta="alerts"))
-    fig.update_layout(margin={"t": 40}, xaxis_title=title, yaxis_title=metric,
+    fig.update_layout(margin={"t": 40}, xaxis_title=title, yaxis_title=axis_title(metric),
                       legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0})
     return fig
+
+
+_EPOCH_MIN_S = 1e8
+"""Timestamps from this on are seconds since 1970 (1973 on), not seconds since the stream's start."""
+
+
+def _clock(rep: MonitorReport, t: np.ndarray) -> tuple[str, bool]:
+    """What the stream's ``timestamp_s`` values are: (axis title, whether they are epoch seconds)."""
+    if t.size and float(np.nanmin(t)) >= _EPOCH_MIN_S:
+        return "time (UTC)", True
+    if rep.stream.kind == "replay":
+        return "run (in measurement order; the dataset has no timestamps)", False
+    return "time (s)", False
+
+
+def alerts_view(rep: MonitorReport) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The alerts table as the page shows it, and its ``st.dataframe`` column configuration.
+
+    Start and end are on the chart's clock: date-times (UTC) where the stream's timestamps are epoch
+    seconds (a recorded file, a replayed dataset with timestamps), not 1700000022.5; seconds, or the run's
+    position, otherwise. Columns keep their names (the CSV and the tests read them); the headers are
+    human labels.
+
+    Parameters
+    ----------
+    rep
+        The report.
+
+    Returns
+    -------
+    (pandas.DataFrame, dict)
+    """
+    table = rep.alerts.drop(columns=["causes"], errors="ignore").copy()
+    t = pd.to_numeric(rep.stream.frame["timestamp_s"], errors="coerce").to_numpy(dtype="float64")
+    _, epoch = _clock(rep, t[np.isfinite(t)])
+    cc = st.column_config
+    ends = ("start_timestamp_s", "end_timestamp_s")
+    if epoch:
+        for c in ends:
+            table[c] = pd.to_datetime(table[c].astype("float64"), unit="s", utc=True).dt.tz_localize(None)
+        sub_second = bool((table[list(ends)].stack().dt.microsecond != 0).any()) if len(table) else False
+        fmt = "YYYY-MM-DD HH:mm:ss.SSS" if sub_second else "YYYY-MM-DD HH:mm:ss"
+        clock = {c: cc.DatetimeColumn(f"{c.split('_')[0]} (UTC)", format=fmt) for c in ends}
+    elif rep.stream.kind == "replay":
+        clock = {c: cc.NumberColumn(f"{c.split('_')[0]} (run)", format="%d") for c in ends}
+    else:
+        clock = {c: cc.NumberColumn(f"{c.split('_')[0]} (s)", format="%,.1f") for c in ends}
+    return table, labelled_columns(table.columns, **clock, hint=cc.TextColumn(width="large"),
+                                   score=cc.NumberColumn(format="%.2f"))
 
 
 def _gaps(t: np.ndarray) -> np.ndarray:

@@ -12,12 +12,14 @@ import pandas as pd
 import streamlit as st
 
 from ..errors import PerfmodelError
+from ..plots import axis_title
 from . import cached, tables
 from . import state as K
 from .forms import AS_IN_FILE, AUTO_FORMAT, UploadForm
 from .samples import sample_notice_text
 
-__all__ = ["show_error", "upload_form", "issues_table", "sample_notice", "keep_valid", "DTYPE_CHOICES"]
+__all__ = ["show_error", "upload_form", "issues_table", "sample_notice", "keep_valid", "labelled_columns",
+           "DTYPE_CHOICES"]
 
 DTYPE_CHOICES = ("bf16", "fp16", "fp32", "fp8", "int8", "int4")
 """Common dtypes offered in the form (any other can be typed)."""
@@ -39,6 +41,29 @@ def show_error(exc: PerfmodelError, *, what: str = "") -> None:
     if rest:
         body += "\n\n" + rest.replace("\n  - ", "\n- ").lstrip()
     st.error(body, icon=":material/error:")
+
+
+def labelled_columns(columns: Sequence[str], **config: Any) -> dict[str, Any]:
+    """``st.dataframe``'s ``column_config``: every column headed by its human label with its unit
+    (:func:`perfmodel.plots.axis_title`: ``output throughput (tok/s)``, not ``output_throughput_tok_s``).
+
+    Parameters
+    ----------
+    columns
+        The table's columns.
+    **config
+        Column -> ``st.column_config`` column (a format, a help text); one without a label gets the
+        column's human label.
+
+    Returns
+    -------
+    dict
+        Column -> column configuration (columns whose label is their name are left out).
+    """
+    out: dict[str, Any] = {c: axis_title(c) for c in columns if axis_title(c) != c}
+    for c, col in config.items():
+        out[c] = {**col, "label": col.get("label") or axis_title(c)} if isinstance(col, dict) else col
+    return out
 
 
 def keep_valid(key: str, options: Sequence[Any]) -> None:
