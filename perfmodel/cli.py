@@ -356,9 +356,16 @@ def _interval_choices() -> list[str]:
     return list(INTERVAL_METHODS)
 
 
-def _cell(v: Any, fmt: str = "{:,.4g}") -> str:
+def _cell(v: Any, fmt: str | None = None) -> str:
+    """A table cell: floats compact and never in e-notation (``19,033``, ``405.9``, ``1.2 M``), or as ``fmt``."""
     if isinstance(v, float):
-        return fmt.format(v) if math.isfinite(v) else "-"
+        if not math.isfinite(v):
+            return "-"
+        if fmt is not None:
+            return fmt.format(v)
+        from .curve_tables import compact_number
+
+        return compact_number(v)
     return str(v) if v not in (None, "") else "-"
 
 

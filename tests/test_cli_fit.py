@@ -193,3 +193,21 @@ def test_detect_expectation_from_a_curve_that_rose_linearly_from_the_origin(
     assert code == 0, err
     expected = float(out.split("expected output_throughput_tok_s:")[1].split()[0].replace(",", ""))
     assert 20.0 < expected < 80.0
+
+
+def test_table_cells_never_read_in_e_notation(runner: CliRunner, tmp_path: Path) -> None:
+    # Guards: plateaus above 9,999 tok/s read "1.903e+04" in `perfmodel fit`'s table.
+    from perfmodel.cli import _cell
+
+    assert (_cell(19033.4), _cell(405.9), _cell(0.000106816), _cell(2.5e6)) == ("19,033", "405.9", "0.0001068",
+                                                                                 "2.5 M")
+    assert _cell(float("nan")) == "-" and _cell(0.91234, "{:.3f}") == "0.912"
+    df = pd.read_csv(write_known_curves(tmp_path / "known.csv"))
+    big = tmp_path / "big.csv"
+    df.assign(output_throughput_tok_s=df["output_throughput_tok_s"] * 40).to_csv(big, index=False)
+    info, _ = import_files([big], format="canonical")
+    res = runner.invoke(main, ["fit", info.id, "--intervals", "none"])
+    assert res.exit_code == 0, res.output
+    import re
+
+    assert "e+0" not in res.output and len(re.findall(r" \d\d,\d\d\d ", res.output)) == 2  # both plateaus
