@@ -9,6 +9,7 @@ from perfmodel import ui
 
 st.set_page_config(page_title=ui.PAGE_TITLE, page_icon=":material/speed:", layout="wide")
 page = st.navigation(ui.pages())
+ui.routed()
 ui.startup()
 ui.sidebar()
 page.run()

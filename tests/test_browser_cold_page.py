@@ -1,8 +1,11 @@
-"""A cold server's first request names a page (``/curves``): the page shows the sample data, in a real browser.
+"""A cold server's first request names a page (``/curves?by=hardware``, a shared link): the page shows the
+sample data through the app's router, with the link's inputs, in a real browser.
 
 Streamlit serves that first request by running ``pages/curves.py`` without
-``app.py``; before the fix the page said "No dataset yet" (reproduced with this
-test). Starts streamlit and Debian's chromium the way ``tests/test_browser.py`` does.
+``app.py``. Before the first fix the page said "No dataset yet"; before the second it came up
+narrow under the ``pages/`` folder's file names ("app", "attribution", ...) instead of the app's
+sections (both reproduced with this test). Starts streamlit and Debian's chromium the way
+``tests/test_browser.py`` does.
 """
 
 from __future__ import annotations
@@ -30,10 +33,15 @@ def test_first_request_to_a_page_url_imports_the_sample(_isolated_home: Path, tm
         try:
             with streamlit_server(_isolated_home, tmp_path / "streamlit.log") as url:
                 page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                page.goto(f"{url}/curves")
+                page.goto(f"{url}/curves?by=hardware")
                 expect(page.get_by_role("heading", name="Curves", exact=True)).to_be_visible()
-                expect(page.locator(".js-plotly-plot").first.locator(".legend")).to_contain_text("knee")
+                nav = page.locator('[data-testid="stSidebarNav"]')
+                expect(nav).to_contain_text("Analyse")  # the router's sections, not the folder's file names
+                expect(nav.get_by_text("attribution", exact=True)).to_have_count(0)
+                expect(page.get_by_text("Configurations to overlay (2)")).to_be_visible()  # the link's grouping
+                expect(page.locator(".js-plotly-plot").first.locator(".legend")).to_contain_text("h200")
                 expect(page.get_by_text("No dataset yet")).to_have_count(0)
+                assert "by=hardware" in page.url
                 assert [d.name for d in Store().datasets()] == [SAMPLE_DATASET_NAME]
         finally:
             browser.close()

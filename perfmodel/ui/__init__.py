@@ -28,7 +28,7 @@ from .forms import AS_IN_FILE, AUTO_FORMAT, UploadForm, import_uploads, to_meta
 from .links import link_warning, restore_from_link, select_dataset, selected_dataset, write_link
 from .pickers import NO_DATASET, Datasets, available_datasets, dataset_selectbox, restore_dataset_link
 from .samples import SAMPLE_DATASET_NAME, ensure_sample_data, sample_files
-from .shell import PAGE_SPECS, PAGE_TITLE, PageSpec, home, pages, sidebar, startup
+from .shell import PAGE_SPECS, PAGE_TITLE, PageSpec, home, pages, routed, sidebar, startup
 from .widgets import issues_table, keep_valid, sample_notice, show_error, upload_form
 
 __all__ = [
@@ -72,6 +72,7 @@ __all__ = [
     "pages",
     "sidebar",
     "startup",
+    "routed",
     "issues_table",
     "keep_valid",
     "sample_notice",

@@ -16,7 +16,7 @@ from . import cached
 from . import state as K
 from .samples import ensure_sample_data
 
-__all__ = ["PageSpec", "PAGE_SPECS", "pages", "sidebar", "startup", "home", "PAGE_TITLE"]
+__all__ = ["PageSpec", "PAGE_SPECS", "pages", "sidebar", "startup", "home", "routed", "through_the_router", "PAGE_TITLE"]
 
 PAGE_TITLE = "perfmodel"
 
@@ -81,19 +81,50 @@ def startup() -> None:
 def home() -> str:
     """The data directory, for a page: every page calls it first, so it also runs :func:`startup`.
 
-    ``app.py`` runs the start-up step before the page, but a fresh server asked
-    for a page URL first (``/curves``) runs ``pages/curves.py`` on its own
-    (Streamlit's ``pages/`` folder, before ``st.navigation`` has been seen), so
-    the page itself must fill an empty store with the sample data. Once per
-    session, whichever runs first.
+    A fresh server asked for a page URL first (``/curves``, a shared link) runs
+    ``pages/curves.py`` on its own: Streamlit takes the ``pages/`` folder for an old-style
+    multipage app until ``st.navigation`` has been called once, so the page came up narrow,
+    under the folder's file names, without ``app.py``'s start-up step. :func:`through_the_router`
+    reruns such a run through ``app.py`` (same page, same URL); the start-up step runs here too,
+    once per session, in case that rerun is not possible.
 
     Returns
     -------
     str
         :func:`perfmodel.ui.cached.home`.
     """
+    through_the_router()
     startup()
     return cached.home()
+
+
+def through_the_router() -> None:
+    """Rerun a page that Streamlit ran without ``app.py`` through the router.
+
+    Streamlit decides how to run a script before it runs: while ``st.navigation`` has never been
+    called in this server process and a ``pages/`` folder sits beside the main script, it builds
+    its own navigation from the folder's file names and runs the page file alone. ``app.py``'s
+    ``st.navigation`` call clears that mode for the process; a first request for ``/`` does it,
+    a first request for ``/curves`` never reaches it. Clearing it here and rerunning makes the
+    rerun go through ``app.py``, which routes to the same page (its URL path and query
+    parameters are kept). No-op in a session the router has already run in (:func:`routed`: the
+    mode is then off for the process, except under AppTest, which turns it back on before every
+    run, where a rerun would drop the widget event of that run), or on a Streamlit without the flag.
+    """
+    if st.session_state.get(K.ROUTED):
+        return
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:  # pragma: no cover - a Streamlit that has no pages-folder mode
+        return
+    if getattr(PagesManager, "uses_pages_directory", None):
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+def routed() -> None:
+    """Record that ``app.py``'s router runs in this session (call it right after ``st.navigation``)."""
+    st.session_state[K.ROUTED] = True
 
 
 def sidebar() -> None:

@@ -26,6 +26,7 @@ __all__ = [
     "FORM_FIELD",
     "SAMPLE_NOTICE",
     "SAMPLE_CHECKED",
+    "ROUTED",
     "SAMPLE_ERROR",
     "DELETE_CONFIRM",
     "QP_CURVES",
@@ -73,6 +74,8 @@ FORM_FIELD = {name: f"data.upload.{name}" for name in (
 #: File names of the sample data imported into an empty store in this session.
 SAMPLE_NOTICE = "ui.sample_notice"
 SAMPLE_CHECKED = "ui.sample_checked"
+ROUTED = "ui.routed"
+"""Set once ``app.py``'s router has run in this session (:func:`perfmodel.ui.shell.routed`)."""
 #: Why the sample data could not be imported (shown on the Data page).
 SAMPLE_ERROR = "ui.sample_error"
 
