@@ -89,8 +89,10 @@ except PerfmodelError as exc:
 g1, g2 = st.columns(2)
 shown_options = metrics or list(stream.metrics)
 for k, options in (("monitor.group", stream.groups), ("monitor.metric_shown", shown_options)):
-    if st.session_state.get(k) not in options:
-        st.session_state.pop(k, None)  # a linked value this stream lacks: the first option
+    if st.session_state.get(k) not in options and options:
+        # a linked value, or the previous stream's, that this stream lacks: the first option, set rather than
+        # dropped so that the browser's box shows it too (dropped, it kept showing the old stream's group)
+        st.session_state[k] = options[0]
 group = g1.selectbox("Group", stream.groups, key="monitor.group")
 shown = g2.selectbox("Metric shown", shown_options, key="monitor.metric_shown", format_func=axis_title)
 PS.write(VIEW, {"dataset": None} if source == SOURCES[0] else None)
