@@ -341,3 +341,24 @@ def test_dataset_table_lists_each_format_once() -> None:
                        files=("a.csv", "b.csv", "c.json"), formats=("canonical", "canonical", "vllm-bench"),
                        provenance={})
     assert tables.datasets_frame([info])["formats"].tolist() == ["canonical, vllm-bench"]
+
+
+def test_kept_choices_are_not_rewritten_when_all_still_valid() -> None:
+    """keep_valid wrote the Data page's column choice back on every run, so Streamlit warned on every run
+    that the widget had a default and a value set through the Session State API."""
+    def script() -> None:
+        import streamlit as st
+
+        from perfmodel.ui.widgets import keep_valid
+
+        st.session_state.setdefault("writes", 0)
+        if "cols" in st.session_state:
+            before = st.session_state["cols"]
+            keep_valid("cols", ["a", "b", "c"])
+            st.session_state["writes"] += st.session_state["cols"] is not before
+        st.multiselect("Columns", ["a", "b", "c"], key="cols")
+
+    at = AppTest.from_function(script).run()
+    at.multiselect(key="cols").set_value(["a", "b"]).run()
+    at.run()
+    assert at.session_state["writes"] == 0 and at.multiselect(key="cols").value == ["a", "b"]

@@ -79,7 +79,9 @@ def keep_valid(key: str, options: Sequence[Any]) -> None:
     if key in st.session_state:
         allowed = set(options)
         cur = st.session_state[key]
-        if isinstance(cur, list):
+        if isinstance(cur, list) and any(v not in allowed for v in cur):
+            # written only when something goes: a write on every run marks the value as set through the
+            # Session State API, and Streamlit then warns about the widget's default on every run
             st.session_state[key] = [v for v in cur if v in allowed]
 
 
