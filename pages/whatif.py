@@ -138,6 +138,8 @@ l3.metric("TTFT", W.seconds(at_b["pred_ttft_s"]),
                "configuration, on held-out configurations for a new one).")
 l4.metric("TPOT", W.seconds(at_b["pred_tpot_s"]),
           help="Time per output token after the first: (latency - TTFT) / (output tokens - 1).")
+if res.memory_note is not None:
+    st.warning(res.memory_note, icon=":material/memory:")
 if (conflict := W.latency_conflict(at_b, res.level)) is not None:
     st.warning(conflict, icon=":material/timer_off:")
 if not res.in_domain:

@@ -80,6 +80,10 @@ class WhatIfResult:
     reasons
         Why the query lies outside the training data, or its confidence is low, in words (empty when
         neither applies).
+    memory_note
+        When the weights alone fill the usable memory of the devices (no batch fits its KV cache
+        beside them, so the configuration cannot run as asked), that in words; None otherwise or where
+        the catalog cannot say.
     """
 
     point: Mapping[str, Any]
@@ -87,6 +91,7 @@ class WhatIfResult:
     table: pd.DataFrame
     measured: pd.DataFrame
     reasons: tuple[str, ...]
+    memory_note: str | None = None
 
     @property
     def kv_fit_batch(self) -> float:
@@ -432,7 +437,27 @@ def whatif(model: Predictor, train: pd.DataFrame, point: Mapping[str, Any], batc
     if (low := confidence_reason(table)) is not None:
         reasons.append(low)
     return WhatIfResult(point=dict(point), level=float(level), table=table, measured=measured,
-                        reasons=tuple(reasons))
+                        reasons=tuple(reasons), memory_note=_weights_note(q, roof))
+
+
+def _weights_note(q: pd.DataFrame, roof: pd.DataFrame) -> str | None:
+    """Why the configuration cannot run as asked when its weights alone fill the devices' usable memory."""
+    if not len(q):
+        return None
+    spec = physics.hardware_specs(q.iloc[:1]).iloc[0]
+    mem_gb = getattr(spec, "memory_gb", None)
+    weights = float(roof["weight_bytes"].iloc[0])
+    devices = float(q["device_count"].iloc[0])
+    if mem_gb is None or not (math.isfinite(weights) and math.isfinite(devices) and devices > 0):
+        return None
+    usable = physics.KV_USABLE_FRACTION * float(mem_gb) * 1e9 * devices
+    if weights <= usable:
+        return None
+    return (f"The weights of {q['model'].iloc[0]} ({weights / 1e9:,.0f} GB) do not fit in "
+            f"{physics.KV_USABLE_FRACTION:.0%} of the memory of {devices:g} x {q['hardware'].iloc[0]} "
+            f"({usable / 1e9:,.0f} GB of {float(mem_gb) * devices:,.0f} GB), let alone beside a KV cache: this "
+            "configuration cannot run as asked (it needs more devices, a smaller weight dtype or offloading), so "
+            "the prediction and the roofline bound describe no real run.")
 
 
 _DTYPE_COLUMNS = ("weight_dtype", "kv_cache_dtype", "quantization")

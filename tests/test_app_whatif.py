@@ -478,3 +478,31 @@ def test_the_roofline_bound_uses_the_dtype_the_configuration_was_measured_with()
     res = core.whatif(model, used, point, [1.0, 4.0])
     roof = res.table["roofline_tok_s"]
     assert roof.notna().all() and (roof > 0).all()
+
+
+def test_weights_that_do_not_fit_the_devices_memory_are_named() -> None:
+    # Reviewer's query: Llama-3-70B (141 GB of bf16 weights) on one 96 GB GH200 drew a curve (180 tok/s at
+    # batch 64) and a roofline bound, and said nothing: the KV-cache caption just disappeared.
+    model, used = core.fit_whatif_model(_runs(), "linear")
+    point = {"hardware": "h100-sxm", "model": "llama-3-70b", "framework": "vllm", "device_count": 1,
+             "input_len_tok": 128.0, "output_len_tok": 128.0}
+    note = core.whatif(model, used, point, [1.0, 8.0]).memory_note
+    assert note is not None and note.startswith(
+        "The weights of llama-3-70b (141 GB) do not fit in 90% of the memory of 1 x h100-sxm (72 GB of 80 GB)")
+    assert core.whatif(model, used, {**point, "device_count": 2}, [1.0, 8.0]).memory_note is None  # 144 GB
+    assert core.whatif(model, used, {**point, "model": "llama-3-8b"}, [1.0, 8.0]).memory_note is None
+
+
+def test_the_page_warns_when_the_weights_do_not_fit() -> None:
+    link = {"dataset": _sample_id(), "hardware": "h200", "input_len": "128", "output_len": "32",
+            "batch_min": "1", "batch_max": "8", "batch": "8"}
+    at = _train(_whatif(**link))
+    at = at.selectbox(key=K["model"]).set_value("llama-3-70b").run()
+    _no_exception(at)
+    assert [w.value for w in at.warning if "do not fit" in w.value] == [
+        "The weights of llama-3-70b (141 GB) do not fit in 90% of the memory of 1 x h200 (127 GB of 141 GB), let "
+        "alone beside a KV cache: this configuration cannot run as asked (it needs more devices, a smaller weight "
+        "dtype or offloading), so the prediction and the roofline bound describe no real run."]
+    at = at.number_input(key=K["device_count"]).set_value(2.0).run()
+    _no_exception(at)
+    assert not [w for w in at.warning if "do not fit" in w.value]
