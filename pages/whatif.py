@@ -124,7 +124,7 @@ m3.metric("Confidence", "n/a" if math.isnan(at_b["confidence"]) else f"{at_b['co
           help=f"0..1, higher = closer to the training data and narrower band. Below {LOW_CONFIDENCE:g} (a 90% band "
                "wider than a factor 25 for roofline-gbm) the page warns.")
 m4.metric("Roofline bound", "n/a" if math.isnan(at_b["roofline_tok_s"]) else f"{W.rate(at_b['roofline_tok_s'])} tok/s",
-          help="Physical upper bound from the catalogs (n/a: the catalog lacks the bandwidth or FLOPS).")
+          help="Physical upper bound from the catalogs (n/a: the catalog lacks a figure it needs: the bandwidth, the FLOPS, or the model's KV-cache size, which DeciLM-7B's per-layer KV heads leave undefined).")
 l1, l2, l3, l4 = st.columns(4)
 l1.metric("Total throughput", f"{W.rate(at_b['pred_total_throughput_tok_s'])} tok/s",
           help="Input and output tokens per second: output throughput x (input + output) / output.")

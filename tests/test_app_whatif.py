@@ -101,7 +101,7 @@ def test_page_trains_on_sample_and_draws_curve_band_and_measured_points() -> Non
     # Every input is in the URL.
     qp = dict(at.query_params)
     for name in ("hardware", "model", "framework", "input_len", "output_len", "device_count", "batch",
-                 "batch_min", "batch_max", "level", "predictor", "keep_suspect", "dataset"):
+                 "batch_min", "batch_max", "level", "predictor", "keep_suspect", "log_x", "dataset"):
         assert name in qp, name
 
 
@@ -110,7 +110,7 @@ def test_shared_link_restores_every_input_and_far_query_is_out_of_domain() -> No
     link = {"dataset": ds, "hardware": "cpu-x86-2vcpu", "model": "perfmodel-tiny-llama",
             "framework": "transformers", "input_len": "8192", "output_len": "32", "device_count": "1",
             "batch_min": "4", "batch_max": "2048", "batch": "512", "level": "0.8",
-            "predictor": "roofline-gbm", "keep_suspect": "1"}
+            "predictor": "roofline-gbm", "keep_suspect": "1", "log_x": "0"}
     at = _whatif(**link)
     _no_exception(at)
     assert at.selectbox(key=K["hardware"]).value == "cpu-x86-2vcpu"
@@ -119,6 +119,7 @@ def test_shared_link_restores_every_input_and_far_query_is_out_of_domain() -> No
     assert at.number_input(key=K["output_len_tok"]).value == 32
     assert at.number_input(key=K["batch_min"]).value == 4 and at.number_input(key=K["batch_max"]).value == 2048
     assert at.session_state[K["level"]] == 0.8 and at.checkbox(key=K["keep_suspect"]).value is True
+    assert at.toggle(key=K["log_x"]).value is False  # the axis was left out of the link
     assert at.selectbox(key=K["predictor"]).value == "roofline-gbm"
     at = _train(at)
     _no_exception(at)

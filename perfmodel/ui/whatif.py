@@ -65,7 +65,7 @@ QP: Mapping[str, str] = {
     "hardware": "hardware", "model": "model", "framework": "framework", "input_len_tok": "input_len",
     "output_len_tok": "output_len", "device_count": "device_count", "batch_size": "batch",
     "batch_min": "batch_min", "batch_max": "batch_max", "level": "level", "predictor": "predictor",
-    "keep_suspect": "keep_suspect",
+    "keep_suspect": "keep_suspect", "log_x": "log_x",
 }
 """Input name -> URL query parameter (the first seven are the Attribution page's names)."""
 PREDICTOR_CHOICES = ("roofline-gbm", "ala", "xgboost", "random-forest", "linear")
@@ -112,7 +112,7 @@ def _parse(name: str, raw: str) -> Any:
         return _number(raw)
     if name == "predictor" and raw not in PREDICTOR_CHOICES:
         raise ValueError(f"is not one of {', '.join(PREDICTOR_CHOICES)}")
-    if name == "keep_suspect":
+    if name in ("keep_suspect", "log_x"):
         if raw.lower() not in (*_TRUE, *_FALSE):
             raise ValueError("is not 1 or 0 (true or false)")
         return raw.lower() in _TRUE
@@ -200,6 +200,8 @@ def _catalog_key(name: str, value: str) -> str | None:
 def _shown(name: str, v: Any) -> str:
     if name == "keep_suspect":
         return "1 (suspect points kept)" if v else "0 (suspect points left out)"
+    if name == "log_x":
+        return "1 (log batch axis)" if v else "0 (linear batch axis)"
     return f"{float(v):g}" if isinstance(v, (int, float)) else str(v)
 
 
