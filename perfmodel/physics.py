@@ -69,7 +69,7 @@ _EIGHT_BIT_QUANT = ("fp8", "int8", "w8a8", "w8a16", "q8")
 ROOFLINE_COLUMNS = ("dtype_bytes", "active_params", "weight_bytes", "weight_bytes_read", "kv_bytes_per_token",
                     "peak_flops", "mem_bw_bps", "prefill_s_min", "decode_mem_s_min",
                     "decode_compute_s_min", "decode_step_s_min", "e2e_s_min", "output_tok_s_max",
-                    "total_tok_s_max", "bound", "kv_fit_batch")
+                    "total_tok_s_max", "bound", "kv_fit_batch", "memory_bytes")
 """Columns of :func:`roofline`'s result, in order."""
 
 KV_USABLE_FRACTION = 0.9
@@ -346,7 +346,8 @@ def roofline(runs: pd.DataFrame) -> pd.DataFrame:
         ``output_tok_s_max`` and ``total_tok_s_max`` (tokens/s over the batch);
         ``bound`` (``"compute"`` or ``"memory"``: the larger share of
         ``e2e_s_min``); ``kv_fit_batch`` (:func:`kv_fit_batch`: the largest batch whose KV
-        cache fits; the bounds above assume it does). A figure the catalog does not know makes the
+        cache fits; the bounds above assume it does); ``memory_bytes`` (all the devices' memory). A
+        figure the catalog does not know makes the
         quantities that need it NaN (``bound`` missing), never an error.
 
     Raises
@@ -422,6 +423,7 @@ def roofline(runs: pd.DataFrame) -> pd.DataFrame:
         "total_tok_s_max": tot_max,
         "bound": pd.array(bound, dtype="string"),
         "kv_fit_batch": kv_fit_batch(mem * dev, weight_bytes, kv_tok, ii, oo),
+        "memory_bytes": mem * dev,
     }, index=runs.index)
     return out
 

@@ -441,23 +441,19 @@ def whatif(model: Predictor, train: pd.DataFrame, point: Mapping[str, Any], batc
 
 
 def _weights_note(q: pd.DataFrame, roof: pd.DataFrame) -> str | None:
-    """Why the configuration cannot run as asked when its weights alone fill the devices' usable memory."""
+    """Why the configuration cannot run as asked when its weights alone fill the devices' usable memory
+    (:data:`perfmodel.physics.KV_USABLE_FRACTION` of it, as :func:`perfmodel.physics.kv_fit_batch` counts)."""
     if not len(q):
         return None
-    spec = physics.hardware_specs(q.iloc[:1]).iloc[0]
-    mem_gb = getattr(spec, "memory_gb", None)
-    weights = float(roof["weight_bytes"].iloc[0])
-    devices = float(q["device_count"].iloc[0])
-    if mem_gb is None or not (math.isfinite(weights) and math.isfinite(devices) and devices > 0):
-        return None
-    usable = physics.KV_USABLE_FRACTION * float(mem_gb) * 1e9 * devices
-    if weights <= usable:
+    weights, memory = float(roof["weight_bytes"].iloc[0]), float(roof["memory_bytes"].iloc[0])
+    usable = physics.KV_USABLE_FRACTION * memory
+    if not (math.isfinite(weights) and math.isfinite(usable)) or weights <= usable:
         return None
     return (f"The weights of {q['model'].iloc[0]} ({weights / 1e9:,.0f} GB) do not fit in "
-            f"{physics.KV_USABLE_FRACTION:.0%} of the memory of {devices:g} x {q['hardware'].iloc[0]} "
-            f"({usable / 1e9:,.0f} GB of {float(mem_gb) * devices:,.0f} GB), let alone beside a KV cache: this "
-            "configuration cannot run as asked (it needs more devices, a smaller weight dtype or offloading), so "
-            "the prediction and the roofline bound describe no real run.")
+            f"{physics.KV_USABLE_FRACTION:.0%} of the memory of {float(q['device_count'].iloc[0]):g} x "
+            f"{q['hardware'].iloc[0]} ({usable / 1e9:,.0f} GB of {memory / 1e9:,.0f} GB), let alone beside a KV "
+            "cache: this configuration cannot run as asked (it needs more devices, a smaller weight dtype or "
+            "offloading), so the prediction and the roofline bound describe no real run.")
 
 
 _DTYPE_COLUMNS = ("weight_dtype", "kv_cache_dtype", "quantization")
