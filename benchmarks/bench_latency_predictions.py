@@ -7,7 +7,7 @@ median and p90 absolute percentage error on the held-out rows, pooled over the s
 
 - ``e2e`` and ``total`` follow from the predicted output throughput (Little's law; input + output
   tokens), so their error is the throughput's, seen through the batch and the lengths;
-- ``ttft`` comes from roofline-gbm's TTFT model (log TTFT per prefilled token), with its own 90 %
+- ``ttft`` comes from roofline-gbm's TTFT model (log TTFT over the prefill's physical floor), with its own 90 %
   band (split-conformal, one class for a measured configuration and one for a new one): its coverage
   and median relative width (upper / lower - 1) are printed too;
 - ``tpot`` is what the predicted latency leaves after the predicted TTFT.

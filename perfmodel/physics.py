@@ -263,10 +263,12 @@ def dtype_bytes(runs: pd.DataFrame, models: pd.Series | None = None) -> pd.Serie
 
 
 def _peak_flops(hw: HardwareSpec, nbytes: float) -> float:
-    # The tensor-core rate at the weights' precision; 16-bit when the dtype has no figure.
+    # The tensor-core rate at the weights' precision; 16-bit when the dtype has no figure; fp32 on a
+    # device with no 16-bit figure (a CPU without 16-bit units, such as AVX2, computes 16-bit weights in
+    # fp32: llama.cpp's f16 models on the 2-vCPU sample VM otherwise had no compute bound at all).
     prefs = {0.5: ("int4", "fp4", "fp8", "int8", "bf16", "fp16"), 1.0: ("fp8", "int8", "bf16", "fp16"),
              4.0: ("fp32",)}.get(nbytes, ("bf16", "fp16"))
-    for d in (*prefs, "bf16", "fp16"):
+    for d in (*prefs, "bf16", "fp16", "fp32"):
         if d in hw.peak_tflops:
             return float(hw.peak_tflops[d]) * 1e12
     return math.nan

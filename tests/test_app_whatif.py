@@ -230,9 +230,12 @@ def test_lengths_beyond_the_models_context_are_warned_about_and_the_inputs_have_
         assert at.number_input(key=K[key]).proto.max == top
 
 
-def test_an_unmeasured_combination_with_low_confidence_and_ttft_beyond_the_latency_is_flagged() -> None:
+def test_an_unmeasured_combination_with_low_confidence_is_flagged_and_its_ttft_fits_the_latency() -> None:
     # Reviewer's link: each value is in the sample, the combination is not. It predicted 1.48 M tok/s,
     # confidence 0.05, end-to-end latency 0.691 ms against a TTFT of 236 ms, and warned of nothing.
+    # The page now warns; and since the TTFT model learns the TTFT relative to the prefill's physical
+    # floor (not per prefilled token, which carried the CPU's rate to the GPU), the TTFT no longer
+    # exceeds the latency (the warning for that case is tested on its function below).
     link = {"dataset": _sample_id(), "hardware": "h200", "model": "perfmodel-tiny-llama", "framework": "llama.cpp",
             "input_len": "64", "output_len": "64", "batch": "16"}
     at = _train(_whatif(**link))
@@ -246,12 +249,8 @@ def test_an_unmeasured_combination_with_low_confidence_and_ttft_beyond_the_laten
     if low.any():  # a low confidence is a warning, not an info box
         assert any("confidence below 0.2" in w.value for w in at.warning)
     at16 = table.set_index("batch_size").loc[16.0]
-    assert at16["pred_ttft_s"] > at16["pred_e2e_latency_s"]
-    conflict = [w.value for w in at.warning if "exceeds the predicted end-to-end latency" in w.value]
-    assert len(conflict) == 1 and conflict[0].startswith(
-        f"The predicted TTFT ({W.seconds(at16['pred_ttft_s'])}) exceeds the predicted end-to-end latency "
-        f"({W.seconds(at16['pred_e2e_latency_s'])}) at batch 16")
-    assert "Distrust the" in conflict[0]
+    assert 0 < at16["pred_ttft_s"] < at16["pred_e2e_latency_s"]
+    assert not [w.value for w in at.warning if "exceeds the predicted end-to-end latency" in w.value]
     # Tiles: compact where large, and the bound has its unit.
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Predicted at batch 16"] == f"{W.rate(at16['pred_throughput_tok_s'])} tok/s"

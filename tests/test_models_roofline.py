@@ -838,6 +838,56 @@ def test_ttft_model_learns_each_platform_s_prefill_rate(tmp_path) -> None:  # ty
     assert RooflineGBM(n_estimators=20, calibration_folds=0).fit(few).predict_ttft(q) is None
 
 
+def test_ttft_of_a_gpu_prompt_length_only_cpu_runs_measured_follows_the_prefill_floor() -> None:
+    """Held out on the bundled samples, the H200 128/128 sweep (the shortest prompt measured on that GPU;
+    128-token prompts otherwise only on the 2-vCPU CPU) was put 10-13x too high while the TTFT model
+    learnt time per prefilled token; relative to the prefill's physical floor it is within 1.5x."""
+    from pathlib import Path
+
+    from perfmodel.importers import read_file
+
+    samples = sorted((Path(__file__).resolve().parents[1] / "sample_runs").glob("*.csv"))
+    runs = pd.concat([read_file(f).runs for f in samples], ignore_index=True)
+    held = ((runs.hardware == "h200") & (runs.model == "perfmodel-large-llama") & (runs.input_len_tok == 128)
+            & (runs.output_len_tok == 128)).to_numpy()
+    assert held.sum() >= 10 and ((runs.input_len_tok[~held] == 128) == (runs.hardware[~held] != "h200")).any()
+    m = RooflineGBM(random_state=0).fit(runs[~held])
+    assert m.ttft_basis_ == "prefill_floor"
+    q = runs[held].reset_index(drop=True)
+    ratio = m.predict_ttft(q.drop(columns=["ttft_s"])) / q.ttft_s.to_numpy()
+    assert 1 / 1.5 < np.median(ratio) < 1.5
+
+
+def test_a_model_saved_before_the_ttft_floor_answers_as_it_did(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import perfmodel.models.roofline_gbm as rg
+
+    df = _synthetic()
+    df["ttft_s"] = df.batch_size * df.input_len_tok / 30_000.0
+    q = df.drop(columns=["output_throughput_tok_s", "ttft_s"]).iloc[:20]
+    m = RooflineGBM(n_estimators=40, calibration_folds=0).fit(df)
+    m.save(tmp_path / "m")
+    meta_file = tmp_path / "m" / "metadata.json"
+    assert json.loads(meta_file.read_text())["state"]["ttft_basis"] == "prefill_floor"
+    assert load_predictor(tmp_path / "m").predict_ttft(q) == pytest.approx(m.predict_ttft(q), rel=1e-6)
+    # A model written before the floor learnt log TTFT per prefilled token on every column and saved
+    # no ttft_basis: it loads as that and answers as it did.
+    monkeypatch.setattr(rg, "_TTFT_BASIS", "prefill_tokens")
+    old = RooflineGBM(n_estimators=40, calibration_folds=0).fit(df)
+    monkeypatch.undo()
+    old.save(tmp_path / "old")
+    meta = json.loads((tmp_path / "old" / "metadata.json").read_text())
+    del meta["state"]["ttft_basis"]
+    (tmp_path / "old" / "metadata.json").write_text(json.dumps(meta))
+    back = load_predictor(tmp_path / "old")
+    assert back.ttft_basis_ == "prefill_tokens"
+    assert back.predict_ttft(q) == pytest.approx(old.predict_ttft(q), rel=1e-6)
+    assert not np.allclose(back.predict_ttft(q), m.predict_ttft(q), rtol=1e-3)
+    meta["state"]["ttft_basis"] = "per_second"
+    (tmp_path / "old" / "metadata.json").write_text(json.dumps(meta))
+    with pytest.raises(PerfmodelError, match="ttft_basis"):
+        load_predictor(tmp_path / "old")
+
+
 def test_ttft_band_covers_configurations_nobody_measured(tmp_path) -> None:  # type: ignore[no-untyped-def]
     # The TTFT band is split-conformal on whole configurations held out: on fresh configurations (other
     # models' rows, 10 % log-normal noise) its 90 % band covers about 90 %, it nests, and it is kept by
@@ -847,7 +897,9 @@ def test_ttft_band_covers_configurations_nobody_measured(tmp_path) -> None:  # t
     df = _synthetic()
     rng = np.random.default_rng(4)
     rate = np.where(df.hardware == "h100-sxm", 40_000.0, np.where(df.hardware == "a100-40gb", 15_000.0, 25_000.0))
-    df["ttft_s"] = df.batch_size * df.input_len_tok / rate * np.exp(rng.normal(0, 0.10, len(df)))
+    # prefill time grows with the model's parameters (rate: tokens/s of a 7-billion-parameter model)
+    size = physics.roofline(df)["active_params"].to_numpy() / 7e9
+    df["ttft_s"] = df.batch_size * df.input_len_tok * size / rate * np.exp(rng.normal(0, 0.10, len(df)))
     train, test = df[df.model != "llama-2-7b"], df[df.model == "llama-2-7b"]
     m = RooflineGBM(n_estimators=100, calibration_folds=0).fit(train)
     n = train.ttft_s.notna().sum()

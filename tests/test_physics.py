@@ -79,6 +79,16 @@ def test_unknown_catalog_figure_gives_nan_not_crash() -> None:
     assert not physics.flag_suspect(_row(hardware="sn40l", output_throughput_tok_s=1e9)).iloc[0]
 
 
+def test_a_16_bit_model_on_a_device_with_only_an_fp32_rate_is_bound_at_that_rate() -> None:
+    # The 2-vCPU sample VM lists fp32 only (AVX2 has no 16-bit arithmetic: llama.cpp computes its f16
+    # weights in fp32). Without the fallback its llama.cpp rows had no compute bound at all.
+    r = physics.roofline(_row(hardware="cpu-x86-2vcpu", model="perfmodel-tiny-llama", weight_dtype="f16")).iloc[0]
+    assert r["dtype_bytes"] == 2.0
+    assert r["peak_flops"] == pytest.approx(0.2624e12)
+    assert r["prefill_s_min"] == pytest.approx(2 * r["active_params"] * 128 / 0.2624e12)
+    assert math.isfinite(r["output_tok_s_max"])
+
+
 def test_unknown_hardware_names_row_and_column() -> None:
     df = pd.concat([_row(), _row(hardware="warp-drive-9000")], ignore_index=True)
     with pytest.raises(UnknownNameError) as e:

@@ -159,6 +159,7 @@ _HW_FEATURES = frozenset({
     "mem_fraction_used", "mem_bw_pressure_s", "compute_intensity_s", "weight_bytes_over_bw_s",
     "log_prefill_s_min", "log_decode_step_s_min", "log_e2e_s_min", "log_output_tok_s_max"})
 _NOMINAL_TOK_S_PER_SEQ = 100.0
+_TTFT_BASIS = "prefill_floor"  # what the TTFT model learns relative to (see RooflineGBM._fit_ttft)
 _SMALL = 16  # up to this many query rows the per-row loops beat the vectorised look-ups
 
 
@@ -1466,9 +1467,16 @@ class RooflineGBM(Predictor):
 
     def _fit_ttft(self, data: pd.DataFrame, mat: np.ndarray) -> tuple[Any, dict[str, list[float]]]:
         """The time-to-first-token model, where at least 20 training rows measured TTFT (None elsewhere):
-        boosted log TTFT per prompt token prefilled (``batch x input length``, the prefill's work), on the
-        efficiency model's features, so it scales with the prefill as the roofline does and learns each
-        platform's rate (and, under a concurrency load, the queueing).
+        boosted log ratio of the TTFT to its physical floor (:meth:`_log_ttft_floor`: the prefill's
+        FLOPs at peak rate, or reading the weights once, whichever is longer), on the efficiency model's
+        features less the accelerator's figures (:meth:`_ttft_columns`), so it scales with the prefill as
+        the roofline does and learns each accelerator's and engine's prefill efficiency (and, under a
+        concurrency load, the queueing). Rows whose floor the catalog cannot give are left out.
+
+        Models saved before 2026-12-01 learnt log TTFT per prompt token prefilled (``batch x input
+        length``); they still load and answer as they did (``ttft_basis_`` ``"prefill_tokens"``). That
+        basis grouped a GPU's 128-token prompts with CPU runs' per-token time: held out on the bundled
+        samples, the H200 128/128 sweep was put 10-13x too high.
 
         Also its conformal scores, two Mondrian classes: the absolute log residuals of every row when
         it was held out with a tenth of the rows (``"row"``, for a query of a measured configuration)
@@ -1486,7 +1494,11 @@ class RooflineGBM(Predictor):
             return None, {}
         params = {**self._xgb_params(self.random_state + 7), "max_depth": min(self.max_depth, 6)}
         rounds = max(self.n_estimators // 2, 1)
-        x, target = mat[ok], np.log(t[ok]) - self._log_prefill_tokens(data)[ok]
+        base = self._log_ttft_base(data, _TTFT_BASIS)
+        ok = ok[np.isfinite(base[ok])]
+        if len(ok) < 20:
+            return None, {}
+        x, target = mat[np.ix_(ok, self._ttft_columns(_TTFT_BASIS))], np.log(t[ok]) - base[ok]
         booster = _Booster.train(x, target, params, rounds)
         rng = np.random.default_rng(self.random_state + 7)
         configs = pd.factorize(_config_keys(data).to_numpy()[ok])[0]
@@ -1505,10 +1517,27 @@ class RooflineGBM(Predictor):
             scores[name] = sorted(float(v) for v in np.round(res[np.isfinite(res)], 6))
         return booster, scores
 
-    @staticmethod
-    def _log_prefill_tokens(runs: pd.DataFrame) -> np.ndarray:
+    def _log_ttft_base(self, runs: pd.DataFrame, basis: str) -> np.ndarray:
+        """What the TTFT model's target is relative to, in log: the TTFT floor (``"prefill_floor"``,
+        :meth:`_log_ttft_floor`) or the prompt tokens prefilled (``"prefill_tokens"``, models saved
+        before the floor)."""
+        if basis == "prefill_tokens":
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return np.log(np.maximum(_floats(runs, "batch_size") * _floats(runs, "input_len_tok"), 1.0))
+        return self._log_ttft_floor(runs)
+
+    def _log_ttft_floor(self, runs: pd.DataFrame) -> np.ndarray:
+        """log of the shortest time the prefill can take: its FLOPs (``2 x active parameters x batch x
+        input length``) at the devices' peak rate, or one read of the weights at their memory bandwidth,
+        whichever is longer (a short prompt on a GPU is bound by the read). NaN where the catalog lacks
+        both figures."""
+        names = ["log_prefill_s_min", "weight_bytes_over_bw_s"]
+        fast = _fast_features(runs, self.__dict__.setdefault("_templates", {}), names)
+        cols = fast[0] if fast is not None else {c: v.to_numpy(dtype=float) for c, v in
+                                                 feats.build_features(runs, names=names).items()}
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.log(np.maximum(_floats(runs, "batch_size") * _floats(runs, "input_len_tok"), 1.0))
+            floor = np.fmax(np.exp(cols["log_prefill_s_min"]), cols["weight_bytes_over_bw_s"])
+            return np.where(np.isfinite(floor) & (floor > 0), np.log(floor), np.nan)
 
     def predict_ttft(self, runs: pd.DataFrame) -> np.ndarray | None:
         """Predicted time to first token (s) per query; None when the training rows did not measure it
@@ -1526,7 +1555,19 @@ class RooflineGBM(Predictor):
 
     def _ttft_at(self, runs: pd.DataFrame, mat: np.ndarray) -> np.ndarray:
         """Predicted TTFT of completed queries ``runs`` whose design matrix is ``mat``."""
-        return np.exp(_Booster.predict(self.ttft_booster_, mat) + self._log_prefill_tokens(runs))
+        basis = getattr(self, "ttft_basis_", _TTFT_BASIS)
+        base = self._log_ttft_base(runs, basis)
+        return np.exp(_Booster.predict(self.ttft_booster_, mat[:, self._ttft_columns(basis)]) + base)
+
+    def _ttft_columns(self, basis: str) -> list[int]:
+        """Columns of the design matrix the TTFT model reads: relative to the prefill floor, which
+        carries the accelerator's figures, every one but those figures (the trees told accelerators
+        apart by them and put a model they never saw on one accelerator at another's efficiency:
+        1.7x too slow in a test); per prefilled token (models saved before the floor), all."""
+        names = [*self.feature_names_, "prior_kind"]
+        if basis == "prefill_tokens":
+            return list(range(len(names)))
+        return [j for j, c in enumerate(names) if c not in _HW_FEATURES or c == "log_prefill_s_min"]
 
     def predict_ttft_band(self, runs: pd.DataFrame, *, level: float = 0.9
                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -1860,6 +1901,7 @@ class RooflineGBM(Predictor):
         self.continuation_booster_ = self._fit_continuation(self.anchors_, keys, bb, yv, mat,
                                                             self._xgb_params(self.random_state), 150)
         self.ttft_booster_, self.ttft_scores_ = self._fit_ttft(data, mat)
+        self.ttft_basis_ = _TTFT_BASIS
         self.seen_ = {c: set(data[c].astype("string").dropna().unique().tolist()) for c in _IDENTITY}
         self.hw_frameworks_ = self._hw_frameworks(data)
         self.platform_rows_ = self._platform_rows(mat)
@@ -2316,6 +2358,7 @@ class RooflineGBM(Predictor):
             "has_continuation": self.continuation_booster_ is not None,
             "has_ttft": getattr(self, "ttft_booster_", None) is not None, "y": getattr(self, "y_", DEFAULT_TARGET),
             "ttft_scores": getattr(self, "ttft_scores_", {}),
+            "ttft_basis": getattr(self, "ttft_basis_", _TTFT_BASIS),
             "hw_frameworks": self.hw_frameworks_, "track": self.track_, "fw_spread": self.fw_spread_,
             "platform_rows": self.platform_rows_,
         }
@@ -2375,6 +2418,9 @@ class RooflineGBM(Predictor):
                                          if st.get("has_continuation") else None)
             obj.ttft_booster_ = _Booster.load(d / "ttft.json", obj.n_jobs) if st.get("has_ttft") else None
             obj.ttft_scores_ = {str(k): [float(x) for x in v] for k, v in st.get("ttft_scores", {}).items()}
+            obj.ttft_basis_ = str(st.get("ttft_basis", "prefill_tokens"))  # the basis before it was saved
+            if obj.ttft_basis_ not in ("prefill_tokens", _TTFT_BASIS):
+                raise ValueError(f"unknown ttft_basis {obj.ttft_basis_!r}")
             obj.hw_frameworks_ = {str(k): [str(x) for x in v] for k, v in st.get("hw_frameworks", {}).items()}
             obj.track_ = {str(c): {str(k): float(v) for k, v in t.items()} for c, t in st.get("track", {}).items()}
             obj.fw_spread_ = st.get("fw_spread", {})
