@@ -4,9 +4,10 @@ import json
 
 import streamlit as st
 
+from perfmodel import curves as curves_core
 from perfmodel import ui
-from perfmodel.curve_tables import NO_PLATEAU_HELP
-from perfmodel.curves import INTERVAL_METHODS, MIN_BATCHES, R2_POOR, SHAPES
+from perfmodel.curve_tables import BATCH_ESTIMATE_HELP, NO_PLATEAU_HELP
+from perfmodel.curves import INTERVAL_METHODS, MIN_BATCHES, R2_POOR, SHAPES, default_interval_method
 from perfmodel.errors import PerfmodelError
 from perfmodel.plots import THROUGHPUT_METRICS, axis_title, curve_group_columns, default_curve_by, poor_fits
 from perfmodel.ui import analyses, cached, links
@@ -16,6 +17,12 @@ from perfmodel.ui.widgets import labelled_columns
 
 N_DEFAULT_CONFIGS = 3
 N_BOOT_DEFAULT = 200
+
+
+def _intervals_chosen() -> None:
+    """The user picked an interval method: it wins over the size-dependent default from now on."""
+    st.session_state[K.CURVES_INTERVALS_CHOSEN] = st.session_state[K.CURVES_INTERVALS]
+
 
 home = ui.home()
 st.title("Curves", anchor=False)
@@ -38,25 +45,41 @@ if not st.session_state.get(K.CURVES_BY):
 by = c2.multiselect("Group runs into configurations by", group_options, key=K.CURVES_BY,
                     help="Runs agreeing on all these columns form one curve.")
 
+# Bootstrap intervals refit every configuration n_boot times: the default for a large dataset is asymptotic
+# (seconds instead of tens of seconds on first load); a method the user or the link chose always wins.
+n_configs = runs.groupby(list(by), dropna=False).ngroups if by and len(runs) else 0
+chosen_intervals = st.session_state.get(K.CURVES_INTERVALS_CHOSEN)
+if chosen_intervals not in INTERVAL_METHODS:
+    chosen_intervals = None
+    st.session_state.pop(K.CURVES_INTERVALS_CHOSEN, None)
+default_intervals = default_interval_method(n_configs)
 with st.expander("Fit options", icon=":material/tune:"):
     o1, o2, o3, o4, o5 = st.columns(5)
     if st.session_state.get(K.CURVES_SHAPE) not in SHAPES:
         st.session_state[K.CURVES_SHAPE] = "auto"
-    if st.session_state.get(K.CURVES_INTERVALS) not in INTERVAL_METHODS:
-        st.session_state[K.CURVES_INTERVALS] = "bootstrap"
+    st.session_state[K.CURVES_INTERVALS] = chosen_intervals or default_intervals
     shape = o1.selectbox("Shape", SHAPES, key=K.CURVES_SHAPE,
                          help="auto: exponential or piecewise, whichever has the lower AICc. loglin "
                               "(alpha + beta·log2 batch) never levels off: no plateau, knee, b90 or b95.")
-    intervals = o2.selectbox("Intervals", INTERVAL_METHODS, key=K.CURVES_INTERVALS)
+    intervals = o2.selectbox(
+        "Intervals", INTERVAL_METHODS, key=K.CURVES_INTERVALS, on_change=_intervals_chosen,
+        help="bootstrap: intervals of the knees, b90 and b95 and a confidence band (refits every configuration "
+             "once per replicate). asymptotic: intervals of the curve's parameters only, several times faster. "
+             f"Default: bootstrap up to {curves_core.BOOTSTRAP_MAX_CONFIGS:,} configurations, asymptotic above.")
     n_boot = o3.number_input("Bootstrap replicates", min_value=10, max_value=2000, value=N_BOOT_DEFAULT,
                              step=50, key=K.CURVES_N_BOOT, disabled=intervals != "bootstrap")
     y = o4.selectbox("Throughput", THROUGHPUT_METRICS, key=K.CURVES_Y, format_func=axis_title)
     r2_min = o5.number_input("Flag fits with R² below", min_value=0.0, max_value=1.0, value=R2_POOR, step=0.05,
                              key=K.CURVES_R2_MIN)
     log_x = st.toggle("log batch axis", value=True, key=K.CURVES_LOG_X)
+if chosen_intervals is None and intervals != "bootstrap":
+    st.caption(f"Intervals: **{intervals}** by default for {n_configs:,} configurations (more than "
+               f"{curves_core.BOOTSTRAP_MAX_CONFIGS:,}), as bootstrap refits every configuration once per replicate "
+               "and loads several times slower. Choose **bootstrap** under *Fit options › Intervals* for intervals "
+               "on the knees, b90 and b95 and a confidence band around each curve.")
 
 if not by:
-    links.write_curves_link(selected, [], [], shape, intervals)
+    links.write_curves_link(selected, [], [], shape, chosen_intervals)
     st.info("Choose at least one column to group the runs by.", icon=":material/info:")
     st.stop()
 options = cached.curve_options_json(by, shape=shape, intervals=intervals, n_boot=int(n_boot), y=y)
@@ -75,7 +98,7 @@ if not st.session_state.get(K.CURVES_CONFIGS):
     st.session_state[K.CURVES_CONFIGS] = (succeeded or fitted or labels)[:N_DEFAULT_CONFIGS]
 configs = st.multiselect(f"Configurations to overlay ({len(labels):,})", labels, key=K.CURVES_CONFIGS,
                          placeholder="choose configurations")
-links.write_curves_link(selected, by, configs, shape, intervals)
+links.write_curves_link(selected, by, configs, shape, chosen_intervals)
 
 n_ok = int(view.summary["success"].sum())
 st.caption(f"{len(labels):,} configuration(s), {n_ok:,} fitted successfully; {axis_title(y)} vs batch size; "
@@ -107,9 +130,15 @@ st.dataframe(view.summary, hide_index=True, placeholder="—", column_config=lab
     plateau_tok_s=cc.NumberColumn(format="%,.1f", help="Exponential plateau c; empty for shapes without one, and "
                                   "where the plateau is not reached and lies far above the largest measured "
                                   "throughput (an extrapolation: see the plateau interval)."),
-    knees=cc.TextColumn(help="Batch where adding batch stops paying, with its interval. " + NO_PLATEAU_HELP),
-    b90=cc.TextColumn(help="b90: the batch reaching 90% of the plateau, with its interval. " + NO_PLATEAU_HELP),
-    b95=cc.TextColumn(help="b95: the batch reaching 95% of the plateau, with its interval. " + NO_PLATEAU_HELP),
+    plateau_ci=cc.TextColumn(help="Interval of the plateau c. 'plateau not reached: measured up to batch B': c lies "
+                             "far above the largest measured throughput (an extrapolation). 'interval not "
+                             "estimable': the interval has no width at the digits shown (few batch sizes)."),
+    knees=cc.TextColumn(help="Batch where adding batch stops paying, with its interval. " + BATCH_ESTIMATE_HELP
+                        + " " + NO_PLATEAU_HELP),
+    b90=cc.TextColumn(help="b90: the batch reaching 90% of the plateau, with its interval. " + BATCH_ESTIMATE_HELP
+                      + " " + NO_PLATEAU_HELP),
+    b95=cc.TextColumn(help="b95: the batch reaching 95% of the plateau, with its interval. " + BATCH_ESTIMATE_HELP
+                      + " " + NO_PLATEAU_HELP),
     kv_full_batch=cc.NumberColumn(format="%,.0f", help=whatif_ui.KV_FULL_HELP),
     r2=cc.NumberColumn(format="%.3f"),
     n_points=cc.NumberColumn(help="Runs in the fit (repeats included)."),

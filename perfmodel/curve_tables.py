@@ -31,6 +31,9 @@ __all__ = [
     "poor_fits",
     "NO_PLATEAU",
     "NO_PLATEAU_HELP",
+    "NOT_ESTIMABLE",
+    "BATCH_ESTIMATE_HELP",
+    "batch_estimate_text",
     "significant",
     "compact_number",
     "compact_seconds",
@@ -361,6 +364,73 @@ def _ci_text(v: float, lo: float, hi: float, digits: int = 4) -> str:
     return text
 
 
+NOT_ESTIMABLE = "interval not estimable"
+"""Shown instead of an interval with no width at the digits shown (:func:`batch_estimate_text`)."""
+BATCH_ESTIMATE_HELP = (
+    f"'{NOT_ESTIMABLE} from N batch sizes': every bootstrap replicate gave the same value to the digits shown, "
+    "as happens with few measured batch sizes (or a knee located only to the evaluation grid's step); the value "
+    "is not exact, its uncertainty is unknown. 'extrapolated: measured up to batch B': the value lies beyond the "
+    "largest measured batch, on a part of the curve never measured.")
+"""Tooltip of the knees, b90 and b95 columns: what :func:`batch_estimate_text`'s notes mean."""
+
+
+def _no_width(lo: float, hi: float, digits: int) -> bool:
+    """An interval that reads ``[x, x]`` at ``digits`` significant digits (zero width, or within rounding)."""
+    return significant(lo, digits) == significant(hi, digits)
+
+
+def _not_estimable(n_batches: object) -> str:
+    return NOT_ESTIMABLE if _is_missing(n_batches) else f"{NOT_ESTIMABLE} from {_num(n_batches)} batch sizes"
+
+
+def _measured_up_to(batch_max: object) -> str:
+    """How far a configuration was measured: the note of a plateau, b90 or b95 beyond its batches."""
+    return f"measured up to batch {_num(batch_max)}"
+
+
+def batch_estimate_text(v: float, lo: float, hi: float, *, n_batches: object = None,
+                        batch_max: float = math.nan, digits: int = 3) -> str:
+    """A batch-valued estimate of a curve (a knee, b90, b95) with its interval, for tables and reports.
+
+    ``"29.4 [27.1, 33.5]"`` (:func:`significant` digits, never e-notation). Two cases are said in words
+    rather than shown as numbers that mislead:
+
+    * an interval with no width at the digits shown (``[29.4, 29.4]``: every bootstrap replicate landed on
+      the same value, as happens with few batch sizes) reads ``"29.4 (interval not estimable from 4 batch
+      sizes)"``, not a false precision;
+    * a value beyond the largest measured batch ends with ``"(extrapolated: measured up to batch 64)"``, the
+      words of a plateau not reached (:func:`fits_summary`'s ``plateau_ci``).
+
+    Parameters
+    ----------
+    v, lo, hi
+        The estimate and its interval (NaN bounds: no interval, nothing said).
+    n_batches
+        Distinct batch sizes measured (named in the "not estimable" note when given).
+    batch_max
+        Largest measured batch; NaN: not checked.
+    digits
+        Significant digits.
+
+    Returns
+    -------
+    str
+        ``""`` when ``v`` is NaN or infinite.
+    """
+    if not np.isfinite(v):
+        return ""
+    text = significant(v, digits)
+    notes = []
+    if np.isfinite(lo) and np.isfinite(hi):
+        if _no_width(lo, hi, digits):
+            notes.append(_not_estimable(n_batches))
+        else:
+            text += f" [{significant(lo, digits)}, {significant(hi, digits)}]"
+    if np.isfinite(batch_max) and v > batch_max:
+        notes.append(f"extrapolated: {_measured_up_to(batch_max)}")
+    return f"{text} ({'; '.join(notes)})" if notes else text
+
+
 NO_PLATEAU = "—"
 """Shown for the knees, b90 and b95 of a shape without a plateau (log-linear: it never levels off)."""
 NO_PLATEAU_HELP = ("— : the curve's shape has no plateau (log-linear rises by the same amount per doubling of the "
@@ -370,8 +440,13 @@ NO_PLATEAU_HELP = ("— : the curve's shape has no plateau (log-linear rises by 
 
 def _plateau_text(rec: Mapping[str, Any]) -> str:
     if bool(rec.get("plateau_extrapolated", False)):
-        return f"plateau not reached: measured up to batch {_num(rec['batch_max'])}"
-    return _ci_text(rec["c"], rec["c_lo"], rec["c_hi"]).partition(" ")[2]
+        return f"plateau not reached: {_measured_up_to(rec['batch_max'])}"
+    c, lo, hi = rec["c"], rec["c_lo"], rec["c_hi"]
+    if not (np.isfinite(c) and np.isfinite(lo) and np.isfinite(hi)):
+        return ""
+    if _no_width(lo, hi, 4):
+        return _not_estimable(rec.get("n_batches"))
+    return f"[{significant(lo, 4)}, {significant(hi, 4)}]"
 
 
 def fits_summary(table: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
@@ -390,9 +465,11 @@ def fits_summary(table: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
         One row per configuration: ``configuration`` (a :func:`config_labels` label), ``shape``,
         ``plateau_tok_s`` (exponential plateau ``c``, empty for other shapes and where the plateau is an
         extrapolation far beyond the measured batches, ``plateau_extrapolated``) and ``plateau_ci`` (its
-        interval, or ``"plateau not reached: measured up to batch B"``),
-        ``knees`` (``"batch [low, high]"``, ``;``-separated), ``b90``, ``b95`` (with intervals;
-        :data:`NO_PLATEAU` for shapes without a plateau, :data:`perfmodel.curves.PLATEAU_SHAPES`),
+        interval, or ``"plateau not reached: measured up to batch B"``, or :data:`NOT_ESTIMABLE` for an
+        interval of no width), ``knees`` (``"batch [low, high]"``, ``;``-separated), ``b90``, ``b95`` (with
+        intervals, :func:`batch_estimate_text`: an interval of no width is "not estimable", a value beyond the
+        largest measured batch is marked an extrapolation; :data:`NO_PLATEAU` for shapes without a plateau,
+        :data:`perfmodel.curves.PLATEAU_SHAPES`),
         ``kv_full_batch`` (:func:`kv_full_batches`), ``r2``, ``n_points``, ``n_batches``, ``success``,
         ``poor_fit``, ``message``.
     """
@@ -402,7 +479,8 @@ def fits_summary(table: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     kv_full = kv_full_batches(table)
     rows = []
     for label, rec, kv in zip(labels, table.to_dict("records"), kv_full.tolist(), strict=True):
-        knees = [_ci_text(rec[f"knee_{j}"], rec[f"knee_{j}_lo"], rec[f"knee_{j}_hi"], 3)
+        where = {"n_batches": rec["n_batches"], "batch_max": float(rec.get("batch_max", math.nan))}
+        knees = [batch_estimate_text(rec[f"knee_{j}"], rec[f"knee_{j}_lo"], rec[f"knee_{j}_hi"], **where)
                  for j in (1, 2) if f"knee_{j}" in rec and np.isfinite(rec[f"knee_{j}"])]
         flat = rec["shape"] in ("none", *PLATEAU_SHAPES)
         extrapolated = bool(rec.get("plateau_extrapolated", False))
@@ -410,8 +488,8 @@ def fits_summary(table: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
             "configuration": label, "shape": rec["shape"],
             "plateau_tok_s": math.nan if extrapolated else rec["c"], "plateau_ci": _plateau_text(rec),
             "knees": "; ".join(knees) if flat else NO_PLATEAU,
-            "b90": _ci_text(rec["b90"], rec["b90_lo"], rec["b90_hi"], 3) if flat else NO_PLATEAU,
-            "b95": _ci_text(rec["b95"], rec["b95_lo"], rec["b95_hi"], 3) if flat else NO_PLATEAU,
+            "b90": batch_estimate_text(rec["b90"], rec["b90_lo"], rec["b90_hi"], **where) if flat else NO_PLATEAU,
+            "b95": batch_estimate_text(rec["b95"], rec["b95_lo"], rec["b95_hi"], **where) if flat else NO_PLATEAU,
             "kv_full_batch": kv,
             "r2": rec["r2"], "n_points": int(rec["n_points"]), "n_batches": int(rec["n_batches"]),
             "success": bool(rec["success"]), "poor_fit": bool(rec["poor_fit"]), "message": rec["message"]})

@@ -116,6 +116,8 @@ __all__ = [
     "N_RESTARTS",
     "PLATEAU_SHAPES",
     "PLATEAU_EXTRAPOLATION_FACTOR",
+    "BOOTSTRAP_MAX_CONFIGS",
+    "default_interval_method",
     "CurveFit",
     "saturating_exp",
     "loglinear",
@@ -176,6 +178,12 @@ PLATEAU_EXTRAPOLATION_FACTOR = 1.5
 """An exponential plateau ``c`` not reached in the measured range (``b95`` beyond the largest batch) and more than
 this multiple of the fitted throughput at the largest measured batch is an extrapolation, not a measurement:
 ``plateau_extrapolated`` is set and the fits table shows "plateau not reached" instead of the number."""
+BOOTSTRAP_MAX_CONFIGS = 250
+"""Above this many configurations the interactive default interval method is ``asymptotic``, not ``bootstrap``
+(:func:`default_interval_method`). Bootstrap (200 replicates) costs about 15 ms per configuration against about
+5 ms for asymptotic intervals (``benchmarks/bench_curves.py`` data, 2-core machine): the 1,202 configurations of
+LLM-Inference-Bench take 17-20 s with bootstrap and 5-6 s with asymptotic intervals; 250 of them about 3 s with
+bootstrap."""
 _TINY = 1e-12
 _UPPER = np.array([PLATEAU_MAX_FACTOR, RATE_MAX, PLATEAU_MAX_FACTOR])
 _MAX_PIECES = 2
@@ -356,6 +364,26 @@ def kneedle_knee(batch_grid: np.ndarray, curves: np.ndarray,
     best = diff[np.arange(len(ys)), idx]
     knee = np.where((span[:, 0] > 0) & (best >= min_distance), grid[idx], np.nan)
     return knee[0] if np.ndim(curves) == 1 else knee
+
+
+def default_interval_method(n_configs: int) -> str:
+    """The interval method to offer by default for ``n_configs`` configurations.
+
+    ``"bootstrap"`` (knee, b90 and b95 intervals and a confidence band) up to :data:`BOOTSTRAP_MAX_CONFIGS`
+    configurations, ``"asymptotic"`` (parameter intervals only, several times faster) above. A default for
+    interactive use; an explicit choice should always win.
+
+    Parameters
+    ----------
+    n_configs
+        Number of configurations (curves) to fit.
+
+    Returns
+    -------
+    str
+        One of :data:`INTERVAL_METHODS`.
+    """
+    return "bootstrap" if int(n_configs) <= BOOTSTRAP_MAX_CONFIGS else "asymptotic"
 
 
 # --------------------------------------------------------------------------- result

@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 
 from .curve_tables import (
     CURVE_GROUP_COLUMNS,
-    _ci_text,
+    batch_estimate_text,
     compact_number,
     compact_seconds,
     config_label,
@@ -399,15 +399,17 @@ def curve_figure(fits: Sequence[CurveFit], points: pd.DataFrame, labels: Sequenc
             kx = np.asarray(fit.knees, dtype=float)
             klo = np.array([c[0] for c in fit.knee_ci], dtype=float)
             khi = np.array([c[1] for c in fit.knee_ci], dtype=float)
-            ci = [f"[{significant(a, 3)}, {significant(b, 3)}]" if np.isfinite(a) and np.isfinite(b) else "(no interval)"
-                  for a, b in zip(klo, khi, strict=True)]
+            # the fit table's words: an interval of no width is "not estimable", not "[29.4, 29.4]"
+            ci = [batch_estimate_text(k, a, b, n_batches=fit.n_batches, batch_max=fit.batch_range[1])
+                  + ("" if np.isfinite(a) and np.isfinite(b) else " (no interval)")
+                  for k, a, b in zip(kx, klo, khi, strict=True)]
             fig.add_trace(go.Scatter(
                 x=kx.tolist(), y=fit.predict(kx).tolist(), mode="markers", legendgroup=label, showlegend=False,
                 name=f"knee · {label}", meta=KNEE_META, text=ci,
                 marker={"symbol": "diamond", "size": 13, "color": colour, "line": {"width": 1.5, "color": "black"}},
                 error_x={"type": "data", "symmetric": False, "array": np.nan_to_num(khi - kx).tolist(),
                          "arrayminus": np.nan_to_num(kx - klo).tolist(), "visible": True, "thickness": 1.5},
-                hovertemplate=f"<b>{label}</b><br>knee at batch %{{x:.3g}} %{{text}}<br>"
+                hovertemplate=f"<b>{label}</b><br>knee at batch %{{text}}<br>"
                               f"{y_title}: %{{y:,.4g}}<extra></extra>"))
         marks = [(name, v, ci) for name, v, ci in (("b90", fit.b90, fit.b90_ci), ("b95", fit.b95, fit.b95_ci))
                  if np.isfinite(v) and lo_b <= v <= hi_b]
@@ -415,8 +417,8 @@ def curve_figure(fits: Sequence[CurveFit], points: pd.DataFrame, labels: Sequenc
             mx = np.array([m[1] for m in marks])
             fig.add_trace(go.Scatter(
                 x=mx.tolist(), y=fit.predict(mx).tolist(), mode="markers", legendgroup=label, showlegend=False,
-                name=f"b90/b95 · {label}", meta="fraction", text=[f"{m[0]} {_ci_text(m[1], *m[2], 3)}"
-                                                                   for m in marks],
+                name=f"b90/b95 · {label}", meta="fraction", text=[f"{m[0]} " + batch_estimate_text(
+                    m[1], *m[2], n_batches=fit.n_batches, batch_max=fit.batch_range[1]) for m in marks],
                 marker={"symbol": "triangle-up", "size": 10, "color": "white", "line": {"width": 2, "color": colour}},
                 hovertemplate=f"<b>{label}</b><br>%{{text}}<br>{y_title}: %{{y:,.4g}}<extra></extra>"))
     # One legend entry per configuration (its group toggles points, curve, band and markers together) and

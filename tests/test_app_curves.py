@@ -245,3 +245,65 @@ def test_loglin_shape_shows_no_knees_and_never_draws_below_zero() -> None:
     assert not [t for t in fig["data"] if t.get("meta") in (KNEE_META, "fraction")]
     drawn = [t for t in fig["data"] if t.get("meta") in ("fit", "band")]
     assert drawn and all(min(t["y"]) >= 0 for t in drawn)
+
+
+def _many_configs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the sample's 4 configurations count as a large dataset (over the bootstrap threshold)."""
+    from perfmodel import curves
+
+    monkeypatch.setattr(curves, "BOOTSTRAP_MAX_CONFIGS", 3)
+
+
+def _size_caption(at: AppTest) -> list[str]:
+    return [c.value for c in at.caption if "by default for" in c.value]
+
+
+def test_large_dataset_defaults_to_asymptotic_intervals_until_bootstrap_is_chosen(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Guards: LLM-Inference-Bench (1,202 configurations) took 16-40 s to first show, bootstrapping every one.
+    _many_configs(monkeypatch)
+    at = _curves()
+    _no_exception(at)
+    assert at.selectbox(key=K.CURVES_INTERVALS).value == "asymptotic"
+    (caption,) = _size_caption(at)
+    assert "4 configurations (more than 3)" in caption and "Choose **bootstrap**" in caption
+    assert "intervals: asymptotic" in " ".join(c.value for c in at.caption)
+    assert "ci" not in at.query_params  # a default: a copied link gets the default of the size it opens on
+    table = at.dataframe[0].value
+    assert len(table) == 4 and table["success"].all()
+    # Fewer configurations (grouped by input length only: 2) bring bootstrap back, as nothing was chosen.
+    at.multiselect(key=K.CURVES_BY).set_value(["input_len_tok"]).run()
+    _no_exception(at)
+    assert at.selectbox(key=K.CURVES_INTERVALS).value == "bootstrap" and not _size_caption(at)
+    at.multiselect(key=K.CURVES_BY).set_value(["input_len_tok", "output_len_tok"]).run()
+    assert at.selectbox(key=K.CURVES_INTERVALS).value == "asymptotic" and _size_caption(at)
+    # A choice wins over the size: bootstrap stays, whatever the grouping, and goes into the link.
+    at.selectbox(key=K.CURVES_INTERVALS).set_value("bootstrap").run()
+    _no_exception(at)
+    assert at.selectbox(key=K.CURVES_INTERVALS).value == "bootstrap" and not _size_caption(at)
+    at.multiselect(key=K.CURVES_BY).set_value(["input_len_tok"]).run()
+    at.multiselect(key=K.CURVES_BY).set_value(["input_len_tok", "output_len_tok"]).run()
+    _no_exception(at)
+    assert len(at.dataframe[0].value) == 4
+    assert at.selectbox(key=K.CURVES_INTERVALS).value == "bootstrap" and not _size_caption(at)
+    assert at.query_params["ci"] == "bootstrap"
+
+
+def test_link_choice_of_intervals_wins_over_the_size_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    _many_configs(monkeypatch)
+    ds = _sample_id()
+    at = _curves(dataset=ds, ci="bootstrap")
+    _no_exception(at)
+    assert at.selectbox(key=K.CURVES_INTERVALS).value == "bootstrap" and not _size_caption(at)
+    assert at.query_params["ci"] == "bootstrap"
+    # A bad value in the link is no choice: the size decides.
+    at = _curves(dataset=ds, ci="jackknife")
+    _no_exception(at)
+    assert at.selectbox(key=K.CURVES_INTERVALS).value == "asymptotic" and _size_caption(at)
+
+
+def test_small_dataset_keeps_bootstrap_intervals() -> None:
+    at = _curves()
+    _no_exception(at)
+    assert at.selectbox(key=K.CURVES_INTERVALS).value == "bootstrap" and not _size_caption(at)
+    assert "ci" not in at.query_params

@@ -437,3 +437,14 @@ def test_plateau_far_beyond_the_measured_batches_is_an_extrapolation() -> None:
     # a plateau reached in the measured range, and one nearly reached, are not extrapolations
     assert not fit_curve(B3, noisy_exp(9000, 0.03, 10000, 0.05, 0), shape="exp", n_boot=20).plateau_extrapolated
     assert not fit_curve(H200_BATCH, H200_TPUT, n_boot=20).plateau_extrapolated
+
+
+def test_default_interval_method_is_bootstrap_for_small_datasets_only() -> None:
+    # Guards: the Curves page bootstrapped the 1,202 configurations of LLM-Inference-Bench (16-40 s first load).
+    from perfmodel.curves import BOOTSTRAP_MAX_CONFIGS, INTERVAL_METHODS, default_interval_method
+
+    assert 17 < BOOTSTRAP_MAX_CONFIGS < 1202
+    assert default_interval_method(0) == default_interval_method(17) == "bootstrap"
+    assert default_interval_method(BOOTSTRAP_MAX_CONFIGS) == "bootstrap"
+    assert default_interval_method(BOOTSTRAP_MAX_CONFIGS + 1) == default_interval_method(1202) == "asymptotic"
+    assert {default_interval_method(n) for n in (1, 10_000)} <= set(INTERVAL_METHODS)

@@ -79,6 +79,9 @@ def _known_fit_frame() -> pd.DataFrame:
 
 
 def test_curve_figure_has_points_band_fit_and_knee_with_interval() -> None:
+    import dataclasses
+
+    from perfmodel.curve_tables import NOT_ESTIMABLE, batch_estimate_text
     from perfmodel.curves import fit_curve
     from perfmodel.plots import KNEE_META, curve_figure, repeat_summary
 
@@ -94,7 +97,13 @@ def test_curve_figure_has_points_band_fit_and_knee_with_interval() -> None:
     lo, hi = fit.knee_ci[0]
     assert knee.error_x.arrayminus[0] == pytest.approx(fit.knees[0] - lo)
     assert knee.error_x.array[0] == pytest.approx(hi - fit.knees[0])
-    assert "knee at batch" in knee.hovertemplate and knee.text[0].startswith("[")
+    assert "knee at batch" in knee.hovertemplate
+    assert knee.text[0] == batch_estimate_text(fit.knees[0], lo, hi, n_batches=fit.n_batches,
+                                               batch_max=fit.batch_range[1])
+    # an interval with no width reads as in the fit table, not "[x, x]"
+    flat = dataclasses.replace(fit, knee_ci=((fit.knees[0], fit.knees[0]),))
+    flat_knee = next(t for t in curve_figure([flat], pts, ["H100"]).data if t.meta == KNEE_META)
+    assert flat_knee.text[0].endswith(f"({NOT_ESTIMABLE} from {fit.n_batches} batch sizes)")
     assert fig.layout.xaxis.type == "log"
     band_hi = fig.data[2]
     assert band_hi.fill == "tonexty" and all(a <= b for a, b in zip(fig.data[1].y, band_hi.y, strict=True))
@@ -240,6 +249,47 @@ def test_fits_summary_blanks_what_a_shape_does_not_have() -> None:
     assert served["plateau_ci"] == "plateau not reached: measured up to batch 4"
     loglin = fits_summary(fit_curves(runs, ["hardware"], shape="loglin", n_boot=30), ["hardware"])
     assert (loglin[["knees", "b90", "b95"]] == NO_PLATEAU).all().all()
+
+
+def test_batch_estimates_say_when_an_interval_has_no_width_or_lies_beyond_the_data() -> None:
+    # Guards: a knee "29.4 [29.4, 29.4]" (every bootstrap knee on one grid point: false precision) and a
+    # b90 of 122 shown like a measured batch for a configuration measured up to batch 64 only.
+    from perfmodel.curve_tables import batch_estimate_text
+
+    assert batch_estimate_text(29.41, 27.1, 33.52) == "29.4 [27.1, 33.5]"
+    assert batch_estimate_text(29.41, 29.41, 29.41, n_batches=4) == "29.4 (interval not estimable from 4 batch sizes)"
+    # zero width within rounding: [94.4, 94.4] at 3 digits
+    assert batch_estimate_text(94.407, 94.395, 94.42, n_batches=3) == (
+        "94.4 (interval not estimable from 3 batch sizes)")
+    assert batch_estimate_text(29.41, 29.41, 29.41) == "29.4 (interval not estimable)"
+    assert batch_estimate_text(122.0, 118.0, 125.4, batch_max=64.0) == (
+        "122 [118, 125] (extrapolated: measured up to batch 64)")
+    assert batch_estimate_text(123.0, 123.1, 123.2, n_batches=3, batch_max=64.0) == (
+        "123 (interval not estimable from 3 batch sizes; extrapolated: measured up to batch 64)")
+    # inside the data, no interval (asymptotic / none), and nothing to show
+    assert batch_estimate_text(64.0, np.nan, np.nan, batch_max=64.0) == "64"
+    assert batch_estimate_text(np.nan, 1.0, 2.0) == ""
+
+
+def test_fits_summary_shows_no_false_precision_and_flags_extrapolated_b90() -> None:
+    # LLM-Inference-Bench, A100 x1, deepspeed-mii, Llama-2-7b, 128/128: four batch sizes; every bootstrap knee
+    # falls on one point of the knee grid, and b90/b95 lie beyond batch 64. The table read "29.4 [29.4, 29.4]".
+    import re
+
+    from perfmodel.curves import fit_curves
+    from perfmodel.plots import fits_summary
+
+    runs = pd.DataFrame({"hardware": "a100", "batch_size": [1.0, 16.0, 32.0, 64.0],
+                         "output_throughput_tok_s": [46.912, 790.052, 1370.253, 2129.536]})
+    summary = fits_summary(fit_curves(runs, ["hardware"], shape="exp", n_boot=100), ["hardware"])
+    row = summary.iloc[0]
+    assert row["knees"] == "29.4 (interval not estimable from 4 batch sizes)"
+    for col in ("b90", "b95"):
+        assert re.fullmatch(r"\d+ \[\d+, \d+\] \(extrapolated: measured up to batch 64\)", row[col]), row[col]
+    # The known curve reaches its plateau inside the measured batches: nothing flagged.
+    known = fits_summary(fit_curves(_known_fit_frame(), ["hardware"], shape="exp", n_boot=30), ["hardware"]).iloc[0]
+    assert known["b90"] and not any(w in known[c] for c in ("knees", "b90", "b95")
+                                    for w in ("extrapolated", "not estimable"))
 
 
 def test_whatif_axis_stops_where_a_runaway_band_would_flatten_the_curve() -> None:

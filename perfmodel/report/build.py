@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..curve_tables import compact_number, compact_seconds, significant
+from ..curve_tables import batch_estimate_text, compact_number, compact_seconds
 from ..errors import PerfmodelError
 from ..models.base import DEFAULT_TARGET
 from ..planner import PlanInputs, PlanResult, plan
@@ -254,11 +254,14 @@ def _curves_section(runs: pd.DataFrame, res: PlanResult | None) -> Section:
         summ = repeat_summary(sub, [])
         summ["configuration"] = label
         pts.append(summ)
-        knee = ", ".join(_band(k, lo, hi, lambda v: significant(v, 3))
+        # the fits table's words: an interval of no width is "not estimable", a b90 beyond the data extrapolated
+        where = {"n_batches": fit.n_batches, "batch_max": fit.batch_range[1]}
+        knee = ", ".join(batch_estimate_text(k, lo, hi, **where)
                          for k, (lo, hi) in zip(fit.knees, fit.knee_ci, strict=True))
         rows.append({"configuration": label, "shape": fit.shape, "plateau tok/s": _band(
             fit.params.get("c", math.nan), *fit.ci.get("c", (math.nan, math.nan))), "knee batch [CI]": knee or "none",
-            "b90": significant(fit.b90, 3), "R\u00b2": f"{fit.r2:.3f}", "points": fit.n_points, "message": fit.message})
+            "b90": batch_estimate_text(fit.b90, math.nan, math.nan, **where) or "n/a", "R\u00b2": f"{fit.r2:.3f}",
+            "points": fit.n_points, "message": fit.message})
     figs: tuple[go.Figure, ...] = ()
     if fits:
         figs = (curve_figure(fits, pd.concat(pts, ignore_index=True), labels, title="Throughput vs batch"),)

@@ -115,7 +115,9 @@ def restore_curves_from_link() -> None:
     """On the session's first run of the Curves page, take its grouping, selection and options from the URL.
 
     Values are put in the widgets' state as they are; the page drops those that
-    are not valid options before drawing the widgets.
+    are not valid options before drawing the widgets. An interval method from the
+    link counts as the user's choice (:data:`~perfmodel.ui.state.CURVES_INTERVALS_CHOSEN`):
+    it wins over the page's size-dependent default.
     """
     if st.session_state.get(_CURVES_CHECKED):
         return
@@ -131,10 +133,12 @@ def restore_curves_from_link() -> None:
         value = st.query_params.get(qp[name])
         if value:
             st.session_state[key] = value
+            if name == "intervals":
+                st.session_state[K.CURVES_INTERVALS_CHOSEN] = value
 
 
 def write_curves_link(dataset_id: str | None, by: Sequence[str], configs: Sequence[str], shape: str,
-                      intervals: str) -> None:
+                      intervals: str | None) -> None:
     """Put the Curves page's view in the URL so that a copied link reopens it.
 
     Parameters
@@ -146,14 +150,15 @@ def write_curves_link(dataset_id: str | None, by: Sequence[str], configs: Sequen
     configs
         Labels of the configurations shown.
     shape, intervals
-        Fit options.
+        Fit options; ``intervals`` None leaves ``ci`` out (the page's default for the dataset's size
+        applies when the link is opened).
     """
     qp = K.QP_CURVES
     wanted: dict[str, list[str]] = {}
     if dataset_id:
         wanted[K.QP_DATASET] = [dataset_id]
     for name, vals in (("by", list(by)), ("config", list(configs)), ("shape", [shape]),
-                       ("intervals", [intervals])):
+                       ("intervals", [intervals] if intervals else [])):
         if vals:
             wanted[qp[name]] = [str(v) for v in vals]
     managed = {K.QP_DATASET, *qp.values()}

@@ -35,6 +35,7 @@ __all__ = [
     "CURVES_CONFIGS",
     "CURVES_SHAPE",
     "CURVES_INTERVALS",
+    "CURVES_INTERVALS_CHOSEN",
     "CURVES_N_BOOT",
     "CURVES_Y",
     "CURVES_R2_MIN",
@@ -88,6 +89,10 @@ CURVES_BY = "curves.by"
 CURVES_CONFIGS = "curves.configs"
 CURVES_SHAPE = "curves.shape"
 CURVES_INTERVALS = "curves.intervals"
+#: The interval method the user chose (in the box, or by a link's ``ci``), kept apart from the widget's own
+#: state so that it survives a page switch. Until one is chosen the page uses the size-dependent default
+#: (:func:`perfmodel.curves.default_interval_method`) and leaves ``ci`` out of the link.
+CURVES_INTERVALS_CHOSEN = "curves.intervals_chosen"
 CURVES_N_BOOT = "curves.n_boot"
 CURVES_Y = "curves.y"
 CURVES_R2_MIN = "curves.r2_min"
