@@ -1,6 +1,7 @@
 """Attribution: which quantities drive throughput (SHAP), the what-if waterfall, feature-set transfer."""
 
 import json
+import math
 
 import streamlit as st
 
@@ -9,6 +10,7 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.explain import COMPARE_PROTOCOLS
 from perfmodel.ui import analyses
 from perfmodel.ui import explain as X
+from perfmodel.ui.whatif import DEFAULT_PREDICTOR, rate
 
 P = "attribution."
 home = ui.home()
@@ -44,6 +46,14 @@ except PerfmodelError as exc:
     ui.show_error(exc, what="Cannot explain this dataset")
     st.stop()
 st.caption(f"{model.description}. {ex.message}.")
+with st.expander("Glossary: what each feature means", icon=":material/menu_book:"):
+    # from the feature definitions (perfmodel.features.FEATURE_DOCS), for the dataset's whole 'all' set
+    st.caption("ii = input length, oo = output length, bb = batch size (tokens, tokens, sequences); figures of "
+               "the hardware and model come from the catalogs. Charts name features in words; hovering a bar or "
+               "a point gives the raw name.")
+    st.dataframe(X.feature_glossary(home, selected, stamp), hide_index=True, key=P + "glossary",
+                 column_config={"feature": "feature (raw name)", "name": "name (unit)",
+                                "features": "features it covers here"})
 if not ex.additivity_ok:
     st.error(f"The SHAP values do not add up to the model output (error {ex.max_additivity_error:.1e}).")
 imp = ex.importance()
@@ -62,11 +72,13 @@ ranked = imp["feature"].tolist()
 d1, d2 = st.columns(2)
 ui.keep_valid(P + "dep_x", ranked)
 feat = d1.selectbox("Feature", ranked, key=P + "dep_x",
-                    format_func=lambda f: X.kind_label(ex.kinds[ex.feature_names.index(f)]).split()[0] + " " + f)
+                    format_func=lambda f: X.kind_label(ex.kinds[ex.feature_names.index(f)]).split()[0] + " "
+                    + X.feature_labels([f])[0] + f" · {f}")
 others = ["(none)"] + [f for f in ranked if f != feat]
 if st.session_state.get(P + "dep_color") not in others:
     st.session_state[P + "dep_color"] = others[1] if len(others) > 1 else "(none)"
-colour = d2.selectbox("Coloured by", others, key=P + "dep_color")
+colour = d2.selectbox("Coloured by", others, key=P + "dep_color",
+                      format_func=lambda f: f if f == "(none)" else X.feature_labels([f])[0] + f" · {f}")
 st.plotly_chart(X.dependence_figure(ex, feat, None if colour == "(none)" else colour), key=P + "dependence")
 
 st.subheader("Waterfall of a what-if point", anchor=False)
@@ -105,10 +117,45 @@ else:
              f"{point['input_len_tok']:g} in / {point['output_len_tok']:g} out, batch {point['batch_size']:g}, "
              f"{point['device_count']:g} device(s)")
     st.plotly_chart(X.waterfall_figure(wf, title=title), key=P + "waterfall")
-    st.caption(f"Predicted {wf.prediction_tok_s:,.1f} tok/s = exp(base {wf.base_value:.3f} + contributions "
-               f"{wf.output - wf.base_value:+.3f}); each bar's label is its factor on the throughput, its "
-               "colour the feature's kind; a hatched bar lowers the throughput, a solid one raises it. "
-               f"Link to this view: `{X.attribution_link(point, selected)}`")
+    st.caption(f"f(x) = {rate(wf.prediction_tok_s)} tok/s is E[f] = {rate(math.exp(wf.base_value))} tok/s "
+               "(the model's mean output over the data, a geometric mean) times every bar's factor: the bars add "
+               f"in ln(tok/s) (base {wf.base_value:.3f} + contributions {wf.output - wf.base_value:+.3f}), so a "
+               "SHAP value of +0.2 multiplies the throughput by ×1.22 and -0.2 by ×0.82. Each bar's label is its "
+               "factor, its colour the feature's kind; a hatched bar lowers the throughput, a solid one raises "
+               f"it. Link to this view: `{X.attribution_link(point, selected)}`")
+    # The What-if page's number for the same point, beside this model's (and a measurement where one exists).
+    n_rows = int(dict(zip(ds.ids, ds.table["rows"], strict=True))[selected])
+    m1, m2, m3 = st.columns(3)
+    m1.metric(f"Explained model (GBDT, '{features}' features)", f"{rate(wf.prediction_tok_s)} tok/s",
+              help="The model this page explains: its waterfall ends here (f(x)).")
+    try:
+        other = X.whatif_prediction(home, selected, stamp, n_rows, point)
+    except PerfmodelError as exc:
+        m2.metric(f"What-if predictor ({DEFAULT_PREDICTOR})", "n/a", help=f"Cannot predict this point: {exc}")
+    else:
+        if other is not None:
+            m2.metric(f"What-if predictor ({DEFAULT_PREDICTOR})", f"{rate(other)} tok/s",
+                      help="What the What-if page predicts at this point with its default predictor "
+                           "(suspect points left out), from the model it saved.")
+        else:
+            m2.metric(f"What-if predictor ({DEFAULT_PREDICTOR})", "not trained",
+                      help="Not trained on this dataset yet (here or on the What-if page). Training takes "
+                           "about 10 s for 300 runs and 20 s for 5,000 on two cores, so the page does not "
+                           "block on it: press the button.")
+            if m2.button(f"Train {DEFAULT_PREDICTOR}", key=P + "train_whatif", icon=":material/model_training:",
+                         help="Trains and saves the What-if page's model: neither page trains it again."):
+                with st.spinner(f"Training {DEFAULT_PREDICTOR} on {ds.names.get(selected, selected)}..."):
+                    try:
+                        X.train_whatif(home, selected, stamp, n_rows)
+                    except PerfmodelError as exc:
+                        ui.show_error(exc, what="Training failed")
+                    else:
+                        st.rerun()
+    measured, n_measured = X.measured_at(runs, point)
+    m3.metric("Measured", f"{rate(measured)} tok/s" if n_measured else "none",
+              help=(f"Median of the {n_measured} run(s) of the dataset at exactly this configuration."
+                    if n_measured else "No run of the dataset at exactly this configuration."))
+    st.caption(X.WHY_TWO_NUMBERS)
     linked = st.session_state.get(P + "link_point") or {}
     from_whatif = bool(linked) and all(point.get(c) == v for c, v in linked.items())
     note = X.model_note(features, ds.names.get(selected, selected), wf.prediction_tok_s, from_whatif=from_whatif)

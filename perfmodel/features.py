@@ -47,6 +47,11 @@ that order. Sets:
 ``all``
     raw + derived + physical + framework + identity.
 
+:func:`feature_doc` gives every feature, static or dynamic, a human name, a unit and a one-line
+formula (:data:`FEATURE_DOCS` for the static ones, :data:`DYNAMIC_DOCS` for the prefixes);
+:func:`feature_label`, :func:`format_feature_value` and :func:`glossary` read it, so every chart,
+table or command can name features the same way (the Attribution page does).
+
 A figure the catalog does not know gives NaN in the features that need it
 (tree ensembles handle NaN); an unknown hardware or model name raises
 :class:`~perfmodel.errors.UnknownNameError` naming the row and column.
@@ -54,13 +59,16 @@ A figure the catalog does not know gives NaN in the features that need it
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
 
 from . import physics
+from .curve_tables import compact_number, compact_seconds
 from .curves import VARYING_BY
 from .errors import PerfmodelError
 from .schema import FRAMEWORK_PREFIX
@@ -74,6 +82,13 @@ __all__ = [
     "IDENTITY_PREFIXES",
     "LEGACY_IDENTITY_PREFIXES",
     "CLIENT_FW_COLUMNS",
+    "FeatureDoc",
+    "FEATURE_DOCS",
+    "DYNAMIC_DOCS",
+    "feature_doc",
+    "feature_label",
+    "format_feature_value",
+    "glossary",
     "feature_names",
     "build_features",
 ]
@@ -95,6 +110,226 @@ LEGACY_IDENTITY_PREFIXES: Mapping[str, str] = MappingProxyType({"vendor": "id_ve
 """Indicators that models saved before ``platform`` existed still name (the hardware's catalog vendor):
 computed for them, never chosen for a new model."""
 _ALL_IDENTITY_PREFIXES: Mapping[str, str] = MappingProxyType({**IDENTITY_PREFIXES, **LEGACY_IDENTITY_PREFIXES})
+
+
+@dataclass(frozen=True)
+class FeatureDoc:
+    """What a feature is, for people: a name, its unit and how it is computed.
+
+    Attributes
+    ----------
+    label
+        Human name without the unit (``KV-cache size``).
+    unit
+        Unit of the value (``B``, ``s``, ``GB/s``), ``""`` for a pure number.
+    formula
+        One line: how the value is computed, with ii = input length, oo = output length,
+        bb = batch size.
+    """
+
+    label: str
+    unit: str
+    formula: str
+
+    @property
+    def title(self) -> str:
+        """The label with its unit in parentheses, e.g. ``KV-cache size (B)``."""
+        return f"{self.label} ({self.unit})" if self.unit else self.label
+
+
+_D = FeatureDoc
+FEATURE_DOCS: Mapping[str, FeatureDoc] = MappingProxyType({
+    # raw
+    "input_len_tok": _D("input length", "tokens", "ii: prompt tokens per request"),
+    "output_len_tok": _D("output length", "tokens", "oo: generated tokens per request"),
+    "batch_size": _D("batch size", "sequences", "bb: sequences in flight at once"),
+    "device_count": _D("devices", "", "accelerators serving one copy of the model"),
+    "tp_size": _D("tensor-parallel size", "", "devices each layer is split over (NaN where not recorded)"),
+    "pp_size": _D("pipeline-parallel size", "", "pipeline stages (NaN where not recorded)"),
+    "dtype_bytes": _D("bytes per weight element", "B", "2 for bf16/fp16, 1 for fp8/int8, 4 for fp32"),
+    # derived
+    "log1p_ii": _D("ln(1 + input length)", "", "ln(1 + ii)"),
+    "log1p_oo": _D("ln(1 + output length)", "", "ln(1 + oo)"),
+    "ii_over_oo": _D("input / output length", "", "ii / oo"),
+    "bb_over_len": _D("batch per token of length", "1/token", "bb / (ii + oo)"),
+    "log2_bb": _D("log2 batch", "", "log2(bb)"),
+    # physical
+    "kv_cache_bytes": _D("KV-cache size", "B", "KV bytes per token × bb × (ii + oo); MLA models use their "
+                                                "compressed size"),
+    "weight_bytes": _D("weight size", "B", "parameters × bytes per weight element"),
+    "bytes_per_sm": _D("bytes per SM", "B", "(weights + KV cache) / (SMs per device × devices)"),
+    "l2_reuse": _D("L2 reuse", "", "L2 cache bytes / (bb × hidden size × bytes per element): how many times one "
+                                     "step's activations fit in L2"),
+    "wavefronts": _D("wavefronts of 32 sequences", "", "ceil(bb / 32)"),
+    "mem_bw_pressure_s": _D("memory-bandwidth pressure", "token·s/B",
+                            "(ii + oo) × bb / (memory bandwidth per device × devices)"),
+    "compute_intensity_s": _D("compute intensity", "token²·s", "ii × oo × active parameters / peak FLOP/s of all "
+                                                               "devices"),
+    "pcie_contention": _D("PCIe contention", "sequences/lane", "bb × tensor-parallel size / PCIe lanes"),
+    "weight_bytes_over_bw_s": _D("weight read time", "s", "weights / (memory bandwidth × devices): the floor "
+                                                          "of one decode step"),
+    "mem_fraction_used": _D("memory fraction used", "", "(weights + KV cache) / (memory per device × devices)"),
+    "active_params": _D("active parameters", "", "parameters used per token (a mixture of experts uses some "
+                                                 "experts only)"),
+    "mem_bw_gbs": _D("memory bandwidth", "GB/s", "peak memory bandwidth per device (catalog)"),
+    "peak_tflops": _D("peak compute", "TFLOP/s", "dense peak per device at the run's dtype (catalog)"),
+    "flops_per_byte": _D("ridge point", "FLOP/B", "peak FLOP/s / memory bandwidth, per device"),
+    "log_prefill_s_min": _D("roofline prefill time", "ln s", "ln(2 × active parameters × ii × bb / peak FLOP/s "
+                                                             "of all devices)"),
+    "log_decode_step_s_min": _D("roofline decode step", "ln s",
+                                "ln(max(bytes read per step / bandwidth, step FLOPs / peak)) over all devices"),
+    "log_e2e_s_min": _D("roofline end-to-end time", "ln s", "ln(prefill + (oo - 1) × decode step), both at the "
+                                                           "roofline"),
+    "log_output_tok_s_max": _D("roofline throughput bound", "ln tok/s", "ln(bb × oo / roofline end-to-end time)"),
+    "kv_read_share": _D("KV-read share of a decode step", "", "KV bytes read per step (bb × (ii + oo/2) × KV bytes "
+                                                              "per token) / bandwidth / roofline decode step"),
+})
+"""Every static feature (:data:`RAW`, :data:`DERIVED`, :data:`PHYSICAL`) -> its :class:`FeatureDoc`."""
+
+DYNAMIC_DOCS: Mapping[str, FeatureDoc] = MappingProxyType({
+    FRAMEWORK_PREFIX: _D("framework-internal metric <name>", "unit in the name",
+                         "a metric the serving framework reported during the run (its /metrics or logs), as "
+                         "recorded; a setting such as fw_num_threads is chosen before the run"),
+    "id_hw_": _D("hardware is <value>", "1/0", "1 when the run's hardware is <value>, else 0"),
+    "id_fw_": _D("framework is <value>", "1/0", "1 when the run's framework is <value>, else 0"),
+    "id_model_": _D("model is <value>", "1/0", "1 when the run's model is <value>, else 0"),
+    "id_platform_": _D("platform is <value>", "1/0", "1 when the hardware's software stack in the catalog (CUDA, "
+                                                     "ROCm, oneAPI, SynapseAI, ...) is <value>, else 0"),
+    "id_vendor_": _D("vendor is <value>", "1/0", "1 when the hardware's catalog vendor is <value>, else 0 "
+                                                 "(models saved before platform indicators existed)"),
+    "prior_kind": _D("roofline prior kind", "", "roofline-gbm: which catalog figures its bound could use "
+                                                "(full roofline, weights only, compute only, nominal)"),
+})
+"""Documentation of the dynamic features, by prefix (``fw_``, ``id_*_``), and roofline-gbm's ``prior_kind``."""
+del _D
+
+_FW_UNITS = (("_tok_s", "tok/s"), ("_per_s", "/s"), ("_ms", "ms"), ("_s", "s"), ("_pct", "%"), ("_mb", "MB"),
+             ("_gb", "GB"), ("_frac", "fraction"), ("_tok", "tokens"))
+
+
+def feature_doc(name: str) -> FeatureDoc | None:
+    """The documentation of one feature, a dynamic one filled in with its own value or metric.
+
+    Parameters
+    ----------
+    name
+        A feature name (``kv_cache_bytes``, ``fw_kv_cache_usage_pct``, ``id_platform_rocm``...).
+
+    Returns
+    -------
+    FeatureDoc or None
+        None for a name that is no perfmodel feature.
+    """
+    if name in FEATURE_DOCS:
+        return FEATURE_DOCS[name]
+    if name == "prior_kind":
+        return DYNAMIC_DOCS[name]
+    if name.startswith(FRAMEWORK_PREFIX):
+        stem, unit = name[len(FRAMEWORK_PREFIX):], ""
+        for suffix, u in _FW_UNITS:
+            if stem.endswith(suffix) and len(stem) > len(suffix):
+                stem, unit = stem[: -len(suffix)], u
+                break
+        generic = DYNAMIC_DOCS[FRAMEWORK_PREFIX]
+        kind = "setting" if name in VARYING_BY else "metric"
+        formula = ("a setting chosen before the run" if kind == "setting"
+                   else generic.formula.split("; a setting")[0])
+        return FeatureDoc(f"framework {kind}: {stem.replace('_', ' ')}", unit, formula)
+    for prefix in (*IDENTITY_PREFIXES.values(), *LEGACY_IDENTITY_PREFIXES.values()):
+        if name.startswith(prefix) and len(name) > len(prefix):
+            value = name[len(prefix):]
+            d = DYNAMIC_DOCS[prefix]
+            return FeatureDoc(d.label.replace("<value>", value), d.unit, d.formula.replace("<value>", value))
+    return None
+
+
+def feature_label(name: str) -> str:
+    """A feature's human name with its unit (``KV-cache size (B)``); the name itself when undocumented.
+
+    Parameters
+    ----------
+    name
+        A feature name.
+
+    Returns
+    -------
+    str
+    """
+    doc = feature_doc(name)
+    return name if doc is None else doc.title
+
+
+def format_feature_value(name: str, value: float) -> str:
+    """A feature's value for a chart label, short and with its unit: ``4.29 GB``, ``4.8 ms``,
+    ``yes``/``no`` for an indicator, ``n/a`` for a missing one; a log feature (unit ``ln s``) as the
+    quantity itself (``1.06 s``).
+
+    Parameters
+    ----------
+    name
+        A feature name.
+    value
+        Its value.
+
+    Returns
+    -------
+    str
+    """
+    v = float(value)
+    if not np.isfinite(v):
+        return "n/a"
+    doc = feature_doc(name)
+    if doc is not None and doc.unit == "1/0":
+        return "yes" if v >= 0.5 else "no"
+    unit = "" if doc is None or doc.unit in ("", "unit in the name") else doc.unit
+    if unit.startswith("ln "):  # a log feature reads as the quantity: 1.06 s, not 0.06173 ln s
+        v, unit = float(np.exp(v)), unit[3:]
+    if unit in ("s", "ms"):  # 4.8 ms, not 0.0048 s
+        return compact_seconds(v / 1000.0 if unit == "ms" else v)
+    text = compact_number(v)
+    if not unit:
+        return text
+    return f"{text}{unit}" if re.search(r" [kMGTPE]$", text) and unit[0].isalpha() else f"{text} {unit}"
+
+
+def glossary(names: Iterable[str]) -> pd.DataFrame:
+    """One line per feature, static features first in their fixed order, dynamic ones grouped by prefix.
+
+    Parameters
+    ----------
+    names
+        The features to document (e.g. :func:`feature_names` of a dataset's ``all`` set).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``feature`` (the name, or the prefix pattern such as ``id_platform_<value>``), ``name`` (label
+        with unit), ``formula`` and ``features`` (the names the line covers, comma-separated: the
+        values present for a prefix); a name no line documents gets a line saying so.
+    """
+    wanted = list(dict.fromkeys(str(n) for n in names))
+    rows: list[dict[str, str]] = []
+    for n in (*RAW, *DERIVED, *PHYSICAL):
+        if n in wanted:
+            d = FEATURE_DOCS[n]
+            rows.append({"feature": n, "name": d.title, "formula": d.formula, "features": n})
+    done = {r["feature"] for r in rows}
+    prefixes = (FRAMEWORK_PREFIX, *IDENTITY_PREFIXES.values(), *LEGACY_IDENTITY_PREFIXES.values())
+    for prefix in prefixes:
+        covered = [n for n in wanted if n.startswith(prefix) and n not in done]
+        if covered:
+            d = DYNAMIC_DOCS[prefix]
+            pattern = prefix + ("<name>" if prefix == FRAMEWORK_PREFIX else "<value>")
+            rows.append({"feature": pattern, "name": d.title, "formula": d.formula, "features": ", ".join(covered)})
+            done.update(covered)
+    for n in wanted:
+        if n in done:
+            continue
+        d = feature_doc(n)
+        rows.append({"feature": n, "name": n if d is None else d.title,
+                     "formula": "not a perfmodel feature" if d is None else d.formula, "features": n})
+    return pd.DataFrame(rows, columns=["feature", "name", "formula", "features"])
+
 
 DYNAMIC_SETS: tuple[str, ...] = ("framework", "settings", "identity")
 """Sets whose columns depend on the data (empty tuples in :data:`FEATURE_SETS`)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 
@@ -13,7 +14,11 @@ from streamlit.testing.v1 import AppTest
 from perfmodel import explain as E
 from perfmodel import ui
 from perfmodel import whatif as W
+from perfmodel.features import FEATURE_SETS, PHYSICAL, feature_label, feature_names
+from perfmodel.models import load_predictor
 from perfmodel.ui import explain as X
+from perfmodel.ui import whatif as WUI
+from perfmodel.ui.whatif import DEFAULT_PREDICTOR, rate
 
 REPO = Path(__file__).resolve().parents[1]
 APP = str(REPO / "app.py")
@@ -91,7 +96,7 @@ def test_physical_model_has_no_framework_attribution_and_comparison_runs() -> No
     assert names == {"physical"}
     at.button(key="attribution.compare").click().run()
     _ok(at)
-    table = at.dataframe[0].value
+    table = at.dataframe[-1].value  # the comparison, after the glossary's table
     assert {"● physical", "◆ framework", "■ identity", "all"} == set(table["set"])
     assert set(table["learner"]) == {"gbdt", "poly"}
     # two frameworks in the samples (transformers, and llama.cpp's llama-server sweep): leaving each out runs
@@ -99,7 +104,7 @@ def test_physical_model_has_no_framework_attribution_and_comparison_runs() -> No
     at.button(key="attribution.compare").click().run()
     _ok(at)
     assert not at.error
-    assert {"● physical", "◆ framework", "■ identity", "all"} == set(at.dataframe[0].value["set"])
+    assert {"● physical", "◆ framework", "■ identity", "all"} == set(at.dataframe[-1].value["set"])
 
 
 def _default_point(at: AppTest) -> dict:
@@ -231,3 +236,112 @@ def test_waterfall_values_read_without_e_notation_and_a_missing_one_says_so() ->
 
     assert rate(6.291e6) == "6.29 M" and rate(12.5) == "12.5" and rate(25_000) == "25,000"
     assert rate(float("nan")) == "n/a"
+
+
+# --------------------------------------------------------------------------- review: two numbers, raw names, no glossary
+
+def test_waterfall_names_features_in_words_and_reads_in_tok_s() -> None:
+    # Bug: rows read "pcie_contention = n/a", "kv_read_share = 0.5"; the axis was ln(tok/s) with lines named
+    # "base" and "output", so a user could not tell what 5.78 meant or what a bar of +0.2 did.
+    wf = _waterfall()
+    fig = X.waterfall_figure(wf)
+    bars = [t for t in fig.data if t.showlegend is False]
+    rows = [t.y[0] for t in bars]
+    assert rows[:4] == ["PCIe contention = n/a", "KV-read share of a decode step = 0.5",
+                        "framework setting: num threads = 2", "input length = 512 tokens"]
+    for t, feature in zip(bars, wf.table["feature"], strict=True):
+        assert feature in t.hovertemplate  # the raw name is one hover away
+        factor = float(np.exp(t.x[0]))
+        assert f"×{factor:.3g} on throughput" in t.hovertemplate  # multiplicative, not "SHAP -0.221"
+    names = [a.text for a in fig.layout.annotations]
+    assert names == [f"E[f] = {rate(math.exp(wf.base_value))} tok/s", f"f(x) = {rate(wf.prediction_tok_s)} tok/s"]
+    # the bars stay additive in ln(tok/s); the ticks sit at round throughputs and read in tok/s
+    assert "tok/s" in fig.layout.xaxis.title.text and "×1.22" in fig.layout.xaxis.title.text
+    ticks = [float(t.replace(",", "")) for t in fig.layout.xaxis.ticktext]
+    assert len(ticks) >= 4
+    np.testing.assert_allclose(np.exp(fig.layout.xaxis.tickvals), ticks, rtol=1e-9)
+    lo, hi = fig.layout.xaxis.range
+    assert all(lo <= v <= hi for v in fig.layout.xaxis.tickvals)
+    # a model whose output is no throughput keeps its own units
+    other = X.waterfall_figure(_waterfall(False))
+    assert "tok/s" not in " ".join(a.text for a in other.layout.annotations)
+
+
+def test_charts_and_glossary_name_every_feature_in_words() -> None:
+    # Bug: the importance bars read l2_reuse, id_platform_rocm, kv_cache_bytes; nothing on the page said what
+    # they were.
+    at = _page()
+    _ok(at)
+    bar = _figures(at)[0]
+    shown = [y for t in bar["data"] for y in t["y"]]
+    raw = set(FEATURE_SETS["all"])
+    assert shown and not raw & set(shown), shown
+    assert all(y in {feature_label(n) for n in _all_names(at)} for y in shown)
+    expander = [e for e in at.expander if e.label.startswith("Glossary")]
+    assert len(expander) == 1
+    table = expander[0].dataframe[0].value
+    covered = {f for line in table["features"] for f in line.split(", ")}
+    assert covered == set(_all_names(at))  # every feature of the dataset's 'all' set
+    assert set(PHYSICAL) <= set(table["feature"]) and "fw_<name>" in set(table["feature"])
+    kv = table[table["feature"] == "kv_cache_bytes"].iloc[0]
+    assert kv["name"] == "KV-cache size (B)" and "×" in kv["formula"]
+
+
+def _all_names(at: AppTest) -> list[str]:
+    home = ui.home()
+    runs = ui.dataset_runs(home, at.selectbox(key="attribution.dataset").value, ui.store_stamp(home))
+    return feature_names(runs, "all")
+
+
+def _metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def test_waterfall_shows_the_what_if_prediction_beside_its_own() -> None:
+    # Bug: for one point the waterfall said 2,833 tok/s and the What-if page 3,489 (LLM-Inference-Bench,
+    # H100 / llama-3-8b / vLLM, 1024/1024, batch 64): a user saw two numbers and one of them nowhere here.
+    at = _page()
+    _ok(at)
+    explained = "Explained model (GBDT, 'all' features)"
+    whatif = f"What-if predictor ({DEFAULT_PREDICTOR})"
+    wf = _figures(at)[2]
+    fx = wf["layout"]["annotations"][1]["text"]
+    assert fx == f"f(x) = {_metrics(at)[explained]}"
+    # roofline-gbm takes ~10 s to train: the page does not train it unasked, it offers a button
+    assert _metrics(at)[whatif] == "not trained"
+    point = _default_point(at)
+    home = ui.home()
+    runs = ui.dataset_runs(home, at.selectbox(key="attribution.dataset").value, ui.store_stamp(home))
+    same = np.ones(len(runs), dtype=bool)
+    for c, v in point.items():
+        same &= (runs[c] == v).to_numpy(dtype=bool)
+    assert same.any()  # the default point is a measured configuration
+    assert _metrics(at)["Measured"] == f"{rate(runs.loc[same, 'output_throughput_tok_s'].median())} tok/s"
+    assert any(c.value.startswith("Two models, two numbers") and "SHAP values are exact" in c.value
+               and "roofline bound × a learned efficiency" in c.value for c in at.caption)
+    at.button(key="attribution.train_whatif").click().run()
+    _ok(at)
+    # the What-if page's own model file: that page finds it trained, and its prediction is this number
+    n_rows = int(ui.available_datasets(home).table.set_index("id").loc[at.selectbox(key="attribution.dataset").value,
+                                                                          "rows"])
+    path = X.whatif_model_path(home, at.selectbox(key="attribution.dataset").value, n_rows)
+    assert path == WUI.model_dir(home, at.selectbox(key="attribution.dataset").value, n_rows,
+                                 WUI.options_json(DEFAULT_PREDICTOR, False))
+    assert (path / "metadata.json").exists()
+    model = load_predictor(path)
+    res = W.whatif(model, runs.loc[runs["output_throughput_tok_s"] > 0], {c: point[c] for c in W.POINT_COLUMNS},
+                   [point["batch_size"]])
+    expected = f"{rate(res.table['pred_throughput_tok_s'].iloc[0])} tok/s"
+    assert _metrics(at)[whatif] == expected
+    assert not _has_button(at, "attribution.train_whatif")
+    # a fresh session reads the saved model: the number at once, no button, nothing trained again
+    mtime = (path / "metadata.json").stat().st_mtime_ns
+    again = _page()
+    _ok(again)
+    assert _metrics(again)[whatif] == expected
+    assert not _has_button(again, "attribution.train_whatif")
+    assert (path / "metadata.json").stat().st_mtime_ns == mtime
+
+
+def _has_button(at: AppTest, key: str) -> bool:
+    return any(b.key == key for b in at.button)

@@ -200,3 +200,57 @@ def test_roofline_gbm_is_explained_as_log_efficiency(kv_runs: pd.DataFrame) -> N
     assert tm.feature_names[-1] == "prior_kind" and tm.kinds[-1] == "other"
     ex = E.explain(tm, kv_runs, sample_size=50, engine="xgboost", cache=False)
     assert ex.additivity_ok
+
+
+# --------------------------------------------------------------------------- feature names for people (glossary)
+
+def _sample_runs() -> pd.DataFrame:
+    from pathlib import Path
+
+    from perfmodel.importers import read_file
+
+    files = sorted((Path(__file__).resolve().parents[1] / "sample_runs").glob("*.csv"))
+    return pd.concat([read_file(f, format="canonical").runs for f in files], ignore_index=True)
+
+
+def test_every_feature_of_the_all_set_has_a_glossary_entry() -> None:
+    # Guards drift: a feature added to RAW, DERIVED or PHYSICAL without a FeatureDoc, or a dynamic kind
+    # (fw_*, id_*_) the glossary cannot name, showed up as a raw name with no explanation.
+    from perfmodel.features import DERIVED, FEATURE_DOCS, RAW, feature_doc, feature_names, glossary
+
+    assert set(FEATURE_DOCS) == set(RAW + DERIVED + PHYSICAL)
+    for runs in (make_runs(60), _sample_runs()):
+        names = feature_names(runs, "all")
+        assert any(n.startswith("fw_") for n in names) and any(n.startswith("id_platform_") for n in names)
+        for n in names:
+            doc = feature_doc(n)
+            assert doc is not None and doc.label and doc.formula, n
+            assert doc.title != n, n  # words, not the raw name
+        table = glossary(names)
+        covered = {f for line in table["features"] for f in line.split(", ")}
+        assert covered == set(names)
+        assert table["formula"].str.len().gt(0).all() and "not a perfmodel feature" not in set(table["formula"])
+        # one line per physical quantity, dynamic ones grouped by their prefix
+        assert set(PHYSICAL) <= set(table["feature"])
+        assert {"fw_<name>", "id_platform_<value>"} <= set(table["feature"])
+    assert feature_doc("not_a_feature") is None
+    assert glossary(["not_a_feature"])["formula"].tolist() == ["not a perfmodel feature"]
+
+
+def test_feature_labels_carry_units_and_values_read_in_them() -> None:
+    import math
+
+    from perfmodel.features import feature_label, format_feature_value
+
+    assert feature_label("kv_cache_bytes") == "KV-cache size (B)"
+    assert feature_label("mem_bw_gbs") == "memory bandwidth (GB/s)"
+    assert feature_label("id_platform_rocm") == "platform is rocm (1/0)"
+    assert feature_label("fw_kv_cache_usage_pct") == "framework metric: kv cache usage (%)"
+    assert feature_label("fw_num_threads").startswith("framework setting")  # chosen before the run
+    assert feature_label("unknown_thing") == "unknown_thing"
+    assert format_feature_value("kv_cache_bytes", 4.29e9) == "4.29 GB"
+    assert format_feature_value("weight_bytes_over_bw_s", 0.0048) == "4.8 ms"
+    assert format_feature_value("log_prefill_s_min", math.log(1.06)) == "1.06 s"  # the quantity, not its ln
+    assert format_feature_value("log_output_tok_s_max", math.log(6618.0)) == "6,618 tok/s"
+    assert format_feature_value("id_platform_rocm", 0.0) == "no" and format_feature_value("id_hw_h200", 1.0) == "yes"
+    assert format_feature_value("kv_cache_bytes", float("nan")) == "n/a"

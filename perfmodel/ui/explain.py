@@ -10,8 +10,10 @@ look different in every chart and table.
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -22,7 +24,9 @@ import streamlit as st
 
 from .. import explain as E
 from .. import whatif as W
+from ..features import feature_doc, feature_label, feature_names, format_feature_value, glossary
 from . import cached
+from . import whatif as WUI
 from .whatif import DEFAULT_PREDICTOR, rate
 
 __all__ = [
@@ -34,6 +38,13 @@ __all__ = [
     "whatif_from_link",
     "default_point",
     "model_note",
+    "WHY_TWO_NUMBERS",
+    "whatif_model_path",
+    "whatif_prediction",
+    "train_whatif",
+    "measured_at",
+    "feature_glossary",
+    "feature_labels",
     "kind_label",
     "legend_markdown",
     "engine",
@@ -176,13 +187,169 @@ def model_note(features: str, dataset_name: str, prediction_tok_s: float, *, fro
     here = f"; it predicts {prediction_tok_s:,.1f} tok/s at this point" if math.isfinite(prediction_tok_s) else ""
     text = (f"Explained model: SHAP values of an XGBoost model of throughput on the '{features}' features, "
             f"trained on the dataset '{dataset_name}'{here}. ")
+    predictor = (f"its own predictor (the one chosen there, {DEFAULT_PREDICTOR} by default, whose number the "
+                 "\"What-if predictor\" tile above shows)")
     if from_whatif:
         return text + ("The point came with the link (as from the What-if page's \"Explain this point\"), "
-                       "but its prediction did not: the What-if page predicts with its own predictor (the one "
-                       f"chosen there, {DEFAULT_PREDICTOR} by default), not with this model, so its number can "
-                       "differ; the waterfall explains this model's number.")
-    return text + ("The What-if page predicts with its own predictor (the one chosen there, "
-                   f"{DEFAULT_PREDICTOR} by default), so its number for the same point can differ.")
+                       f"but its prediction did not: the What-if page predicts with {predictor}, not with this "
+                       "model, so its number can differ; the waterfall explains this model's number.")
+    return text + f"The What-if page predicts with {predictor}, so its number for the same point can differ."
+
+
+WHY_TWO_NUMBERS = ("Two models, two numbers: the explained model is a plain gradient-boosted model of ln throughput "
+                   "on the selected features, so that its SHAP values are exact; the What-if predictor "
+                   f"({DEFAULT_PREDICTOR}) is the roofline bound × a learned efficiency (a correction learned on "
+                   "the data), anchored on the measured batches nearby.")
+"""The one-sentence why beside the Attribution page's two predictions."""
+_WHATIF_OPTIONS = WUI.options_json(DEFAULT_PREDICTOR, False)
+"""The What-if page's default training options (its predictor, suspect points left out)."""
+
+
+def whatif_model_path(home: str, dataset_id: str, n_rows: int) -> Path:
+    """Where the What-if page saves its default predictor for a dataset (:func:`perfmodel.ui.whatif.model_dir`).
+
+    Parameters
+    ----------
+    home, dataset_id
+        Data directory and dataset.
+    n_rows
+        Runs in the dataset.
+
+    Returns
+    -------
+    pathlib.Path
+        A directory whose ``metadata.json`` exists once the model is trained (by either page).
+    """
+    return WUI.model_dir(home, dataset_id, int(n_rows), _WHATIF_OPTIONS)
+
+
+def whatif_prediction(home: str, dataset_id: str, stamp: int, n_rows: int, point: Mapping[str, Any]) -> float | None:
+    """The What-if page's default predictor's throughput at a point, where that model is already trained.
+
+    Reuses the What-if page's caches (:func:`perfmodel.ui.whatif.load_model`, :func:`~perfmodel.ui.whatif.result`)
+    and never trains: training takes from about 10 s (300 runs) to 20 s (5,000 runs) on two cores, too long to
+    block the page on (:func:`train_whatif`, behind a button, does it).
+
+    Parameters
+    ----------
+    home, dataset_id, stamp
+        The dataset.
+    n_rows
+        Runs in the dataset (part of the model's directory name).
+    point
+        The waterfall's canonical query columns (:data:`perfmodel.whatif.POINT_COLUMNS` and ``batch_size``).
+
+    Returns
+    -------
+    float or None
+        Predicted output throughput (tok/s); None when the model is not trained yet.
+
+    Raises
+    ------
+    PerfmodelError
+        An invalid or unknown input (column named).
+    """
+    path = whatif_model_path(home, dataset_id, n_rows)
+    meta = path / "metadata.json"
+    if not meta.exists():
+        return None
+    q = {c: point.get(c) for c in W.POINT_COLUMNS}
+    res = WUI.result(home, dataset_id, stamp, str(path), meta.stat().st_mtime_ns, _WHATIF_OPTIONS,
+                     json.dumps(q, sort_keys=True), json.dumps([float(point["batch_size"])]), 0.9)
+    return float(res.table["pred_throughput_tok_s"].iloc[0])
+
+
+def train_whatif(home: str, dataset_id: str, stamp: int, n_rows: int) -> Path:
+    """Train and save the What-if page's default predictor (the same model and file as its Train button).
+
+    Parameters
+    ----------
+    home, dataset_id, stamp, n_rows
+        As for :func:`whatif_prediction`.
+
+    Returns
+    -------
+    pathlib.Path
+        The model directory.
+
+    Raises
+    ------
+    PerfmodelError
+        What :func:`perfmodel.whatif.fit_whatif_model` raises.
+    """
+    path = whatif_model_path(home, dataset_id, n_rows)
+    WUI.train(home, dataset_id, stamp, _WHATIF_OPTIONS, path)
+    return path
+
+
+def measured_at(runs: pd.DataFrame, point: Mapping[str, Any]) -> tuple[float, int]:
+    """The measured output throughput at exactly a point (hardware, model, framework, lengths, batch, devices).
+
+    Parameters
+    ----------
+    runs
+        The dataset's runs.
+    point
+        Canonical query columns.
+
+    Returns
+    -------
+    (float, int)
+        Median ``output_throughput_tok_s`` of the matching runs (NaN when none) and how many there are.
+    """
+    if "output_throughput_tok_s" not in runs.columns or not len(runs):
+        return math.nan, 0
+    y = pd.to_numeric(runs["output_throughput_tok_s"], errors="coerce")
+    same = y.notna().to_numpy(dtype=bool, copy=True)  # a cached frame's arrays are read-only
+    for col, value in point.items():
+        if col not in runs.columns or value is None:
+            return math.nan, 0
+        if isinstance(value, str):
+            same &= (runs[col].astype("string") == value).fillna(False).to_numpy(dtype=bool)
+        else:
+            same &= (pd.to_numeric(runs[col], errors="coerce") == float(value)).fillna(False).to_numpy(dtype=bool)
+    n = int(same.sum())
+    return (float(y[same].median()) if n else math.nan), n
+
+
+def feature_labels(names: Sequence[str]) -> list[str]:
+    """Human names with units (:func:`perfmodel.features.feature_label`) for chart axes, made unique
+    (a clash gets its raw name in brackets).
+
+    Parameters
+    ----------
+    names
+        Feature names (a waterfall's ``other (k features)`` row passes through).
+
+    Returns
+    -------
+    list of str
+    """
+    labels = [feature_label(n) for n in names]
+    seen: dict[str, int] = {}
+    for lab in labels:
+        seen[lab] = seen.get(lab, 0) + 1
+    return [f"{lab} [{n}]" if seen[lab] > 1 else lab for lab, n in zip(labels, names, strict=True)]
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def feature_glossary(home: str, dataset_id: str, stamp: int) -> pd.DataFrame:
+    """The glossary of the dataset's ``all`` feature set (:func:`perfmodel.features.glossary`), with kinds.
+
+    Parameters
+    ----------
+    home, dataset_id, stamp
+        The dataset.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``kind`` (with its marker), ``feature``, ``name``, ``formula``, ``features``.
+    """
+    table = glossary(feature_names(cached.dataset_runs(home, dataset_id, stamp), "all"))
+    first = [f.split(", ")[0] for f in table["features"]]
+    table.insert(0, "kind", [kind_label(E.feature_kind(f)) for f in first])
+    return table
 
 
 def kind_label(kind: str) -> str:
@@ -304,7 +471,8 @@ def _style(kind: str) -> tuple[str, str, str]:
 
 
 def importance_figure(imp: pd.DataFrame, *, top: int = _TOP, title: str = "") -> go.Figure:
-    """Horizontal bars of mean |SHAP|, one colour per feature kind (legend), largest on top.
+    """Horizontal bars of mean |SHAP|, one colour per feature kind (legend), largest on top, each feature
+    named in words with its unit (:func:`feature_labels`).
 
     Parameters
     ----------
@@ -320,6 +488,8 @@ def importance_figure(imp: pd.DataFrame, *, top: int = _TOP, title: str = "") ->
     plotly.graph_objects.Figure
     """
     head = imp.head(top).iloc[::-1]
+    # features are named in words with units (perfmodel.features.feature_label); the hover gives the raw name
+    label = dict(zip(head["feature"], feature_labels(head["feature"].tolist()), strict=True))
     fig = go.Figure()
     for kind in E.KINDS:
         part = head[head["kind"] == kind]
@@ -327,11 +497,13 @@ def importance_figure(imp: pd.DataFrame, *, top: int = _TOP, title: str = "") ->
             continue
         colour, _, _ = _style(kind)
         # the legend draws the colour swatch: a text marker in the name too would be a second glyph
-        fig.add_bar(x=part["mean_abs_shap"], y=part["feature"], orientation="h", name=kind,
-                    marker_color=colour, customdata=part["share"] * 100,
-                    hovertemplate="%{y}: %{x:.4g} (%{customdata:.1f}% of the total)<extra></extra>")
-    fig.update_layout(title=title, xaxis_title="mean |SHAP value|", barmode="overlay", legend_title="feature kind",
-                      yaxis={"categoryorder": "array", "categoryarray": head["feature"].tolist()},
+        fig.add_bar(x=part["mean_abs_shap"], y=[label[f] for f in part["feature"]], orientation="h", name=kind,
+                    marker_color=colour, customdata=np.column_stack([part["share"] * 100, part["feature"]]),
+                    hovertemplate="%{y} (%{customdata[1]}): %{x:.4g} in ln(tok/s) "
+                                  "(%{customdata[0]:.1f}% of the total)<extra></extra>")
+    fig.update_layout(title=title, xaxis_title="mean |SHAP value| (ln throughput: 0.1 is a factor of about ×1.1)",
+                      barmode="overlay", legend_title="feature kind",
+                      yaxis={"categoryorder": "array", "categoryarray": [label[f] for f in head["feature"]]},
                       height=max(320, 22 * len(head) + 120), margin={"l": 10, "r": 10, "t": 50, "b": 40})
     return fig
 
@@ -357,9 +529,10 @@ def beeswarm_figure(ex: E.Explanation, *, top: int = 15, max_points: int = 1000)
     pick = np.linspace(0, n - 1, min(n, max_points)).astype(int) if n else np.array([], dtype=int)
     rng = np.random.default_rng(0)
     fig = go.Figure()
-    labels = imp["feature"].tolist()[::-1]
+    feats = imp["feature"].tolist()[::-1]
+    labels = feature_labels(feats)
     shown_kinds: set[str] = set()
-    for pos, feat in enumerate(labels):
+    for pos, feat in enumerate(feats):
         j = ex.feature_names.index(feat)
         kind = ex.kinds[j]
         v = ex.data[pick, j]
@@ -373,7 +546,7 @@ def beeswarm_figure(ex: E.Explanation, *, top: int = 15, max_points: int = 1000)
                                 "colorscale": "RdBu_r", "cmin": 0, "cmax": 1, "opacity": 0.6,
                                 "colorbar": {"title": "feature value<br>(low→high)", "tickvals": []}
                                 if pos == 0 else None},
-                        hovertemplate=f"{feat}<br>SHAP %{{x:.3g}}<extra>{kind}</extra>")
+                        hovertemplate=f"{labels[pos]} ({feat})<br>SHAP %{{x:.3g}}<extra>{kind}</extra>")
         if kind not in shown_kinds:  # a legend entry in one neutral colour (the points' colour is the value);
             # its marker is the kind's symbol, so the name is the kind alone (not "● physical" beside a ●)
             fig.add_scatter(x=[None], y=[None], mode="markers", name=kind, legendgroup=kind,
@@ -409,24 +582,55 @@ def dependence_figure(ex: E.Explanation, feature: str, color: str | None) -> go.
     if color is not None:
         ckind = ex.kinds[ex.feature_names.index(color)]
         mk.update(color=dep["color_value"], colorscale="Viridis",
-                  colorbar={"title": f"{_style(ckind)[2]} {color}"})
+                  colorbar={"title": f"{_style(ckind)[2]} {feature_label(color)}"})
     else:
         mk["color"] = colour
+    name = feature_label(feature)
     fig = go.Figure(go.Scatter(x=dep["value"], y=dep["shap"], mode="markers", marker=mk, name=feature,
-                               hovertemplate=f"{feature} %{{x:.4g}}<br>SHAP %{{y:.3g}}<extra></extra>"))
-    fig.update_layout(title=f"{marker} {feature} ({kind})", xaxis_title=feature, yaxis_title="SHAP value",
+                               hovertemplate=f"{name} %{{x:.4g}}<br>SHAP %{{y:.3g}}<extra></extra>"))
+    fig.update_layout(title=f"{marker} {name}: {feature} ({kind})", xaxis_title=name,
+                      yaxis_title="SHAP value (ln throughput)",
                       margin={"l": 10, "r": 10, "t": 50, "b": 40})
     if dep["value"].gt(0).all() and dep["value"].max() / max(dep["value"].min(), 1e-300) > 100:
         fig.update_xaxes(type="log")
     return fig
 
 
+def _step_label(name: str, value: float) -> str:
+    """A waterfall row: ``KV-cache size = 4.29 GB``, ``platform is rocm: no``, ``other (12 features)``."""
+    doc = feature_doc(name)
+    if doc is None:  # the summed rest, or a name perfmodel does not document
+        return name if not math.isfinite(float(value)) else f"{name} = {rate(value)}"
+    sep = ": " if doc.unit == "1/0" else " = "
+    return f"{doc.label}{sep}{format_feature_value(name, value)}"
+
+
+def _tok_s_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:
+    """Ticks of a ln(tok/s) axis from ``lo`` to ``hi``, placed at round throughputs and labelled in tok/s."""
+    a, b = math.exp(lo), math.exp(hi)
+    ticks: list[float] = []
+    for mantissas in ((1.0,), (1.0, 2.0, 5.0), (1.0, 1.5, 2.0, 3.0, 5.0, 7.0)):
+        ticks = [m * 10.0 ** e for e in range(math.floor(math.log10(a)) - 1, math.ceil(math.log10(b)) + 1)
+                 for m in mantissas if a <= m * 10.0 ** e <= b]
+        if len(ticks) >= 4:
+            break
+    else:  # a narrow range (less than a factor 2 or so): round steps, as on a linear axis
+        for step in (s * 10.0 ** math.floor(math.log10((b - a) / 4.0)) for s in (5.0, 2.0, 1.0, 0.5)):
+            ticks = [k * step for k in range(math.ceil(a / step), math.floor(b / step) + 1)]
+            if len(ticks) >= 4:
+                break
+    return [math.log(t) for t in ticks], [rate(t) for t in ticks]
+
+
 def waterfall_figure(wf: E.Waterfall, *, top: int = 12, title: str = "") -> go.Figure:
     """A waterfall from the base value to the output, each step coloured by its feature's kind.
 
     Colour shows the kind (legend "feature kind"); a hatched step lowers the output, a solid one
-    raises it (second legend, "direction"). Each bar is labelled with its factor (log outputs) or
-    SHAP value, outside the bar; the x range leaves room for the labels.
+    raises it (second legend, "direction"). Each row names its feature in words with its value and
+    unit (``KV-cache size = 4.29 GB``); each bar is labelled with its factor (log outputs) or SHAP
+    value, outside the bar, and hovering shows the raw feature name. The x range leaves room for the
+    labels. For a log-throughput model the bars stay additive in ln(tok/s) while the axis is labelled in
+    tok/s (a log scale) and the base and output lines read ``E[f] = ... tok/s`` and ``f(x) = ... tok/s``.
 
     Parameters
     ----------
@@ -444,19 +648,26 @@ def waterfall_figure(wf: E.Waterfall, *, top: int = 12, title: str = "") -> go.F
     t = wf.top(top)
     shap = t["shap"].to_numpy(dtype=float)
     start = wf.base_value + np.concatenate([[0.0], np.cumsum(shap)[:-1]])
-    # n/a when the catalog or the data has no value (it showed none, as if measured); 6.29 M, not 6.291e+06
-    labels = [f"{f} = {rate(v)}" for f, v in zip(t["feature"], t["value"], strict=True)]
+    # words and units, not raw names; n/a when the catalog or the data has no value; 6.29 M, not 6.291e+06
+    labels = [_step_label(f, v) for f, v in zip(t["feature"], t["value"], strict=True)]
+    counts = {lab: labels.count(lab) for lab in labels}
+    labels = [f"{lab} [{f}]" if counts[lab] > 1 else lab for lab, f in zip(labels, t["feature"], strict=True)]
+    tok_s = wf.log_output and math.isfinite(wf.prediction_tok_s)  # ln(tok/s): the axis reads in tok/s
     what = "throughput" if math.isfinite(wf.prediction_tok_s) else "the output"
     fig = go.Figure()
     for i, rec in enumerate(t.itertuples()):
         colour, _, _ = _style(rec.kind)
         text = f"×{rec.factor:.3g}" if wf.log_output else f"{rec.shap:+.4g}"
+        hover = (f"{text} on {what} (SHAP {rec.shap:+.3f} in ln)" if wf.log_output
+                 else f"SHAP {rec.shap:+.4g}")
+        doc = feature_doc(rec.feature)
+        about = f"<br>{rec.feature}: {doc.formula}" if doc is not None else ""
         # Colour: the feature's kind (legend "feature kind"); hatching: the step lowers the output
         # (legend "direction"). The bars themselves stay out of the legends so neither mixes the two.
         fig.add_bar(x=[rec.shap], base=[start[i]], y=[labels[i]], orientation="h", marker_color=colour,
                     marker_pattern_shape="" if rec.shap >= 0 else "/", name=rec.kind, legendgroup=rec.kind,
                     showlegend=False, text=[text], textposition="outside", cliponaxis=False,
-                    hovertemplate=f"{labels[i]}<br>SHAP {rec.shap:+.4g} ({text})<extra>{rec.kind}</extra>")
+                    hovertemplate=f"{labels[i]}<br><b>{hover}</b>{about}<extra>{rec.kind}</extra>")
     for kind in [*E.KINDS, *sorted(set(t["kind"]) - set(E.KINDS))]:
         if kind in set(t["kind"]):
             colour, _, _ = _style(kind)
@@ -473,13 +684,21 @@ def waterfall_figure(wf: E.Waterfall, *, top: int = 12, title: str = "") -> go.F
     pad = 0.2 * (hi - lo) if hi > lo else 0.5  # room for the factor labels outside the bars
     fig.add_vline(x=wf.base_value, line_dash="dot", layer="below")  # under the bars and their labels
     fig.add_vline(x=wf.output, line_dash="dash", layer="below")
+    if tok_s:
+        names = (f"E[f] = {rate(math.exp(wf.base_value))} tok/s", f"f(x) = {rate(wf.prediction_tok_s)} tok/s")
+        xaxis: dict[str, Any] = {"range": [lo - pad, hi + pad], "title": {
+            "text": "throughput, tok/s (log scale; bars add in ln: +0.2 is ×1.22)"}}
+        xaxis["tickvals"], xaxis["ticktext"] = _tok_s_ticks(lo - pad, hi + pad)
+    else:
+        names = (f"E[f] = {wf.base_value:.4g}", f"f(x) = {wf.output:.4g}")
+        xaxis = {"range": [lo - pad, hi + pad], "title": {"text": wf.output_label + (
+            " (the bars add here; each multiplies exp(output) by its factor)" if wf.log_output else "")}}
     # The line labels sit just above the plot, each on its outer side, clear of the bars' labels and each other.
-    for x, name, outer in ((wf.base_value, "base", wf.base_value >= wf.output),
-                           (wf.output, "output", wf.output > wf.base_value)):
+    for x, name, outer in ((wf.base_value, names[0], wf.base_value >= wf.output),
+                           (wf.output, names[1], wf.output > wf.base_value)):
         fig.add_annotation(x=x, y=1, yref="paper", yanchor="bottom", xanchor="left" if outer else "right",
                            text=name, showarrow=False)
-    fig.update_layout(title=title, xaxis_title=wf.output_label, barmode="overlay",
-                      xaxis={"range": [lo - pad, hi + pad]},
+    fig.update_layout(title=title, barmode="overlay", xaxis=xaxis,
                       yaxis={"categoryorder": "array", "categoryarray": labels[::-1], "automargin": True},
                       legend={"title": {"text": "feature kind (colour)"}, "y": 1, "yanchor": "top"},
                       legend2={"title": {"text": "direction (pattern)"}, "y": 0, "yanchor": "bottom"},
