@@ -225,11 +225,16 @@ def feature_doc(name: str) -> FeatureDoc | None:
     if name == "prior_kind":
         return DYNAMIC_DOCS[name]
     if name.startswith(FRAMEWORK_PREFIX):
-        stem, unit = name[len(FRAMEWORK_PREFIX):], ""
+        stem, unit, agg = name[len(FRAMEWORK_PREFIX):], "", ""
+        for a in ("_mean", "_max", "_min"):  # fw_server_prompt_ms_mean: a mean of milliseconds
+            if stem.endswith(a) and len(stem) > len(a):
+                stem, agg = stem[: -len(a)], f" ({a[1:]})"
+                break
         for suffix, u in _FW_UNITS:
             if stem.endswith(suffix) and len(stem) > len(suffix):
                 stem, unit = stem[: -len(suffix)], u
                 break
+        stem += agg
         generic = DYNAMIC_DOCS[FRAMEWORK_PREFIX]
         kind = "setting" if name in VARYING_BY else "metric"
         formula = ("a setting chosen before the run" if kind == "setting"
@@ -286,7 +291,8 @@ def format_feature_value(name: str, value: float) -> str:
         v, unit = float(np.exp(v)), unit[3:]
     if unit in ("s", "ms"):  # 4.8 ms, not 0.0048 s
         return compact_seconds(v / 1000.0 if unit == "ms" else v)
-    text = compact_number(v)
+    # a tiny value reads 7.59e-08, not 0.00000007585 (memory-bandwidth pressure, in token·s/B)
+    text = f"{v:.3g}" if 0 < abs(v) < 1e-3 else compact_number(v)
     if not unit:
         return text
     return f"{text}{unit}" if re.search(r" [kMGTPE]$", text) and unit[0].isalpha() else f"{text} {unit}"

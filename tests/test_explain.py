@@ -252,5 +252,7 @@ def test_feature_labels_carry_units_and_values_read_in_them() -> None:
     assert format_feature_value("weight_bytes_over_bw_s", 0.0048) == "4.8 ms"
     assert format_feature_value("log_prefill_s_min", math.log(1.06)) == "1.06 s"  # the quantity, not its ln
     assert format_feature_value("log_output_tok_s_max", math.log(6618.0)) == "6,618 tok/s"
+    assert format_feature_value("mem_bw_pressure_s", 7.585e-8) == "7.58e-08 token·s/B"  # not 0.00000007585
+    assert feature_label("fw_server_prompt_ms_mean") == "framework metric: server prompt (mean) (ms)"
     assert format_feature_value("id_platform_rocm", 0.0) == "no" and format_feature_value("id_hw_h200", 1.0) == "yes"
     assert format_feature_value("kv_cache_bytes", float("nan")) == "n/a"
