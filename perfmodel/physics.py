@@ -15,7 +15,11 @@ geometry of the model), with no efficiency factor:
   (``2 * active_params * batch``) if that takes longer;
 - ``e2e_s_min = prefill_s_min + (output_len - 1) * decode_step_s_min`` (the
   prefill emits the first token) and ``output_tok_s_max = batch * output_len /
-  e2e_s_min``, the upper bound on output throughput.
+  e2e_s_min``, the upper bound on output throughput;
+- ``ttft_s_min``, the floor of the time to first token: the prefill's FLOPs at
+  peak, or one read of all the weights, whichever is longer (a short prompt is
+  bound by the read). Every one of the 30 TTFTs of LLM-Inference-Bench's
+  ``ttft_itl.csv`` lies above it, NVIDIA's at 1.2-1.9x (tested).
 
 :func:`flag_suspect` marks measured points that run faster than the bound: a
 throughput no hardware with the catalogued figures can reach points to a unit
@@ -69,7 +73,7 @@ _EIGHT_BIT_QUANT = ("fp8", "int8", "w8a8", "w8a16", "q8")
 ROOFLINE_COLUMNS = ("dtype_bytes", "active_params", "weight_bytes", "weight_bytes_read", "kv_bytes_per_token",
                     "peak_flops", "mem_bw_bps", "prefill_s_min", "decode_mem_s_min",
                     "decode_compute_s_min", "decode_step_s_min", "e2e_s_min", "output_tok_s_max",
-                    "total_tok_s_max", "bound", "kv_fit_batch", "memory_bytes")
+                    "total_tok_s_max", "bound", "kv_fit_batch", "memory_bytes", "ttft_s_min")
 """Columns of :func:`roofline`'s result, in order."""
 
 KV_USABLE_FRACTION = 0.9
@@ -348,7 +352,8 @@ def roofline(runs: pd.DataFrame) -> pd.DataFrame:
         ``output_tok_s_max`` and ``total_tok_s_max`` (tokens/s over the batch);
         ``bound`` (``"compute"`` or ``"memory"``: the larger share of
         ``e2e_s_min``); ``kv_fit_batch`` (:func:`kv_fit_batch`: the largest batch whose KV
-        cache fits; the bounds above assume it does); ``memory_bytes`` (all the devices' memory). A
+        cache fits; the bounds above assume it does); ``memory_bytes`` (all the devices' memory);
+        ``ttft_s_min`` (``prefill_s_min`` or ``weight_bytes / mem_bw_bps``, the longer). A
         figure the catalog does not know makes the
         quantities that need it NaN (``bound`` missing), never an error.
 
@@ -426,6 +431,7 @@ def roofline(runs: pd.DataFrame) -> pd.DataFrame:
         "bound": pd.array(bound, dtype="string"),
         "kv_fit_batch": kv_fit_batch(mem * dev, weight_bytes, kv_tok, ii, oo),
         "memory_bytes": mem * dev,
+        "ttft_s_min": np.fmax(prefill, weight_bytes / bw_all),
     }, index=runs.index)
     return out
 

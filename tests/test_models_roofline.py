@@ -858,6 +858,18 @@ def test_ttft_of_a_gpu_prompt_length_only_cpu_runs_measured_follows_the_prefill_
     assert 1 / 1.5 < np.median(ratio) < 1.5
 
 
+def test_the_ttft_floor_is_physics_ttft_s_min() -> None:
+    from pathlib import Path
+
+    from perfmodel.importers import read_file
+
+    samples = sorted((Path(__file__).resolve().parents[1] / "sample_runs").glob("*.csv"))
+    runs = pd.concat([_synthetic(), *(read_file(f).runs for f in samples)], ignore_index=True)
+    got = np.exp(RooflineGBM()._log_ttft_floor(runs))
+    np.testing.assert_allclose(got, physics.roofline(runs)["ttft_s_min"].to_numpy(), rtol=1e-9)
+    assert np.isfinite(got).all()
+
+
 def test_a_model_saved_before_the_ttft_floor_answers_as_it_did(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import perfmodel.models.roofline_gbm as rg
 

@@ -89,6 +89,26 @@ def test_a_16_bit_model_on_a_device_with_only_an_fp32_rate_is_bound_at_that_rate
     assert math.isfinite(r["output_tok_s_max"])
 
 
+def test_every_published_ttft_lies_above_the_ttft_floor(llm_bench_dir) -> None:  # type: ignore[no-untyped-def]
+    # LLM-Inference-Bench's ttft_itl.csv: 30 TTFTs (1,024-token prompts, batch 16) on 9 accelerators.
+    from perfmodel.importers import read_file
+
+    runs = read_file(llm_bench_dir / "ttft_itl.csv").runs
+    assert len(runs) == 30
+    floor = physics.roofline(runs)["ttft_s_min"].to_numpy()
+    ratio = runs["ttft_s"].to_numpy() / floor
+    assert np.isfinite(ratio).all() and ratio.min() >= 1.0, ratio.min()
+    nvidia = runs["hardware"].isin(["h100-sxm", "gh200", "a100-40gb"]).to_numpy()
+    assert 1.2 < ratio[nvidia].min() and ratio[nvidia & (runs["framework"] != "deepspeed-mii").to_numpy()].max() < 2.0
+
+
+def test_ttft_floor_is_the_longer_of_the_prefill_and_one_weight_read() -> None:
+    short = physics.roofline(_row(input_len_tok=16.0)).iloc[0]  # 16 tokens: reading 16 GB takes longer
+    assert short["ttft_s_min"] == pytest.approx(8.03e9 * 2 / 3350e9)
+    long = physics.roofline(_row(input_len_tok=4096.0)).iloc[0]
+    assert long["ttft_s_min"] == pytest.approx(long["prefill_s_min"]) and long["prefill_s_min"] > 8.03e9 * 2 / 3350e9
+
+
 def test_unknown_hardware_names_row_and_column() -> None:
     df = pd.concat([_row(), _row(hardware="warp-drive-9000")], ignore_index=True)
     with pytest.raises(UnknownNameError) as e:

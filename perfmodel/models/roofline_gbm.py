@@ -1527,16 +1527,18 @@ class RooflineGBM(Predictor):
         return self._log_ttft_floor(runs)
 
     def _log_ttft_floor(self, runs: pd.DataFrame) -> np.ndarray:
-        """log of the shortest time the prefill can take: its FLOPs (``2 x active parameters x batch x
-        input length``) at the devices' peak rate, or one read of the weights at their memory bandwidth,
-        whichever is longer (a short prompt on a GPU is bound by the read). NaN where the catalog lacks
-        both figures."""
+        """log of :func:`perfmodel.physics.roofline`'s ``ttft_s_min``, the shortest time the prefill can
+        take: its FLOPs (``2 x active parameters x batch x input length``) at the devices' peak rate, or
+        one read of the weights at their memory bandwidth, whichever is longer (a short prompt on a GPU is
+        bound by the read). NaN where the catalog lacks both figures. Computed on the memoised catalog
+        figures of :func:`_fast_features` (pinned equal to physics' by a test)."""
         names = ["log_prefill_s_min", "weight_bytes_over_bw_s"]
         fast = _fast_features(runs, self.__dict__.setdefault("_templates", {}), names)
-        cols = fast[0] if fast is not None else {c: v.to_numpy(dtype=float) for c, v in
-                                                 feats.build_features(runs, names=names).items()}
         with np.errstate(divide="ignore", invalid="ignore"):
-            floor = np.fmax(np.exp(cols["log_prefill_s_min"]), cols["weight_bytes_over_bw_s"])
+            if fast is None:
+                floor = physics.roofline(runs)["ttft_s_min"].to_numpy(dtype=float)
+            else:
+                floor = np.fmax(np.exp(fast[0]["log_prefill_s_min"]), fast[0]["weight_bytes_over_bw_s"])
             return np.where(np.isfinite(floor) & (floor > 0), np.log(floor), np.nan)
 
     def predict_ttft(self, runs: pd.DataFrame) -> np.ndarray | None:
