@@ -34,6 +34,21 @@ def _split(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
 
 
+def _labelled(df: Any, pairs: tuple[tuple[str, str], ...] = (("feature", "label"),)) -> Any:
+    """A copy of ``df`` with each feature column's human name (:func:`perfmodel.features.feature_label`)
+    inserted right after it; the raw names stay, since scripts parse them."""
+    from .features import feature_label
+
+    out = df.copy()
+    for col, label in pairs:
+        if col in out.columns and label not in out.columns:
+            out.insert(out.columns.get_loc(col) + 1, label, [feature_label(str(f)) for f in out[col]])
+    return out
+
+
+_PAIR_LABELS = (("feature_a", "label_a"), ("feature_b", "label_b"))
+
+
 def _records(df: Any) -> list[dict[str, Any]]:
     import json
 
@@ -81,15 +96,21 @@ def _write(df: Any, output: Path | None, quiet: bool = False) -> None:
               help="Also print the N strongest feature pairs (on a 64-row sample).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the importance table (feature, kind, mean |SHAP|, share, rank) as CSV.")
+              help="Write the importance table (feature, kind, mean |SHAP|, share, rank, label: the feature in "
+                   "words) as CSV; with --glossary, the glossary.")
 @click.option("--json", "as_json", is_flag=True,
               help="JSON output: the message, the whole importance table, shares by kind and any interactions.")
+@click.option("--glossary", "show_glossary", is_flag=True,
+              help="Print what each feature of DATASET (its --features set) or of MODEL_DIR means: name in "
+                   "words, unit and formula; fits and explains nothing.")
 @click.pass_context
 def explain_cmd(ctx: click.Context, source: str, data: str | None, feature_set: str | None, sample_size: int,
-                engine: str, n_pairs: int, seed: int, output: Path | None, as_json: bool) -> None:
+                engine: str, n_pairs: int, seed: int, output: Path | None, as_json: bool,
+                show_glossary: bool) -> None:
     """Explain a saved model (MODEL_DIR, with --data) or a GBDT fitted on DATASET: mean |SHAP| per feature.
 
-    Physical, framework (fw_*), identity and workload features are labelled in the `kind` column.
+    Physical, framework (fw_*), identity and workload features are labelled in the `kind` column and named in
+    words in the `label` column (`feature` keeps the raw name); --glossary says how each one is computed.
     """
     from . import explain as E
     from .errors import PerfmodelError
@@ -97,6 +118,9 @@ def explain_cmd(ctx: click.Context, source: str, data: str | None, feature_set: 
     from .models.base import METADATA_FILE
 
     src = Path(source)
+    if show_glossary:
+        _glossary(ctx, src, data, feature_set, output, as_json)
+        return
     if src.is_dir() and (src / METADATA_FILE).is_file():
         if data is None:
             raise PerfmodelError(f"{source} is a saved model: give the rows to explain with --data DATASET "
@@ -112,26 +136,65 @@ def explain_cmd(ctx: click.Context, source: str, data: str | None, feature_set: 
         runs = _runs(source)
         model = E.fit_gbdt(runs, feature_set or "all", seed=seed, cache=True)
     ex = E.explain(model, runs, sample_size=sample_size, seed=seed, engine=engine)
-    imp = ex.importance()
+    imp = _labelled(ex.importance())
     by_kind = imp.groupby("kind", sort=False)["share"].sum()
     it = E.interactions(model, runs, top=n_pairs, seed=seed) if n_pairs else None
-    _write(imp, output, quiet=True)
+    pairs = _labelled(it.table, _PAIR_LABELS) if it is not None else None
+    # the CSV's first five columns keep their places for scripts that read them by position
+    _write(imp[[c for c in imp.columns if c != "label"] + ["label"]], output, quiet=True)
     if _json(ctx, as_json, {"model": model.description, "message": ex.message, "importance": _records(imp),
                             "share_by_kind": {str(k): float(v) for k, v in by_kind.items()},
-                            **({"interactions": _records(it.table), "interactions_message": it.message}
+                            **({"interactions": _records(pairs), "interactions_message": it.message}
                                if it is not None else {}),
                             **({"output": str(output)} if output is not None else {})}):
         return
     if not src.is_dir() or not (src / METADATA_FILE).is_file():
         click.echo(f"fitted {model.description}")
     click.echo(ex.message)
-    click.echo(to_markdown(imp.head(_TOP_SHOWN), ["rank", "feature", "kind", "mean_abs_shap", "share"]))
+    click.echo(to_markdown(imp.head(_TOP_SHOWN), ["rank", "feature", "label", "kind", "mean_abs_shap", "share"]))
     if len(imp) > _TOP_SHOWN:
         click.echo(f"... {len(imp) - _TOP_SHOWN} more features (all in -o)")
     click.echo("share by kind: " + ", ".join(f"{k} {v:.1%}" for k, v in by_kind.items()))
     if it is not None:
         click.echo(it.message)
-        click.echo(to_markdown(it.table))
+        click.echo(to_markdown(pairs))
+    click.echo("what each feature means: perfmodel explain SOURCE --glossary")
+    if output is not None:
+        click.echo(f"wrote {output}")
+
+
+def _glossary(ctx: click.Context, src: Path, data: str | None, feature_set: str | None, output: Path | None,
+              as_json: bool) -> None:
+    """``explain --glossary``: the features of a dataset's set, or of a saved model, in words."""
+    from .errors import PerfmodelError
+    from .evaluate import to_markdown
+    from .features import feature_names, glossary
+    from .models.base import METADATA_FILE
+
+    if src.is_dir() and (src / METADATA_FILE).is_file():
+        if feature_set is not None:
+            raise click.BadParameter("a saved model explains the features it was trained on; --features goes "
+                                     "with a DATASET", param_hint="--features")
+        from .models import load_predictor
+
+        predictor = load_predictor(src)
+        names = [str(n) for n in getattr(predictor, "feature_names_", ()) or ()]
+        if not names:
+            raise PerfmodelError(f"model directory {src}: the predictor records no feature names to explain")
+        if getattr(predictor, "name", "") == "roofline-gbm":
+            names.append("prior_kind")  # its booster's extra column (perfmodel.explain.tree_model)
+        what = f"features of the model in {src}"
+    else:
+        if data is not None:
+            raise click.BadParameter("--data goes with a MODEL_DIR; SOURCE is a dataset here", param_hint="--data")
+        names = feature_names(_runs(str(src)), feature_set or "all")
+        what = f"features of the '{feature_set or 'all'}' set of {src}"
+    table = glossary(names)
+    _write(table, output, quiet=True)
+    if _json(ctx, as_json, {"glossary": _records(table), **({"output": str(output)} if output is not None else {})}):
+        return
+    click.echo(f"{len(names)} {what}; ii = input length, oo = output length, bb = batch size")
+    click.echo(to_markdown(table, ["feature", "name", "formula", "features"]))
     if output is not None:
         click.echo(f"wrote {output}")
 

@@ -368,7 +368,7 @@ NOT_ESTIMABLE = "interval not estimable"
 """Shown instead of an interval with no width at the digits shown (:func:`batch_estimate_text`)."""
 BATCH_ESTIMATE_HELP = (
     f"'{NOT_ESTIMABLE} from N batch sizes': every bootstrap replicate gave the same value to the digits shown, "
-    "as happens with few measured batch sizes (or a knee located only to the evaluation grid's step); the value "
+    "as happens with few measured batch sizes (a curve through 3 or 4 points leaves tiny residuals); the value "
     "is not exact, its uncertainty is unknown. 'extrapolated: measured up to batch B': the value lies beyond the "
     "largest measured batch, on a part of the curve never measured.")
 """Tooltip of the knees, b90 and b95 columns: what :func:`batch_estimate_text`'s notes mean."""

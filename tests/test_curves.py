@@ -139,6 +139,63 @@ def test_kneedle_matches_kneed_on_fitted_curve() -> None:
     assert fit.knees[0] == pytest.approx(ours, abs=grid[1] - grid[0])
 
 
+def exp_kneedle_knee(b: float, x0: float, x1: float) -> float:
+    """The Kneedle knee of c - a exp(-b x) normalised over [x0, x1], analytically: where the slope a b e^(-b x)
+    equals the chord's, a (e^(-b x0) - e^(-b x1)) / (x1 - x0); it depends on b and the range only."""
+    return float(np.log(b * (x1 - x0) / (np.exp(-b * x0) - np.exp(-b * x1))) / b)
+
+
+@pytest.mark.parametrize("b", [0.03, 0.0237, 0.011, 0.1])
+def test_knee_is_refined_between_grid_points(b: float) -> None:
+    # Guards: the knee was a point of a 256-point grid, so a curve measured from batch 1 to 256 had a whole-batch
+    # knee (69 where Kneedle's is 68.84) and replicates within a batch of each other a zero-width interval.
+    grid = np.linspace(1, 256, 256)
+    step = grid[1] - grid[0]
+    exact = exp_kneedle_knee(b, 1.0, 256.0)
+    coarse = float(kneedle_knee(grid, saturating_exp(grid, 9000, b, 10000)))
+    assert coarse in grid and abs(coarse - exact) <= step / 2
+    refined = float(kneedle_knee(grid, saturating_exp(grid, 9000, b, 10000),
+                                 curve_at=lambda x: saturating_exp(x, 9000, b, 10000)))
+    assert abs(refined - exact) <= step / 32
+    # the same as Kneedle on a uniform grid 32 times finer (the definition is unchanged, only the resolution)
+    dense = np.linspace(1, 256, 255 * 32 + 1)
+    assert refined == pytest.approx(float(kneedle_knee(dense, saturating_exp(dense, 9000, b, 10000))),
+                                    abs=dense[1] - dense[0])
+
+
+def test_refined_knee_of_many_curves_and_on_a_log_axis() -> None:
+    rng = np.random.default_rng(0)
+    p = np.column_stack([rng.uniform(5000, 9000, 50), rng.uniform(0.005, 0.2, 50), rng.uniform(9500, 11000, 50)])
+
+    def curves(x: np.ndarray) -> np.ndarray:
+        g = x[None, :] if x.ndim == 1 else x
+        return p[:, 2:3] - p[:, 0:1] * np.exp(-p[:, 1:2] * g)
+
+    grid = np.linspace(1, 256, 256)
+    refined = kneedle_knee(grid, curves(grid), curve_at=curves)
+    assert refined.shape == (50,)
+    assert np.allclose(refined, [exp_kneedle_knee(b, 1.0, 256.0) for b in p[:, 1]], atol=1 / 32)
+    # log axis: the local grid is uniform in log2(batch), like the coarse one
+    lg = np.exp2(np.linspace(0, 8, 256))
+    dense = np.exp2(np.linspace(0, 8, 255 * 32 + 1))
+    on_log = kneedle_knee(lg, curves(lg), axis="log", curve_at=curves)
+    ref = kneedle_knee(dense, curves(dense), axis="log")
+    finite = np.isfinite(ref)
+    assert finite.sum() >= 10 and np.array_equal(np.isfinite(on_log), finite)
+    assert np.allclose(np.log2(on_log[finite]), np.log2(ref[finite]), atol=2 * 8 / (255 * 32))
+    # a straight line still has no knee, refined or not
+    assert np.isnan(kneedle_knee(grid, 3 * grid + 1, curve_at=lambda x: 3 * x + 1))
+
+
+def test_fitted_knee_and_its_interval_are_not_confined_to_the_grid() -> None:
+    # Guards: with 0.2% noise every bootstrap replicate's knee fell on the grid point 77, and the knee interval
+    # was (77, 77): "not estimable" although the replicates disagree by a tenth of a batch.
+    fit = fit_curve(B3, noisy_exp(9000, 0.0237, 10000, 0.002, 0), shape="exp", n_boot=200, seed=0)
+    (knee,), ((lo, hi),) = fit.knees, fit.knee_ci
+    assert knee == pytest.approx(exp_kneedle_knee(fit.params["b"], 1.0, 256.0), abs=1 / 32)
+    assert lo < knee < hi and hi - lo < 1.0
+
+
 def test_straight_line_has_no_knee() -> None:
     grid = np.linspace(1, 64, 64)
     assert np.isnan(kneedle_knee(grid, 3 * grid + 1))

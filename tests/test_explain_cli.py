@@ -27,7 +27,10 @@ def test_explain_dataset_writes_the_importance_table(tmp_path: Path) -> None:
     assert "all 96 rows" in stdout and "additivity check passed" in stdout
     assert "share by kind:" in stdout
     rep = pd.read_csv(out)
-    assert list(rep.columns) == ["feature", "kind", "mean_abs_shap", "share", "rank"]
+    # label (the name in words) is added last: the columns before it keep their places for scripts
+    assert list(rep.columns) == ["feature", "kind", "mean_abs_shap", "share", "rank", "label"]
+    assert rep.set_index("feature").loc["kv_cache_bytes", "label"] == "KV-cache size (B)"
+    assert "| rank | feature | label | kind |" in stdout and "| KV-cache size (B) |" in stdout
     # the sample's framework-internal columns are real (fw_decode_s, fw_prefill_s, fw_num_threads)
     assert {"fw_decode_s", "fw_prefill_s"} <= set(rep["feature"])
     assert set(rep.loc[rep["feature"].str.startswith("fw_"), "kind"]) == {"framework"}
@@ -106,6 +109,10 @@ def test_explain_and_compare_features_answer_in_json(tmp_path: Path) -> None:
     doc = json.loads(stdout)  # nothing but the document on stdout
     assert doc["output"] == str(out) and "additivity check passed" in doc["message"]
     assert [r["feature"] for r in doc["importance"]] == pd.read_csv(out)["feature"].tolist()
+    # the names in words ride along as added keys; the existing keys are unchanged
+    assert {"feature", "label", "kind", "mean_abs_shap", "share", "rank"} == set(doc["importance"][0])
+    assert {r["feature"]: r["label"] for r in doc["importance"]}["batch_size"] == "batch size (sequences)"
+    assert {"feature_a", "label_a", "feature_b", "label_b", "strength"} <= set(doc["interactions"][0])
     assert sum(doc["share_by_kind"].values()) == __import__("pytest").approx(1.0)
     assert len(doc["interactions"]) == 2
     code, stdout, _ = _run("--json", "explain", str(SAMPLE), "--engine", "xgboost")
@@ -116,3 +123,25 @@ def test_explain_and_compare_features_answer_in_json(tmp_path: Path) -> None:
     assert code == 0, stdout
     doc = json.loads(stdout)
     assert [r["set"] for r in doc["table"]] == ["physical", "identity"] and isinstance(doc["notes"], list)
+
+
+def test_explain_glossary_says_what_each_feature_is(tmp_path: Path) -> None:
+    # Guards: outside the app the CLI printed raw names (l2_reuse, id_platform_rocm) with no way to look them up.
+    import json
+
+    from perfmodel.features import feature_names
+
+    code, stdout, _ = _run("explain", str(SAMPLE), "--glossary")
+    assert code == 0, stdout
+    assert "| l2_reuse | L2 reuse |" in stdout and "| fw_<name> |" in stdout
+    assert "fitted" not in stdout  # nothing is fitted or explained
+    code, stdout, _ = _run("--json", "explain", str(SAMPLE), "--glossary", "--features", "physical")
+    assert code == 0, stdout
+    rows = json.loads(stdout)["glossary"]
+    assert [r["feature"] for r in rows] == feature_names(pd.read_csv(SAMPLE), "physical")
+    assert {"feature", "name", "formula", "features"} == set(rows[0])
+    code, stdout, _ = _run("train", str(SAMPLE), "--predictor", "xgboost", "--features", "raw+physical",
+                           "-o", str(tmp_path / "m"))
+    assert code == 0, stdout
+    code, stdout, _ = _run("explain", str(tmp_path / "m"), "--glossary")  # a saved model: no --data needed
+    assert code == 0 and "| kv_cache_bytes | KV-cache size (B) |" in stdout and "fw_<name>" not in stdout

@@ -151,3 +151,27 @@ def test_numbers_read_without_e_notation() -> None:
     assert workload["request rate"] == "20,000 req/s" and workload["end-to-end target"] == "33.3 min"
     curves = rep.section("Saturation curves and knees").tables[0][1]
     assert re.fullmatch(r"[\d,]+ \[[\d,]+, [\d,]+\]", curves["knee batch [CI]"].iloc[0])
+
+
+def test_attributions_name_features_in_words_beside_the_raw_name() -> None:
+    # Guards: "Top feature attributions" listed raw names only (l2_reuse, id_hw_a100-40gb), which a reader of
+    # the report cannot decode; the raw name stays for whoever searches the code or the CLI output for it.
+    import html as H
+
+    from perfmodel import explain as E
+    from perfmodel.features import feature_doc, feature_label
+    from perfmodel.report.build import Report, _attribution_section
+
+    runs = pd.concat([synthetic_runs(noise=0.02), synthetic_runs(hardware="a100-40gb", model="llama-3-70b")],
+                     ignore_index=True)
+    model = E.fit_gbdt(runs, "identity", n_estimators=20, max_depth=3)  # few enough to be all shown
+    section = _attribution_section(runs, model)
+    (_, imp), (caption, terms) = section.tables
+    assert list(imp.columns[:2]) == ["feature", "label"]
+    assert imp["label"].tolist() == [feature_label(f) for f in imp["feature"]]
+    assert "hardware is a100-40gb (1/0)" in imp["label"].tolist()  # a dynamic feature, its value filled in
+    assert terms["feature"].tolist() == imp["feature"].tolist()
+    assert terms["formula"].tolist() == [feature_doc(f).formula for f in imp["feature"]]
+    assert "ii = input length" in caption
+    page = render_html(Report(title="t", generated_at="now", sections=(section,)))
+    assert all(H.escape(label) in page for label in imp["label"])

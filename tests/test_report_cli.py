@@ -36,6 +36,8 @@ def test_plan_flags_table_json_and_save(dataset: str, tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     html = (tmp_path / "r.html").read_text()
     assert "4 x h100-sxm" in html and "&lt;b&gt;bench&lt;/b&gt;" in html and "<b>bench</b>" not in html
+    # attributions name each feature in words beside its raw name (it was the raw name only)
+    assert "What these features mean" in html and "<th>label</th>" in html
     r = CliRunner().invoke(main, ["analyses", "--delete", out["analysis_id"]])
     assert r.exit_code == 0
 

@@ -347,7 +347,21 @@ def _attribution_section(runs: pd.DataFrame, predictor: Any) -> Section:
         imp = e.importance().head(10)
     except (PerfmodelError, ImportError, AttributeError, TypeError, ValueError) as exc:
         return Section(title, paragraphs=(f"Omitted: attributions could not be computed ({exc}).",))
-    return Section(title, paragraphs=(e.message,), tables=(("Global importance (mean |SHAP|)", imp),))
+    return Section(title, paragraphs=(e.message,), tables=_attribution_tables(imp))
+
+
+def _attribution_tables(imp: pd.DataFrame) -> tuple[tuple[str, pd.DataFrame], ...]:
+    """The importance table with each feature's name in words beside its raw name, and what the features mean."""
+    from ..features import feature_doc, feature_label
+
+    imp = imp.copy()
+    imp.insert(int(imp.columns.get_loc("feature")) + 1, "label", [feature_label(str(f)) for f in imp["feature"]])
+    docs = {str(f): feature_doc(str(f)) for f in imp["feature"]}
+    terms = pd.DataFrame([{"feature": f, "label": feature_label(f),
+                           "formula": "not a perfmodel feature" if d is None else d.formula}
+                          for f, d in docs.items()], columns=["feature", "label", "formula"])
+    return (("Global importance (mean |SHAP|)", imp),
+            ("What these features mean (ii = input length, oo = output length, bb = batch size)", terms))
 
 
 def _provenance_section(name: str, info: Any, runs: pd.DataFrame) -> Section:
