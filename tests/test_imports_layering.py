@@ -64,3 +64,18 @@ def test_importing_the_core_does_not_load_streamlit() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "0", "importing the core pulled in Streamlit"
+
+
+def test_the_sweeps_page_does_not_import_httpx_until_a_sweep_runs() -> None:
+    """The Sweeps page imported perfmodel.sweep.http_backend (httpx and the backend: ~0.3 s on every cold
+    load) for two constants; they live in perfmodel.sweep.plan, and http_backend re-exports them."""
+    code = ("import sys\n"
+            "import perfmodel.ui.sweeps, perfmodel.sweep.runner\n"
+            "print(sorted(m for m in sys.modules if m == 'httpx' or m == 'perfmodel.sweep.http_backend'))\n"
+            "from perfmodel.sweep import http_backend, plan\n"
+            "print(http_backend.SERVER_TYPES is plan.SERVER_TYPES,\n"
+            "      http_backend.DEFAULT_LENGTH_CONTROL is plan.DEFAULT_LENGTH_CONTROL,\n"
+            "      http_backend.LENGTH_CONTROLS is plan.LENGTH_CONTROLS)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["[]", "True True True"], out.stdout

@@ -75,6 +75,7 @@ from pydantic import ValidationError as _PydanticValidationError
 
 from ..errors import PerfmodelError, Problem, ValidationError
 from .backend import Backend, PointResult, SweepPoint
+from .plan import DEFAULT_LENGTH_CONTROL, LENGTH_CONTROLS, SERVER_TYPES  # re-exported (see below)
 from .telemetry import TelemetrySampler
 
 __all__ = [
@@ -97,30 +98,8 @@ log = logging.getLogger(__name__)
 HTTP_SOURCE_FORMAT = "perfmodel-http"
 """``source_format`` of every row this backend produces."""
 
-SERVER_TYPES = ("vllm", "sglang", "llama.cpp", "transformers", "tgi", "trtllm", "generic")
-"""Servers whose way of forcing the output length is known (``server_type`` setting)."""
-
-LENGTH_CONTROLS = ("ignore_eos", "min_tokens", "generation_config", "none")
-"""How a request forces exactly ``max_tokens`` generated tokens.
-
-``ignore_eos``: ``"ignore_eos": true``; ``min_tokens``: ``"min_tokens": N``;
-``generation_config``: ``"generation_config": "{\\"min_new_tokens\\": N}"`` (a JSON
-string: ``transformers serve``); ``none``: only ``max_tokens`` (the server may stop
-early at EOS; ``fw_output_short_frac`` shows how often it did).
-"""
-
-DEFAULT_LENGTH_CONTROL: Mapping[str, str] = {
-    "vllm": "ignore_eos",
-    "sglang": "ignore_eos",
-    "llama.cpp": "ignore_eos",
-    "trtllm": "ignore_eos",
-    "transformers": "generation_config",
-    # TGI's OpenAI route has neither ignore_eos nor min_tokens.
-    "tgi": "none",
-    # An unknown server may reject unknown fields (HTTP 422): send none unless told.
-    "generic": "none",
-}
-"""Length control used for each server type unless ``length_control`` is set."""
+# SERVER_TYPES, LENGTH_CONTROLS and DEFAULT_LENGTH_CONTROL are defined with the plan (its server_type
+# option), so the app's sweep form lists them without importing httpx; this module re-exports them.
 
 ENDPOINTS: Mapping[str, str] = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 """``endpoint`` setting -> path."""

@@ -43,6 +43,9 @@ from .backend import SweepPoint
 
 __all__ = [
     "BACKENDS",
+    "SERVER_TYPES",
+    "LENGTH_CONTROLS",
+    "DEFAULT_LENGTH_CONTROL",
     "ORDERS",
     "ENGINE_SIZES",
     "EngineSize",
@@ -60,6 +63,32 @@ __all__ = [
 
 BACKENDS = ("local", "http")
 """``backend`` of a plan: the in-process local engine, or an OpenAI-compatible HTTP server."""
+SERVER_TYPES = ("vllm", "sglang", "llama.cpp", "transformers", "tgi", "trtllm", "generic")
+"""Servers whose way of forcing the output length is known (``server_type`` of an http plan and of
+:class:`perfmodel.sweep.http_backend.HttpSettings`)."""
+
+LENGTH_CONTROLS = ("ignore_eos", "min_tokens", "generation_config", "none")
+"""How a request forces exactly ``max_tokens`` generated tokens.
+
+``ignore_eos``: ``"ignore_eos": true``; ``min_tokens``: ``"min_tokens": N``;
+``generation_config``: ``"generation_config": "{\\"min_new_tokens\\": N}"`` (a JSON
+string: ``transformers serve``); ``none``: only ``max_tokens`` (the server may stop
+early at EOS; ``fw_output_short_frac`` shows how often it did).
+"""
+
+DEFAULT_LENGTH_CONTROL: Mapping[str, str] = {
+    "vllm": "ignore_eos",
+    "sglang": "ignore_eos",
+    "llama.cpp": "ignore_eos",
+    "trtllm": "ignore_eos",
+    "transformers": "generation_config",
+    # TGI's OpenAI route has neither ignore_eos nor min_tokens.
+    "tgi": "none",
+    # An unknown server may reject unknown fields (HTTP 422): send none unless told.
+    "generic": "none",
+}
+"""Length control used for each server type unless ``length_control`` is set."""
+
 ORDERS = ("interleaved", "grouped")
 """``order`` of a plan (see the module docstring)."""
 MAX_POINTS = 10_000

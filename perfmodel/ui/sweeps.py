@@ -17,8 +17,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from ..plots import throughput_figure
-from ..sweep.http_backend import DEFAULT_LENGTH_CONTROL, SERVER_TYPES
-from ..sweep.plan import SweepPlan, plan_from_dict, plan_from_text
+from ..sweep.plan import DEFAULT_LENGTH_CONTROL, SERVER_TYPES, SweepPlan, plan_from_dict, plan_from_text
 from . import cached
 
 __all__ = [
@@ -215,7 +214,7 @@ def server_type_label(server_type: str) -> str:
     Parameters
     ----------
     server_type
-        One of :data:`perfmodel.sweep.http_backend.SERVER_TYPES`.
+        One of :data:`perfmodel.sweep.plan.SERVER_TYPES`.
 
     Returns
     -------
