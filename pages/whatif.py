@@ -95,11 +95,8 @@ b1, b2 = st.columns([1, 3], vertical_alignment="center")
 label = "Retrain" if meta.exists() else "Train"
 if b1.button(f"{label} {values['predictor']}", key=W.P + "train", type="secondary" if meta.exists() else "primary",
              icon=":material/model_training:"):
-    with st.spinner(f"Training {values['predictor']} on {ds.names[selected]}..."):
-        try:
-            W.train(home, selected, stamp, options, path)
-        except PerfmodelError as exc:
-            ui.show_error(exc, what="Training failed")
+    W.train_with_status(home, selected, stamp, options, path,
+                        f"Training {values['predictor']} on {ds.names[selected]}")
 if not meta.exists():
     b2.info(f"No {values['predictor']} model for this dataset and options yet: press **Train**.",
             icon=":material/info:")

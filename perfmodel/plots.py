@@ -548,7 +548,10 @@ def whatif_figure(table: pd.DataFrame, measured: pd.DataFrame, *, level: float, 
     fig.update_layout(title=title, xaxis_title=axis_title("batch_size"), yaxis_title=y_title,
                       legend={"orientation": "h", "y": -0.2}, margin={"t": 40 if title else 10})
     if log_x:
-        fig.update_xaxes(type="log", **_log_ticks(table["batch_size"].astype(float)))
+        # Ticks across every point drawn: measured runs outside the asked range widen the axis, and with
+        # ticks from the table alone a 512-1024 curve beside runs at 1-16 had labels at 512 and 1,024 only.
+        xs = pd.concat([table["batch_size"], measured["batch_size"] if len(measured) else None]).astype(float)
+        fig.update_xaxes(type="log", **_log_ticks(xs[xs > 0]))
     # A band far wider than everything else (far from the data) would flatten the curve onto zero:
     # the axis stops at twice the highest answer, bound or measurement, and says where the band goes.
     seen = [v for v in (*table["pred_throughput_tok_s"].astype(float).tolist(), *roof.tolist(),
@@ -559,7 +562,7 @@ def whatif_figure(table: pd.DataFrame, measured: pd.DataFrame, *, level: float, 
     if math.isfinite(top) and math.isfinite(hi_max) and hi_max > top:
         fig.update_yaxes(range=[0.0, top])
         fig.add_annotation(x=1, y=1, xref="paper", yref="paper", xanchor="right", yanchor="bottom",
-                           showarrow=False, text=f"band cut off: it reaches {hi_max:,.4g}")
+                           showarrow=False, text=f"band cut off: it reaches {compact_number(hi_max)}")
     return fig
 
 

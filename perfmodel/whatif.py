@@ -10,6 +10,7 @@ issue's rule for suspect points (left out unless asked to keep them).
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ import pandas as pd
 
 from . import physics
 from .errors import PerfmodelError, Problem, ValidationError
-from .models.base import DEFAULT_TARGET, Predictor, predict_with_latency
+from .models.base import DEFAULT_TARGET, Predictor, ProgressCallback, predict_with_latency
 
 __all__ = [
     "POINT_COLUMNS",
@@ -244,7 +245,8 @@ def default_point(runs: pd.DataFrame) -> dict[str, Any]:
     return out
 
 
-def domain_reasons(train: pd.DataFrame, point: Mapping[str, Any], batches: Sequence[float]) -> list[str]:
+def domain_reasons(train: pd.DataFrame, point: Mapping[str, Any], batches: Sequence[float], *,
+                   range_factor: float = 1.0) -> list[str]:
     """Why a what-if query lies outside the training data, one sentence per reason.
 
     Parameters
@@ -255,12 +257,18 @@ def domain_reasons(train: pd.DataFrame, point: Mapping[str, Any], batches: Seque
         The query's fixed columns (:data:`POINT_COLUMNS`).
     batches
         The batches asked for.
+    range_factor
+        The predictor's :attr:`perfmodel.models.base.Predictor.domain_range_factor`: a batch or length
+        more than this factor outside the trained range is out of domain, one within it only extrapolated.
+        The sentences keep the two apart, so the batches they call outside are those the predictor's
+        ``in_domain`` flags for the range (1.0: every value outside the range is).
 
     Returns
     -------
     list of str
         Unseen hardware, model or framework; a hardware x model x framework combination (or its device
-        count) never measured together; batch, input or output length outside the trained range.
+        count) never measured together; batch, input or output length outside the trained range (by more
+        than ``range_factor``), or beyond it but within the factor; device count outside the trained range.
         Empty when none applies.
     """
     out: list[str] = []
@@ -296,11 +304,27 @@ def domain_reasons(train: pd.DataFrame, point: Mapping[str, Any], batches: Seque
         if not len(v) or not vals:
             continue
         lo, hi = float(v.min()), float(v.max())
-        outside = [x for x in vals if x < lo or x > hi]
-        if outside:
-            shown = ", ".join(f"{x:g}" for x in outside[:6]) + (", ..." if len(outside) > 6 else "")
-            out.append(f"{label} {shown} outside the trained range {lo:g}-{hi:g}")
+        # The predictors' range rule covers batch and lengths; the device count is strict for those that
+        # take it as a plain feature (factor 1) and never a range test for the others.
+        tol = range_factor if col != "device_count" or range_factor == 1.0 else math.inf
+        far = [x for x in vals if x < lo / tol or x > hi * tol]
+        near = [x for x in vals if (x < lo or x > hi) and x not in far]
+        if far:
+            beyond = "" if tol == 1.0 else f"more than {_factor_words(tol)} "
+            out.append(f"{label} {_listed(far)} {beyond}outside the trained range {lo:g}-{hi:g}")
+        if near:
+            within = (f", but within {_factor_words(tol)} of it" if math.isfinite(tol)
+                      else " (the range alone puts nothing out of this predictor's domain)")
+            out.append(f"{label} {_listed(near)} beyond the trained range {lo:g}-{hi:g}{within}: extrapolated")
     return out
+
+
+def _listed(values: Sequence[float], most: int = 6) -> str:
+    return ", ".join(f"{x:g}" for x in values[:most]) + (", ..." if len(values) > most else "")
+
+
+def _factor_words(factor: float) -> str:
+    return "twice" if factor == 2.0 else f"a factor {factor:g}"
 
 
 def confidence_reason(table: pd.DataFrame) -> str | None:
@@ -337,7 +361,8 @@ def confidence_reason(table: pd.DataFrame) -> str | None:
 
 
 def fit_whatif_model(runs: pd.DataFrame, predictor: str = "roofline-gbm", *, keep_suspect: bool = False,
-                     settings: Mapping[str, Any] | None = None) -> tuple[Predictor, pd.DataFrame]:
+                     settings: Mapping[str, Any] | None = None,
+                     progress: ProgressCallback | None = None) -> tuple[Predictor, pd.DataFrame]:
     """Train a predictor for what-if queries, leaving suspect points out unless asked to keep them.
 
     Parameters
@@ -351,6 +376,10 @@ def fit_whatif_model(runs: pd.DataFrame, predictor: str = "roofline-gbm", *, kee
         left out, as roofline-gbm itself does.
     settings
         Keyword settings of the predictor.
+    progress
+        Called as ``progress(stage, fraction)`` while training (:data:`perfmodel.models.base.ProgressCallback`):
+        the predictor's own stages where its ``fit`` reports them (roofline-gbm), else one stage for the
+        whole fit; ``("done", 1.0)`` last.
 
     Returns
     -------
@@ -376,7 +405,14 @@ def fit_whatif_model(runs: pd.DataFrame, predictor: str = "roofline-gbm", *, kee
         model.keep_suspect = True  # already filtered here, with the same rule
     if len(train) == 0:
         raise PerfmodelError(f"no row with a positive {DEFAULT_TARGET!r} to train {predictor} on")
-    model.fit(train)
+    if progress is None:
+        model.fit(train)
+    elif "progress" in inspect.signature(model.fit).parameters:
+        model.fit(train, progress=progress)
+    else:
+        progress(f"training {predictor} on {len(train):,} rows", 0.0)
+        model.fit(train)
+        progress("done", 1.0)
     return model, train
 
 
@@ -433,7 +469,7 @@ def whatif(model: Predictor, train: pd.DataFrame, point: Mapping[str, Any], batc
     table["kv_fit_batch"] = cap
     src = train if runs is None else runs
     measured = _measured_near(src, point)
-    reasons = domain_reasons(train, point, batches)
+    reasons = domain_reasons(train, point, batches, range_factor=float(getattr(model, "domain_range_factor", 1.0)))
     if (low := confidence_reason(table)) is not None:
         reasons.append(low)
     return WhatIfResult(point=dict(point), level=float(level), table=table, measured=measured,

@@ -83,9 +83,16 @@ def test_page_trains_on_sample_and_draws_curve_band_and_measured_points() -> Non
     assert at.selectbox(key=K["model"]).value == "perfmodel-tiny-llama"
     assert at.number_input(key=K["batch_min"]).value == 1 and at.number_input(key=K["batch_max"]).value == 128
     assert not at.get("plotly_chart")  # nothing until the model is trained
+    assert not at.status
     at = _train(at)
     _no_exception(at)
     assert not at.error
+    # Training shows its stages in a status box with a progress bar, not a bare spinner.
+    [box] = at.status
+    assert box.label.startswith("Training roofline-gbm on") and "done in" in box.label, box.label
+    assert box.state == "complete"
+    [bar] = at.progress
+    assert bar.value == 100 and bar.text.startswith("done"), bar.text
     traces = _traces(at)
     metas = [t.get("meta") for t in traces]
     assert metas.count("band") == 2 and "prediction" in metas and "measured" in metas
@@ -108,14 +115,14 @@ def test_page_trains_on_sample_and_draws_curve_band_and_measured_points() -> Non
 def test_shared_link_restores_every_input_and_far_query_is_out_of_domain() -> None:
     ds = _sample_id()
     link = {"dataset": ds, "hardware": "cpu-x86-2vcpu", "model": "perfmodel-tiny-llama",
-            "framework": "transformers", "input_len": "8192", "output_len": "32", "device_count": "1",
+            "framework": "transformers", "input_len": "16384", "output_len": "32", "device_count": "1",
             "batch_min": "4", "batch_max": "2048", "batch": "512", "level": "0.8",
             "predictor": "roofline-gbm", "keep_suspect": "1", "log_x": "0"}
     at = _whatif(**link)
     _no_exception(at)
     assert at.selectbox(key=K["hardware"]).value == "cpu-x86-2vcpu"
     assert at.selectbox(key=K["framework"]).value == "transformers"
-    assert at.number_input(key=K["input_len_tok"]).value == 8192
+    assert at.number_input(key=K["input_len_tok"]).value == 16384
     assert at.number_input(key=K["output_len_tok"]).value == 32
     assert at.number_input(key=K["batch_min"]).value == 4 and at.number_input(key=K["batch_max"]).value == 2048
     assert at.session_state[K["level"]] == 0.8 and at.checkbox(key=K["keep_suspect"]).value is True
@@ -131,10 +138,15 @@ def test_shared_link_restores_every_input_and_far_query_is_out_of_domain() -> No
     assert f"**Out of domain** at batch {', '.join(out[:8])}" in warning and f"({len(out)} of 10)" in warning
     sample = pd.concat([pd.read_csv(f, usecols=["input_len_tok", "batch_size"]) for f in samples.sample_files()])
     lengths, batches = sample["input_len_tok"], sample["batch_size"]
-    assert f"input length 8192 outside the trained range {lengths.min():g}-{lengths.max():g}" in warning
-    outside = [b for b in (4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048) if b > batches.max()]
-    assert (f"batch {', '.join(map(str, outside))} outside the trained range "
-            f"{batches.min():g}-{batches.max():g}") in warning
+    assert f"input length 16384 more than twice outside the trained range {lengths.min():g}-{lengths.max():g}" \
+        in warning
+    # roofline-gbm counts a batch up to twice the largest trained one in its domain: the reasons say so.
+    grid = (4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
+    far = [b for b in grid if b > 2 * batches.max()]
+    near = [b for b in grid if batches.max() < b <= 2 * batches.max()]
+    trained = f"the trained range {batches.min():g}-{batches.max():g}"
+    assert f"batch {', '.join(map(str, far))} more than twice outside {trained}" in warning
+    assert f"batch {', '.join(map(str, near))} beyond {trained}, but within twice of it: extrapolated" in warning
     pred = next(t for t in _traces(at) if t.get("meta") == "prediction")
     assert "circle-open" in pred["marker"]["symbol"]
     # The link survives the rerun unchanged (same inputs written back).
@@ -370,6 +382,38 @@ def test_batch_grid_and_domain_reasons() -> None:
     assert "batch 64 outside the trained range 1-32" in reasons
     assert "output length 4096 outside the trained range 128-128" in reasons
     assert not [r for r in reasons if "together" in r]  # the unseen hardware already says it
+
+
+def test_fit_whatif_model_reports_progress_for_every_predictor() -> None:
+    calls: list[tuple[str, float]] = []
+    core.fit_whatif_model(_runs(), "linear", progress=lambda stage, frac: calls.append((stage, frac)))
+    assert calls == [("training linear on 6 rows", 0.0), ("done", 1.0)]
+    calls.clear()
+    big = pd.concat([_runs().assign(input_len_tok=float(n)) for n in (64, 128, 256)], ignore_index=True)
+    core.fit_whatif_model(big, "roofline-gbm", settings={"n_estimators": 10, "calibration_folds": 0},
+                          progress=lambda stage, frac: calls.append((stage, frac)))
+    assert calls[0][1] == 0.0 and calls[-1] == ("done", 1.0)
+    assert any(stage == "efficiency model" for stage, _ in calls)
+    assert [f for _, f in calls] == sorted(f for _, f in calls)
+
+
+def test_out_of_domain_batches_and_the_reasons_naming_them_agree() -> None:
+    """Batches 512-1024 on data up to 256 read "out of domain at batch 1024 (1 of 2)" while the reason
+    said "batch 512, 1024 outside the trained range": the flag allowed twice the range, the reason none."""
+    train = pd.concat([_runs().assign(input_len_tok=float(n)) for n in (64, 128, 256)], ignore_index=True)
+    train["batch_size"] *= 8  # trained batches 8-256
+    model, rows = core.fit_whatif_model(train, "roofline-gbm", settings={"n_estimators": 10, "calibration_folds": 0})
+    point = {"hardware": "h100-sxm", "model": "llama-3-8b", "framework": "vllm", "input_len_tok": 128.0,
+             "output_len_tok": 128.0, "device_count": 1.0}
+    res = core.whatif(model, rows, point, [2.0, 4.0, 512.0, 1024.0])
+    assert W.out_of_domain_text(res) == "batch 2, 1024 (2 of 4)"
+    assert "batch 2, 1024 more than twice outside the trained range 8-256" in res.reasons
+    assert "batch 4, 512 beyond the trained range 8-256, but within twice of it: extrapolated" in res.reasons
+    # The predictor's own reasons say the same.
+    q = pd.DataFrame([{**point, "batch_size": b} for b in (2.0, 4.0, 512.0, 1024.0)])
+    assert [bool(r) for r in model.domain_reasons(q)] == [True, False, False, True]
+    # A predictor that flags anything outside the range (factor 1) keeps the plain wording.
+    assert "batch 512, 1024 outside the trained range 8-256" in core.domain_reasons(rows, point, [512.0, 1024.0])
 
 
 def test_domain_reasons_name_a_combination_or_device_count_never_measured_together() -> None:

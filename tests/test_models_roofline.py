@@ -191,6 +191,24 @@ def test_settings_checked_at_fit() -> None:
         RooflineGBM().fit(_synthetic().drop(columns="output_throughput_tok_s"))
 
 
+def test_fit_reports_its_stages_with_increasing_fractions_ending_at_one() -> None:
+    """The What-if page showed a bare spinner for the 10-30 s of a fit: ``progress`` names each stage."""
+    calls: list[tuple[str, float]] = []
+    df = _synthetic()
+    m = RooflineGBM(n_estimators=20, calibration_folds=2, random_state=0).fit(
+        df, progress=lambda stage, frac: calls.append((stage, frac)))
+    stages, fractions = [c[0] for c in calls], [c[1] for c in calls]
+    assert calls[-1] == ("done", 1.0) and fractions.count(1.0) == 1
+    assert all(0.0 <= a <= b <= 1.0 for a, b in zip(fractions, fractions[1:], strict=False))
+    assert len(set(fractions)) == len(fractions)  # each stage moves the bar
+    for want in ("efficiency model", "transfer model", "per-configuration curves", "continuation model",
+                 "TTFT model", "conformal calibration: fold 1 of", "difficulty model"):
+        assert any(s.startswith(want) for s in stages), (want, stages)
+    # Reporting changes nothing: same predictions as a fit without it.
+    plain = RooflineGBM(n_estimators=20, calibration_folds=2, random_state=0).fit(df)
+    pd.testing.assert_frame_equal(m.predict(df.head(20)), plain.predict(df.head(20)))
+
+
 BIASED = ("h100-sxm", "vllm", "llama-3-8b", 1)  # one group runs 1.6x faster than the law says
 
 

@@ -312,6 +312,27 @@ def test_whatif_axis_stops_where_a_runaway_band_would_flatten_the_curve() -> Non
     assert near.layout.yaxis.range is None and not near.layout.annotations
 
 
+def test_whatif_log_axis_ticks_every_power_of_two_across_the_points_drawn() -> None:
+    """A 512-1024 curve beside measured runs at batch 1-16 had ticks at 512 and 1,024 only (the ticks came from
+    the curve's batches, the axis from every point); a band reaching 322,858 read 3.229e+05."""
+    from perfmodel.plots import whatif_figure
+
+    b = [512.0, 1024.0]
+    table = pd.DataFrame({"batch_size": b, "pred_throughput_tok_s": [600.0, 550.0], "pred_lower": [6.0, 0.9],
+                          "pred_upper": [82110.0, 322858.7], "confidence": [0.01, 0.0], "in_domain": True,
+                          "roofline_tok_s": [5252.0, 5252.0], "kv_fit_batch": np.nan})
+    measured = pd.DataFrame({"batch_size": [1.0, 3.0, 16.0], "output_throughput_tok_s": [200.0, 280.0, 480.0],
+                             "framework": "llama.cpp", "device_count": 1.0, "same_config": True, "suspect": False})
+    fig = whatif_figure(table, measured, level=0.9, log_x=True)
+    assert fig.layout.xaxis.type == "log"
+    assert list(fig.layout.xaxis.tickvals) == [2.0 ** k for k in range(11)]
+    assert list(fig.layout.xaxis.ticktext) == ["1", "2", "4", "8", "16", "32", "64", "128", "256", "512", "1,024"]
+    assert fig.layout.annotations[0].text == "band cut off: it reaches 323 k"
+    alone = whatif_figure(table, measured.iloc[:0], level=0.9, log_x=True)
+    assert list(alone.layout.xaxis.tickvals) == [512.0, 1024.0]
+    assert whatif_figure(table, measured, level=0.9, log_x=False).layout.xaxis.tickvals is None
+
+
 def test_compact_seconds_picks_the_unit_after_rounding() -> None:
     # Guards: 0.9997 s printed "1e+03 ms" (three digits of 999.7 round to 1000, which "g" writes as 1e+03);
     # the same at every unit boundary, and below 1e-4 ms.

@@ -25,7 +25,7 @@ import json
 import math
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -39,6 +39,7 @@ __all__ = [
     "Predictor",
     "PREDICTORS",
     "PREDICTION_COLUMNS",
+    "ProgressCallback",
     "LATENCY_COLUMNS",
     "derived_predictions",
     "predict_with_latency",
@@ -64,6 +65,10 @@ LATENCY_COLUMNS = ("pred_total_throughput_tok_s", "pred_e2e_latency_s", "pred_e2
 its band, time to first token and time per output token (NaN where the predictor has no TTFT model)."""
 LEVELS = (0.8, 0.9, 0.95)
 """Nominal band levels every predictor is calibrated for (others are interpolated or refused)."""
+ProgressCallback = Callable[[str, float], None]
+"""``progress(stage, fraction)``: what a long ``fit`` is doing now (a few words) and the fraction of it done
+(0..1, never decreasing, 1.0 once at the end); a predictor whose ``fit`` takes ``progress=`` calls it
+between stages, so an app can show a progress bar and a CLI can print."""
 METADATA_FILE = "metadata.json"
 FORMAT_VERSION = 1
 DEFAULT_TARGET = "output_throughput_tok_s"
@@ -265,6 +270,11 @@ class Predictor(ABC):
     """
 
     name: ClassVar[str] = ""
+    domain_range_factor: ClassVar[float] = 1.0
+    """How far outside the trained range of batch and lengths a query stays in domain, as a factor: a
+    value below ``min / factor`` or above ``max * factor`` makes it out of domain (1.0: any value outside
+    the range; ``math.inf``: the range alone never does). What-if reasons name batches with it, so they
+    agree with ``in_domain``."""
 
     @abstractmethod
     def fit(self, runs: pd.DataFrame, y: str = DEFAULT_TARGET) -> Self:

@@ -136,6 +136,7 @@ class ALAPredictor(Predictor):
     """
 
     name: ClassVar[str] = "ala"
+    domain_range_factor: ClassVar[float] = math.inf  # in_domain is the confidence alone, never the range
 
     def __init__(self, *, seed: int = 0, sa_iterations: int = 60, alpha: float = 0.97, t0_factor: float = 1.5,
                  move_fraction: float = 0.02, val_fraction: float = 0.2, n_estimators: int = 100,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,10 @@ import streamlit as st
 from .. import physics
 from .. import whatif as W
 from ..errors import PerfmodelError
+from ..models.base import ProgressCallback
 from ..plots import add_suspect_markers, compact_number, compact_seconds, whatif_figure
 from . import cached
+from .widgets import show_error
 
 __all__ = [
     "P",
@@ -47,6 +50,7 @@ __all__ = [
     "options_json",
     "model_dir",
     "train",
+    "train_with_status",
     "load_model",
     "result",
     "figure",
@@ -424,7 +428,8 @@ def model_dir(home: str, dataset_id: str, n_rows: int, options: str) -> Path:
     return Path(home) / "models" / "whatif" / f"{dataset_id}-{digest}"
 
 
-def train(home: str, dataset_id: str, stamp: int, options: str, path: Path) -> None:
+def train(home: str, dataset_id: str, stamp: int, options: str, path: Path, *,
+          progress: ProgressCallback | None = None) -> None:
     """Train the What-if model and save it as JSON to ``path`` (behind the page's Train button).
 
     Parameters
@@ -435,6 +440,9 @@ def train(home: str, dataset_id: str, stamp: int, options: str, path: Path) -> N
         :func:`options_json`.
     path
         :func:`model_dir`.
+    progress
+        ``progress(stage, fraction)`` while training (see :func:`perfmodel.whatif.fit_whatif_model`);
+        :func:`train_with_status` passes one that draws the stages.
 
     Raises
     ------
@@ -443,8 +451,41 @@ def train(home: str, dataset_id: str, stamp: int, options: str, path: Path) -> N
     """
     opts = json.loads(options)
     model, _ = W.fit_whatif_model(cached.dataset_runs(home, dataset_id, stamp), opts["predictor"],
-                                  keep_suspect=opts["keep_suspect"])
+                                  keep_suspect=opts["keep_suspect"], progress=progress)
     model.save(path)
+
+
+def train_with_status(home: str, dataset_id: str, stamp: int, options: str, path: Path, label: str) -> bool:
+    """:func:`train` inside an ``st.status`` box with a progress bar naming each stage of the fit.
+
+    Parameters
+    ----------
+    home, dataset_id, stamp, options, path
+        As :func:`train`.
+    label
+        What is trained on what (the box's title, e.g. ``Training roofline-gbm on All_results``).
+
+    Returns
+    -------
+    bool
+        True when the model was trained and saved; False when training failed (the error is shown in
+        the box, which stays open).
+    """
+    with st.status(f"{label}...", expanded=True) as box:
+        bar = st.progress(0.0, text="preparing the training rows")
+        t0 = time.perf_counter()
+
+        def progress(stage: str, fraction: float) -> None:
+            bar.progress(min(max(fraction, 0.0), 1.0), text=f"{stage} ({time.perf_counter() - t0:.0f} s)")
+
+        try:
+            train(home, dataset_id, stamp, options, path, progress=progress)
+        except PerfmodelError as exc:
+            box.update(label=f"{label}: failed", state="error", expanded=True)
+            show_error(exc, what="Training failed")
+            return False
+        box.update(label=f"{label}: done in {time.perf_counter() - t0:.1f} s", state="complete", expanded=False)
+    return True
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -532,9 +573,10 @@ def kv_caption(res: W.WhatIfResult) -> str | None:
 
 
 def out_of_domain_text(res: W.WhatIfResult) -> str:
-    """Which batches of the curve are out of domain, named, e.g. ``batch 2048 (1 of 12)``: the reasons below
-    the warning may name more batches (every one outside the trained range, also those within the
-    predictor's tolerance), so the header names its own."""
+    """Which batches of the curve are out of domain (the predictor's ``in_domain``), named, e.g.
+    ``batch 2048 (1 of 12)``. The reasons below the warning call outside the trained range the batches the
+    predictor's range rule flags (:func:`perfmodel.whatif.domain_reasons` with its ``domain_range_factor``),
+    and only extrapolated those within it, so the two agree."""
     table = res.table
     out = table.loc[~table["in_domain"].astype(bool), "batch_size"].astype(float).tolist()
     shown = ", ".join(f"{b:g}" for b in out[:8]) + (", ..." if len(out) > 8 else "")
