@@ -132,7 +132,9 @@ l3.metric("TTFT", W.seconds(at_b["pred_ttft_s"]),
           help="Time to first token, from a model of the training rows that measured it (n/a where none did). "
                f"{res.level:.0%} band: {W.seconds(at_b['pred_ttft_lower_s'])} - "
                f"{W.seconds(at_b['pred_ttft_upper_s'])} (calibrated on held-out rows for a measured "
-               "configuration, on held-out configurations for a new one).")
+               "configuration, on held-out configurations for a new one). Physical floor: "
+               f"{W.seconds(at_b['ttft_floor_s'])} (the prompts' FLOPs at peak, or one read of the weights, whichever "
+               "is longer); the model learns how far above it this platform runs.")
 l4.metric("TPOT", W.seconds(at_b["pred_tpot_s"]),
           help="Time per output token after the first: (latency - TTFT) / (output tokens - 1).")
 if res.memory_note is not None:

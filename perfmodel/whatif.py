@@ -72,7 +72,8 @@ class WhatIfResult:
         :data:`perfmodel.models.LATENCY_COLUMNS` (total throughput, end-to-end latency and its band, TTFT
         and TPOT where the model learnt TTFT) and ``roofline_tok_s``
         (the physical bound on output throughput, taken at the KV-cache-full batch beyond it; NaN where
-        the catalog lacks a figure) and
+        the catalog lacks a figure), ``ttft_floor_s`` (the shortest time to first token physics allows,
+        :func:`perfmodel.physics.roofline`'s ``ttft_s_min``) and
         ``kv_fit_batch`` (the largest batch whose KV cache fits, :func:`perfmodel.physics.kv_fit_batch`).
     measured
         Measured runs of the same hardware, model and lengths (``batch_size``,
@@ -466,6 +467,7 @@ def whatif(model: Predictor, train: pd.DataFrame, point: Mapping[str, Any], batc
             q.loc[over].assign(batch_size=cap[over]))["output_tok_s_max"].to_numpy(dtype=float)
     table = pd.concat([q, pred], axis=1)
     table["roofline_tok_s"] = roof["output_tok_s_max"].to_numpy(dtype=float)
+    table["ttft_floor_s"] = roof["ttft_s_min"].to_numpy(dtype=float)
     table["kv_fit_batch"] = cap
     src = train if runs is None else runs
     measured = _measured_near(src, point)

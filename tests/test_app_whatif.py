@@ -62,7 +62,8 @@ def _no_exception(at: AppTest) -> None:
 def _table_in_seconds(at: AppTest) -> pd.DataFrame:
     """The predictions table the page shows, its latencies (shown in ms) back in seconds."""
     t = at.dataframe[0].value.copy()
-    lat = [c for c in t.columns if c.startswith("pred_") and c.endswith("_s") and not c.endswith("_tok_s")]
+    lat = [c for c in t.columns if (c.startswith("pred_") or c == "ttft_floor_s") and c.endswith("_s")
+           and not c.endswith("_tok_s")]
     t[lat] = t[lat] / 1e3
     return t
 
@@ -262,6 +263,14 @@ def test_an_unmeasured_combination_with_low_confidence_is_flagged_and_its_ttft_f
         assert any("confidence below 0.2" in w.value for w in at.warning)
     at16 = table.set_index("batch_size").loc[16.0]
     assert 0 < at16["pred_ttft_s"] < at16["pred_e2e_latency_s"]
+    # the TTFT's physical floor: 16 prompts of 64 tokens on the H200, or one read of the weights
+    roof = physics.roofline(pd.DataFrame([{**{k: link[k] for k in ("hardware", "model", "framework")},
+                                           "device_count": 1, "input_len_tok": 64.0, "output_len_tok": 64.0,
+                                           "batch_size": 16.0}])).iloc[0]
+    assert at16["ttft_floor_s"] == pytest.approx(roof["ttft_s_min"])
+    assert at16["ttft_floor_s"] == pytest.approx(max(roof["prefill_s_min"], roof["weight_bytes"] / roof["mem_bw_bps"]))
+    ttft_help = next(m.help for m in at.metric if m.label == "TTFT")
+    assert f"Physical floor: {W.seconds(at16['ttft_floor_s'])}" in ttft_help
     assert not [w.value for w in at.warning if "exceeds the predicted end-to-end latency" in w.value]
     # Tiles: compact where large, and the bound has its unit.
     metrics = {m.label: m.value for m in at.metric}
@@ -280,6 +289,7 @@ def test_the_predictions_table_has_labels_units_and_precision() -> None:
     assert config["pred_throughput_tok_s"]["type_config"]["format"] == "%,.1f"
     assert config["confidence"]["type_config"]["format"] == "%.2f"
     assert config["pred_e2e_latency_s"]["label"] == "E2E latency (ms)"  # as the tiles show latencies
+    assert config["ttft_floor_s"]["label"] == "TTFT floor (ms)"
     v = frame.value  # milliseconds: Little's law in seconds, times 1,000
     np.testing.assert_allclose(v["pred_e2e_latency_s"],
                                1e3 * v["batch_size"] * v["output_len_tok"] / v["pred_throughput_tok_s"], rtol=1e-6)

@@ -595,8 +595,8 @@ def seconds(v: float) -> str:
 
 TABLE_ORDER = ("batch_size", "pred_throughput_tok_s", "pred_lower", "pred_upper", "confidence", "in_domain",
                "roofline_tok_s", "pred_total_throughput_tok_s", "pred_e2e_latency_s", "pred_e2e_lower_s",
-               "pred_e2e_upper_s", "pred_ttft_s", "pred_ttft_lower_s", "pred_ttft_upper_s", "pred_tpot_s",
-               "kv_fit_batch")
+               "pred_e2e_upper_s", "pred_ttft_s", "pred_ttft_lower_s", "pred_ttft_upper_s", "ttft_floor_s",
+               "pred_tpot_s", "kv_fit_batch")
 """Columns of the predictions table as the page shows them (the point's own columns are the inputs above; the
 CSV download has every column)."""
 
@@ -634,6 +634,8 @@ def table_config(level: float) -> dict[str, Any]:
         "pred_ttft_s": sec("TTFT", "Time to first token."),
         "pred_ttft_lower_s": sec("TTFT low", f"Low end of the {band} of TTFT."),
         "pred_ttft_upper_s": sec("TTFT high", f"High end of the {band} of TTFT."),
+        "ttft_floor_s": sec("TTFT floor", "The shortest TTFT physics allows: the prompts' FLOPs at peak, or "
+                            "one read of the weights, whichever is longer (catalogs)."),
         "pred_tpot_s": sec("TPOT", "Time per output token after the first."),
         "kv_fit_batch": cc.NumberColumn("KV-cache-full batch", format="%,.0f",
                                         help="The largest batch whose KV cache at full length fits in memory."),
@@ -644,7 +646,7 @@ def display_table(table: pd.DataFrame) -> pd.DataFrame:
     """The predictions table as the page shows it: latencies in milliseconds (the CSV keeps seconds)."""
     out = table.copy()
     for c in out.columns:
-        if c.startswith("pred_") and c.endswith("_s") and not c.endswith("_tok_s"):  # seconds, not tok/s
+        if (c.startswith("pred_") or c == "ttft_floor_s") and c.endswith("_s") and not c.endswith("_tok_s"):
             out[c] = out[c] * 1e3
     return out
 
