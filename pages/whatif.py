@@ -44,6 +44,7 @@ model_options = list(dict.fromkeys([*sorted(runs.get("model", []).dropna().astyp
 fw_options = sorted(runs.get("framework", []).dropna().astype(str).unique().tolist()) or ["vllm"]
 for msg in W.settle_link(defaults, {"hardware": hw_options, "model": model_options}):
     st.warning(msg, icon=":material/link_off:")
+W.widen_range_to_link_batch()
 if st.session_state.get(K["framework"]) not in fw_options:
     fw_options.append(str(st.session_state.get(K["framework"]) or fw_options[0]))
 

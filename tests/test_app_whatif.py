@@ -178,6 +178,12 @@ def test_a_link_batch_off_the_grid_is_shown_and_one_outside_the_range_is_named()
     at.number_input(key=K["batch_max"]).set_value(64).run()
     _no_exception(at)
     assert at.session_state[K["batch_size"]] == 64 and not [w for w in at.warning if "batch range" in w.value]
+    # A link naming a batch but no range: the dataset's default range widens to take it in, no warning.
+    at = _whatif(dataset=ds, batch="4096")
+    _no_exception(at)
+    assert not [w for w in at.warning if "batch range" in w.value]
+    assert at.session_state[K["batch_size"]] == 4096 and at.number_input(key=K["batch_max"]).value == 4096
+    assert at.query_params["batch_max"] in ("4096", ["4096"])
 
 
 def _page(**query: str) -> AppTest:

@@ -38,6 +38,7 @@ __all__ = [
     "restore_from_link",
     "apply_defaults",
     "settle_link",
+    "widen_range_to_link_batch",
     "choice_label",
     "write_link",
     "inputs",
@@ -84,6 +85,7 @@ _LINK_BAD = P + "link_bad"  # name -> (raw, why) of link values that could not b
 _CHECKED = P + "link_checked"
 _DEFAULTS_FOR = P + "defaults_for"
 _LINK_BATCH = P + "link_batch"  # the batch a link asked for, until the page has placed it
+_LINK_RANGE = P + "link_range"  # the link named batch_min or batch_max (its batch range is the user's)
 _FIRST_DATASET = "\0first"  # _DEFAULTS_FOR of a link that names no dataset: the first one selected
 
 
@@ -146,6 +148,8 @@ def restore_from_link() -> list[str]:
             found = True
             if name == "batch_size":
                 st.session_state[_LINK_BATCH] = st.session_state[KEYS[name]]
+            if name in ("batch_min", "batch_max"):
+                st.session_state[_LINK_RANGE] = True
         except ValueError as exc:
             bad[name] = (str(raw), str(exc))
     if bad:
@@ -207,6 +211,24 @@ def _shown(name: str, v: Any) -> str:
     if name == "log_x":
         return "1 (log batch axis)" if v else "0 (linear batch axis)"
     return f"{float(v):g}" if isinstance(v, (int, float)) else str(v)
+
+
+def widen_range_to_link_batch() -> None:
+    """A link that names a batch but no batch range: widen the dataset's default range to take it in.
+
+    ``/whatif?...&batch=64`` on a dataset whose default range is 1-16 showed batch 16 with a warning that
+    64 lay outside the range, a range the link never asked for. Where the link names ``batch_min`` or
+    ``batch_max`` that range is the user's and :func:`place_batch` keeps it (and says so). Run after
+    :func:`apply_defaults`, before the widgets are drawn.
+    """
+    b = st.session_state.get(_LINK_BATCH)
+    if b is None or st.session_state.get(_LINK_RANGE):
+        return
+    lo, hi = st.session_state.get(KEYS["batch_min"]), st.session_state.get(KEYS["batch_max"])
+    if isinstance(lo, (int, float)) and b < lo:
+        st.session_state[KEYS["batch_min"]] = float(b)
+    if isinstance(hi, (int, float)) and b > hi:
+        st.session_state[KEYS["batch_max"]] = float(b)
 
 
 def settle_link(defaults: Mapping[str, Any], options: Mapping[str, Sequence[str]]) -> list[str]:
