@@ -78,7 +78,12 @@ Knees
     ``b90`` / ``b95`` are the batch sizes where the curve reaches 90% / 95% of
     its plateau: of ``c`` for the exponential (analytic, may lie beyond the
     measured range: see ``plateau_reached`` and ``plateau_extrapolated``), of the
-    highest fitted value over the measured range for the piecewise shape.
+    highest fitted value over the measured range for the piecewise shape (solved
+    exactly: the curve is linear in log2(batch) between breakpoints, so the first
+    segment reaching the target gives the batch in closed form). With the
+    bootstrap, each replicate's b90 / b95 follow the same definition (of that
+    replicate's own highest value over the measured range), which gives their
+    percentile intervals for both shapes.
     A log-linear curve has no plateau, and no knee, b90 or b95 is reported for it:
     normalised to [0, 1] it is ``log(B / B_min) / log(B_max / B_min)`` whatever its
     parameters, so its Kneedle point would be a property of the measured batch
@@ -543,26 +548,10 @@ class CurveFit:
         if self._boot is None or len(self._boot) == 0:
             nan = np.full(x.shape, np.nan)
             return nan, nan.copy()
-        if self.shape == "piecewise":
-            curves = self._boot_curves_piecewise(x)
-        else:
-            curves = _curve_matrix(self.shape, self._boot, x)
+        curves = _curve_matrix(self.shape, self._boot, x)
         q = (1 - lvl) / 2
         lo, hi = np.nanquantile(curves, [q, 1 - q], axis=0)
         return lo, hi
-
-    def _boot_curves_piecewise(self, x: np.ndarray) -> np.ndarray:
-        assert self._boot is not None
-        # replicate rows: [coef..., knot_log2...] padded with NaN knots
-        k = (self._boot.shape[1] - 2) // 2
-        out = np.empty((len(self._boot), len(x)))
-        u = np.log2(x)
-        for i, row in enumerate(self._boot):
-            coef = row[: 2 + k]
-            knots = row[2 + k:]
-            d = _pw_design(u, [t if np.isfinite(t) else 1e9 for t in knots])
-            out[i] = d @ np.nan_to_num(coef)
-        return out
 
     def as_row(self) -> dict[str, Any]:
         """One flat dict for the fits table (see :func:`fit_curves` for the columns).
@@ -1293,7 +1282,64 @@ def _curve_matrix(shape: str, boot: np.ndarray, grid: np.ndarray) -> np.ndarray:
         return boot[:, 2:3] - boot[:, 0:1] * np.exp(-boot[:, 1:2] * g)
     if shape == "loglin":
         return boot[:, 0:1] + boot[:, 1:2] * np.log2(g)
+    if shape == "piecewise":
+        return _pw_rows_at(boot, np.log2(g))
     return np.full((len(boot), g.shape[1]), np.nan)
+
+
+def _pw_row(params: Mapping[str, float]) -> np.ndarray:
+    """A piecewise fit's parameters as one row of the replicate layout (see :func:`_pw_rows_at`)."""
+    k = sum(1 for n in params if n.startswith("break_"))
+    slopes = [params[f"slope_{i + 1}"] for i in range(k + 1)]
+    return np.array([[params["intercept"], slopes[0], *np.diff(slopes),
+                      *np.log2([params[f"break_{i + 1}"] for i in range(k)])]], dtype=float)
+
+
+def _pw_rows_at(rows: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Piecewise curves at log2 batches ``u`` ((m,) shared, or (r, m) one row per curve).
+
+    ``rows`` (r, 2 + 2k) holds per curve ``[intercept, slope_1, slope change at each breakpoint..., breakpoint
+    log2 batches...]`` (the stored bootstrap replicates, in tok/s); a NaN breakpoint (a replicate with fewer
+    breakpoints) changes nothing.
+    """
+    k = (rows.shape[1] - 2) // 2
+    uu = np.atleast_2d(u)
+    coef = np.nan_to_num(rows[:, : 2 + k])
+    out = coef[:, 0:1] + coef[:, 1:2] * uu
+    for j in range(k):
+        t = rows[:, 2 + k + j: 3 + k + j]
+        out = out + np.where(np.isfinite(t), coef[:, 2 + j: 3 + j] * np.maximum(uu - np.nan_to_num(t), 0.0), 0.0)
+    return out
+
+
+def _pw_batch_at_fraction(rows: np.ndarray, batch_min: float, batch_max: float,
+                          fractions: Sequence[float]) -> np.ndarray:
+    """Smallest batch in [batch_min, batch_max] where each piecewise curve reaches ``fraction`` of its highest
+    value over that range, exactly.
+
+    The curve is linear in log2(batch) between the range's ends and the breakpoints inside it, so its highest
+    value is at one of these nodes, and the first segment that reaches the target is solved in closed form
+    (``u = u0 + (target - v0) / (v1 - v0) * (u1 - u0)``). Returns shape (len(fractions), r); NaN where the
+    highest value is not positive (no plateau to take a fraction of).
+    """
+    k = (rows.shape[1] - 2) // 2
+    u_lo, u_hi = math.log2(batch_min), math.log2(batch_max)
+    knots = np.clip(np.where(np.isfinite(rows[:, 2 + k:]), rows[:, 2 + k:], u_hi), u_lo, u_hi)
+    nodes = np.sort(np.column_stack([np.full(len(rows), u_lo), knots, np.full(len(rows), u_hi)]), axis=1)
+    vals = _pw_rows_at(rows, nodes)
+    top = np.max(vals, axis=1)
+    ok = np.isfinite(top) & (top > 0)
+    r = np.arange(len(rows))
+    out = np.full((len(fractions), len(rows)), np.nan)
+    for f, frac in enumerate(fractions):
+        target = frac * top
+        i = np.argmax(vals >= target[:, None], axis=1)  # the node at the top always qualifies
+        j = np.maximum(i - 1, 0)
+        v0, v1, u0, u1 = vals[r, j], vals[r, i], nodes[r, j], nodes[r, i]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            at = np.where(i == 0, u_lo, u0 + np.clip((target - v0) / (v1 - v0), 0.0, 1.0) * (u1 - u0))
+        out[f] = np.where(ok, np.exp2(at), np.nan)
+    return out
 
 
 def _interval(vals: np.ndarray, q_lo: float, q_hi: float) -> tuple[float, float]:
@@ -1355,19 +1401,14 @@ def _fractions(shape: str, params: Mapping[str, float], grid: np.ndarray, boot: 
         ci95 = _interval(exp_batch_at_fraction(boot[:, 0], boot[:, 1], boot[:, 2], 0.95), q_lo, q_hi)
         return b90, b95, ci90, ci95
 
-    def first_reach(curves: np.ndarray, frac: float) -> np.ndarray:
-        top = np.max(curves, axis=1, keepdims=True)
-        hit = curves >= frac * top
-        idx = np.argmax(hit, axis=1)
-        return np.where(hit.any(axis=1), grid[idx], np.nan)
-
-    curve = _evaluate(shape, params, grid)[None, :]
-    b90 = float(first_reach(curve, 0.90)[0])
-    b95 = float(first_reach(curve, 0.95)[0])
+    # piecewise: of the highest value over the measured range, solved exactly on the segment that reaches it
+    # (a grid search confined b90/b95 to steps of 1/255 of the range); the same definition for each replicate
+    lo, hi = float(grid[0]), float(grid[-1])
+    b90, b95 = (float(v) for v in _pw_batch_at_fraction(_pw_row(params), lo, hi, (0.90, 0.95))[:, 0])
     if boot is None:
         return b90, b95, nan2, nan2
-    cm = _curve_matrix(shape, boot, grid)
-    return b90, b95, _interval(first_reach(cm, 0.90), q_lo, q_hi), _interval(first_reach(cm, 0.95), q_lo, q_hi)
+    r90, r95 = _pw_batch_at_fraction(boot, lo, hi, (0.90, 0.95))
+    return b90, b95, _interval(r90, q_lo, q_hi), _interval(r95, q_lo, q_hi)
 
 
 # --------------------------------------------------------------------------- many curves

@@ -120,6 +120,46 @@ def test_piecewise_main_knee_with_5pct_noise() -> None:
     assert hits >= 8
 
 
+# 100 + 200 u up to u = log2(64) = 6 (1300), + 80 u up to u = 8 (1460, the highest value), then - 20 u
+PW_TRUE = (100.0, [200.0, 80.0, -20.0], [64.0, 256.0])
+PW_B90, PW_B95 = 2.0 ** (6 + (0.90 * 1460 - 1300) / 80), 2.0 ** (6 + (0.95 * 1460 - 1300) / 80)
+
+
+def test_piecewise_b90_b95_exact_between_grid_points() -> None:
+    # Guards b90/b95 of a piecewise curve taken as the first of 256 grid points (uniform in batch, a step of
+    # 4 batches from 1 to 1024) reaching the target: 72.3 read as 73.2, 2 % off. The curve is linear in log2 batch
+    # between breakpoints, so the batch is exact; the plateau is the highest value in range (at the breakpoint 256,
+    # not the end of the range).
+    b = np.repeat(PW_GRID, 2)
+    fit = fit_curve(b, piecewise_loglinear(b, *PW_TRUE), shape="piecewise", intervals="none")
+    assert fit.shape == "piecewise" and fit.params["break_1"] == 64 and fit.params["break_2"] == 256
+    assert fit.b90 == pytest.approx(PW_B90, rel=1e-6)
+    assert fit.b95 == pytest.approx(PW_B95, rel=1e-6)
+    # first segment, and a curve already at the target at the smallest batch
+    rising = fit_curve(b, piecewise_loglinear(b, 0.0, [100.0, 1.0], [512.0]), shape="piecewise", intervals="none")
+    assert rising.b90 == pytest.approx(2.0 ** ((0.9 * 901 - 0) / 100), rel=1e-6)
+    flat = fit_curve(b, piecewise_loglinear(b, 1000.0, [10.0, 0.0], [4.0]), shape="piecewise", intervals="none")
+    assert flat.b90 == 1.0 and flat.b95 == 1.0
+
+
+def test_piecewise_b90_b95_have_bootstrap_intervals() -> None:
+    # Guards piecewise fits with NaN b90/b95 intervals (the replicate curves existed for the band, but not for
+    # b90/b95): each replicate's b90 is that replicate's own 90 % of its own highest value over the range.
+    b = np.repeat(PW_GRID, 3)
+    covered = 0
+    for seed in range(5):
+        y = piecewise_loglinear(b, *PW_TRUE) * (1 + 0.03 * np.random.default_rng(seed).standard_normal(len(b)))
+        fit = fit_curve(b, y, shape="piecewise", seed=seed)
+        for v, (lo, hi) in ((fit.b90, fit.b90_ci), (fit.b95, fit.b95_ci)):
+            assert np.isfinite(lo) and np.isfinite(hi) and lo <= v <= hi and hi > lo
+        covered += (fit.b90_ci[0] <= PW_B90 <= fit.b90_ci[1]) + (fit.b95_ci[0] <= PW_B95 <= fit.b95_ci[1])
+    assert covered >= 8
+    # the band and the intervals come from the same replicate curves
+    x = np.array([1.0, PW_B90, 1024.0])
+    lo, hi = fit.band(x)
+    assert np.all(lo <= fit.predict(x) + 1e-6) and np.all(fit.predict(x) <= hi + 1e-6)
+
+
 def test_auto_prefers_exponential_on_exponential_data() -> None:
     # Guards a shape criterion biased towards the flexible piecewise form.
     shapes = [fit_curve(B3, noisy_exp(9000, 0.03, 10000, 0.05, s), intervals="none").shape for s in range(10)]

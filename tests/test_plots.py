@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -152,6 +154,22 @@ def test_fits_summary_and_poor_fits() -> None:
     assert review["configuration"].tolist() == ["a100"] and review["reason"].tolist() == ["failed"]
     assert "not enough" in review["message"].iloc[0]
     assert poor_fits(summary, 1.0)["configuration"].tolist() == ["a100", "h100-sxm"]
+
+
+def test_fits_summary_shows_piecewise_b90_b95_intervals() -> None:
+    # Guards a piecewise row showing b90 "58.3" with no interval while an exponential row showed "26.2 [22.9, 31.1]".
+    from perfmodel.curves import fit_curves, piecewise_loglinear
+    from perfmodel.plots import fits_summary
+
+    b = np.repeat(2.0 ** np.arange(0, 11), 3)
+    y = piecewise_loglinear(b, 100.0, [200.0, 80.0, -20.0], [64.0, 256.0])
+    y = y * (1 + 0.03 * np.random.default_rng(0).standard_normal(len(b)))
+    runs = pd.DataFrame({"hardware": "h100-sxm", "batch_size": b, "output_throughput_tok_s": y})
+    table = fit_curves(runs, ["hardware"], shape="piecewise", n_boot=100)
+    assert table["shape"].tolist() == ["piecewise"]
+    row = fits_summary(table, ["hardware"]).iloc[0]
+    for col in ("b90", "b95"):
+        assert re.fullmatch(r"[\d.]+ \[[\d.]+, [\d.]+\]", row[col]), row[col]
 
 
 def test_kv_full_batch_per_configuration() -> None:
