@@ -78,6 +78,17 @@ if len(suspects):
                    "step at peak bandwidth) points to a unit error, a mislabelled device or a miscounted batch. "
                    "They are left out of training by default (What-if page: 'Keep suspect points').")
         st.dataframe(suspects, hide_index=True, key="data.suspects")
+fast_ttft = whatif_ui.fast_ttft_runs(home, selected, stamp)
+if len(fast_ttft):
+    with st.expander(f"{len(fast_ttft):,} run(s) with a TTFT shorter than physics allows",
+                     icon=":material/report:"):
+        st.caption("A time to first token below the prompts' FLOPs at peak rate (or one read of the weights, "
+                   "whichever is longer) points to a client that timed the response headers, a prompt cache that "
+                   "skipped the prefill or a miscounted batch. The TTFT model leaves them out of training by "
+                   "default (What-if page: 'Keep suspect points').")
+        st.dataframe(fast_ttft, hide_index=True, key="data.fast_ttft",
+                     column_config={"ttft_s": st.column_config.NumberColumn("TTFT (s)", format="%.4g"),
+                                    "ttft_floor_s": st.column_config.NumberColumn("TTFT floor (s)", format="%.4g")})
 
 chart_tab, runs_tab, issues_tab = st.tabs(["Chart", "Runs", f"Issues ({len(issues):,})"])
 with chart_tab:

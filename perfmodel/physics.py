@@ -51,6 +51,7 @@ __all__ = [
     "model_specs",
     "roofline",
     "flag_suspect",
+    "flag_fast_ttft",
     "SUSPECT_BASES",
 ]
 
@@ -499,3 +500,42 @@ def flag_suspect(runs: pd.DataFrame, *, tolerance: float = 1.0, basis: str = "we
                / (b["active_params"] * b["dtype_bytes"]))
     flag = (y > tolerance * lim).fillna(False) & lim.notna()
     return flag.astype(bool).rename("suspect")
+
+
+def flag_fast_ttft(runs: pd.DataFrame, *, tolerance: float = 1.0, bounds: pd.DataFrame | None = None) -> pd.Series:
+    """Flag measured times to first token shorter than physics allows (:func:`roofline`'s ``ttft_s_min``).
+
+    No prefill of ``batch x input length`` prompt tokens finishes before its FLOPs at the devices' peak
+    rate, nor before one read of the weights: a TTFT below that floor is a data problem (a client that
+    timed the response headers, a prompt cache that skipped the prefill, a miscounted batch), and the TTFT
+    model leaves such rows out of training unless told to keep suspect points. Rows without a measured
+    ``ttft_s`` or without a floor (catalog figure unknown) are not flagged. The 30 published TTFTs of
+    LLM-Inference-Bench and every bundled sample run lie above it (1.2x and 1.5x at the closest).
+
+    Parameters
+    ----------
+    runs
+        Runs table with the columns :func:`roofline` needs and, where measured, ``ttft_s``.
+    tolerance
+        Factor on the floor (> 0); 1.0 flags anything below it, 0.9 allows 10 % slack.
+    bounds
+        Pre-computed ``roofline(runs)``.
+
+    Returns
+    -------
+    pandas.Series
+        bool, index aligned with ``runs``, named ``suspect_ttft``.
+
+    Raises
+    ------
+    PerfmodelError
+        ``tolerance`` is not a positive number.
+    """
+    if not (isinstance(tolerance, (int, float)) and math.isfinite(tolerance) and tolerance > 0):
+        raise PerfmodelError(f"tolerance must be a positive number, got {tolerance!r}")
+    if "ttft_s" not in runs.columns or len(runs) == 0:
+        return pd.Series(False, index=runs.index, name="suspect_ttft", dtype=bool)
+    floor = (bounds if bounds is not None else roofline(runs))["ttft_s_min"].astype("float64")
+    t = pd.to_numeric(runs["ttft_s"], errors="coerce").astype("float64")
+    flag = (t < tolerance * floor).fillna(False) & floor.notna() & (t > 0)
+    return flag.astype(bool).rename("suspect_ttft")

@@ -88,6 +88,8 @@ def suspect_dataset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         "hardware": "h100-sxm", "device_count": 1, "framework": "vllm", "model": "llama-3-8b",
         "input_len_tok": 512.0, "output_len_tok": 128.0, "load_kind": "static_batch",
         "batch_size": [1.0, 4.0, 8.0, 16.0], "output_throughput_tok_s": [90.0, 300.0, 3000.0, 900.0],
+        # 16 prompts of 512 tokens take at least 2 x 8.03e9 x 8,192 / 989.5e12 = 0.133 s: 1 ms is impossible
+        "ttft_s": [0.05, 0.2, 0.4, 0.001],
         "repeat_idx": 0, "source_format": "synthetic", "source_file": "s.csv", "source_row": range(1, 5)},
     ).to_csv(src, index=False)
     import_files([src], format="canonical", store=Store())

@@ -331,6 +331,12 @@ def test_data_page_lists_suspect_runs(suspect_dataset: None) -> None:
     table = exp[0].dataframe[0].value
     assert table["batch_size"].tolist() == [8.0] and table["output_throughput_tok_s"].tolist() == [3000.0]
     assert abs(float(table["bound_tok_s"].iloc[0]) - 1669) < 20
+    # and a TTFT of 1 ms for 16 prompts of 512 tokens, below the 133 ms their FLOPs take at the H100's peak
+    fast = [e for e in at.expander if "TTFT shorter than physics allows" in e.label]
+    assert len(fast) == 1 and fast[0].label.startswith("1 run(s)")
+    t = fast[0].dataframe[0].value
+    assert t["batch_size"].tolist() == [16.0] and t["ttft_s"].tolist() == [0.001]
+    assert abs(float(t["ttft_floor_s"].iloc[0]) - 2 * 8.03e9 * 8192 / 989.5e12) < 1e-3
 
 
 def test_dataset_table_lists_each_format_once() -> None:

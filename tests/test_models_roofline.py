@@ -888,6 +888,21 @@ def test_the_ttft_floor_is_physics_ttft_s_min() -> None:
     assert np.isfinite(got).all()
 
 
+def test_ttfts_below_the_floor_stay_out_of_the_ttft_model_unless_suspect_points_are_kept() -> None:
+    df = _synthetic()
+    df["ttft_s"] = 3.0 * physics.roofline(df)["ttft_s_min"].to_numpy()
+    df.loc[df.index[:30], "ttft_s"] = 1e-6  # impossible: a client that timed the response headers
+    n_ok = int((~physics.flag_fast_ttft(df)).sum())
+    assert n_ok == len(df) - 30
+    m = RooflineGBM(n_estimators=40, calibration_folds=0).fit(df)
+    assert len(m.ttft_scores_["row"]) == n_ok
+    q = df.drop(columns=["output_throughput_tok_s", "ttft_s"]).iloc[:30]
+    np.testing.assert_allclose(m.predict_ttft(q) / (3.0 * physics.roofline(q)["ttft_s_min"].to_numpy()), 1.0,
+                               rtol=0.1)
+    kept = RooflineGBM(n_estimators=40, calibration_folds=0, keep_suspect=True).fit(df)
+    assert len(kept.ttft_scores_["row"]) == len(df)
+
+
 def test_a_model_saved_before_the_ttft_floor_answers_as_it_did(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import perfmodel.models.roofline_gbm as rg
 
@@ -932,7 +947,7 @@ def test_ttft_band_covers_configurations_nobody_measured(tmp_path) -> None:  # t
     df["ttft_s"] = df.batch_size * df.input_len_tok * size / rate * np.exp(rng.normal(0, 0.10, len(df)))
     train, test = df[df.model != "llama-2-7b"], df[df.model == "llama-2-7b"]
     m = RooflineGBM(n_estimators=100, calibration_folds=0).fit(train)
-    n = train.ttft_s.notna().sum()
+    n = int((train.ttft_s.notna() & ~physics.flag_fast_ttft(train)).sum())  # rows below the floor stay out
     assert {k: len(v) for k, v in m.ttft_scores_.items()} == {"row": n, "config": n}
     assert all(v == sorted(v) for v in m.ttft_scores_.values())
     q = test.drop(columns=["output_throughput_tok_s", "ttft_s"])

@@ -109,6 +109,17 @@ def test_ttft_floor_is_the_longer_of_the_prefill_and_one_weight_read() -> None:
     assert long["ttft_s_min"] == pytest.approx(long["prefill_s_min"]) and long["prefill_s_min"] > 8.03e9 * 2 / 3350e9
 
 
+def test_a_ttft_below_the_floor_is_flagged_and_rows_without_one_are_not() -> None:
+    rows = pd.concat([_row(batch_size=16.0, input_len_tok=512.0, ttft_s=t) for t in (0.001, 0.2, float("nan"))]
+                     + [_row(hardware="sn40l", device_count=8, ttft_s=1e-6)], ignore_index=True)
+    # SN40L has no bandwidth in the catalog, but its compute alone gives a floor
+    assert physics.flag_fast_ttft(rows).tolist() == [True, False, False, True]
+    assert physics.flag_fast_ttft(rows, tolerance=0.001).tolist() == [False, False, False, False]
+    assert not physics.flag_fast_ttft(_row()).any()  # no ttft_s column: nothing to flag
+    with pytest.raises(PerfmodelError, match="tolerance"):
+        physics.flag_fast_ttft(rows, tolerance=0)
+
+
 def test_unknown_hardware_names_row_and_column() -> None:
     df = pd.concat([_row(), _row(hardware="warp-drive-9000")], ignore_index=True)
     with pytest.raises(UnknownNameError) as e:

@@ -1095,7 +1095,8 @@ class RooflineGBM(Predictor):
         model that does not see hardware identity or catalog figures (only the roofline and
         the software platform), instead of the main model.
     keep_suspect
-        Keep training rows that beat the physical bound (:func:`perfmodel.physics.flag_suspect`).
+        Keep training rows that beat the physical bound (:func:`perfmodel.physics.flag_suspect`), and
+        TTFTs below the TTFT floor in the TTFT model's (:func:`perfmodel.physics.flag_fast_ttft`).
     calibration_folds
         Folds of the random-row and configuration calibration schemes (models: at most 3;
         hardware and frameworks: one fold each up to 10 of them); 0 disables the bands (NaN)
@@ -1492,7 +1493,9 @@ class RooflineGBM(Predictor):
         FLOPs at peak rate, or reading the weights once, whichever is longer), on the efficiency model's
         features less the accelerator's figures (:meth:`_ttft_columns`), so it scales with the prefill as
         the roofline does and learns each accelerator's and engine's prefill efficiency (and, under a
-        concurrency load, the queueing). Rows whose floor the catalog cannot give are left out.
+        concurrency load, the queueing). Rows whose floor the catalog cannot give are left out, and so
+        are TTFTs below it (a data problem, :func:`perfmodel.physics.flag_fast_ttft`) unless
+        ``keep_suspect``.
 
         Models saved before 2026-12-01 learnt log TTFT per prompt token prefilled (``batch x input
         length``); they still load and answer as they did (``ttft_basis_`` ``"prefill_tokens"``). That
@@ -1517,6 +1520,8 @@ class RooflineGBM(Predictor):
         rounds = max(self.n_estimators // 2, 1)
         base = self._log_ttft_base(data, _TTFT_BASIS)
         ok = ok[np.isfinite(base[ok])]
+        if not self.keep_suspect:  # a TTFT below the physical floor is a data problem, not a platform's speed
+            ok = ok[t[ok] >= np.exp(self._log_ttft_floor(data.iloc[ok]))]
         if len(ok) < 20:
             return None, {}
         x, target = mat[np.ix_(ok, self._ttft_columns(_TTFT_BASIS))], np.log(t[ok]) - base[ok]

@@ -57,6 +57,7 @@ __all__ = [
     "figure",
     "result_csv",
     "suspect_runs",
+    "fast_ttft_runs",
     "curves_with_suspects",
 ]
 
@@ -681,6 +682,35 @@ def figure(res: W.WhatIfResult, log_x: bool) -> go.Figure:
 def result_csv(res: W.WhatIfResult) -> bytes:
     """The prediction table as CSV bytes (for the download button)."""
     return res.table.to_csv(index=False).encode()
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def fast_ttft_runs(home: str, dataset_id: str, stamp: int) -> pd.DataFrame:
+    """The runs of a dataset whose TTFT is shorter than physics allows, with the floor beside them.
+
+    Parameters
+    ----------
+    home, dataset_id, stamp
+        The dataset.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The runs :func:`perfmodel.physics.flag_fast_ttft` flags (identity columns, lengths, batch, ``ttft_s``)
+        and ``ttft_floor_s`` (:func:`perfmodel.physics.roofline`'s ``ttft_s_min``).
+    """
+    from .. import physics
+
+    runs = cached.dataset_runs(home, dataset_id, stamp)
+    cols = [c for c in ("hardware", "model", "framework", "device_count", "input_len_tok", "output_len_tok",
+                        "batch_size", "ttft_s", "source_file", "source_row") if c in runs.columns]
+    if "ttft_s" not in runs.columns or not len(runs):
+        return pd.DataFrame(columns=[*cols, "ttft_floor_s"])
+    bounds = physics.roofline(runs)
+    flag = physics.flag_fast_ttft(runs, bounds=bounds).to_numpy(dtype=bool)
+    out = runs.loc[flag, cols].copy()
+    out["ttft_floor_s"] = bounds["ttft_s_min"].to_numpy(dtype=float)[flag]
+    return out
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
