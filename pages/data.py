@@ -70,25 +70,22 @@ fkey = ui.filters_json(filters)
 shown = ui.filtered_runs(home, selected, stamp, fkey)
 issues = ui.dataset_issues(home, selected, stamp)
 st.caption(f"{len(shown):,} of {len(runs):,} runs match the filters.")
-suspects = whatif_ui.suspect_runs(home, selected, stamp)
-if len(suspects):
-    with st.expander(f"{len(suspects):,} suspect run(s): faster than the physical bound",
-                     icon=":material/report:"):
-        st.caption("Output throughput above batch x memory bandwidth / weight bytes (reading the weights once per "
-                   "step at peak bandwidth) points to a unit error, a mislabelled device or a miscounted batch. "
-                   "They are left out of training by default (What-if page: 'Keep suspect points').")
-        st.dataframe(suspects, hide_index=True, key="data.suspects")
-fast_ttft = whatif_ui.fast_ttft_runs(home, selected, stamp)
-if len(fast_ttft):
-    with st.expander(f"{len(fast_ttft):,} run(s) with a TTFT shorter than physics allows",
-                     icon=":material/report:"):
-        st.caption("A time to first token below the prompts' FLOPs at peak rate (or one read of the weights, "
-                   "whichever is longer) points to a client that timed the response headers, a prompt cache that "
-                   "skipped the prefill or a miscounted batch. The TTFT model leaves them out of training by "
-                   "default (What-if page: 'Keep suspect points').")
-        st.dataframe(fast_ttft, hide_index=True, key="data.fast_ttft",
-                     column_config={"ttft_s": st.column_config.NumberColumn("TTFT (s)", format="%.4g"),
-                                    "ttft_floor_s": st.column_config.NumberColumn("TTFT floor (s)", format="%.4g")})
+KEEP = " by default (What-if page: 'Keep suspect points')."
+for flagged, label, why, key, config in (
+        (whatif_ui.suspect_runs(home, selected, stamp), "suspect run(s): faster than the physical bound",
+         "Output throughput above batch x memory bandwidth / weight bytes (reading the weights once per step at "
+         "peak bandwidth) points to a unit error, a mislabelled device or a miscounted batch. They are left out of "
+         "training", "data.suspects", {}),
+        (whatif_ui.fast_ttft_runs(home, selected, stamp), "run(s) with a TTFT shorter than physics allows",
+         "A time to first token below the prompts' FLOPs at peak rate (or one read of the weights, whichever is "
+         "longer) points to a client that timed the response headers, a prompt cache that skipped the prefill or "
+         "a miscounted batch. The TTFT model leaves them out of its training", "data.fast_ttft",
+         {"ttft_s": st.column_config.NumberColumn("TTFT (s)", format="%.4g"),
+          "ttft_floor_s": st.column_config.NumberColumn("TTFT floor (s)", format="%.4g")})):
+    if len(flagged):
+        with st.expander(f"{len(flagged):,} {label}", icon=":material/report:"):
+            st.caption(why + KEEP)
+            st.dataframe(flagged, hide_index=True, key=key, column_config=config)
 
 chart_tab, runs_tab, issues_tab = st.tabs(["Chart", "Runs", f"Issues ({len(issues):,})"])
 with chart_tab:

@@ -684,6 +684,12 @@ def result_csv(res: W.WhatIfResult) -> bytes:
     return res.table.to_csv(index=False).encode()
 
 
+def _flagged_columns(runs: pd.DataFrame, measured: str) -> list[str]:
+    """The columns a table of flagged runs shows: what the run was, the ``measured`` value flagged, where from."""
+    return [c for c in ("hardware", "model", "framework", "device_count", "input_len_tok", "output_len_tok",
+                        "batch_size", measured, "source_file", "source_row") if c in runs.columns]
+
+
 @st.cache_data(show_spinner=False, max_entries=32)
 def fast_ttft_runs(home: str, dataset_id: str, stamp: int) -> pd.DataFrame:
     """The runs of a dataset whose TTFT is shorter than physics allows, with the floor beside them.
@@ -702,8 +708,7 @@ def fast_ttft_runs(home: str, dataset_id: str, stamp: int) -> pd.DataFrame:
     from .. import physics
 
     runs = cached.dataset_runs(home, dataset_id, stamp)
-    cols = [c for c in ("hardware", "model", "framework", "device_count", "input_len_tok", "output_len_tok",
-                        "batch_size", "ttft_s", "source_file", "source_row") if c in runs.columns]
+    cols = _flagged_columns(runs, "ttft_s")
     if "ttft_s" not in runs.columns or not len(runs):
         return pd.DataFrame(columns=[*cols, "ttft_floor_s"])
     bounds = physics.roofline(runs)
@@ -732,8 +737,7 @@ def suspect_runs(home: str, dataset_id: str, stamp: int) -> pd.DataFrame:
 
     runs = cached.dataset_runs(home, dataset_id, stamp)
     sus = runs.loc[W.suspect_mask(runs).to_numpy(dtype=bool)]
-    cols = [c for c in ("hardware", "model", "framework", "device_count", "input_len_tok", "output_len_tok",
-                        "batch_size", "output_throughput_tok_s", "source_file", "source_row") if c in sus.columns]
+    cols = _flagged_columns(sus, "output_throughput_tok_s")
     out = sus[cols].copy()
     if len(sus):
         b = physics.roofline(sus)
