@@ -105,7 +105,7 @@ C.write_link(state)
 st.plotly_chart(C.figure(comp, shown, log_x=log_x), key=C.P + "chart")
 
 st.subheader("Per point", anchor=False)
-shown_table = table.drop(columns=["significant"])
+shown_table = C.per_point_view(table.drop(columns=["significant"]))
 cc = st.column_config
 st.dataframe(shown_table, hide_index=True, key=C.P + "table", column_config=labelled_columns(
     shown_table.columns, diff_pct=cc.NumberColumn("diff %", format="%+.1f"),
@@ -114,6 +114,8 @@ st.dataframe(shown_table, hide_index=True, key=C.P + "table", column_config=labe
                               ("diff", "B − A", "Difference of the means"),
                               ("noise_se", "noise (std. error)", "Run-to-run noise of the difference"),
                               ("std_a", "std A", "Side A's run-to-run standard deviation"),
-                              ("std_b", "std B", "Side B's run-to-run standard deviation"))}))
+                              ("std_b", "std B", "Side B's run-to-run standard deviation"))},
+    n_a=cc.NumberColumn("repeats A", help="Side A's runs at this point"),
+    n_b=cc.NumberColumn("repeats B", help="Side B's runs at this point")))
 st.download_button("Download the comparison (CSV)", table.to_csv(index=False), file_name="comparison.csv",
                    mime="text/csv", icon=":material/download:", on_click="ignore")

@@ -108,3 +108,15 @@ def test_the_same_rows_on_both_sides_ask_for_two_different_sides() -> None:
     assert at.multiselect(key=KEYS["in_a"]).label == "Values (choose a column first)"
     assert any("same rows" in i.value for i in at.info)
     assert not at.get("plotly_chart") and not at.metric and not any("+0.0%" in m.value for m in at.markdown)
+
+
+def test_per_point_table_shows_the_results_before_the_keys_that_never_change() -> None:
+    # The nine key columns came first, most of them the same on every row (hardware, framework, dtypes, tp,
+    # pp): A, B, the difference and the verdict began past the right edge of a 1,500-pixel-wide window.
+    at = _local_vs_served()
+    (df,) = at.dataframe
+    cols = list(df.value.columns)
+    assert cols[:5] == ["batch_size", "mean_a", "mean_b", "diff_pct", "verdict"]
+    assert cols.index("hardware") > cols.index("std_b")  # one hardware on every row: at the end, still there
+    config = json.loads(df.proto.columns)
+    assert config["n_a"]["label"] == "repeats A" and config["n_b"]["label"] == "repeats B"

@@ -117,3 +117,24 @@ def test_table_names_the_model_formats_numbers_and_shows_the_lengths_caveat(tmp_
     assert config["tok/s per device"]["type_config"]["format"] == "%,.0f"
     assert config["batch"]["type_config"]["format"] == "%,.0f"
     assert table.proto.placeholder == P.MISSING  # unknown prices show as a dash, not "None"
+
+
+def test_cost_columns_come_before_the_bands_and_infeasible_rows_use_the_same_headers(dataset_id: str) -> None:
+    # The cost columns were the 12th and 13th of 17, past the right edge of a 1,500-pixel window: a buyer saw
+    # batch, throughput and three device counts but no price. The rejected candidates were headed device_count.
+    at = _page("pages/planner.py")
+    at.session_state[P.KEYS["dataset"]] = dataset_id
+    at.text_area(key=P.KEYS["prices"]).set_value("h100-sxm=2")
+    at.run()
+    _ok(at)
+    table = at.dataframe[0]
+    cols = list(table.value.columns)
+    assert cols.index("USD/h") < 8 and cols.index("USD/M output tok") < 8
+    assert cols.index("devices") < cols.index("USD/h") < cols.index("devices (low)")
+    config = json.loads(table.proto.columns)
+    assert config["hardware"].get("pinned") and config["model"].get("pinned")
+    at.number_input(key=P.KEYS["e2e"]).set_value(0.01).run()
+    _ok(at)
+    assert any(m.value == "**Infeasible candidates**" for m in at.markdown)
+    bad = at.dataframe[-1].value
+    assert "devices/replica" in bad.columns and "device_count" not in bad.columns

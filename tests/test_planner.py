@@ -224,3 +224,25 @@ def test_zero_devices_is_invalid_and_an_empty_selection_says_why() -> None:
     res = plan(inputs(device_counts=[2]), synthetic_runs())
     assert res.table.empty and res.infeasible.empty
     assert "see the reasons" not in res.summary() and "no run with a batch size" in res.summary()
+
+
+def test_unreachable_slo_names_only_the_targets_missed() -> None:
+    """A reason read "best p90 e2e 880 ms > 60 s; best p90 TPOT 44.9 ms > 10 ms; best p90 TTFT 206 ms > 500 ms":
+    every target was written as missed, though only the TPOT one was."""
+    # Derived TPOT = batch / T(batch): 1 / 195 = 5.13 ms at batch 1, the best; the e2e there is 5.13 s < 60 s.
+    res = plan(inputs(slo={"e2e_s": 60, "tpot_s": 0.0001, "percentile": "p90"}), synthetic_runs())
+    reason = res.infeasible.iloc[0]["reason"]
+    assert "SLO unreachable" in reason
+    assert reason.startswith("SLO unreachable: best p90 TPOT 5.13 ms > 0.1 ms")  # the cause first: cells cut
+    assert "e2e" not in reason and "> 60 s" not in reason
+
+
+def test_unreachable_slo_when_each_target_alone_is_met() -> None:
+    # Measured p90 e2e = 0.5 * batch: only batch 1 meets 0.5 s; a TTFT falling with the batch meets 1/64 s only
+    # at batch 64. Each target alone is reachable, the two together are not.
+    runs = synthetic_runs(latency=True)
+    runs["ttft_p90_s"] = 1.0 / runs["batch_size"]  # deliberately falling with the batch
+    res = plan(inputs(slo={"e2e_s": 0.5, "ttft_s": 1 / 64, "percentile": "p90"}), runs)
+    reason = res.infeasible.iloc[0]["reason"]
+    assert "no batch meets all of them at once" in reason
+    assert ">" not in reason.split(":", 1)[1]

@@ -103,7 +103,7 @@ def test_accuracy_section_counts_the_held_out_configurations_and_says_when_they_
     text = " ".join(sec.paragraphs)
     assert "trained on 6 of the 8 configurations and scored on the other 2" in text
     assert "With 2 configurations held out these figures are rough" in text
-    assert sec.tables[0][1]["n_test"].iloc[0] == 8  # 2 configurations x 4 batches
+    assert sec.tables[0][1]["held-out points"].iloc[0] == 8  # 2 configurations x 4 batches
     # A row without a throughput (a failed run of a ninth configuration) is not scored: the counts say so.
     failed = runs.iloc[[0]].assign(input_len_tok=4096.0, output_throughput_tok_s=float("nan"))
     text = " ".join(_accuracy_section(pd.concat([runs, failed], ignore_index=True), "linear").paragraphs)
@@ -175,3 +175,46 @@ def test_attributions_name_features_in_words_beside_the_raw_name() -> None:
     assert "ii = input length" in caption
     page = render_html(Report(title="t", generated_at="now", sections=(section,)))
     assert all(H.escape(label) in page for label in imp["label"])
+
+
+def test_accuracy_and_attribution_tables_read_in_words_and_percent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hold-out table was headed n_test, median_ape_pct, p90_ape_pct, r2_log, coverage, median_rel_width
+    with coverage 1 for 100 %; the importance table mean_abs_shap and share 0.3131 for 31 %."""
+    from types import SimpleNamespace
+
+    from _predict_data import synthetic_runs as curve_runs
+
+    import perfmodel.evaluate
+    from perfmodel.report.build import _accuracy_section, _attribution_tables
+
+    scored = pd.DataFrame({"predictor": ["p"], "protocol": ["config"], "n_test": [30.0], "median_ape_pct": [29.7],
+                           "p90_ape_pct": [485.4], "r2_log": [0.79], "coverage": [0.9], "median_rel_width": [2.06]})
+    monkeypatch.setattr(perfmodel.evaluate, "evaluate", lambda *a, **k: SimpleNamespace(table=scored))
+    t = _accuracy_section(curve_runs(noise=0.03), "p").tables[0][1]
+    assert list(t.columns) == ["predictor", "held out by", "held-out points", "median error (%)",
+                               "90th-percentile error (%)", "R\u00b2 of log throughput", "inside the 90% band (%)",
+                               "median band width (% of prediction)"]
+    row = t.iloc[0]
+    assert row["held-out points"] == 30 and row["inside the 90% band (%)"] == pytest.approx(90)
+    assert row["median band width (% of prediction)"] == pytest.approx(206)
+    imp = pd.DataFrame({"feature": ["batch_size", "input_len_tok"], "kind": ["workload", "workload"],
+                        "mean_abs_shap": [0.3, 0.1], "share": [0.75, 0.25], "rank": [1, 2]})
+    shown = _attribution_tables(imp)[0][1]
+    assert list(shown.columns) == ["feature", "label", "kind", "mean |SHAP|", "share (%)", "rank"]
+    assert shown["share (%)"].tolist() == [75.0, 25.0]
+
+
+def test_next_cheapest_names_its_model_and_the_price_hint_names_both_clients() -> None:
+    # Guards: with two models on one device the summary read "1 x h200 ... perfmodel-large-llama ..." and then
+    # "Next cheapest: 1 x h200 (transformers, 1 per replica)", the same words; and a report built on the
+    # Report page told its reader to pass --price, a command-line flag.
+    runs = pd.concat([synthetic_runs(model="llama-3-8b"), synthetic_runs(model="llama-3.1-8b", noise=0.0),
+                      synthetic_runs(hardware="h200")], ignore_index=True)  # h200: no catalog price
+    runs.loc[runs["model"] == "llama-3.1-8b", "output_throughput_tok_s"] *= 0.8
+    plan = {**PLAN, "prices": {"h100-sxm": 2.0}}
+    paras = build_report(runs, dataset_name="d", plan_inputs=plan, accuracy=False,
+                         predictions=False).section("Executive summary").paragraphs
+    (alt,) = [p for p in paras if p.startswith("Next cheapest")]
+    assert "llama-3.1-8b on vllm" in alt or "llama-3-8b on vllm" in alt
+    (hint,) = [p for p in paras if "no price" in p]
+    assert "--price HW=VALUE on the command line" in hint and "Price overrides on the Planner page" in hint

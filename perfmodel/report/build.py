@@ -202,12 +202,14 @@ def _summary_section(res: PlanResult) -> Section:
         priced = t[np.isfinite(t["cost_per_m_output_tok"].astype(float))]
         if len(priced) > 1:
             alt = priced.iloc[1]
-            paras.append(f"Next cheapest: {alt['devices']} x {alt['hardware']} ({alt['framework']}, "
+            # The model too: two models on one device read as the recommendation twice without it.
+            paras.append(f"Next cheapest: {alt['devices']} x {alt['hardware']} ({alt['model']} on {alt['framework']}, "
                          f"{alt['device_count']} per replica) at {alt['cost_per_hour']:,.2f} {res.currency}/h.")
         unpriced = t[~np.isfinite(t["cost_per_m_output_tok"].astype(float))]
         if len(unpriced):
             paras.append(f"{len(unpriced)} feasible candidate(s) have no price in the catalog "
-                         f"({', '.join(sorted(set(unpriced['hardware'])))}); give one with --price HW=VALUE.")
+                         f"({', '.join(sorted(set(unpriced['hardware'])))}); give one with --price HW=VALUE on the "
+                         "command line, or under Price overrides on the Planner page.")
     paras.append(f"{len(t)} candidate(s) feasible, {len(res.infeasible)} infeasible.")
     return Section("Executive summary", paragraphs=tuple(paras))
 
@@ -356,6 +358,9 @@ def _attribution_tables(imp: pd.DataFrame) -> tuple[tuple[str, pd.DataFrame], ..
 
     imp = imp.copy()
     imp.insert(int(imp.columns.get_loc("feature")) + 1, "label", [feature_label(str(f)) for f in imp["feature"]])
+    if "share" in imp.columns:  # a fraction of the total: 31.3 (%), not 0.3131
+        imp["share"] = 100 * pd.to_numeric(imp["share"], errors="coerce")
+    imp = imp.rename(columns=_IMPORTANCE_HEADERS)
     docs = {str(f): feature_doc(str(f)) for f in imp["feature"]}
     terms = pd.DataFrame([{"feature": f, "label": feature_label(f),
                            "formula": "not a perfmodel feature" if d is None else d.formula}
@@ -411,6 +416,12 @@ def _accuracy_section(runs: pd.DataFrame, name: str) -> Section:
     cols = ["predictor", "protocol", "n_test", "median_ape_pct", "p90_ape_pct", "r2_log", "coverage",
             "median_rel_width"]
     t = ev.table[[c for c in cols if c in ev.table.columns]].copy()
+    for c in ("coverage", "median_rel_width"):  # fractions: 100 (%) inside the band, not 1
+        if c in t.columns:
+            t[c] = 100 * pd.to_numeric(t[c], errors="coerce")
+    if "n_test" in t.columns:
+        t["n_test"] = pd.to_numeric(t["n_test"], errors="coerce").round().astype("Int64")
+    t = t.rename(columns=_ACCURACY_HEADERS)
     paragraphs = [
         f"{name} trained on {n_all - n_held} of the {n_all} configurations and scored on the other {n_held} (no "
         "configuration on both sides, one seed): median and 90th-percentile absolute percentage error, R\u00b2 of "
@@ -422,6 +433,13 @@ def _accuracy_section(runs: pd.DataFrame, name: str) -> Section:
             "figure (on the command line: perfmodel evaluate DATASET --protocols config --seeds 3).")
     return Section(title, paragraphs=tuple(paragraphs), tables=(("Hold-out accuracy", t),))
 
+
+_ACCURACY_HEADERS = {"protocol": "held out by", "n_test": "held-out points", "median_ape_pct": "median error (%)",
+                     "p90_ape_pct": "90th-percentile error (%)", "r2_log": "R\u00b2 of log throughput",
+                     "coverage": "inside the 90% band (%)", "median_rel_width": "median band width (% of prediction)"}
+"""The hold-out table's headers in words (the raw names are evaluate's column names)."""
+_IMPORTANCE_HEADERS = {"mean_abs_shap": "mean |SHAP|", "share": "share (%)"}
+"""The importance table's headers in words."""
 
 _FEW_HELD_OUT = 10
 """Below this many held-out configurations the report calls its accuracy figures rough."""

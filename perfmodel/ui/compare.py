@@ -32,7 +32,7 @@ from ..plots import axis_title
 from . import cached
 
 __all__ = ["P", "KEYS", "QP", "SUBSET_COLUMNS", "NO_SUBSET", "restore_from_link", "write_link", "options_json",
-           "comparison", "table_with_verdicts", "metric_choices", "key_choices", "default_split", "same_rows", "values_label",
+           "comparison", "table_with_verdicts", "per_point_view", "metric_choices", "key_choices", "default_split", "same_rows", "values_label",
            "figure"]
 
 P = "compare."
@@ -142,6 +142,35 @@ def table_with_verdicts(comp: Comparison) -> pd.DataFrame:
     pandas.DataFrame
     """
     return comp.table.assign(verdict=noise_verdicts(comp.table))
+
+
+_RESULTS_FIRST = ("mean_a", "mean_b", "diff_pct", "verdict", "diff", "noise_se", "n_a", "n_b", "std_a", "std_b")
+
+
+def per_point_view(table: pd.DataFrame) -> pd.DataFrame:
+    """The per-point table in reading order: the key columns that tell the points apart, then A, B, the
+    difference and the verdict, then the rest; key columns equal on every point go last.
+
+    In the comparison's own order every key came first, so on a 1,500-pixel-wide window the nine key columns
+    (hardware, devices, lengths, framework, dtypes, tp, pp, most the same on every row) filled the width and
+    A, B, the difference and the verdict were all past the right edge.
+
+    Parameters
+    ----------
+    table
+        :func:`table_with_verdicts`, without ``significant``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The same columns, reordered.
+    """
+    keys = [c for c in table.columns if c in COMPARE_KEYS]
+    same = [c for c in keys if c != "batch_size" and len(table) > 1 and table[c].nunique(dropna=False) <= 1]
+    varying = [c for c in keys if c not in same]
+    results = [c for c in _RESULTS_FIRST if c in table.columns]
+    rest = [c for c in table.columns if c not in (*varying, *results, *same)]
+    return table[[*varying, *results, *rest, *same]]
 
 
 def metric_choices(runs_a: pd.DataFrame, runs_b: pd.DataFrame) -> list[str]:

@@ -12,7 +12,7 @@ from .. import planner
 from . import cached
 
 __all__ = ["KEYS", "DEFAULTS", "inputs_dict", "apply_inputs", "plan_tables", "report_html", "report_pdf",
-           "display_table", "display_column_config", "lengths_caveat", "MISSING"]
+           "display_table", "display_column_config", "infeasible_table", "lengths_caveat", "MISSING"]
 
 #: Widget keys of the Planner page (prefixed so no other page collides), in form order.
 KEYS = {
@@ -179,6 +179,10 @@ LENGTHS_HEADER = "measured at (in/out tok)"
 def display_table(table: pd.DataFrame, currency: str) -> pd.DataFrame:
     """The candidate columns a reader needs, in reading order.
 
+    What a buyer decides on (devices and cost) comes right after what the row is, before the operating point
+    and the bands: in the old order (status, lengths, batch, throughput and three device columns first) the
+    cost columns started past the right edge of a 1,500-pixel-wide window.
+
     Parameters
     ----------
     table
@@ -191,13 +195,30 @@ def display_table(table: pd.DataFrame, currency: str) -> pd.DataFrame:
     pandas.DataFrame
     """
     cols = {"hardware": "hardware", "model": "model", "framework": "framework", "device_count": "devices/replica",
-            "status": "status", "lengths": LENGTHS_HEADER, "batch_size": "batch",
-            "throughput_per_device_tok_s": "tok/s per device",
-            "devices": "devices", "devices_lo": "devices (low)", "devices_hi": "devices (high)",
-            "cost_per_hour": f"{currency}/h", "cost_per_m_output_tok": f"{currency}/M output tok",
-            "energy_j_per_output_tok": "J/output tok", "energy_basis": "energy basis", "e2e_s": "e2e s",
-            "note": "note"}
+            "lengths": LENGTHS_HEADER, "devices": "devices", "cost_per_hour": f"{currency}/h",
+            "cost_per_m_output_tok": f"{currency}/M output tok", "status": "status",
+            "throughput_per_device_tok_s": "tok/s per device", "batch_size": "batch", "e2e_s": "e2e s",
+            "devices_lo": "devices (low)", "devices_hi": "devices (high)",
+            "energy_j_per_output_tok": "J/output tok", "energy_basis": "energy basis", "note": "note"}
     return table[[c for c in cols if c in table.columns]].rename(columns=cols)
+
+
+_NO_PRICE = f"{MISSING}: no price known for this hardware (give one under Price overrides)"
+
+
+def infeasible_table(infeasible: pd.DataFrame) -> pd.DataFrame:
+    """The rejected candidates with the candidate table's headers (``devices/replica``, not ``device_count``).
+
+    Parameters
+    ----------
+    infeasible
+        :attr:`perfmodel.planner.PlanResult.infeasible`.
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    return infeasible.rename(columns={"device_count": "devices/replica"})
 
 
 def display_column_config(currency: str) -> dict[str, Any]:
@@ -215,15 +236,19 @@ def display_column_config(currency: str) -> dict[str, Any]:
     """
     num = st.column_config.NumberColumn
     return {
+        # pinned: what a row is stays in view while the table scrolls sideways to the bands and the notes
+        "hardware": st.column_config.TextColumn(pinned=True), "model": st.column_config.TextColumn(pinned=True),
         "devices/replica": num(format="%d"),
+        "devices": num(format="%,.0f", help="Devices to serve the demand plus headroom at the central throughput; "
+                                            "the band is in devices (low) and devices (high)"),
         LENGTHS_HEADER: st.column_config.TextColumn(
             help="Input/output lengths of the runs a candidate was sized from: the nearest measured lengths "
                  "when the workload's were not measured"),
         "batch": num(format="%,.0f"),
         "tok/s per device": num(format="%,.0f", help="Output tokens per second per device"),
-        "devices": num(format="%,.0f"), "devices (low)": num(format="%,.0f"), "devices (high)": num(format="%,.0f"),
-        f"{currency}/h": num(format="%,.2f", help=f"{MISSING}: no price known for this hardware"),
-        f"{currency}/M output tok": num(format="%,.3f", help=f"{MISSING}: no price known for this hardware"),
+        "devices (low)": num(format="%,.0f"), "devices (high)": num(format="%,.0f"),
+        f"{currency}/h": num(format="%,.2f", help=_NO_PRICE),
+        f"{currency}/M output tok": num(format="%,.3f", help=_NO_PRICE),
         "J/output tok": num(format="%,.3f"),
         "e2e s": num(format="%,.2f"),
     }
