@@ -1,0 +1,71 @@
+"""What LLM-Inference-Bench's llama.cpp "Batch Size" means: concurrent sequences, or one sequence?
+
+The importer reads a llama.cpp row with batch B > 1 as B concurrent sequences whose throughput the file
+gives per sequence, ``(input + output) / Latency``, and multiplies it back by B (``throughput_basis =
+"total_per_sequence"``). This script prints the evidence for and against that reading, per framework and
+batch, against the physics of :func:`perfmodel.physics.roofline`:
+
+- ``latency vs batch 1``: the median ratio of a configuration's end-to-end latency at batch B to its
+  latency at batch 1. B concurrent sequences never finish sooner than one alone does;
+- ``below e2e floor``: rows whose measured latency is shorter than the roofline's ``e2e_s_min`` for B
+  sequences (the weights and every sequence's KV cache read once per decode step at peak bandwidth);
+- ``beyond KV fit``: rows whose B full-length sequences would not fit their KV cache beside the weights
+  (:func:`perfmodel.physics.kv_fit_batch`).
+
+Under the concurrency reading, llama.cpp's latency falls to about half from batch 1 to 16 and stays flat
+to 64, and its rows at batch 32-64 finish faster than physics allows B sequences to: the signature of one
+sequence whose prompt is processed B tokens at a time (llama.cpp's ``n_batch``; at 1 the prompt is fed
+token by token, which doubles a run whose input and output lengths are equal). The other frameworks'
+latencies grow with the batch.
+
+    python benchmarks/bench_llamacpp_batch.py [--data PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from perfmodel import physics
+from perfmodel.evaluate import to_markdown
+from perfmodel.importers import read_file
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "llm-inference-bench" / "All_results.csv"
+
+
+def evidence(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per framework and batch: latency against batch 1, and the rows physics rules out."""
+    roof = physics.roofline(runs)
+    df = runs.assign(lat=runs["e2e_latency_s"].astype(float), e2e_min=roof["e2e_s_min"].to_numpy(),
+                     kv_fit=roof["kv_fit_batch"].to_numpy())
+    keys = ["hardware", "device_count", "framework", "model", "input_len_tok", "output_len_tok"]
+    one = df[df["batch_size"] == 1].groupby(keys, observed=True)["lat"].median().rename("lat1")
+    df = df.join(one, on=keys)
+    rows = []
+    for (fw, b), g in df.groupby(["framework", "batch_size"], observed=True):
+        if b not in (1, 16, 32, 64):
+            continue
+        rel = (g["lat"] / g["lat1"]).to_numpy(dtype=float)
+        rel = rel[np.isfinite(rel)]
+        rows.append({"framework": fw, "batch": int(b), "rows": len(g),
+                     "latency vs batch 1 (median)": round(float(np.median(rel)), 2) if len(rel) else np.nan,
+                     "below e2e floor": int((g["lat"] < g["e2e_min"]).sum()),
+                     "beyond KV fit": int((g["batch_size"] > g["kv_fit"]).sum())})
+    return pd.DataFrame(rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, default=DATA)
+    args = ap.parse_args()
+    runs = read_file(args.data).runs
+    print(f"{args.data.name}: {len(runs):,} rows; llama.cpp rows read as concurrent sequences "
+          f"(throughput_basis total_per_sequence): {(runs['throughput_basis'] == 'total_per_sequence').sum():,}\n")
+    print(to_markdown(evidence(runs)))
+
+
+if __name__ == "__main__":
+    main()
