@@ -851,12 +851,14 @@ def fit_curve(batch: Any, throughput: Any, *, shape: str = "auto", weights: Any 
                f"needs at least {MIN_BATCHES}")
         return _not_enough(n, nb, x, "; ".join([msg, *notes]), level, method, init)
 
+    from .curve_tables import significant as sig  # plain numbers in messages (curve_tables imports this module)
+
     # Contradictory repeats: the same batch measured at wildly different throughput.
     spread_msgs = []
     for b_val in uniq:
         yy = y[x == b_val]
         if len(yy) > 1 and yy.max() / yy.min() > REPEAT_SPREAD_MAX:
-            spread_msgs.append(f"batch {b_val:g}: {yy.min():.4g} to {yy.max():.4g} tok/s "
+            spread_msgs.append(f"batch {sig(b_val)}: {sig(yy.min())} to {sig(yy.max())} tok/s "
                                f"({yy.max() / yy.min():.1f}x)")
     consistent = not spread_msgs
     spread_note = ("repeats disagree by more than " f"{REPEAT_SPREAD_MAX:g}x (" + "; ".join(spread_msgs[:3])
@@ -967,8 +969,9 @@ def fit_curve(batch: Any, throughput: Any, *, shape: str = "auto", weights: Any 
     if chosen == "exp" and np.isfinite(b95) and b95 > x.max():
         at_max = float(_evaluate(chosen, params, np.array([x.max()]))[0])
         extrapolated = bool(params["c"] > PLATEAU_EXTRAPOLATION_FACTOR * at_max)
-        notes.append(f"plateau not reached in the measured range (95% of it at batch {b95:.3g} > {x.max():g})"
-                     + (f"; the plateau {params['c']:.4g} is an extrapolation, {params['c'] / at_max:.1f}x the "
+        notes.append(f"plateau not reached in the measured range (95% of it at batch {sig(b95, 3)} > "
+                     f"{sig(x.max())})"
+                     + (f"; the plateau {sig(params['c'])} is an extrapolation, {params['c'] / at_max:.1f}x the "
                         f"curve at the largest measured batch" if extrapolated else ""))
     head = (f"{chosen} fit converged ({reason})" if success
             else f"{chosen} fit failed: {'; '.join(failures)} (shape: {reason})")
@@ -991,7 +994,7 @@ def _choose(shape: str, candidates: Mapping[str, Any], criteria: Mapping[str, Ma
         return "piecewise", f"piecewise shape requested ({candidates['piecewise']['k_breaks']} breakpoint(s))"
     if "exp" not in ok:
         if "piecewise" in ok:
-            return "piecewise", "exponential fit failed; piecewise fit used"
+            return "piecewise", "exponential fit failed, so piecewise was tried"
         return None, ""
     if shape == "exp" or "piecewise" not in ok:
         return "exp", ("exponential shape requested" if shape == "exp"

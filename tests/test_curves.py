@@ -545,3 +545,14 @@ def test_default_interval_method_is_bootstrap_for_small_datasets_only() -> None:
     assert default_interval_method(BOOTSTRAP_MAX_CONFIGS) == "bootstrap"
     assert default_interval_method(BOOTSTRAP_MAX_CONFIGS + 1) == default_interval_method(1202) == "asymptotic"
     assert {default_interval_method(n) for n in (1, 10_000)} <= set(INTERVAL_METHODS)
+
+
+def test_fit_messages_read_without_e_notation() -> None:
+    # A curve far from its plateau: 95 % of it at batch ~3,000 and a plateau of 40,000 tok/s read "3.21e+03" and
+    # "4.006e+04" in the fit's message (shown in the report's fit table and the Planner's notes).
+    b = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 32.0])
+    fit = fit_curve(b, 40_000.0 - 39_900.0 * np.exp(-0.001 * b), shape="exp", intervals="none")
+    assert "plateau not reached" in fit.message and "e+" not in fit.message, fit.message
+    rep = fit_curve(np.repeat(b, 2), np.repeat(40_000.0 - 39_900.0 * np.exp(-0.001 * b), 2)
+                    * np.tile([1.0, 10.0], len(b)), shape="exp", intervals="none")
+    assert "repeats disagree" in rep.message and "e+" not in rep.message, rep.message
