@@ -851,7 +851,8 @@ def fit_curve(batch: Any, throughput: Any, *, shape: str = "auto", weights: Any 
                f"needs at least {MIN_BATCHES}")
         return _not_enough(n, nb, x, "; ".join([msg, *notes]), level, method, init)
 
-    from .curve_tables import significant as sig  # plain numbers in messages (curve_tables imports this module)
+    # plain numbers in messages (imported here: curve_tables imports this module)
+    from .curve_tables import significant as sig
 
     # Contradictory repeats: the same batch measured at wildly different throughput.
     spread_msgs = []
