@@ -154,5 +154,5 @@ if review.empty:
     st.success(f"Every curve fitted with R² ≥ {r2_min:g}.", icon=":material/check_circle:")
 else:
     st.caption(f"{len(review):,} curve(s) failed or fit with R² below {r2_min:g}.")
-    st.dataframe(review, hide_index=True, column_config=labelled_columns(
+    st.dataframe(review, hide_index=True, placeholder="—", column_config=labelled_columns(
         review.columns, r2=cc.NumberColumn(format="%.3f"), message=cc.TextColumn(width="large")))

@@ -129,15 +129,20 @@ l1.metric("Total throughput", f"{W.rate(at_b['pred_total_throughput_tok_s'])} to
 l2.metric("End-to-end latency", W.seconds(at_b["pred_e2e_latency_s"]),
           help=f"Per request, by Little's law: batch x output tokens / output throughput. "
                f"{res.level:.0%} band: {W.seconds(at_b['pred_e2e_lower_s'])} - {W.seconds(at_b['pred_e2e_upper_s'])}.")
-l3.metric("TTFT", W.seconds(at_b["pred_ttft_s"]),
-          help="Time to first token, from a model of the training rows that measured it (n/a where none did). "
-               f"{res.level:.0%} band: {W.seconds(at_b['pred_ttft_lower_s'])} - "
-               f"{W.seconds(at_b['pred_ttft_upper_s'])} (calibrated on held-out rows for a measured "
-               "configuration, on held-out configurations for a new one). Physical floor: "
-               f"{W.seconds(at_b['ttft_floor_s'])} (the prompts' FLOPs at peak, or one read of the weights, whichever "
-               "is longer); the model learns how far above it this platform runs.")
+no_ttft = W.no_ttft_text(res, at_b)
+l3.metric("TTFT", W.seconds(at_b["pred_ttft_s"]), help=no_ttft or (
+          "Time to first token, from a model of the training rows that measured it. "
+          f"{res.level:.0%} band: {W.seconds(at_b['pred_ttft_lower_s'])} - "
+          f"{W.seconds(at_b['pred_ttft_upper_s'])} (calibrated on held-out rows for a measured "
+          "configuration, on held-out configurations for a new one). Physical floor: "
+          f"{W.seconds(at_b['ttft_floor_s'])} (the prompts' FLOPs at peak, or one read of the weights, whichever "
+          "is longer); the model learns how far above it this platform runs."))
 l4.metric("TPOT", W.seconds(at_b["pred_tpot_s"]),
-          help="Time per output token after the first: (latency - TTFT) / (output tokens - 1).")
+          help=no_ttft or "Time per output token after the first: (latency - TTFT) / (output tokens - 1).")
+if no_ttft is not None:
+    st.caption(no_ttft)
+if res.bound_note is not None:
+    st.warning(res.bound_note, icon=":material/speed:")
 if res.memory_note is not None:
     st.warning(res.memory_note, icon=":material/memory:")
 if (conflict := W.latency_conflict(at_b, res.level)) is not None:

@@ -180,7 +180,9 @@ FEATURE_DOCS: Mapping[str, FeatureDoc] = MappingProxyType({
                                 "ln(max(bytes read per step / bandwidth, step FLOPs / peak)) over all devices"),
     "log_e2e_s_min": _D("roofline end-to-end time", "ln s", "ln(prefill + (oo - 1) × decode step), both at the "
                                                            "roofline"),
-    "log_output_tok_s_max": _D("roofline throughput bound", "ln tok/s", "ln(bb × oo / roofline end-to-end time)"),
+    "log_output_tok_s_max": _D("roofline throughput bound", "ln tok/s",
+                               "ln(bb × oo / roofline end-to-end time), as if every sequence's KV cache fit (the "
+                               "What-if page's bound stops growing at the KV-cache-full batch)"),
     "kv_read_share": _D("KV-read share of a decode step", "", "KV bytes read per step (bb × (ii + oo/2) × KV bytes "
                                                               "per token) / bandwidth / roofline decode step"),
 })
@@ -291,7 +293,11 @@ def format_feature_value(name: str, value: float) -> str:
         v, unit = float(np.exp(v)), unit[3:]
     if unit in ("s", "ms"):  # 4.8 ms, not 0.0048 s
         return compact_seconds(v / 1000.0 if unit == "ms" else v)
-    # a tiny value reads 7.59e-08, not 0.00000007585 (memory-bandwidth pressure, in token·s/B)
+    if 0 < abs(v) < 1e-3 and unit.endswith("/B"):
+        # per kB, MB or GB, whichever reads from 1 up: 75.9 token·s/GB, not 7.59e-08 token·s/B nor
+        # 0.00000007585 (memory-bandwidth pressure)
+        factor, prefix = next(((f, p) for f, p in ((1e3, "k"), (1e6, "M")) if abs(v) * f >= 1), (1e9, "G"))
+        v, unit = v * factor, f"{unit[:-1]}{prefix}B"
     text = f"{v:.3g}" if 0 < abs(v) < 1e-3 else compact_number(v)
     if not unit:
         return text

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from . import physics
+from .curve_tables import compact_number as _tok_s
 from .errors import PerfmodelError, Problem, ValidationError
 from .models.base import DEFAULT_TARGET, Predictor, ProgressCallback, predict_with_latency
 
@@ -30,9 +31,12 @@ __all__ = [
     "MAX_LENGTH_TOK",
     "MAX_DEVICES",
     "LOW_CONFIDENCE",
+    "BOUND_TOLERANCE",
     "WhatIfResult",
     "batch_grid",
+    "bound_reason",
     "confidence_reason",
+    "ttft_reason",
     "default_point",
     "domain_reasons",
     "fit_whatif_model",
@@ -86,6 +90,11 @@ class WhatIfResult:
         When the weights alone fill the usable memory of the devices (no batch fits its KV cache
         beside them, so the configuration cannot run as asked), that in words; None otherwise or where
         the catalog cannot say.
+    bound_note
+        When the prediction exceeds the roofline bound at some batch (:func:`bound_reason`), that in words;
+        None otherwise.
+    ttft_note
+        Why the table has no TTFT (and so no TPOT) where it has none (:func:`ttft_reason`); None otherwise.
     """
 
     point: Mapping[str, Any]
@@ -94,6 +103,8 @@ class WhatIfResult:
     measured: pd.DataFrame
     reasons: tuple[str, ...]
     memory_note: str | None = None
+    bound_note: str | None = None
+    ttft_note: str | None = None
 
     @property
     def kv_fit_batch(self) -> float:
@@ -361,6 +372,96 @@ def confidence_reason(table: pd.DataFrame) -> str | None:
             "the prediction is an order-of-magnitude guess at best")
 
 
+BOUND_TOLERANCE = 1.01
+"""A prediction more than this factor above the roofline bound is named by :func:`bound_reason` (1% for the
+rounding of the figures the two are computed from)."""
+
+
+def bound_reason(table: pd.DataFrame) -> str | None:
+    """The warning to give when a predicted curve runs above its physical (roofline) bound.
+
+    The bound stops growing at the batch whose KV cache fills the memory (``kv_fit_batch``); a predictor
+    that learned its curve on configurations with memory to spare keeps growing past it, to throughputs this
+    configuration cannot reach (Llama-3-70B on 2 x H100 at 1024 + 1024 tokens: 447 tok/s predicted at batch
+    64, the bound 199 tok/s from batch 4 on, and the page said nothing).
+
+    Parameters
+    ----------
+    table
+        ``batch_size``, ``pred_throughput_tok_s``, ``roofline_tok_s`` and (optionally) ``kv_fit_batch``.
+
+    Returns
+    -------
+    str or None
+        One paragraph naming the batches, the largest excess and its cause; None where the prediction stays
+        within :data:`BOUND_TOLERANCE` of the bound (or the bound is unknown).
+    """
+    need = ("batch_size", "pred_throughput_tok_s", "roofline_tok_s")
+    if any(c not in table.columns for c in need) or not len(table):
+        return None
+    b = pd.to_numeric(table["batch_size"], errors="coerce").to_numpy(dtype=float)
+    pred = pd.to_numeric(table["pred_throughput_tok_s"], errors="coerce").to_numpy(dtype=float)
+    roof = pd.to_numeric(table["roofline_tok_s"], errors="coerce").to_numpy(dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = pred / roof
+    over = np.flatnonzero(np.isfinite(ratio) & (roof > 0) & (ratio > BOUND_TOLERANCE))
+    if not len(over):
+        return None
+    worst = int(over[np.argmax(ratio[over])])
+    text = (f"The prediction exceeds the physical (roofline) bound at batch {_listed(list(b[over]), 8)}: "
+            f"{_tok_s(pred[worst])} tok/s predicted at batch {b[worst]:g} against a bound of "
+            f"{_tok_s(roof[worst])} tok/s ({ratio[worst]:.2f}x). ")
+    cap = (pd.to_numeric(table["kv_fit_batch"], errors="coerce").to_numpy(dtype=float)
+           if "kv_fit_batch" in table.columns else np.full(len(table), np.nan))
+    if np.isfinite(cap[worst]) and b[worst] > cap[worst]:
+        text += (f"Beyond batch {cap[worst]:,.0f} the KV cache no longer fits beside the weights, so no more "
+                 "sequences run at once and the bound stops growing there; the predictor learned its curve on "
+                 "configurations with memory to spare and does not know it. ")
+    else:
+        text += ("The predictor's learned efficiency is above 1 here (points near or above the bound in its "
+                 "training data, or an extrapolation). ")
+    return text + "Throughput above the bound is not physically expected: read the bound as the most to expect."
+
+
+def ttft_reason(model: Predictor, train: pd.DataFrame, table: pd.DataFrame) -> str | None:
+    """Why a predicted curve has no time to first token (and so no TPOT), in words.
+
+    LLM-Inference-Bench's All_results.csv reports throughput and end-to-end latency only: its TTFT and TPOT
+    tiles read a bare "n/a" whose help spoke of a band "calibrated on held-out rows" and of "the model"
+    learning how far above the floor the platform runs, a model that was never trained.
+
+    Parameters
+    ----------
+    model
+        The predictor that made ``table``.
+    train
+        The rows it was trained on.
+    table
+        The curve's table (``pred_ttft_s``).
+
+    Returns
+    -------
+    str or None
+        None where some batch has a predicted TTFT; otherwise the reason, a clause without a final stop
+        (``none of the 4,772 training runs measured TTFT ...``).
+    """
+    ttft = pd.to_numeric(table.get("pred_ttft_s", pd.Series(dtype="float64")), errors="coerce")
+    if len(table) and ttft.notna().any():
+        return None
+    name = str(getattr(model, "name", type(model).__name__))
+    if type(model).predict_ttft is Predictor.predict_ttft:
+        return f"the {name} predictor has no TTFT model (roofline-gbm learns one where the data measured TTFT)"
+    measured = pd.to_numeric(train["ttft_s"], errors="coerce") if "ttft_s" in train.columns else None
+    n = int(((measured > 0) & np.isfinite(measured)).sum()) if measured is not None else 0
+    if n == 0:
+        return (f"none of the {len(train):,} training runs measured TTFT (their files report throughput and "
+                "end-to-end latency only), so no model splits the latency into the first token and the rest")
+    if getattr(model, "ttft_booster_", None) is None:
+        return (f"only {n:,} of the {len(train):,} training runs measured TTFT (usable ones: at or above the "
+                "physical floor), too few for a TTFT model")
+    return "the catalogs lack a figure the TTFT model needs at this point (the hardware's peak FLOPS or bandwidth)"
+
+
 def fit_whatif_model(runs: pd.DataFrame, predictor: str = "roofline-gbm", *, keep_suspect: bool = False,
                      settings: Mapping[str, Any] | None = None,
                      progress: ProgressCallback | None = None) -> tuple[Predictor, pd.DataFrame]:
@@ -475,7 +576,8 @@ def whatif(model: Predictor, train: pd.DataFrame, point: Mapping[str, Any], batc
     if (low := confidence_reason(table)) is not None:
         reasons.append(low)
     return WhatIfResult(point=dict(point), level=float(level), table=table, measured=measured,
-                        reasons=tuple(reasons), memory_note=_weights_note(q, roof))
+                        reasons=tuple(reasons), memory_note=_weights_note(q, roof),
+                        bound_note=bound_reason(table), ttft_note=ttft_reason(model, train, table))
 
 
 def _weights_note(q: pd.DataFrame, roof: pd.DataFrame) -> str | None:

@@ -175,6 +175,7 @@ def test_too_few_batch_sizes_says_not_enough_points(tmp_path: Path, monkeypatch:
     assert table["message"].str.contains("not enough").all()
     # Failed curves are listed for review; the measured points are still drawn, with no curve.
     assert len(at.dataframe[1].value) == 2
+    assert at.dataframe[1].proto.placeholder == "—"  # a failed fit's R² is a dash, as in the Fits table, not "None"
     fig = _figure(at)
     assert [t.get("meta") for t in fig["data"]] == ["measured", "measured"]
 

@@ -566,3 +566,75 @@ def test_the_page_warns_when_the_weights_do_not_fit() -> None:
     at = at.number_input(key=K["device_count"]).set_value(2.0).run()
     _no_exception(at)
     assert not [w for w in at.warning if "do not fit" in w.value]
+
+
+def test_a_prediction_above_the_roofline_bound_is_named_with_its_cause() -> None:
+    # Reviewer's query on LLM-Inference-Bench: Llama-3-70B on 2 x H100 at 1024 + 1024 tokens predicted 447 tok/s
+    # at batch 64 beside a roofline bound of 199 tok/s (the KV cache is full from batch 4 on), and the page
+    # said nothing about it.
+    model, used = core.fit_whatif_model(_runs(), "linear")  # 40 tok/s per sequence, whatever the model
+    point = {"hardware": "h100-sxm", "model": "llama-3-70b", "framework": "vllm", "device_count": 2,
+             "input_len_tok": 1024.0, "output_len_tok": 1024.0}
+    res = core.whatif(model, used, point, [1.0, 2.0, 64.0])
+    note = res.bound_note
+    assert note is not None and note.startswith(
+        "The prediction exceeds the physical (roofline) bound at batch 64: 2,560 tok/s predicted at batch 64 "
+        "against a bound of 199.4 tok/s (12.84x). Beyond batch 4 the KV cache no longer fits beside the weights")
+    # Llama-3-8B on one H100 stays under its bound: nothing to say.
+    assert core.whatif(model, used, {**point, "model": "llama-3-8b", "device_count": 1}, [1.0, 64.0]).bound_note is None
+    # Above the bound below the KV-cache-full batch: the efficiency, not the memory, is named.
+    table = pd.DataFrame({"batch_size": [1.0, 8.0], "pred_throughput_tok_s": [100.0, 900.0],
+                          "roofline_tok_s": [100.5, 800.0], "kv_fit_batch": [64.0, 64.0]})
+    note = core.bound_reason(table)
+    assert note is not None and "at batch 8: 900 tok/s" in note and "learned efficiency is above 1" in note
+    assert "KV cache" not in note
+    assert core.bound_reason(table.assign(roofline_tok_s=np.nan)) is None  # no bound, nothing to compare
+
+
+def test_a_curve_without_ttft_says_why() -> None:
+    # LLM-Inference-Bench has no TTFT: the tiles read a bare n/a whose help described a calibrated TTFT band.
+    point = {"hardware": "h100-sxm", "model": "llama-3-8b", "framework": "vllm", "device_count": 1,
+             "input_len_tok": 128.0, "output_len_tok": 128.0}
+    model, used = core.fit_whatif_model(_runs(), "linear")
+    assert core.whatif(model, used, point, [1.0]).ttft_note == (
+        "the linear predictor has no TTFT model (roofline-gbm learns one where the data measured TTFT)")
+    big = pd.concat([_runs().assign(input_len_tok=float(n)) for n in (64, 128, 256)], ignore_index=True)
+    gbm, used = core.fit_whatif_model(big, "roofline-gbm", settings={"n_estimators": 10, "calibration_folds": 0})
+    res = core.whatif(gbm, used, point, [1.0, 8.0])
+    assert res.ttft_note is not None and res.ttft_note.startswith("none of the 18 training runs measured TTFT")
+    text = W.no_ttft_text(res, res.table.iloc[1])
+    assert text is not None and text.startswith("TTFT and TPOT: n/a, as none of the 18 training runs")
+    row = res.table.iloc[1]
+    tpot_max = (row["pred_e2e_latency_s"] - row["ttft_floor_s"]) / 127
+    assert f"TTFT is at least {W.seconds(row['ttft_floor_s'])}" in text
+    assert f"TPOT is at most {W.seconds(tpot_max)}" in text and "over the 127 tokens after the first" in text
+    few = big.assign(ttft_s=np.where(np.arange(len(big)) < 5, 0.05, np.nan))
+    gbm, used = core.fit_whatif_model(few, "roofline-gbm", settings={"n_estimators": 10, "calibration_folds": 0})
+    assert core.whatif(gbm, used, point, [1.0]).ttft_note.startswith("only 5 of the 18 training runs measured TTFT")
+
+
+def test_the_page_says_why_ttft_is_missing_and_warns_above_the_bound() -> None:
+    link = {"dataset": _sample_id(), "hardware": "h100-sxm", "model": "llama-3-70b", "framework": "vllm",
+            "input_len": "1024", "output_len": "1024", "device_count": "2", "batch_min": "1", "batch_max": "64",
+            "batch": "64", "predictor": "linear"}
+    # Straight to /whatif, as a browser opens the link (the Data page, run first, drops its own filters'
+    # hardware and model values that the dataset lacks from the URL).
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT_S)
+    for k, v in link.items():
+        at.query_params[k] = v
+    at = _train(at.switch_page(PAGE).run())
+    _no_exception(at)
+    metrics = {m.label: m for m in at.metric}
+    assert metrics["TTFT"].value == metrics["TPOT"].value == "n/a"
+    [cap] = [c.value for c in at.caption if c.value.startswith("TTFT and TPOT: n/a")]
+    assert cap.startswith("TTFT and TPOT: n/a, as the linear predictor has no TTFT model")
+    assert metrics["TTFT"].help == cap and "calibrated" not in metrics["TTFT"].help
+    # roofline-gbm, trained on the samples' H200 and CPU runs, keeps growing past batch 4, where 2 x 80 GB hold
+    # no more KV cache beside 141 GB of weights.
+    at = _train(at.selectbox(key=K["predictor"]).set_value("roofline-gbm").run())
+    _no_exception(at)
+    table = at.dataframe[0].value.set_index("batch_size")
+    assert table.loc[64.0, "pred_throughput_tok_s"] > 1.01 * table.loc[64.0, "roofline_tok_s"]
+    [warning] = [w.value for w in at.warning if "exceeds the physical (roofline) bound" in w.value]
+    assert "Beyond batch 4 the KV cache no longer fits beside the weights" in warning
+    assert not [c for c in at.caption if c.value.startswith("TTFT and TPOT: n/a")]  # the samples measured TTFT

@@ -235,6 +235,9 @@ def test_every_feature_of_the_all_set_has_a_glossary_entry() -> None:
         assert {"fw_<name>", "id_platform_<value>"} <= set(table["feature"])
     assert feature_doc("not_a_feature") is None
     assert glossary(["not_a_feature"])["formula"].tolist() == ["not a perfmodel feature"]
+    # Llama-3-70B on 2 x H100, batch 64: the waterfall's "roofline throughput bound = 2,105 tok/s" beside the
+    # What-if page's 199.4 tok/s (capped where the KV cache fills the memory); the glossary says which is which.
+    assert "KV-cache-full batch" in feature_doc("log_output_tok_s_max").formula
 
 
 def test_feature_labels_carry_units_and_values_read_in_them() -> None:
@@ -252,7 +255,10 @@ def test_feature_labels_carry_units_and_values_read_in_them() -> None:
     assert format_feature_value("weight_bytes_over_bw_s", 0.0048) == "4.8 ms"
     assert format_feature_value("log_prefill_s_min", math.log(1.06)) == "1.06 s"  # the quantity, not its ln
     assert format_feature_value("log_output_tok_s_max", math.log(6618.0)) == "6,618 tok/s"
-    assert format_feature_value("mem_bw_pressure_s", 7.585e-8) == "7.58e-08 token·s/B"  # not 0.00000007585
+    # per GB: a waterfall row read "memory-bandwidth pressure = 2.73e-08 token·s/B" (e-notation)
+    assert format_feature_value("mem_bw_pressure_s", 7.585e-8) == "75.85 token·s/GB"  # not 0.00000007585
+    assert format_feature_value("mem_bw_pressure_s", 2.73e-8) == "27.3 token·s/GB"
+    assert format_feature_value("mem_bw_pressure_s", 1.2e-4) == "120 token·s/MB"
     assert feature_label("fw_server_prompt_ms_mean") == "framework metric: server prompt (mean) (ms)"
     assert format_feature_value("id_platform_rocm", 0.0) == "no" and format_feature_value("id_hw_h200", 1.0) == "yes"
     assert format_feature_value("kv_cache_bytes", float("nan")) == "n/a"

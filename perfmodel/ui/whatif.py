@@ -45,6 +45,7 @@ __all__ = [
     "place_batch",
     "context_warning",
     "latency_conflict",
+    "no_ttft_text",
     "TABLE_ORDER",
     "table_config",
     "display_table",
@@ -378,6 +379,40 @@ def latency_conflict(row: Mapping[str, Any], level: float) -> str | None:
             f"batch {float(row['batch_size']):g}: a request cannot end before its first token, so the two "
             "estimates disagree. The end-to-end latency follows from the predicted throughput (Little's law: batch "
             f"x output tokens / throughput), the TTFT from a separate model. Distrust {distrust}{bands}.")
+
+
+def no_ttft_text(res: W.WhatIfResult, row: Mapping[str, Any]) -> str | None:
+    """What the TTFT and TPOT tiles mean when they read n/a: why, and what still bounds the two.
+
+    Parameters
+    ----------
+    res
+        The curve (its ``ttft_note``, :func:`perfmodel.whatif.ttft_reason`).
+    row
+        Its table's row at the batch the tiles show.
+
+    Returns
+    -------
+    str or None
+        None where the row has a predicted TTFT.
+    """
+    if math.isfinite(float(row["pred_ttft_s"])):
+        return None
+    why = res.ttft_note or "no TTFT is predicted at this batch"
+    floor, e2e = float(row.get("ttft_floor_s", math.nan)), float(row["pred_e2e_latency_s"])
+    after = float(res.point["output_len_tok"]) - 1
+    holds = []
+    if math.isfinite(floor) and floor > 0:
+        holds.append(f"TTFT is at least {seconds(floor)} (the physical floor: the prompts' FLOPs at peak, or one "
+                     "read of the weights)")
+    if math.isfinite(e2e) and after >= 1:
+        spent = e2e - floor if math.isfinite(floor) and 0 < floor < e2e else e2e
+        holds.append(f"TPOT is at most {seconds(spent / after)} (the predicted end-to-end latency"
+                     + (" less that floor" if spent < e2e else "") + f", over the {after:,.0f} tokens after the first)")
+    text = f"TTFT and TPOT: n/a, as {why}."
+    if holds:
+        text += f" What holds without them at batch {float(row['batch_size']):g}: " + "; ".join(holds) + "."
+    return text
 
 
 def write_link(dataset_id: str | None, values: Mapping[str, Any]) -> None:
