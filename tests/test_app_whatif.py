@@ -589,6 +589,12 @@ def test_a_prediction_above_the_roofline_bound_is_named_with_its_cause() -> None
     assert note is not None and "at batch 8: 900 tok/s" in note and "learned efficiency is above 1" in note
     assert "KV cache" not in note
     assert core.bound_reason(table.assign(roofline_tok_s=np.nan)) is None  # no bound, nothing to compare
+    # The line under the bound, the band's top above it: said in one sentence.
+    under = table.assign(pred_throughput_tok_s=[90.0, 700.0], pred_upper=[95.0, 1_300.0])
+    assert core.bound_reason(under) == (
+        "The band's upper end exceeds the physical (roofline) bound at batch 8 (up to 1,300 tok/s against 800 "
+        "tok/s): no run can be faster than the bound, so read the band as ending there.")
+    assert core.bound_reason(under.assign(pred_upper=[95.0, 790.0])) is None
 
 
 def test_a_curve_without_ttft_says_why() -> None:
