@@ -54,6 +54,13 @@ def test_app_and_pages_use_streamlit_through_ui() -> None:
         assert "from perfmodel import ui" in page.read_text(encoding="utf-8"), f"{page.name} bypasses perfmodel.ui"
 
 
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    """``code`` run by a fresh interpreter in the repository (a clean ``sys.modules``); it must succeed."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out
+
+
 def test_importing_the_core_does_not_load_streamlit() -> None:
     code = ("import sys\n"
             "import perfmodel, perfmodel.schema, perfmodel.plots, perfmodel.store, perfmodel.api\n"
@@ -61,8 +68,7 @@ def test_importing_the_core_does_not_load_streamlit() -> None:
             "registry()\n"
             "bad = sorted(m for m in sys.modules if m == 'streamlit' or m.startswith('streamlit.'))\n"
             "print(len(bad))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
-    assert out.returncode == 0, out.stderr
+    out = _python(code)
     assert out.stdout.strip() == "0", "importing the core pulled in Streamlit"
 
 
@@ -76,6 +82,5 @@ def test_the_sweeps_page_does_not_import_httpx_until_a_sweep_runs() -> None:
             "print(http_backend.SERVER_TYPES is plan.SERVER_TYPES,\n"
             "      http_backend.DEFAULT_LENGTH_CONTROL is plan.DEFAULT_LENGTH_CONTROL,\n"
             "      http_backend.LENGTH_CONTROLS is plan.LENGTH_CONTROLS)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
-    assert out.returncode == 0, out.stderr
+    out = _python(code)
     assert out.stdout.splitlines() == ["[]", "True True True"], out.stdout
