@@ -1,9 +1,11 @@
 """What LLM-Inference-Bench's llama.cpp "Batch Size" means: concurrent sequences, or one sequence?
 
-The importer reads a llama.cpp row with batch B > 1 as B concurrent sequences whose throughput the file
-gives per sequence, ``(input + output) / Latency``, and multiplies it back by B (``throughput_basis =
-"total_per_sequence"``). This script prints the evidence for and against that reading, per framework and
-batch, against the physics of :func:`perfmodel.physics.roofline`:
+perfmodel's importer reads a llama.cpp row with batch B > 1, whose throughput the file gives per sequence,
+``(input + output) / Latency``, as one sequence run with llama.cpp's ``n_batch`` = B (prompt tokens per
+forward pass): ``batch_size`` 1, ``fw_n_batch`` B, the figure as written. Until 2026-12-01 it read B
+concurrent sequences and multiplied the figure by B. This script prints the evidence that decided it, per
+framework and batch, against the physics of :func:`perfmodel.physics.roofline`, with the llama.cpp rows put
+back to the concurrency reading:
 
 - ``latency vs batch 1``: the median ratio of a configuration's end-to-end latency at batch B to its
   latency at batch 1. B concurrent sequences never finish sooner than one alone does;
@@ -12,11 +14,12 @@ batch, against the physics of :func:`perfmodel.physics.roofline`:
 - ``beyond KV fit``: rows whose B full-length sequences would not fit their KV cache beside the weights
   (:func:`perfmodel.physics.kv_fit_batch`).
 
-Under the concurrency reading, llama.cpp's latency falls to about half from batch 1 to 16 and stays flat
-to 64, and its rows at batch 32-64 finish faster than physics allows B sequences to: the signature of one
-sequence whose prompt is processed B tokens at a time (llama.cpp's ``n_batch``; at 1 the prompt is fed
-token by token, which doubles a run whose input and output lengths are equal). The other frameworks'
-latencies grow with the batch.
+Read as concurrency, llama.cpp's latency falls to about half from batch 1 to 16 and stays flat to 64, and
+its rows at batch 32-64 finish faster than physics allows B sequences to: the signature of one sequence
+whose prompt is processed B tokens at a time (at 1 the prompt is fed token by token, which doubles a run
+whose input and output lengths are equal). The other frameworks' latencies grow with the batch. The last
+table checks perfmodel's reading against the same floor (one sequence, ``ceil(input / n_batch)`` reads of
+the weights for the prompt).
 
     python benchmarks/bench_llamacpp_batch.py [--data PATH]
 """
@@ -57,14 +60,45 @@ def evidence(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def as_concurrency(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs with llama.cpp's ``n_batch`` rows put back to B concurrent sequences (the old reading)."""
+    if "fw_n_batch" not in runs.columns:
+        return runs
+    nb = pd.to_numeric(runs["fw_n_batch"], errors="coerce")
+    out = runs.drop(columns=["fw_n_batch"])
+    out["batch_size"] = nb.where(nb.notna(), runs["batch_size"]).astype("float64")
+    return out
+
+
+def one_sequence_check(runs: pd.DataFrame) -> pd.DataFrame:
+    """perfmodel's reading: llama.cpp rows as one sequence at n_batch B, against their e2e floor."""
+    if "fw_n_batch" not in runs.columns:
+        return pd.DataFrame()
+    sel = runs[pd.to_numeric(runs["fw_n_batch"], errors="coerce").notna()]
+    roof = physics.roofline(sel)
+    ratio = sel["e2e_latency_s"].astype(float).to_numpy() / roof["e2e_s_min"].to_numpy()
+    rows = []
+    for nb in sorted(sel["fw_n_batch"].unique()):
+        m = (sel["fw_n_batch"] == nb).to_numpy() & np.isfinite(ratio)
+        rows.append({"n_batch": int(nb), "rows": int(m.sum()), "below e2e floor": int((ratio[m] < 1).sum()),
+                     "latency / floor (median)": round(float(np.median(ratio[m])), 2) if m.any() else np.nan})
+    return pd.DataFrame(rows)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=DATA)
     args = ap.parse_args()
     runs = read_file(args.data).runs
-    print(f"{args.data.name}: {len(runs):,} rows; llama.cpp rows read as concurrent sequences "
-          f"(throughput_basis total_per_sequence): {(runs['throughput_basis'] == 'total_per_sequence').sum():,}\n")
-    print(to_markdown(evidence(runs)))
+    n_nb = int(pd.to_numeric(runs.get("fw_n_batch"), errors="coerce").notna().sum()) \
+        if "fw_n_batch" in runs.columns else 0
+    print(f"{args.data.name}: {len(runs):,} rows; {n_nb:,} llama.cpp rows carry n_batch (fw_n_batch)\n")
+    print("Read as concurrent sequences (batch = the file's Batch Size):\n")
+    print(to_markdown(evidence(as_concurrency(runs))))
+    check = one_sequence_check(runs)
+    if len(check):
+        print("\nRead as one sequence at n_batch = the file's Batch Size (perfmodel's reading):\n")
+        print(to_markdown(check))
 
 
 if __name__ == "__main__":

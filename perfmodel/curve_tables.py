@@ -85,7 +85,7 @@ def with_lengths(runs: pd.DataFrame) -> pd.DataFrame:
 
 CURVE_GROUP_COLUMNS: tuple[str, ...] = ("hardware", "device_count", "framework", "model", "input_len_tok",
                                         "output_len_tok", "weight_dtype", "kv_cache_dtype", "tp_size", "pp_size",
-                                        "fw_num_threads")
+                                        "fw_num_threads", "fw_n_batch")
 """Columns a saturation curve can be grouped by (the configuration keys offered by the app)."""
 
 
@@ -245,6 +245,8 @@ def config_label(key: Mapping[str, Any]) -> str:
             parts.append(f"{'w' if col == 'weight_dtype' else 'kv'} {v}")
         elif col == "fw_num_threads":
             parts.append(f"{_num(v)} thread{'' if v == 1 else 's'}")
+        elif col == "fw_n_batch":
+            parts.append(f"n_batch {_num(v)}")
         else:
             parts.append(f"{col}={_num(v) if isinstance(v, int | float) else v}")
     return " · ".join(parts) or "(all runs)"

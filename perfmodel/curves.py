@@ -153,10 +153,11 @@ DEFAULT_BY = ("hardware", "device_count", "framework", "model", "input_len_tok",
 """Columns that always identify a configuration."""
 OPTIONAL_BY = ("weight_dtype", "kv_cache_dtype", "tp_size", "pp_size")
 """Added to the default grouping when present with at least one value."""
-VARYING_BY = ("fw_num_threads",)
+VARYING_BY = ("fw_num_threads", "fw_n_batch")
 """Added to the default grouping when they take more than one value: measurement settings outside the
-canonical columns that change the throughput (the local engine's torch threads). A dataset measured at
-one setting keeps its configurations (and their labels) unchanged."""
+canonical columns that change the throughput (the local engine's torch threads; llama.cpp's ``n_batch``,
+the prompt tokens per forward pass, which LLM-Inference-Bench's llama.cpp rows vary in their "Batch Size"
+column). A dataset measured at one setting keeps its configurations (and their labels) unchanged."""
 
 MIN_BATCHES = 3
 """A 3-parameter curve needs at least three distinct batch sizes."""

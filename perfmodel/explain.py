@@ -19,7 +19,8 @@ Attribution
 Feature kinds (:func:`feature_kind`)
     ``physical`` (catalog quantities, :data:`perfmodel.features.PHYSICAL`),
     ``framework`` (``fw_*`` server metrics), ``identity`` (one-hot names),
-    ``workload`` (raw lengths/batch and derived terms) and ``other``.
+    ``workload`` (raw lengths/batch, derived terms and the settings of
+    :data:`perfmodel.curves.VARYING_BY`) and ``other``.
 
 Feature-set comparison
     :func:`compare_feature_sets` trains the same learners (``gbdt``:
@@ -53,6 +54,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .curves import VARYING_BY
 from .errors import PerfmodelError, Problem, UnknownNameError, ValidationError
 from .features import (
     DERIVED,
@@ -142,6 +144,8 @@ def feature_kind(name: str) -> str:
     """
     if name in PHYSICAL:
         return "physical"
+    if name in VARYING_BY:  # a setting chosen before the run (threads, llama.cpp's n_batch), not a metric
+        return "workload"
     if name.startswith(FRAMEWORK_PREFIX):
         return "framework"
     if any(name.startswith(p) for p in (*IDENTITY_PREFIXES.values(), *LEGACY_IDENTITY_PREFIXES.values())):

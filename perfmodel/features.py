@@ -28,7 +28,7 @@ that order. Sets:
 ``framework``
     every numeric ``fw_*`` column of the runs (dynamic: depends on the data),
     except :data:`CLIENT_FW_COLUMNS`, the HTTP sweep client's notes about its
-    own measurement.
+    own measurement, and the settings below.
 ``identity``
     one-hot indicators ``id_hw_<hardware>``, ``id_fw_<framework>``,
     ``id_model_<model>`` and ``id_platform_<platform>`` (the hardware's software
@@ -38,14 +38,14 @@ that order. Sets:
 ``settings``
     the ``fw_*`` columns that are settings chosen before a run rather than
     metrics measured during it (:data:`perfmodel.curves.VARYING_BY`: the local
-    engine's thread count), where the data has them (dynamic).
+    engine's thread count, llama.cpp's ``n_batch``), where the data has them (dynamic).
 ``static``
     raw + derived + physical + settings + identity: what is known before a run,
     from the configuration and the catalogs (every set but the framework
     metrics, which are measured during the run). What a prediction for an
     unbenchmarked configuration can use; roofline-gbm's default.
 ``all``
-    raw + derived + physical + framework + identity.
+    raw + derived + physical + settings + framework + identity.
 
 :func:`feature_doc` gives every feature, static or dynamic, a human name, a unit and a one-line
 formula (:data:`FEATURE_DOCS` for the static ones, :data:`DYNAMIC_DOCS` for the prefixes);
@@ -188,6 +188,13 @@ FEATURE_DOCS: Mapping[str, FeatureDoc] = MappingProxyType({
 })
 """Every static feature (:data:`RAW`, :data:`DERIVED`, :data:`PHYSICAL`) -> its :class:`FeatureDoc`."""
 
+SETTING_DOCS: Mapping[str, FeatureDoc] = MappingProxyType({
+    "fw_num_threads": _D("framework setting: threads", "", "the local engine's torch threads, chosen before the run"),
+    "fw_n_batch": _D("framework setting: llama.cpp n_batch", "tok", "prompt tokens fed per forward pass "
+                                                                    "(llama.cpp --batch-size), chosen before the run"),
+})
+"""The settings of :data:`perfmodel.curves.VARYING_BY`, named in words."""
+
 DYNAMIC_DOCS: Mapping[str, FeatureDoc] = MappingProxyType({
     FRAMEWORK_PREFIX: _D("framework-internal metric <name>", "unit in the name",
                          "a metric the serving framework reported during the run (its /metrics or logs), as "
@@ -224,6 +231,8 @@ def feature_doc(name: str) -> FeatureDoc | None:
     """
     if name in FEATURE_DOCS:
         return FEATURE_DOCS[name]
+    if name in SETTING_DOCS:
+        return SETTING_DOCS[name]
     if name == "prior_kind":
         return DYNAMIC_DOCS[name]
     if name.startswith(FRAMEWORK_PREFIX):
@@ -361,7 +370,7 @@ FEATURE_SETS: Mapping[str, tuple[str, ...]] = MappingProxyType({
 # Composite sets a caller may ask for by name.
 _COMPOSITE: Mapping[str, tuple[str, ...]] = {
     "static": ("raw", "derived", "physical", "settings", "identity"),
-    "all": ("raw", "derived", "physical", "framework", "identity"),
+    "all": ("raw", "derived", "physical", "settings", "framework", "identity"),
 }
 
 
@@ -391,7 +400,7 @@ the requested lengths, the length checks and the measured window. They are not f
 def _framework_columns(runs: pd.DataFrame) -> list[str]:
     return sorted(c for c in runs.columns
                   if str(c).startswith(FRAMEWORK_PREFIX) and str(c) not in CLIENT_FW_COLUMNS
-                  and pd.api.types.is_numeric_dtype(runs[c]))
+                  and str(c) not in VARYING_BY and pd.api.types.is_numeric_dtype(runs[c]))
 
 
 def _setting_columns(runs: pd.DataFrame) -> list[str]:

@@ -481,6 +481,7 @@ def configuration_labels(table: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
 
 
 _LABEL_FORMS = {"device_count": "{} dev", "tp_size": "tp{}", "pp_size": "pp{}", "fw_num_threads": "{} threads",
+                "fw_n_batch": "n_batch {}",
                 "weight_dtype": "{} weights", "kv_cache_dtype": "{} KV cache"}
 """How :func:`configuration_labels` shows a key value (default: as is)."""
 

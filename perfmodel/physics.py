@@ -6,7 +6,10 @@ FLOP/s and peak memory bandwidth of the device, parameter count and KV-cache
 geometry of the model), with no efficiency factor:
 
 - prefill (compute bound): ``2 * active_params * input_len * batch`` FLOPs over
-  the devices' aggregate peak;
+  the devices' aggregate peak; where the runs record llama.cpp's ``n_batch``
+  (``fw_n_batch``, prompt tokens per forward pass), also no shorter than one read
+  of the weights per pass, ``ceil(batch * input_len / n_batch)`` of them (at
+  ``n_batch`` 1 the prompt is fed token by token, as slow as decoding it);
 - one decode step (memory bound): the weights each step must read (all of a
   dense model; for a mixture of experts the experts a batch of this size is
   expected to touch under uniform routing, never fewer than one token's
@@ -50,6 +53,8 @@ __all__ = [
     "hardware_specs",
     "model_specs",
     "roofline",
+    "prefill_s_min",
+    "n_batch_of",
     "flag_suspect",
     "flag_fast_ttft",
     "SUSPECT_BASES",
@@ -411,7 +416,7 @@ def roofline(runs: pd.DataFrame) -> pd.DataFrame:
     weight_bytes = params * nbytes
     read_bytes = weight_bytes * frac
     ctx = ii + oo / 2.0  # mean context over the decode steps
-    prefill = 2.0 * active * ii * bb / peak_all
+    prefill = prefill_s_min(active, ii, bb, peak_all, read_bytes, bw_all, n_batch_of(runs))
     dec_mem = (read_bytes + kv_tok * bb * ctx) / bw_all
     dec_cmp = 2.0 * active * bb / peak_all
     step = np.fmax(dec_mem, dec_cmp)
@@ -435,6 +440,26 @@ def roofline(runs: pd.DataFrame) -> pd.DataFrame:
         "ttft_s_min": np.fmax(prefill, weight_bytes / bw_all),
     }, index=runs.index)
     return out
+
+
+def n_batch_of(runs: pd.DataFrame) -> np.ndarray:
+    """llama.cpp's ``n_batch`` (prompt tokens per forward pass) per row: ``fw_n_batch``, NaN where absent."""
+    if "fw_n_batch" not in runs.columns:
+        return np.full(len(runs), np.nan)
+    return pd.to_numeric(runs["fw_n_batch"], errors="coerce").astype("float64").to_numpy()
+
+
+def prefill_s_min(active: np.ndarray, ii: np.ndarray, bb: np.ndarray, peak_all: np.ndarray,
+                  read_bytes: np.ndarray, bw_all: np.ndarray, n_batch: np.ndarray) -> np.ndarray:
+    """The prefill's floor: its FLOPs at the devices' peak, and, where ``n_batch`` is known, no shorter
+    than one read of the weights per forward pass of ``n_batch`` prompt tokens."""
+    prefill = 2.0 * active * ii * bb / peak_all
+    ok = np.isfinite(n_batch) & (n_batch >= 1)
+    if not ok.any():
+        return prefill
+    passes = np.ceil(ii * bb / np.where(ok, n_batch, 1.0))
+    with np.errstate(invalid="ignore"):
+        return np.where(ok, np.fmax(prefill, passes * read_bytes / bw_all), prefill)
 
 
 SUSPECT_BASES = ("weights", "roofline")

@@ -61,9 +61,10 @@ LOAD_KINDS = ("static_batch", "concurrency", "request_rate", "offline")
 THROUGHPUT_BASES = ("output", "total", "output+total", "total_per_sequence", "none")
 """What throughput figure(s) the *source* reported.
 
-``total_per_sequence`` is the llama.cpp quirk in LLM-Inference-Bench: the
-figure is (input + output) tokens / latency of one sequence, not multiplied by
-the batch; the importer multiplies it back and says so here.
+``total_per_sequence`` marks rows imported before 2026-12-01 from
+LLM-Inference-Bench's llama.cpp rows, whose per-sequence figure was multiplied
+by the file's "Batch Size"; that batch is now read as llama.cpp's ``n_batch``
+(``fw_n_batch``) for one sequence and the figure kept as written (``total``).
 """
 
 Kind = Literal["str", "int", "float", "datetime"]

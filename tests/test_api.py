@@ -180,7 +180,7 @@ def test_all_results_imports_resolves_and_round_trips(all_results_csv: Path, tmp
     assert first["e2e_latency_s"] == 0.688306736946106 and first["batch_size"] == 1
     assert first["total_throughput_tok_s"] == 371.92720375776975
     assert last["framework"] == "llama.cpp" and last["e2e_latency_s"] == 21.112430727
-    assert last["throughput_basis"] == "total_per_sequence" and last["batch_size"] == 64
+    assert last["throughput_basis"] == "total" and last["batch_size"] == 1 and last["fw_n_batch"] == 64
 
     runner = CliRunner()
     for suffix in (".csv", ".parquet"):

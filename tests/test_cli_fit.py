@@ -130,11 +130,13 @@ def test_fit_all_results(runner: CliRunner, all_results_csv: Path) -> None:
     code, out, err = invoke(runner, "fit", info.id, "--intervals", "none", "--json")
     assert code == 0, err
     recs = pd.DataFrame(json.loads(out))
-    # LLM-Inference-Bench: 1,202 configurations with 1-7 batch sizes each.
-    assert len(recs) == 1202
+    # LLM-Inference-Bench: 1,202 configurations with 1-7 batch sizes each as the file's columns group
+    # them; llama.cpp's 409 are 1,570 (one per n_batch, one sequence each), so 2,363.
+    assert len(recs) == 2363
     assert recs["n_batches"].between(1, 7).all() and recs["n_batches"].max() == 6
+    assert (recs.loc[recs["framework"] == "llama.cpp", "n_batches"] == 1).all()
     enough = recs[recs["n_batches"] >= 3]
-    assert len(enough) == 1080  # pinned from the file: 122 configurations have 1-2 batch sizes
+    assert len(enough) == 695  # pinned from the file: 98 other configurations have 1-2 batch sizes
     assert enough["success"].mean() >= 0.99
     assert (~recs.loc[recs["n_batches"] < 3, "success"]).all()
 

@@ -47,6 +47,19 @@ def test_static_set_keeps_settings_and_leaves_out_metrics_measured_during_a_run(
     assert RooflineGBM().features == "static"
 
 
+def test_settings_are_not_framework_metrics_and_are_named() -> None:
+    from perfmodel.curves import VARYING_BY
+    from perfmodel.explain import feature_kind
+
+    r = _runs().assign(fw_n_batch=[16.0, np.nan, 1.0])
+    assert features.feature_names(r, "framework") == ["fw_kv_usage"]  # a setting is no metric of the run
+    assert features.feature_names(r, "settings") == ["fw_n_batch"]
+    assert "fw_n_batch" in features.feature_names(r, "all") and "fw_n_batch" in features.feature_names(r, "static")
+    assert feature_kind("fw_n_batch") == "workload" and feature_kind("fw_kv_usage") == "framework"
+    assert set(features.SETTING_DOCS) == set(VARYING_BY)
+    assert features.feature_label("fw_n_batch") == "framework setting: llama.cpp n_batch (tok)"
+
+
 def test_llama3_8b_on_h100_by_hand() -> None:
     x = features.build_features(_runs()).iloc[0]
     kv = 2 * 32 * 8 * 128 * 2 * 16 * (1024 + 1024)

@@ -80,5 +80,6 @@ def test_golden_random_split_on_all_results(all_results_csv):
     for name in ("linear", "xgboost"):
         pred = get_predictor(name).fit(runs.loc[~mask]).predict(runs.loc[mask])
         ape[name] = np.median(np.abs(pred["pred_throughput_tok_s"].to_numpy() - y) / y) * 100
-    assert 50 < ape["linear"] < 120
+    assert 50 < ape["linear"] < 400
     assert 5 < ape["xgboost"] < 30
+    assert ape["linear"] > 5 * ape["xgboost"]

@@ -12,10 +12,21 @@ Semantics (checked against the data, see the module tests):
 - Latency is the whole batch's end-to-end time in seconds.
 - Throughput is ``batch x (input + output) / Latency`` (input plus output tokens
   per second, basis ``"total"``) for almost every row. llama.cpp rows with
-  batch > 1 report ``(input + output) / Latency``, per sequence: such rows are
-  found by checking both identities against the latency (within 1 %), not by
-  the framework's name; the total is multiplied back by the batch and the basis
-  recorded as ``"total_per_sequence"``.
+  batch > 1 report ``(input + output) / Latency``: the throughput of one
+  sequence. Such rows are found by checking both identities against the
+  latency (within 1 %), not by the framework's name. Their "Batch Size" is not
+  a number of concurrent sequences: their latency falls from batch 1 to 16 and
+  stays flat to 64 (0.7x batch 1's, where every other framework's grows
+  1.3-2.5x), and at 32-64 31 of them would finish B sequences faster than
+  reading the weights and B KV caches once per decode step allows
+  (``benchmarks/bench_llamacpp_batch.py``). It is llama.cpp's ``n_batch``, the
+  prompt tokens fed per forward pass (at 1 the prompt goes token by token,
+  which doubles a run whose input and output lengths are equal). Such rows are
+  read as one sequence: ``batch_size`` 1, the figure as written (basis
+  ``"total"``), and the file's batch kept as the setting ``fw_n_batch``, which
+  the batch-1 rows of the same framework get too (1). Imports made before
+  2026-12-01 multiplied the figure by the batch instead (basis
+  ``"total_per_sequence"``).
 - ``avg_power`` is the mean of integer NVML samples in milliwatts: every value is
   a fraction whose denominator is a small sample count, and read as mW it gives
   222-377 W on A100 (TDP 400 W), 253-595 W on H100 (700 W) and 410-656 W on GH200;
@@ -326,7 +337,6 @@ class LlmInferenceBenchImporter(Importer):
             checked = (thr.notna() & lat.notna()).to_numpy() & keep
             fix = per_seq & ~by_batch & checked
             neither = ~per_seq & ~by_batch & checked
-            total = total.where(~fix, thr * batch)
             # Integer codes and bincount: a million rows in milliseconds.
             fw_codes, fw_names = pd.factorize(text["framework"])
             kind = np.where(by_batch & per_seq, 0, np.where(by_batch, 1, np.where(per_seq, 2, 3)))
@@ -336,13 +346,21 @@ class LlmInferenceBenchImporter(Importer):
             provenance["throughput_identity_counts"] = {
                 f"{fw_names[j // 4]}|{kinds[j % 4]}": int(c) for j, c in enumerate(counts) if c}
             if fix.any():
-                fws = sorted({str(fw_names[c]) for c in np.unique(fw_codes[fix]) if c >= 0})
+                fix_fw = np.unique(fw_codes[fix & (fw_codes >= 0)])
+                fws = sorted(str(fw_names[c]) for c in fix_fw)
+                # The batch-1 rows of those frameworks ran at n_batch 1 (the prompt token by token).
+                ones = (by_batch & per_seq & checked & np.isin(fw_codes, fix_fw)
+                        & (batch == 1).fillna(False).to_numpy())
+                n_batch = np.where(fix | ones, batch.to_numpy(dtype="float64"), np.nan)
+                runs["fw_n_batch"] = n_batch
+                runs["batch_size"] = batch.where(~fix, 1.0)
                 issues.append(Issue(
-                    file, None, "Throughput",
-                    f"{int(fix.sum())} row(s) (framework: {', '.join(fws)}) report throughput per sequence, "
-                    "(input + output) / Latency, not multiplied by the batch size as the other rows are; "
-                    "multiplied by the batch size and recorded with throughput_basis "
-                    "'total_per_sequence'", "info"))
+                    file, None, "Batch Size",
+                    f"{int(fix.sum())} row(s) (framework: {', '.join(fws)}) report the throughput of one "
+                    "sequence, (input + output) / Latency, not batch x (input + output) / Latency: their "
+                    "Batch Size is read as llama.cpp's n_batch (prompt tokens per forward pass) for one "
+                    "sequence, kept as fw_n_batch with batch_size 1 and the throughput as written "
+                    f"({int(ones.sum())} batch-1 row(s) of the same framework get fw_n_batch 1)", "info"))
             if neither.any():
                 first = ", ".join(str(int(r)) for r in runs["source_row"].to_numpy()[neither][:5])
                 issues.append(Issue(
@@ -352,8 +370,8 @@ class LlmInferenceBenchImporter(Importer):
                     "(total tokens/s)", "warning"))
         runs["total_throughput_tok_s"] = total
         runs["output_throughput_tok_s"] = total * runs["output_len_tok"] / tok_per_seq
-        # Categorical: two values over a million rows cost nothing to store or compare.
-        runs["throughput_basis"] = pd.Categorical.from_codes(fix.astype("int8"), ["total", "total_per_sequence"])
+        # Categorical: one value over a million rows costs nothing to store or compare.
+        runs["throughput_basis"] = pd.Categorical.from_codes(np.zeros(len(runs), dtype="int8"), ["total"])
 
     @staticmethod
     def _end_latency(runs: pd.DataFrame, num: dict[str, pd.Series], keep: np.ndarray,

@@ -570,7 +570,7 @@ def _fast_features(runs: pd.DataFrame, templates: dict[tuple[str | None, ...], _
     with np.errstate(divide="ignore", invalid="ignore"):
         # physics.roofline, row by row
         ctx = ii + oo / 2.0
-        prefill = 2.0 * active * ii * bb / peak_all
+        prefill = physics.prefill_s_min(active, ii, bb, peak_all, wbytes * frac, bw_all, physics.n_batch_of(runs))
         dec_mem = (wbytes * frac + kv_tok * bb * ctx) / bw_all
         dec_cmp = 2.0 * active * bb / peak_all
         step = np.where(np.isnan(dec_mem) | np.isnan(dec_cmp), np.nan, np.fmax(dec_mem, dec_cmp))

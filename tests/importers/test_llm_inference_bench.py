@@ -32,17 +32,22 @@ def test_all_results_golden(all_results_csv: Path, stub_catalog: None) -> None:
     assert len(res.runs) == 4772 and res.n_dropped == 0
     assert [i.severity for i in res.issues] == ["info"]
     assert "1161 row(s) (framework: llama.cpp)" in res.issues[0].message
+    assert "n_batch" in res.issues[0].message and res.issues[0].column == "Batch Size"
     first = _row(res, 1)
     assert first["hardware_raw"] == "Nvidia GH200 GPU" and first["model_raw"] == "mistralai/Mistral-7B-v0.1"
     assert first["total_throughput_tok_s"] == pytest.approx(371.92720375776975, rel=1e-12)
     assert first["output_throughput_tok_s"] == pytest.approx(371.92720375776975 / 2, rel=1e-12)
     assert first["e2e_latency_s"] == pytest.approx(0.688306736946106, rel=1e-12)
     assert first["throughput_basis"] == "total" and first["load_kind"] == "static_batch"
-    # Line 236: llama.cpp, batch 16, L 128, latency 2.330946, Throughput 109.826672 (= 256 / latency)
+    # Line 236: llama.cpp, batch 16, L 128, latency 2.330946, Throughput 109.826672 (= 256 / latency):
+    # one sequence at n_batch 16, the figure as written.
     lc = _row(res, 235)
-    assert lc["throughput_basis"] == "total_per_sequence"
-    assert lc["total_throughput_tok_s"] == pytest.approx(109.826672 * 16, rel=1e-9)
-    assert (res.runs["throughput_basis"] == "total_per_sequence").sum() == 1161
+    assert lc["throughput_basis"] == "total" and lc["batch_size"] == 1 and lc["fw_n_batch"] == 16
+    assert lc["total_throughput_tok_s"] == pytest.approx(109.826672, rel=1e-9)
+    assert (res.runs["throughput_basis"] == "total").all()
+    llama = res.runs["framework"] == "llama.cpp"
+    assert res.runs.loc[llama, "fw_n_batch"].value_counts().to_dict() == {1.0: 409, 16.0: 400, 32.0: 383, 64.0: 378}
+    assert (res.runs.loc[llama, "batch_size"] == 1).all() and res.runs.loc[~llama, "fw_n_batch"].isna().all()
 
 
 def test_identity_counts_per_framework(all_results_csv: Path) -> None:
@@ -112,11 +117,15 @@ def test_ttft_itl(llm_bench_dir: Path, stub_catalog: None) -> None:
     assert np.isnan(first["e2e_latency_s"]) and first["fw_end_latency_s"] == pytest.approx(14.616763864003588)
 
 
-def test_llamacpp_correction_by_identity(stub_catalog: None) -> None:
+def test_llamacpp_n_batch_by_identity(stub_catalog: None) -> None:
     res = _read(DATA / "lib_llamacpp.csv")
-    assert list(res.runs["throughput_basis"]) == ["total_per_sequence", "total", "total", "total"]
-    assert list(res.runs["total_throughput_tok_s"]) == [2048.0, 256.0, 2048.0, 1000.0]
-    assert list(res.runs["output_throughput_tok_s"]) == [1024.0, 128.0, 1024.0, 500.0]
+    # Row 1: llama.cpp "batch" 16 with a per-sequence figure is one sequence at n_batch 16; row 2 is its
+    # batch-1 sibling (n_batch 1); the vLLM rows are 16 concurrent sequences, whatever their name.
+    assert list(res.runs["throughput_basis"]) == ["total", "total", "total", "total"]
+    assert list(res.runs["batch_size"]) == [1.0, 1.0, 16.0, 16.0]
+    np.testing.assert_array_equal(res.runs["fw_n_batch"], [16.0, 1.0, np.nan, np.nan])
+    assert list(res.runs["total_throughput_tok_s"]) == [128.0, 256.0, 2048.0, 1000.0]
+    assert list(res.runs["output_throughput_tok_s"]) == [64.0, 128.0, 1024.0, 500.0]
     msgs = {i.severity: i.message for i in res.issues}
     assert "1 row(s) (framework: llama.cpp)" in msgs["info"]
     assert "1 row(s) (first: 4) match neither" in msgs["warning"]
