@@ -1,7 +1,7 @@
 """Benchmark the saturation-curve fits on LLM-Inference-Bench ``All_results.csv``.
 
-Prints, for the 1,202 configurations (hardware, device count, framework, model,
-length) of the file:
+Prints, for the configurations of the file (hardware, device count, framework, model,
+length, and llama.cpp's ``n_batch``: 2,363, of which 695 have >= 3 batch sizes):
 
 * the share of configurations with >= 3 batch sizes whose exponential fit
   succeeds with quantile initialisation versus naive (a = b = c = 1)
@@ -19,8 +19,8 @@ Usage::
 The file is read with perfmodel's ``llm_inference_bench`` importer when it is
 available, else directly with pandas using the same conversion: output
 throughput = Throughput x output / (input + output) (input = output length in
-this file), and llama.cpp rows with batch > 1, which report one sequence's
-throughput, multiplied by the batch (see the data set's SOURCES.md).
+this file); llama.cpp rows, which report one sequence's throughput, are one sequence
+at the file's batch as ``n_batch`` (see ``bench_llamacpp_batch.py``).
 """
 
 from __future__ import annotations
@@ -60,11 +60,12 @@ def load_runs(path: Path) -> tuple[pd.DataFrame, str]:
     raw = pd.read_csv(path)
     length = raw["Input Output Length"].astype(float)
     batch = raw["Batch Size"].astype(float)
-    per_seq = (raw["Framework"] == "llama.cpp") & (batch > 1)
-    total = raw["Throughput"].astype(float) * np.where(per_seq, batch, 1.0)
+    llama = (raw["Framework"] == "llama.cpp").to_numpy()
+    total = raw["Throughput"].astype(float)
     runs = pd.DataFrame({
         "hardware": raw["Hardware"], "device_count": raw["Num of Hardware"], "framework": raw["Framework"],
-        "model": raw["Model"], "input_len_tok": length, "output_len_tok": length, "batch_size": batch,
+        "model": raw["Model"], "input_len_tok": length, "output_len_tok": length,
+        "batch_size": np.where(llama, 1.0, batch), "fw_n_batch": np.where(llama, batch, np.nan),
         "output_throughput_tok_s": total * length / (length + length),
     })
     return runs, f"pandas fallback ({len(runs)} rows; importer unavailable: {reason})"
