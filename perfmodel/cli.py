@@ -777,6 +777,10 @@ def predict_cmd(ctx: click.Context, model_dir: Path, queries: Path | None, outpu
         click.echo(f"wrote {len(out)} prediction(s) to {output}")
     elif queries is None:
         rec = out.iloc[0]
+        if not math.isfinite(rec.pred_throughput_tok_s) and (
+                why := predictor.cannot_run(table.reset_index(drop=True))[0]) is not None:
+            click.echo(f"no prediction ({why})  confidence {rec.confidence:.3f}  in_domain {bool(rec.in_domain)}")
+            return
         band = (f"[{rec.pred_lower:,.1f}, {rec.pred_upper:,.1f}] at {level:g}"
                 if math.isfinite(rec.pred_lower) and math.isfinite(rec.pred_upper) else "no band (n/a)")
         click.echo(f"{rec.pred_throughput_tok_s:,.1f} tok/s  band {band}  confidence {rec.confidence:.3f}  "

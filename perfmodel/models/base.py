@@ -9,7 +9,10 @@ using an unfitted predictor raises :class:`NotFittedError`.
 columns :data:`PREDICTION_COLUMNS`: ``pred_throughput_tok_s`` (same throughput
 definition as the training target), ``pred_lower`` / ``pred_upper`` (the band
 at ``level``), ``confidence`` (0..1, higher = more trustworthy) and
-``in_domain`` (bool).
+``in_domain`` (bool). A query whose weights alone exceed the memory of its devices cannot run at all
+(:func:`weights_over_memory`, :meth:`Predictor.cannot_run`): roofline-gbm's ``predict``, and every
+predictor's through :func:`predict_with_latency`, give it NaN throughput, band and latencies, confidence 0
+and ``in_domain`` False.
 
 Persistence is a directory holding ``metadata.json`` (``{"predictor": NAME,
 "format_version": 1, "perfmodel_version": ..., "settings": {...}, "state":
@@ -55,6 +58,9 @@ __all__ = [
     "read_metadata",
     "read_predictor_metadata",
     "to_jsonable",
+    "MEMORY_REASON_PREFIX",
+    "weights_over_memory",
+    "mask_weights_over_memory",
 ]
 
 PREDICTION_COLUMNS = ("pred_throughput_tok_s", "pred_lower", "pred_upper", "confidence", "in_domain")
@@ -275,6 +281,9 @@ class Predictor(ABC):
     value below ``min / factor`` or above ``max * factor`` makes it out of domain (1.0: any value outside
     the range; ``math.inf``: the range alone never does). What-if reasons name batches with it, so they
     agree with ``in_domain``."""
+    applies_cannot_run: ClassVar[bool] = False
+    """True when :meth:`predict` itself gives the queries :meth:`cannot_run` names no prediction (and
+    :meth:`predict_with_ttft_band` no TTFT): :func:`predict_with_latency` then checks them no second time."""
 
     @abstractmethod
     def fit(self, runs: pd.DataFrame, y: str = DEFAULT_TARGET) -> Self:
@@ -363,6 +372,19 @@ class Predictor(ABC):
         to share the work the two have in common (roofline-gbm builds the query's features once)."""
         return self.predict(runs, level=level), self.predict_ttft_band(runs, level=level)
 
+    def cannot_run(self, runs: pd.DataFrame) -> list[str | None]:
+        """Why each query cannot run at all, or None where it can: :func:`weights_over_memory` of the
+        query as this predictor reads it (a predictor that fills a query's dtype from a trained
+        configuration checks the filled one). :func:`predict_with_latency` masks these rows
+        (:func:`mask_weights_over_memory`) whichever the predictor.
+
+        Raises
+        ------
+        UnknownNameError
+            A hardware or model name is not in the catalog.
+        """
+        return weights_over_memory(runs)
+
     # ------------------------------------------------------------------ helpers for subclasses
 
     def get_params(self) -> dict[str, Any]:
@@ -428,6 +450,133 @@ prediction_frame = _frame
 __all__ += ["prediction_frame"]
 
 
+MEMORY_REASON_PREFIX = "cannot run: "
+"""How every reason of :func:`weights_over_memory` begins, so a reader of a list of reasons can pick it out."""
+
+_WEIGHT_WORDS = {0.5: "4-bit", 1.0: "8-bit", 2.0: "16-bit", 4.0: "32-bit"}
+_GIB = float(2**30)
+"""Bytes in one GB of a device's memory figure, as :func:`weights_over_memory` reads it (see there)."""
+_WEIGHTS_MEMO: dict[tuple[Any, ...], tuple[tuple[Any, Any], tuple[float, float, float]]] = {}
+"""(columns, names) -> ((hardware spec, model spec), (weight bytes, memory bytes per device, bytes per weight))."""
+
+
+def _name_key(v: object) -> object:
+    # A blank cell (None, NaN, pd.NA) is one key however pandas spells it.
+    return None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else v
+
+
+def weights_over_memory(runs: pd.DataFrame) -> list[str | None]:
+    """Why each query cannot run at all: its weights alone exceed the memory of its devices.
+
+    The weights are :func:`perfmodel.physics.roofline`'s ``weight_bytes`` (every parameter at the row's
+    weight dtype: ``weight_dtype``, else a 4- or 8-bit ``quantization``, else the model's default); the
+    memory is all of the devices' memory, ``memory_gb`` x ``device_count``. Both choices make the rule
+    err towards "it runs", since a query it flags gets no prediction at all:
+
+    - the raw memory, not the :data:`perfmodel.physics.KV_USABLE_FRACTION` (0.9) that sizes the KV cache:
+      that fraction is a serving default (vLLM's ``gpu_memory_utilization``), not a physical limit, and real
+      runs come close to it (LLM-Inference-Bench ran Llama-3-70B in 16-bit on 4 x A100-40GB with
+      TensorRT-LLM, weights at 0.88 of 160 GB), so above 0.9 a run is cramped but possible; above 1.0 it is
+      not (short of offloading weights to the host, which no predictor here models);
+    - ``memory_gb`` read in GiB (2^30 bytes), not the 1e9 the catalog and physics use elsewhere: the
+      vendors' HBM figures are binary, nvidia-smi reporting 81,559 MiB (85.5e9 B) for an "80 GB" H100,
+      40,960 MiB for an A100-40GB and 143,771 MiB (150.8e9 B) for a "141 GB" H200
+      (https://github.com/modal-labs/modal-client/pull/2797 lists the first two), so Llama-3-70B's
+      141.1e9 B of 16-bit weights fit one H200, if barely, though not 141e9 B.
+
+    Parameters
+    ----------
+    runs
+        Queries with ``hardware``, ``model`` and ``device_count`` (``weight_dtype``, ``quantization``
+        optional), names the catalog knows.
+
+    Returns
+    -------
+    list
+        Per row, a sentence starting with :data:`MEMORY_REASON_PREFIX` that names the model, its weights
+        in GB and bits, the devices, their memory and how many of them the weights alone need; None where
+        the weights fit or the catalog lacks a figure.
+
+    Raises
+    ------
+    UnknownNameError
+        A hardware or model name is not in the catalog (row and column named).
+    """
+    from .. import catalog, physics
+
+    n = len(runs)
+    if not n or not {"hardware", "model", "device_count"} <= set(runs.columns):
+        return [None] * n
+    cols = [c for c in ("hardware", "model", "weight_dtype", "quantization") if c in runs.columns]
+    keys = list(zip(*([_name_key(v) for v in runs[c].tolist()] for c in cols), strict=True))
+    first: dict[tuple[object, ...], int] = {}
+    for i, k in enumerate(keys):
+        first.setdefault(k, i)
+    per: dict[tuple[object, ...], tuple[float, float, float]] = {}
+    for k, i in first.items():
+        try:
+            specs = (catalog.resolve_hardware(str(k[0])), catalog.resolve_model(str(k[1])))
+        except PerfmodelError:
+            specs = None  # physics below names the row and column
+        hit = _WEIGHTS_MEMO.get((tuple(cols), k))
+        if specs is not None and hit is not None and hit[0][0] is specs[0] and hit[0][1] is specs[1]:
+            per[k] = hit[1]  # the catalog entries are the same objects: its figures have not changed
+            continue
+        # physics' own rules for the dtype (weight_dtype, else quantization, else the model's default).
+        probe = runs.iloc[[i]][cols]
+        m, h = physics.model_specs(probe).iloc[0], physics.hardware_specs(probe).iloc[0]
+        b = float(physics.dtype_bytes(probe, pd.Series([m], index=probe.index)).iloc[0])
+        per[k] = (math.nan if m.params_b is None else m.params_b * 1e9 * b,
+                  math.nan if h.memory_gb is None else h.memory_gb * _GIB, b)
+        if len(_WEIGHTS_MEMO) > 4096:  # a long-lived app meets few combinations; never let it grow unbounded
+            _WEIGHTS_MEMO.clear()
+        _WEIGHTS_MEMO[(tuple(cols), k)] = ((h, m), per[k])
+    dev = pd.to_numeric(runs["device_count"], errors="coerce").to_numpy(dtype=float)
+    out: list[str | None] = []
+    for k, d in zip(keys, dev, strict=True):
+        weights, memory, b = per[k]
+        if not (weights > memory * d):  # NaN (an unknown figure) is never a reason
+            out.append(None)
+            continue
+        bits = _WEIGHT_WORDS.get(float(b), f"{b:g} bytes per parameter")
+        least = math.ceil(weights / memory * (1 - 1e-12))
+        # The memory as the vendor states it ("96 GB"); the weights in 1e9 B, never fewer than that reads.
+        out.append(f"{MEMORY_REASON_PREFIX}{k[1]}'s weights, {weights / 1e9:,.0f} GB in {bits}, exceed the "
+                   f"{memory * d / _GIB:,.0f} GB of memory of {d:g} x {k[0]} (they alone need at least {least:g}): "
+                   "it takes more devices, a smaller weight dtype or offloading, so no throughput is predicted")
+    return out
+
+
+def mask_weights_over_memory(pred: pd.DataFrame, over: np.ndarray) -> pd.DataFrame:
+    """``pred`` with the rows of configurations that cannot run (``over``, :func:`weights_over_memory`
+    not None) set to NaN throughput, band and latencies, confidence 0 and ``in_domain`` False.
+
+    Parameters
+    ----------
+    pred
+        A prediction frame (:data:`PREDICTION_COLUMNS`, optionally :data:`LATENCY_COLUMNS`).
+    over
+        Boolean per row.
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy (``pred`` itself when no row is masked).
+    """
+    over = np.asarray(over, dtype=bool)
+    if not over.any():
+        return pred
+    out = pred.copy()
+    nan_cols = [c for c in (*PREDICTION_COLUMNS, *LATENCY_COLUMNS) if c in out.columns
+                and c not in ("confidence", "in_domain")]
+    out.loc[over, nan_cols] = np.nan
+    if "confidence" in out.columns:
+        out.loc[over, "confidence"] = 0.0
+    if "in_domain" in out.columns:
+        out.loc[over, "in_domain"] = False
+    return out
+
+
 def derived_predictions(runs: pd.DataFrame, pred: pd.DataFrame, ttft: np.ndarray | None = None, *,
                         target: str = DEFAULT_TARGET,
                         ttft_band: tuple[np.ndarray, np.ndarray] | None = None) -> pd.DataFrame:
@@ -485,11 +634,19 @@ def derived_predictions(runs: pd.DataFrame, pred: pd.DataFrame, ttft: np.ndarray
 
 def predict_with_latency(predictor: Predictor, runs: pd.DataFrame, *, level: float = 0.9) -> pd.DataFrame:
     """:meth:`Predictor.predict` followed by :func:`derived_predictions` (columns
-    :data:`PREDICTION_COLUMNS` then :data:`LATENCY_COLUMNS`, index = ``runs.index``)."""
+    :data:`PREDICTION_COLUMNS` then :data:`LATENCY_COLUMNS`, index = ``runs.index``), with the rows of
+    configurations that cannot run (:meth:`Predictor.cannot_run`) masked by
+    :func:`mask_weights_over_memory`, whichever the predictor."""
     if len(runs) == 0:
         return predictor.predict(runs, level=level).reindex(columns=[*PREDICTION_COLUMNS, *LATENCY_COLUMNS])
     pred, band = predictor.predict_with_ttft_band(runs, level=level)
     derived = derived_predictions(runs, pred, None if band is None else band[0],
                                   target=str(getattr(predictor, "y_", DEFAULT_TARGET)),
                                   ttft_band=None if band is None else band[1:])
-    return pd.concat([pred, derived], axis=1)
+    out = pd.concat([pred, derived], axis=1)
+    if predictor.applies_cannot_run:  # its NaN throughput left NaN latencies; it gave no TTFT either
+        return out
+    # Whatever the predictor: a configuration whose weights exceed its devices' memory has no throughput,
+    # latency or TTFT (the baselines' own predict stays as published).
+    over = np.array([r is not None for r in predictor.cannot_run(runs)], dtype=bool)
+    return mask_weights_over_memory(out, over)

@@ -93,7 +93,9 @@
    ``confidence = exp(-half-width of the 90% band in log space)``; ``in_domain``
    is False for classes 3-5, for queries further from the data than 99% of
    calibration points, and for batch or lengths outside the training range by
-   more than a factor of 2.
+   more than a factor of 2. A query whose weights exceed its devices' memory
+   cannot run (:func:`perfmodel.models.base.weights_over_memory`): NaN
+   throughput and band, confidence 0, ``in_domain`` False.
 
 Persistence: ``metadata.json`` (settings, feature names, curves, anchors,
 conformal scores, kNN reference points, the frameworks each accelerator ran, each
@@ -124,9 +126,11 @@ from .base import (
     Predictor,
     ProgressCallback,
     check_level,
+    mask_weights_over_memory,
     prediction_frame,
     read_metadata,
     register,
+    weights_over_memory,
     write_metadata,
 )
 
@@ -1110,6 +1114,7 @@ class RooflineGBM(Predictor):
 
     name: ClassVar[str] = "roofline-gbm"
     domain_range_factor: ClassVar[float] = 2.0  # batch or lengths "more than twice outside" the trained ones
+    applies_cannot_run: ClassVar[bool] = True
 
     def __init__(self, *, features: str = "static", n_estimators: int = 300, learning_rate: float = 0.08,
                  max_depth: int = 8, min_child_weight: float = 2.0, subsample: float = 0.9,
@@ -2270,12 +2275,15 @@ class RooflineGBM(Predictor):
         with _small_query_cache(len(runs)):
             parts: list[Any] = []
             pred = self._predict(runs, lvl, parts)
-            done, keys, mat = parts
-            return pred, self._ttft_bounds(self._ttft_at(done, mat), keys, lvl)
+            done, keys, mat, over = parts
+            band = self._ttft_bounds(self._ttft_at(done, mat), keys, lvl)
+            if over.any():  # a configuration that cannot run has no first token either
+                band = (np.where(over, np.nan, band[0]), np.where(over, np.nan, band[1]), np.where(over, np.nan, band[2]))
+            return pred, band
 
     def _predict(self, runs: pd.DataFrame, lvl: float, parts: list[Any] | None = None) -> pd.DataFrame:
         """The predictions of :meth:`predict`; ``parts``, when given, receives the completed query, its
-        configuration keys and its design matrix (for :meth:`predict_with_ttft_band`)."""
+        configuration keys, its design matrix and which rows cannot run (for :meth:`predict_with_ttft_band`)."""
         runs, keys = _complete_query(runs, self.anchors_)
         mat, log_prior, _, knn, kv_fit = self._design(runs)
         if parts is not None:
@@ -2326,8 +2334,23 @@ class RooflineGBM(Predictor):
         # Neither the answer nor its band runs faster than the bound no measurement may beat
         # (physics.flag_suspect): far from the data the band's width alone took it 10x above.
         top = np.exp(self._weights_bound(knn, bb)) if not self.keep_suspect else np.full(len(bb), np.nan)
-        return prediction_frame(runs.index, np.fmin(np.exp(pred), top), np.fmin(lo, top), np.fmin(hi, top), conf,
-                                in_dom)
+        out = prediction_frame(runs.index, np.fmin(np.exp(pred), top), np.fmin(lo, top), np.fmin(hi, top), conf,
+                               in_dom)
+        # Weights the devices cannot hold: no run exists to predict (the trees would still answer, with
+        # confidence 0.88 for Llama-3-70B in 16-bit on one 96 GB GH200). The completed query carries the
+        # dtype of the trained configuration it names.
+        over = np.array([r is not None for r in weights_over_memory(runs)], dtype=bool)
+        if parts is not None:
+            parts.append(over)
+        return mask_weights_over_memory(out, over)
+
+    def cannot_run(self, runs: pd.DataFrame) -> list[str | None]:
+        """:func:`perfmodel.models.base.weights_over_memory` of the query completed as :meth:`predict`
+        completes it (the dtype of the one trained configuration it names: Llama-3-70B served in AWQ on one
+        GPU fits where its 16-bit default would not)."""
+        self._check_fitted()
+        physics.check_query(runs, columns=(*physics.QUERY_COLUMNS, "framework"))
+        return weights_over_memory(_complete_query(runs, self.anchors_)[0])
 
     @staticmethod
     def _weights_bound(knn: np.ndarray, bb: np.ndarray) -> np.ndarray:
@@ -2341,7 +2364,9 @@ class RooflineGBM(Predictor):
         """Why each query is out of domain (``in_domain`` false in :meth:`predict`), in words; an empty
         list for a query inside it.
 
-        The checks are :meth:`predict`'s: a hardware, framework or model absent from the training data,
+        The checks are :meth:`predict`'s: weights that exceed the devices' memory (the configuration
+        cannot run, :func:`perfmodel.models.base.weights_over_memory`, first), a hardware, framework or
+        model absent from the training data,
         a batch more than twice outside the trained batches, lengths more than twice outside the trained
         lengths, and a query farther from every training point than 99 % of the training points are
         from their nearest neighbours (in the normalised workload and hardware features).
@@ -2352,6 +2377,9 @@ class RooflineGBM(Predictor):
         if not len(runs):
             return out
         done, _ = _complete_query(runs, self.anchors_)
+        for i, why in enumerate(weights_over_memory(done)):
+            if why is not None:
+                out[i].append(why)
         unknown = self._unknown_parts(done, self.seen_)
         for col in _IDENTITY:
             for i in np.flatnonzero(unknown[col]):
