@@ -45,6 +45,9 @@ fw_options = sorted(runs.get("framework", []).dropna().astype(str).unique().toli
 for msg in W.settle_link(defaults, {"hardware": hw_options, "model": model_options}):
     st.warning(msg, icon=":material/link_off:")
 W.widen_range_to_link_batch()
+settings, moved_settings = W.settle_settings(home, selected, stamp)
+for msg in moved_settings:
+    st.warning(msg, icon=":material/link_off:")
 if st.session_state.get(K["framework"]) not in fw_options:
     fw_options.append(str(st.session_state.get(K["framework"]) or fw_options[0]))
 
@@ -53,6 +56,10 @@ c1, c2, c3 = st.columns(3)
 c1.selectbox("Hardware", hw_options, key=K["hardware"], format_func=lambda v: W.choice_label(v, hardware))
 c2.selectbox("Model", model_options, key=K["model"], format_func=lambda v: W.choice_label(v, models))
 c3.selectbox("Framework", fw_options, key=K["framework"], accept_new_options=True)
+if settings:  # measurement settings this dataset varies (threads, llama.cpp n_batch): one curve per value
+    for col, choice in zip(st.columns(max(3, len(settings))), settings.values(), strict=False):
+        col.selectbox(W.setting_label(choice.name), W.setting_options(choice), key=K[choice.name],
+                      format_func=W.setting_text, help=W.setting_help(choice))
 c1, c2, c3, c4, c5 = st.columns(5)
 c1.number_input("Input length (tokens)", min_value=0.0, max_value=float(MAX_LENGTH_TOK), step=64.0,
                 key=K["input_len_tok"], format="%g")
@@ -104,12 +111,15 @@ if not meta.exists():
     st.stop()
 b2.caption(f"Model: `{path}`")
 
-point = {c: values[c] for c in POINT_COLUMNS}
+point = {**{c: values[c] for c in POINT_COLUMNS}, **W.setting_point(values, settings)}
 try:
     res = W.result(home, selected, stamp, str(path), meta.stat().st_mtime_ns, options,
                    json.dumps(point, sort_keys=True), json.dumps(batches), float(values["level"]))
 except PerfmodelError as exc:
     ui.show_error(exc, what="Cannot predict")
+    st.stop()
+if res.cannot_run is not None:  # the weights exceed the devices' memory: no run exists to draw a curve of
+    st.error(res.cannot_run, icon=":material/memory:")
     st.stop()
 
 at_b = res.table[res.table["batch_size"] == values["batch_size"]].iloc[0]
@@ -161,11 +171,12 @@ elif res.reasons:
 st.plotly_chart(W.figure(res, bool(log_x)), key=W.P + "chart")
 if (kv_text := W.kv_caption(res)) is not None:
     st.caption(kv_text)
+at_settings = f" at {words}" if (words := W.settings_words(res.point)) else ""
 if res.measured.empty:
-    st.caption("No measured runs of this hardware, model and lengths in the dataset.")
+    st.caption(f"No measured runs of this hardware, model and lengths{at_settings} in the dataset.")
 else:
     n_sus = int(res.measured["suspect"].sum())
-    st.caption(f"{len(res.measured)} measured run(s) of this hardware, model and lengths"
+    st.caption(f"{len(res.measured)} measured run(s) of this hardware, model and lengths{at_settings}"
                + (f"; {n_sus} faster than the roofline bound (x)." if n_sus else "."))
 
 st.subheader("Predictions", anchor=False)

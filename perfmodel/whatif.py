@@ -5,7 +5,9 @@
 (:func:`perfmodel.physics.roofline`), the measured points of the same hardware,
 model and lengths, and says in words why a query is outside the training data
 (:func:`domain_reasons`, :func:`confidence_reason`). :func:`fit_whatif_model` trains a predictor with the
-issue's rule for suspect points (left out unless asked to keep them).
+issue's rule for suspect points (left out unless asked to keep them). Where a dataset varies a measurement
+setting (:data:`perfmodel.curves.VARYING_BY`: threads, llama.cpp's n_batch), :func:`setting_choices` says which
+values a configuration offers and the point carries the one chosen.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import pandas as pd
 
 from . import physics
 from .curve_tables import compact_number as _tok_s
+from .curves import VARYING_BY
 from .errors import PerfmodelError, Problem, ValidationError
 from .models.base import DEFAULT_TARGET, Predictor, ProgressCallback, predict_with_latency
 
@@ -33,6 +36,7 @@ __all__ = [
     "LOW_CONFIDENCE",
     "BOUND_TOLERANCE",
     "WhatIfResult",
+    "SettingChoice",
     "batch_grid",
     "bound_reason",
     "confidence_reason",
@@ -40,6 +44,7 @@ __all__ = [
     "default_point",
     "domain_reasons",
     "fit_whatif_model",
+    "setting_choices",
     "suspect_mask",
     "whatif",
 ]
@@ -67,7 +72,8 @@ class WhatIfResult:
     Attributes
     ----------
     point
-        The fixed query columns (:data:`POINT_COLUMNS`).
+        The fixed query columns (:data:`POINT_COLUMNS`, and the :data:`perfmodel.curves.VARYING_BY` settings
+        the query carries, None for unset).
     level
         Nominal coverage of the band.
     table
@@ -82,7 +88,8 @@ class WhatIfResult:
     measured
         Measured runs of the same hardware, model and lengths (``batch_size``,
         ``output_throughput_tok_s``, ``framework``, ``device_count``, ``same_config``: also the
-        same framework and devices, ``suspect``: faster than the physical bound).
+        same framework and devices, ``suspect``: faster than the physical bound); at the point's settings
+        where it carries any (rows of another framework that do not record a setting stay).
     reasons
         Why the query lies outside the training data, or its confidence is low, in words (empty when
         neither applies).
@@ -95,6 +102,10 @@ class WhatIfResult:
         None otherwise.
     ttft_note
         Why the table has no TTFT (and so no TPOT) where it has none (:func:`ttft_reason`); None otherwise.
+    cannot_run
+        When the weights alone exceed the memory of the devices (:meth:`perfmodel.models.base.Predictor.cannot_run`),
+        that in one sentence, also the first of ``reasons``: the table then holds no prediction (NaN, confidence 0,
+        out of domain) and a page shows this instead of a curve. None otherwise.
     """
 
     point: Mapping[str, Any]
@@ -105,6 +116,7 @@ class WhatIfResult:
     memory_note: str | None = None
     bound_note: str | None = None
     ttft_note: str | None = None
+    cannot_run: str | None = None
 
     @property
     def kv_fit_batch(self) -> float:
@@ -124,6 +136,87 @@ class WhatIfResult:
     def in_domain(self) -> bool:
         """True when every batch of the curve is inside the predictor's domain."""
         return bool(self.table["in_domain"].all()) if len(self.table) else False
+
+
+@dataclass(frozen=True)
+class SettingChoice:
+    """The values a what-if may ask for one measurement setting (a :data:`perfmodel.curves.VARYING_BY` column).
+
+    Attributes
+    ----------
+    name
+        The setting's column (``fw_num_threads``, ``fw_n_batch``).
+    options
+        The values to choose from, ascending; None (last) is "unset": runs that do not record the setting.
+    default
+        The most frequent of ``options`` among the rows they come from, those of the point's lengths and
+        devices where there are some (ties: the smallest value, so shuffled rows keep the default; unset
+        loses ties).
+    measured
+        True when ``options`` are the values measured for the point's hardware, model and framework; False
+        when that combination was never measured and they are the whole dataset's.
+    """
+
+    name: str
+    options: tuple[float | None, ...]
+    default: float | None
+    measured: bool
+
+
+def setting_choices(runs: pd.DataFrame, point: Mapping[str, Any]) -> dict[str, SettingChoice]:
+    """The measurement settings a what-if of ``point`` should ask for, with the values it may take.
+
+    A setting is offered where the dataset records more than one value of it (as the Curves page then keeps
+    its values apart) and the point's hardware x model x framework either records it in some row or was
+    never measured (LLM-Inference-Bench's vLLM rows have no llama.cpp ``n_batch``: none is offered for them).
+
+    Parameters
+    ----------
+    runs
+        Runs table.
+    point
+        ``hardware``, ``model`` and ``framework`` at least; ``input_len_tok``, ``output_len_tok`` and
+        ``device_count`` narrow the rows the default is counted on, where some of the combination's rows match.
+
+    Returns
+    -------
+    dict
+        Setting column -> :class:`SettingChoice`, in :data:`perfmodel.curves.VARYING_BY` order; empty when the
+        dataset varies none.
+    """
+    varying = [c for c in VARYING_BY if c in runs.columns and _setting_values(runs[c]).nunique() > 1]
+    if not varying:
+        return {}
+    same = (_same_combination(runs, point) if all(c in runs.columns for c in _COMBINATION)
+            else np.zeros(len(runs), dtype=bool))
+    measured = bool(same.any())
+    pool = runs.loc[same] if measured else runs
+    # The default is counted on the runs of the point itself where there are some: the dataset's default point
+    # then gets the setting of its own most measured curve.
+    near = np.ones(len(pool), dtype=bool)
+    for c in ("input_len_tok", "output_len_tok", "device_count"):
+        if c in pool.columns and point.get(c) is not None:
+            near &= (pd.to_numeric(pool[c], errors="coerce") == float(point[c])).fillna(False).to_numpy(dtype=bool)
+    counted = pool.loc[near] if near.any() else pool
+    out: dict[str, SettingChoice] = {}
+    for c in varying:
+        values = _setting_values(pool[c])
+        if measured and not values.notna().any():
+            continue  # the combination's runs do not record it: nothing to choose
+        options: list[float | None] = sorted({float(v) for v in values.dropna()})
+        if values.isna().any():
+            options.append(None)
+        counts = _setting_values(counted[c]).value_counts(dropna=False)
+        best = max(counts.items(), key=lambda kv: (kv[1], not pd.isna(kv[0]), math.inf if pd.isna(kv[0])
+                                                    else -float(kv[0])))[0]
+        out[c] = SettingChoice(name=c, options=tuple(options), default=None if pd.isna(best) else float(best),
+                               measured=measured)
+    return out
+
+
+def _setting_values(column: pd.Series) -> pd.Series:
+    """A setting column as floats (NaN where a row does not record it)."""
+    return pd.to_numeric(column, errors="coerce").astype("float64")
 
 
 def batch_grid(b_min: float, b_max: float) -> list[float]:
@@ -221,7 +314,9 @@ def default_point(runs: pd.DataFrame) -> dict[str, Any]:
     dict
         :data:`POINT_COLUMNS` (values of the most frequent combination; None where the column is
         absent) plus ``batch_min`` and ``batch_max`` (the batch range measured for that
-        configuration, the dataset's when it has none, 1..64 without batches).
+        configuration, the dataset's when it has none, 1..64 without batches), plus each
+        :data:`perfmodel.curves.VARYING_BY` setting the dataset varies: its default for that configuration
+        (:func:`setting_choices`; None where the configuration's runs do not record it).
     """
     out: dict[str, Any] = {c: None for c in POINT_COLUMNS}
     out.update(batch_min=1.0, batch_max=64.0)
@@ -230,8 +325,6 @@ def default_point(runs: pd.DataFrame) -> dict[str, Any]:
         return out
     # Settings the curves keep apart (e.g. torch threads) count apart here too, so the default
     # is one real curve, not two settings measured 2-5x apart pooled together.
-    from .curves import VARYING_BY
-
     apart = [c for c in VARYING_BY if c in runs.columns and runs[c].nunique() > 1]
     key = cols + apart
     counts = runs[key].astype(object).where(runs[key].notna(), None).value_counts(dropna=False)
@@ -254,6 +347,9 @@ def default_point(runs: pd.DataFrame) -> dict[str, Any]:
         b = b[(b >= 1) & (b <= MAX_BATCH)]
         if len(b):
             out.update(batch_min=float(b.min()), batch_max=float(b.max()))
+    choices = setting_choices(runs, out)
+    for c in apart:
+        out[c] = choices[c].default if c in choices else None
     return out
 
 
@@ -538,7 +634,10 @@ def whatif(model: Predictor, train: pd.DataFrame, point: Mapping[str, Any], batc
     train
         The rows it was trained on (for :func:`domain_reasons`).
     point
-        Values of :data:`POINT_COLUMNS`.
+        Values of :data:`POINT_COLUMNS`, and optionally of :data:`perfmodel.curves.VARYING_BY` settings
+        (:func:`setting_choices`; None: unset, the runs that do not record it). A setting given goes into every
+        query row and restricts the measured points to the runs at that value; one not given is missing
+        from the query (NaN), as it was before settings existed.
     batches
         Batch sizes (see :func:`batch_grid`).
     level
@@ -565,6 +664,8 @@ def whatif(model: Predictor, train: pd.DataFrame, point: Mapping[str, Any], batc
     q = pd.DataFrame({c: [point[c]] * len(batches) for c in POINT_COLUMNS})
     for c in ("input_len_tok", "output_len_tok", "device_count"):
         q[c] = pd.to_numeric(q[c], errors="coerce").astype("float64")
+    for c in _point_settings(point):
+        q[c] = _setting_number(point[c], c)
     q["batch_size"] = np.asarray(batches, dtype=float)
     pred = predict_with_latency(model, q, level=level)
     # The bound at the dtypes the configuration was measured with (the CPU samples ran fp32: at the model's
@@ -582,11 +683,18 @@ def whatif(model: Predictor, train: pd.DataFrame, point: Mapping[str, Any], batc
     src = train if runs is None else runs
     measured = _measured_near(src, point)
     reasons = domain_reasons(train, point, batches, range_factor=float(getattr(model, "domain_range_factor", 1.0)))
-    if (low := confidence_reason(table)) is not None:
+    # Weights the devices cannot hold: every batch alike (predict_with_latency left no prediction), said first;
+    # its confidence 0 means "cannot run", not "low confidence", and no TTFT is missing for want of data.
+    blocked = next((r for r in model.cannot_run(q) if r is not None), None)
+    if blocked is not None:
+        reasons.insert(0, blocked)
+    elif (low := confidence_reason(table)) is not None:
         reasons.append(low)
     return WhatIfResult(point=dict(point), level=float(level), table=table, measured=measured,
                         reasons=tuple(reasons), memory_note=_weights_note(q, roof),
-                        bound_note=bound_reason(table), ttft_note=ttft_reason(model, train, table))
+                        bound_note=bound_reason(table),
+                        ttft_note=None if blocked else ttft_reason(model, train, table),
+                        cannot_run=None if blocked is None else blocked[:1].upper() + blocked[1:] + ".")
 
 
 def _weights_note(q: pd.DataFrame, roof: pd.DataFrame) -> str | None:
@@ -633,6 +741,37 @@ def _measured_dtypes(runs: pd.DataFrame, point: Mapping[str, Any]) -> dict[str, 
     return out
 
 
+def _point_settings(point: Mapping[str, Any]) -> list[str]:
+    """The :data:`perfmodel.curves.VARYING_BY` settings a what-if point carries."""
+    return [c for c in VARYING_BY if c in point]
+
+
+def _setting_number(value: Any, column: str) -> float:
+    """A point's setting as the query's float: NaN for unset (None)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValidationError("the what-if point is invalid:", [
+            Problem(f"a setting must be a number or unset (None), got {value!r}", column=column)]) from None
+
+
+def _at_settings(runs: pd.DataFrame, point: Mapping[str, Any]) -> np.ndarray:
+    """The rows at the point's settings: those of its framework exactly (unset: rows without the setting),
+    those of another framework also where they do not record the setting (it means nothing to them)."""
+    keep = np.ones(len(runs), dtype=bool)
+    own = ((runs["framework"].astype("string") == str(point.get("framework"))).fillna(False).to_numpy(dtype=bool)
+           if "framework" in runs.columns else np.ones(len(runs), dtype=bool))
+    for c in _point_settings(point):
+        want = _setting_number(point[c], c)
+        have = (_setting_values(runs[c]).to_numpy(dtype=float) if c in runs.columns
+                else np.full(len(runs), np.nan))
+        match = np.isnan(have) if math.isnan(want) else (have == want)
+        keep &= match | (~own & np.isnan(have))
+    return keep
+
+
 def _measured_near(runs: pd.DataFrame, point: Mapping[str, Any]) -> pd.DataFrame:
     cols = ["batch_size", DEFAULT_TARGET, "framework", "device_count"]
     need = ("hardware", "model", "input_len_tok", "output_len_tok", *cols)
@@ -642,7 +781,7 @@ def _measured_near(runs: pd.DataFrame, point: Mapping[str, Any]) -> pd.DataFrame
         & (runs["model"].astype("string") == str(point["model"]))
     for c in ("input_len_tok", "output_len_tok"):
         m &= pd.to_numeric(runs[c], errors="coerce") == float(point[c])
-    near = runs.loc[m.fillna(False).to_numpy(dtype=bool)]
+    near = runs.loc[m.fillna(False).to_numpy(dtype=bool) & _at_settings(runs, point)]
     near = near.loc[pd.to_numeric(near[DEFAULT_TARGET], errors="coerce").notna().to_numpy(dtype=bool)]
     same = (near["framework"].astype("string") == str(point["framework"])) \
         & (pd.to_numeric(near["device_count"], errors="coerce") == float(point["device_count"]))

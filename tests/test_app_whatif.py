@@ -38,6 +38,30 @@ def tiny_sample_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(samples, "SAMPLE_DIR", d)
 
 
+THREADS_SAMPLE = REPO / "sample_runs" / "perfmodel-tiny-llama_cpu-x86-2vcpu_threads-1-2_local-sweep.csv"
+LLAMA_CPP_SAMPLE = REPO / "sample_runs" / "perfmodel-tiny-llama_cpu-x86-2vcpu_llama-server.csv"
+
+
+def _samples_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *files: Path) -> None:
+    d = tmp_path / "samples"
+    d.mkdir()
+    for f in files:
+        (d / f.name).symlink_to(f)
+    monkeypatch.setattr(samples, "SAMPLE_DIR", d)
+
+
+@pytest.fixture
+def threads_sample_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 1-and-2-thread sweep alone (36 runs of one configuration, 18 at each thread count)."""
+    _samples_only(tmp_path, monkeypatch, THREADS_SAMPLE)
+
+
+@pytest.fixture
+def threads_and_llama_cpp_samples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The thread sweep (transformers, threads 1 and 2) beside llama-server runs that record no threads."""
+    _samples_only(tmp_path, monkeypatch, THREADS_SAMPLE, LLAMA_CPP_SAMPLE)
+
+
 def _sample_id() -> str:
     samples.ensure_sample_data(Store())
     return Store().dataset(samples.SAMPLE_DATASET_NAME).id
@@ -184,6 +208,82 @@ def test_a_link_batch_off_the_grid_is_shown_and_one_outside_the_range_is_named()
     assert not [w for w in at.warning if "batch range" in w.value]
     assert at.session_state[K["batch_size"]] == 4096 and at.number_input(key=K["batch_max"]).value == 4096
     assert at.query_params["batch_max"] in ("4096", ["4096"])
+
+
+@pytest.mark.usefixtures("threads_sample_only")
+def test_a_setting_the_dataset_varies_is_chosen_predicted_at_and_kept_in_the_link() -> None:
+    ds = _sample_id()
+    at = _whatif(dataset=ds)
+    _no_exception(at)
+    threads = at.selectbox(key=K["fw_num_threads"])
+    # Both thread counts were measured for the configuration, 18 runs each: the tie goes to the smaller.
+    assert threads.label == "Threads" and threads.options == ["1", "2"] and threads.value == 1.0
+    assert not [s for s in at.selectbox if s.key == K["fw_n_batch"]]  # the sample has no n_batch
+    assert at.query_params["num_threads"] in ("1", ["1"]) and "n_batch" not in at.query_params
+    at = _train(at)
+    _no_exception(at)
+    one = _table_in_seconds(at).set_index("batch_size")
+    assert (one["fw_num_threads"] == 1.0).all()
+    sample = pd.read_csv(THREADS_SAMPLE)
+    measured = next(t for t in _traces(at) if t.get("meta") == "measured")
+    assert len(measured["x"]) == (sample["fw_num_threads"] == 1).sum() == 18  # not both thread counts pooled
+    assert any(c.value.startswith("18 measured run(s) of this hardware, model and lengths at threads 1")
+               for c in at.caption)
+    at = at.selectbox(key=K["fw_num_threads"]).set_value(2.0).run()
+    _no_exception(at)
+    two = _table_in_seconds(at).set_index("batch_size")
+    assert (two["fw_num_threads"] == 2.0).all()
+    assert at.query_params["num_threads"] in ("2", ["2"])
+    measured = next(t for t in _traces(at) if t.get("meta") == "measured")
+    at_two = sample[sample["fw_num_threads"] == 2]
+    assert sorted(measured["y"]) == pytest.approx(sorted(at_two["output_throughput_tok_s"]))
+    # On this 2-vCPU VM two torch threads ran 2-4x slower than one (sample_runs/README.md); so do the predictions.
+    assert (one["pred_throughput_tok_s"] > 1.2 * two["pred_throughput_tok_s"]).all()
+    # A shared link reopens the 2-thread curve (the model trained above is on disk).
+    at = _whatif(dataset=ds, num_threads="2")
+    _no_exception(at)
+    assert at.selectbox(key=K["fw_num_threads"]).value == 2.0 and not at.warning
+    np.testing.assert_allclose(_table_in_seconds(at).set_index("batch_size")["pred_throughput_tok_s"],
+                               two["pred_throughput_tok_s"])
+    # A value the configuration never ran at, or no number at all, falls back to its default and says so.
+    at = _whatif(dataset=ds, num_threads="3")
+    _no_exception(at)
+    assert [w.value for w in at.warning if "num_threads" in w.value] == [
+        "num_threads='3' was not measured for cpu-x86-2vcpu · perfmodel-tiny-llama · transformers (measured: 1, 2): "
+        "showing 1, the configuration's default"]
+    assert at.selectbox(key=K["fw_num_threads"]).value == 1.0 and at.query_params["num_threads"] in ("1", ["1"])
+    at = _whatif(dataset=ds, num_threads="many")
+    _no_exception(at)
+    assert [w.value for w in at.warning if "num_threads" in w.value] == [
+        "num_threads='many' is not a number or unset: showing 1, the configuration's default"]
+
+
+@pytest.mark.usefixtures("threads_and_llama_cpp_samples")
+def test_a_setting_is_offered_only_for_a_configuration_whose_runs_record_it() -> None:
+    ds = _sample_id()
+    link = {"dataset": ds, "hardware": "cpu-x86-2vcpu", "model": "perfmodel-tiny-llama", "framework": "llama.cpp",
+            "input_len": "64", "output_len": "64"}
+    at = _whatif(**link, num_threads="1")
+    _no_exception(at)
+    # llama-server's runs record no thread count: no widget, nothing in the link, and the link's value is named.
+    assert not [s for s in at.selectbox if s.key == K["fw_num_threads"]]
+    assert "num_threads" not in at.query_params
+    assert [w.value for w in at.warning if "num_threads" in w.value] == [
+        "num_threads='1' does not apply: the runs of cpu-x86-2vcpu · perfmodel-tiny-llama · llama.cpp do not "
+        "record threads, so the what-if leaves it out"]
+    # The transformers runs of the same hardware and model do: the widget appears at their default, quietly.
+    at = at.selectbox(key=K["framework"]).set_value("transformers").run()
+    _no_exception(at)
+    assert at.selectbox(key=K["fw_num_threads"]).options == ["1", "2"]
+    assert at.selectbox(key=K["fw_num_threads"]).value == 1.0 and not at.warning
+    assert at.query_params["num_threads"] in ("1", ["1"])
+    # A combination never measured offers the dataset's values and unset (the llama-server runs), which a link
+    # keeps as such.
+    at = _page(**{**link, "hardware": "h200", "framework": "transformers"}, num_threads="unset")
+    _no_exception(at)
+    threads = at.selectbox(key=K["fw_num_threads"])
+    assert threads.options == ["1", "2", "unset (not recorded)"] and threads.value == W.UNSET
+    assert at.query_params["num_threads"] in ("unset", ["unset"]) and not at.warning
 
 
 def _page(**query: str) -> AppTest:
@@ -503,6 +603,70 @@ def test_default_configuration_counts_thread_settings_apart() -> None:
     assert (d["input_len_tok"], d["batch_max"]) == (64.0, 8.0)
     d = core.default_point(pd.concat([a, b], ignore_index=True).drop(columns="fw_num_threads"))
     assert (d["input_len_tok"], d["batch_max"]) == (128.0, 4.0)
+
+
+def _n_batch_runs() -> pd.DataFrame:
+    """LLM-Inference-Bench's shape: llama.cpp runs one sequence at n_batch 16 and 64 (64 measured more),
+    vLLM runs record no n_batch."""
+    base = {"hardware": "a100-40gb", "model": "llama-3-8b", "device_count": 1.0, "input_len_tok": 128.0,
+            "output_len_tok": 128.0}
+    cpp = pd.DataFrame({**base, "framework": "llama.cpp", "batch_size": 1.0, "fw_n_batch": [16.0, 64.0, 64.0],
+                        "output_throughput_tok_s": [60.0, 80.0, 82.0]})
+    vllm = pd.DataFrame({**base, "framework": "vllm", "batch_size": [1.0, 8.0, 32.0, 64.0], "fw_n_batch": np.nan,
+                         "output_throughput_tok_s": [70.0, 500.0, 1500.0, 2500.0]})
+    return pd.concat([cpp, vllm], ignore_index=True)
+
+
+def test_setting_choices_are_the_configurations_values_and_none_where_it_records_none() -> None:
+    runs = _n_batch_runs()
+    cpp = {"hardware": "a100-40gb", "model": "llama-3-8b", "framework": "llama.cpp"}
+    assert core.setting_choices(runs, cpp) == {
+        "fw_n_batch": core.SettingChoice("fw_n_batch", options=(16.0, 64.0), default=64.0, measured=True)}
+    # vLLM's runs do not record llama.cpp's n_batch: nothing to choose.
+    assert core.setting_choices(runs, {**cpp, "framework": "vllm"}) == {}
+    # A combination never measured: the dataset's values, and unset for the runs without the setting (the
+    # most frequent here).
+    assert core.setting_choices(runs, {**cpp, "hardware": "h100-sxm"}) == {
+        "fw_n_batch": core.SettingChoice("fw_n_batch", options=(16.0, 64.0, None), default=None, measured=False)}
+    # A tie goes to the smaller value, whatever the rows' order; a dataset measured at one value offers nothing.
+    tie = runs.drop(index=2)
+    assert core.setting_choices(tie, cpp)["fw_n_batch"].default == 16.0
+    assert core.setting_choices(tie.iloc[::-1], cpp)["fw_n_batch"].default == 16.0
+    assert core.setting_choices(runs.assign(fw_n_batch=runs["fw_n_batch"].where(runs["fw_n_batch"] != 16, 64.0)),
+                                cpp) == {}
+    # The default point carries its configuration's default setting (None where it records none).
+    assert core.default_point(runs)["fw_n_batch"] is None  # vLLM has the most runs
+    assert core.default_point(runs.iloc[:3])["fw_n_batch"] == 64.0
+    assert "fw_num_threads" not in core.default_point(runs)  # not in the dataset
+
+
+def test_the_chosen_setting_reaches_every_query_row_and_picks_the_measured_points() -> None:
+    runs = _n_batch_runs()
+    model, rows = core.fit_whatif_model(runs, "linear")
+    point = {"hardware": "a100-40gb", "model": "llama-3-8b", "framework": "llama.cpp", "input_len_tok": 128.0,
+             "output_len_tok": 128.0, "device_count": 1.0}
+    seen: list[pd.DataFrame] = []
+    predict = model.predict
+
+    def spy(X: pd.DataFrame, *args: object, **kwargs: object) -> object:
+        seen.append(X.copy())
+        return predict(X, *args, **kwargs)
+
+    model.predict = spy  # type: ignore[method-assign]
+    res = core.whatif(model, rows, {**point, "fw_n_batch": 16.0}, [1.0, 2.0])
+    assert seen and all(X["fw_n_batch"].tolist() == [16.0, 16.0] for X in seen)
+    assert res.table["fw_n_batch"].tolist() == [16.0, 16.0] and res.point["fw_n_batch"] == 16.0
+    # The measured points of llama.cpp are those at n_batch 16; vLLM's, which record none, stay beside them.
+    mine = res.measured[res.measured["framework"] == "llama.cpp"]
+    assert mine[core.DEFAULT_TARGET].tolist() == [60.0]
+    assert (res.measured["framework"] == "vllm").sum() == 4
+    res = core.whatif(model, rows, {**point, "fw_n_batch": 64.0}, [1.0])
+    assert sorted(res.measured.loc[res.measured["framework"] == "llama.cpp", core.DEFAULT_TARGET]) == [80.0, 82.0]
+    # Unset: the query's setting is missing (NaN) and the rows kept are those without it.
+    res = core.whatif(model, rows, {**point, "framework": "vllm", "fw_n_batch": None}, [1.0])
+    assert res.table["fw_n_batch"].isna().all() and set(res.measured["framework"]) == {"vllm"}
+    with pytest.raises(ValidationError, match="fw_n_batch"):
+        core.whatif(model, rows, {**point, "fw_n_batch": "lots"}, [1.0])
 
 
 def test_metric_tiles_never_show_e_notation() -> None:

@@ -2,7 +2,8 @@
 
 Every input of the What-if page lives in the URL (``?dataset=...&hardware=...&input_len=...``),
 with the names the Attribution page reads (:data:`perfmodel.ui.explain.QP_WHATIF`), so a copied
-link reopens the same curve. Trained models are written as JSON under
+link reopens the same curve; so does a measurement setting the dataset varies (``num_threads=2``,
+``n_batch=16``, :func:`settle_settings`). Trained models are written as JSON under
 ``$PERFMODEL_HOME/models/whatif/`` (keyed by dataset, its size and the training options) and
 loaded through ``st.cache_resource``; results live in the cache, selections in session state.
 """
@@ -23,6 +24,7 @@ import streamlit as st
 
 from .. import physics
 from .. import whatif as W
+from ..curves import VARYING_BY
 from ..errors import PerfmodelError
 from ..models.base import ProgressCallback
 from ..plots import add_suspect_markers, compact_number, compact_seconds, whatif_figure
@@ -38,6 +40,14 @@ __all__ = [
     "restore_from_link",
     "apply_defaults",
     "settle_link",
+    "UNSET",
+    "settle_settings",
+    "setting_label",
+    "setting_options",
+    "setting_text",
+    "setting_help",
+    "setting_point",
+    "settings_words",
     "widen_range_to_link_batch",
     "choice_label",
     "write_link",
@@ -66,15 +76,19 @@ P = "whatif."
 """Widget key prefix of the What-if page."""
 KEYS: Mapping[str, str] = {name: P + name for name in (
     "dataset", "hardware", "model", "framework", "input_len_tok", "output_len_tok", "device_count",
-    "batch_min", "batch_max", "batch_size", "level", "predictor", "keep_suspect", "log_x")}
-"""Input name -> widget key."""
+    "batch_min", "batch_max", "batch_size", "level", "predictor", "keep_suspect", "log_x", *VARYING_BY)}
+"""Input name -> widget key (a setting's input is named as its column, ``fw_num_threads``)."""
 QP: Mapping[str, str] = {
     "hardware": "hardware", "model": "model", "framework": "framework", "input_len_tok": "input_len",
     "output_len_tok": "output_len", "device_count": "device_count", "batch_size": "batch",
     "batch_min": "batch_min", "batch_max": "batch_max", "level": "level", "predictor": "predictor",
     "keep_suspect": "keep_suspect", "log_x": "log_x",
+    **{name: name.removeprefix("fw_") for name in VARYING_BY},
 }
-"""Input name -> URL query parameter (the first seven are the Attribution page's names)."""
+"""Input name -> URL query parameter (the first seven are the Attribution page's names; a setting's is its
+column without ``fw_``: ``num_threads``, ``n_batch``)."""
+UNSET = "unset"
+"""A setting's value, in its widget and the URL, for the runs that do not record it (None in the core)."""
 PREDICTOR_CHOICES = ("roofline-gbm", "ala", "xgboost", "random-forest", "linear")
 DEFAULT_PREDICTOR = "roofline-gbm"
 _NUMBERS = ("input_len_tok", "output_len_tok", "device_count", "batch_min", "batch_max", "batch_size")
@@ -89,6 +103,7 @@ _DEFAULTS_FOR = P + "defaults_for"
 _LINK_BATCH = P + "link_batch"  # the batch a link asked for, until the page has placed it
 _LINK_RANGE = P + "link_range"  # the link named batch_min or batch_max (its batch range is the user's)
 _FIRST_DATASET = "\0first"  # _DEFAULTS_FOR of a link that names no dataset: the first one selected
+_LINK_SETTINGS = P + "link_settings"  # setting -> the link's raw value, until settle_settings has judged it
 
 
 
@@ -124,7 +139,7 @@ def _parse(name: str, raw: str) -> Any:
         if raw.lower() not in (*_TRUE, *_FALSE):
             raise ValueError("is not 1 or 0 (true or false)")
         return raw.lower() in _TRUE
-    return raw
+    return raw  # a setting is judged by settle_settings, against the values of the chosen configuration
 
 
 def restore_from_link() -> list[str]:
@@ -152,6 +167,8 @@ def restore_from_link() -> list[str]:
                 st.session_state[_LINK_BATCH] = st.session_state[KEYS[name]]
             if name in ("batch_min", "batch_max"):
                 st.session_state[_LINK_RANGE] = True
+            if name in VARYING_BY:
+                st.session_state.setdefault(_LINK_SETTINGS, {})[name] = str(raw)
         except ValueError as exc:
             bad[name] = (str(raw), str(exc))
     if bad:
@@ -190,7 +207,9 @@ def apply_defaults(home: str, dataset_id: str, stamp: int) -> dict[str, Any]:
         if name == "dataset":
             continue
         v = values.get(name)
-        if v is None:
+        if v is None and name in VARYING_BY:
+            pass  # None: settle_settings puts the configuration's default (unset included) or none
+        elif v is None:
             v = fallback.get(name, "")
         if fresh or key not in st.session_state:
             st.session_state[key] = v
@@ -272,6 +291,147 @@ def settle_link(defaults: Mapping[str, Any], options: Mapping[str, Sequence[str]
     for name, (raw, why) in st.session_state.pop(_LINK_BAD, {}).items():
         messages.append(f"{QP[name]}={raw!r} {why}: showing {_shown(name, st.session_state.get(KEYS[name]))}")
     return messages
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _setting_choices(home: str, dataset_id: str, stamp: int, point: str) -> dict[str, W.SettingChoice]:
+    return W.setting_choices(cached.dataset_runs(home, dataset_id, stamp), json.loads(point))
+
+
+def _widget_value(v: float | None) -> float | str:
+    """A core setting value as the widget holds it (None, unset, is :data:`UNSET`)."""
+    return UNSET if v is None else float(v)
+
+
+def _as_setting(v: Any) -> float | str | None:
+    """A setting held in state (a widget's float, :data:`UNSET`, or a link's raw text) as the widget's
+    value; None where it is neither a number nor unset."""
+    if isinstance(v, str):
+        if v.strip().lower() == UNSET:
+            return UNSET
+        v = _number(v)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return None
+    return float(v)
+
+
+def setting_options(choice: W.SettingChoice) -> list[float | str]:
+    """A setting's selectbox options: its values, and :data:`UNSET` for the runs that do not record it."""
+    return [_widget_value(v) for v in choice.options]
+
+
+def setting_label(name: str) -> str:
+    """A setting's widget label from :data:`perfmodel.features.SETTING_DOCS` (``Threads``, ``llama.cpp n_batch``)."""
+    from ..features import SETTING_DOCS, feature_label
+
+    if name not in SETTING_DOCS:
+        return feature_label(name)
+    label = SETTING_DOCS[name].label.removeprefix("framework setting: ")
+    # A program's name (llama.cpp) keeps its case; a plain word starts the label in capitals like the others.
+    return label[:1].upper() + label[1:] if label.split()[0].isalpha() else label
+
+
+def setting_text(v: float | str) -> str:
+    """A setting's option as the selectbox shows it."""
+    return "unset (not recorded)" if v == UNSET else f"{float(v):g}"
+
+
+def setting_help(choice: W.SettingChoice) -> str:
+    """A setting widget's help: what the setting is, and where its values come from."""
+    from ..features import SETTING_DOCS
+
+    doc = SETTING_DOCS.get(choice.name)
+    what = f"{doc.formula[:1].upper()}{doc.formula[1:]}" + (f" ({doc.unit})" if doc.unit else "") + ". " \
+        if doc is not None else ""
+    where = ("The values measured for this hardware, model and framework" if choice.measured
+             else "This hardware, model and framework were never measured together: the values of the whole dataset")
+    unset = "; unset: the runs that do not record it" if None in choice.options else ""
+    return (f"{what}{where}{unset}. The curve is predicted at the value chosen, and the measured points shown are "
+            "those at it.")
+
+
+def settle_settings(home: str, dataset_id: str, stamp: int) -> tuple[dict[str, W.SettingChoice], list[str]]:
+    """Put each measurement setting the dataset varies on one of the chosen configuration's values.
+
+    The options are :func:`perfmodel.whatif.setting_choices` for the hardware, model and framework in state; a
+    value that is not one of them (the configuration changed, or a link asked for it) becomes the
+    configuration's default, and a setting the configuration's runs do not record becomes None (no widget,
+    nothing in the query). Run after :func:`settle_link`, before the widgets are drawn.
+
+    Parameters
+    ----------
+    home, dataset_id, stamp
+        The selected dataset.
+
+    Returns
+    -------
+    (dict, list of str)
+        The settings to offer (setting -> :class:`perfmodel.whatif.SettingChoice`, the page draws one selectbox
+        each), and one warning per link value not used, naming the parameter, the value and what is shown
+        instead.
+    """
+    point = {c: st.session_state.get(KEYS[c]) for c in W.POINT_COLUMNS}
+    choices = _setting_choices(home, dataset_id, stamp, json.dumps(point, sort_keys=True, default=str))
+    link = st.session_state.pop(_LINK_SETTINGS, {})
+    config = " · ".join(str(point[c]) for c in ("hardware", "model", "framework"))
+    messages = []
+    for name in VARYING_BY:
+        key, raw = KEYS[name], link.get(name)
+        choice = choices.get(name)
+        if choice is None:
+            st.session_state[key] = None
+            if raw is not None:
+                messages.append(f"{QP[name]}={raw!r} does not apply: the runs of {config} do not record "
+                                f"{_in_words(name)}, so the what-if leaves it out")
+            continue
+        options = setting_options(choice)
+        v = _as_setting(st.session_state.get(key))
+        if v is not None and v in options:
+            st.session_state[key] = v
+            continue
+        st.session_state[key] = shown = _widget_value(choice.default)
+        if raw is None:
+            continue  # the configuration changed under a widget value: its default, quietly
+        values = ", ".join(setting_text(o) for o in options)
+        whose = "the configuration's default" if choice.measured else "the dataset's most frequent"
+        why = (f"is not a number or {UNSET}" if _as_setting(raw) is None
+               else f"was not measured for {config} (measured: {values})" if choice.measured
+               else f"is not among the dataset's values ({values})")
+        messages.append(f"{QP[name]}={raw!r} {why}: showing {setting_text(shown)}, {whose}")
+    return choices, messages
+
+
+def setting_point(values: Mapping[str, Any], choices: Mapping[str, W.SettingChoice]) -> dict[str, float | None]:
+    """The settings a what-if point carries: each offered one's value (None for :data:`UNSET`).
+
+    Parameters
+    ----------
+    values
+        :func:`inputs`.
+    choices
+        :func:`settle_settings`'s settings.
+
+    Returns
+    -------
+    dict
+        Setting column -> value, for :func:`perfmodel.whatif.whatif`'s point.
+    """
+    out: dict[str, float | None] = {}
+    for name in choices:
+        v = _as_setting(values.get(name))
+        out[name] = None if v in (None, UNSET) else float(v)
+    return out
+
+
+def settings_words(point: Mapping[str, Any]) -> str:
+    """The settings of a what-if point in words (``threads 2, llama.cpp n_batch 16``); empty without any."""
+    return ", ".join(f"{_in_words(c)} {setting_text(_widget_value(point[c]))}" for c in VARYING_BY if c in point)
+
+
+def _in_words(name: str) -> str:
+    """A setting's label inside a sentence (``threads``)."""
+    label = setting_label(name)
+    return label[:1].lower() + label[1:]
 
 
 def inputs() -> dict[str, Any]:
