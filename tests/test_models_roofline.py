@@ -1055,3 +1055,12 @@ def test_a_blank_cell_is_completed_only_where_training_never_leaves_it_blank() -
     # tp_size is never blank in training: a blank there is "not given", filled from the one match.
     done, keys = _complete_query(q.assign(quantization="awq"), known)
     assert done["tp_size"].tolist() == [1.0] and keys[0] in known
+
+
+def test_a_model_without_calibration_gives_no_band_not_the_bound(biased: pd.DataFrame) -> None:
+    # With no calibration there is no band: NaN, not [bound, bound] (fmin(NaN, bound) gave the bound,
+    # even above the prediction).
+    m = RooflineGBM(n_estimators=20, calibration_folds=0).fit(biased)
+    out = m.predict(biased.drop(columns="output_throughput_tok_s").iloc[:20])
+    assert out["pred_throughput_tok_s"].notna().all()
+    assert out["pred_lower"].isna().all() and out["pred_upper"].isna().all()

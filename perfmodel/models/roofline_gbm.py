@@ -2334,8 +2334,11 @@ class RooflineGBM(Predictor):
         # Neither the answer nor its band runs faster than the bound no measurement may beat
         # (physics.flag_suspect): far from the data the band's width alone took it 10x above.
         top = np.exp(self._weights_bound(knn, bb)) if not self.keep_suspect else np.full(len(bb), np.nan)
-        out = prediction_frame(runs.index, np.fmin(np.exp(pred), top), np.fmin(lo, top), np.fmin(hi, top), conf,
-                               in_dom)
+        # np.minimum, not fmin, on the band: no band (a model trained without calibration) stays NaN
+        # rather than becoming [bound, bound].
+        with np.errstate(invalid="ignore"):
+            lo, hi = (np.where(np.isnan(top), v, np.minimum(v, top)) for v in (lo, hi))
+        out = prediction_frame(runs.index, np.fmin(np.exp(pred), top), lo, hi, conf, in_dom)
         # Weights the devices cannot hold: no run exists to predict (the trees would still answer, with
         # confidence 0.88 for Llama-3-70B in 16-bit on one 96 GB GH200). The completed query carries the
         # dtype of the trained configuration it names.
