@@ -10,6 +10,7 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.explain import COMPARE_PROTOCOLS
 from perfmodel.ui import analyses
 from perfmodel.ui import explain as X
+from perfmodel.ui import whatif as WUI
 from perfmodel.ui.whatif import DEFAULT_PREDICTOR, rate
 
 P = "attribution."
@@ -31,7 +32,10 @@ if not st.session_state.get(P + "link_read"):
     st.session_state[P + "link_problems"] = problems
     st.session_state[P + "link_point"] = point
     for col, value in point.items():
-        st.session_state[P + "q." + col] = value
+        if col in X.QP_SETTINGS:  # judged against the configuration's values by X.settle_settings
+            st.session_state.setdefault(P + "link_settings", {})[col] = value
+        else:
+            st.session_state[P + "q." + col] = value
 
 c1, c2 = st.columns([2, 1])
 selected = ui.dataset_selectbox(ds, P + "dataset", container=c1)
@@ -93,6 +97,9 @@ st.session_state[P + "defaults_for"] = selected
 for col, value in defaults.items():
     if value is not None and (refill or P + "q." + col not in st.session_state):
         st.session_state[P + "q." + col] = value
+if refill:  # a setting (threads, n_batch) goes back to the new dataset's default for the configuration
+    for col in X.QP_SETTINGS:
+        st.session_state.pop(P + "q." + col, None)
 w = st.columns(7)
 point: dict[str, object] = {}
 for i, col in enumerate(("hardware", "model", "framework")):
@@ -107,6 +114,16 @@ for i, col in enumerate(("hardware", "model", "framework")):
 for i, (col, label) in enumerate((("input_len_tok", "input len"), ("output_len_tok", "output len"),
                                   ("batch_size", "batch"), ("device_count", "devices")), start=3):
     point[col] = w[i].number_input(label, min_value=1.0, step=1.0, format="%g", key=P + "q." + col)
+# A setting the dataset varies (threads, llama.cpp n_batch) is part of the point, as on the What-if page: the
+# waterfall, the What-if prediction, the measured runs and the links are all at the value chosen.
+settings, moved = X.settle_settings(home, selected, stamp, point, P + "q.",
+                                    st.session_state.pop(P + "link_settings", {}))
+for msg in moved:
+    st.warning(f"The link's {msg}.", icon=":material/link_off:")
+for col, choice in zip(st.columns(7), settings.values(), strict=False):
+    value = col.selectbox(WUI.setting_label(choice.name), WUI.setting_options(choice), key=P + "q." + choice.name,
+                          format_func=WUI.setting_text, help=WUI.setting_help(choice))
+    point[choice.name] = None if value == WUI.UNSET else float(value)
 analyses.write_page_link(X.attribution_link(point, selected))  # the view's state, for saving
 try:
     wf = X.point_waterfall(home, selected, stamp, features, engine, json.dumps(point, sort_keys=True))
@@ -115,7 +132,7 @@ except PerfmodelError as exc:
 else:
     title = (f"{point.get('hardware')} / {point.get('model')} / {point.get('framework')}, "
              f"{point['input_len_tok']:g} in / {point['output_len_tok']:g} out, batch {point['batch_size']:g}, "
-             f"{point['device_count']:g} device(s)")
+             f"{point['device_count']:g} device(s)" + (f", {words}" if (words := WUI.settings_words(point)) else ""))
     st.plotly_chart(X.waterfall_figure(wf, title=title), key=P + "waterfall")
     st.caption(f"f(x) = {rate(wf.prediction_tok_s)} tok/s is E[f] = {rate(math.exp(wf.base_value))} tok/s "
                "(the model's mean output over the data, a geometric mean) times every bar's factor: the bars add "

@@ -189,5 +189,7 @@ st.download_button("Download predictions (CSV)", W.result_csv(res),
 st.selectbox("Batch to explain", batches, key=K["batch_size"], format_func=lambda b: f"{b:g}")
 explain = {QP_WHATIF[c]: f"{float(values[c]):g}" if isinstance(values[c], float) else str(values[c])
            for c in QP_WHATIF}
+# The setting the curve is at (threads, n_batch), so that the Attribution page explains and predicts that row.
+explain.update({W.QP[c]: W.UNSET if v is None else f"{v:g}" for c, v in W.setting_point(values, settings).items()})
 st.page_link("pages/attribution.py", label="Explain this point on the Attribution page",
              icon=":material/insights:", query_params={"dataset": selected, **explain})

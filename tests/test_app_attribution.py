@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from perfmodel import explain as E
@@ -16,7 +17,9 @@ from perfmodel import ui
 from perfmodel import whatif as W
 from perfmodel.features import FEATURE_SETS, PHYSICAL, feature_label, feature_names
 from perfmodel.models import load_predictor
+from perfmodel.store import Store
 from perfmodel.ui import explain as X
+from perfmodel.ui import samples
 from perfmodel.ui import whatif as WUI
 from perfmodel.ui.whatif import DEFAULT_PREDICTOR, rate
 
@@ -345,3 +348,89 @@ def test_waterfall_shows_the_what_if_prediction_beside_its_own() -> None:
 
 def _has_button(at: AppTest, key: str) -> bool:
     return any(b.key == key for b in at.button)
+
+
+# --------------------------------------------------------------------------- a setting the dataset varies
+
+THREADS_SAMPLE = REPO / "sample_runs" / "perfmodel-tiny-llama_cpu-x86-2vcpu_threads-1-2_local-sweep.csv"
+
+
+@pytest.fixture
+def threads_sample_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 1-and-2-thread sweep alone (one configuration, 18 runs at each thread count)."""
+    d = tmp_path / "samples"
+    d.mkdir()
+    (d / THREADS_SAMPLE.name).symlink_to(THREADS_SAMPLE)
+    monkeypatch.setattr(samples, "SAMPLE_DIR", d)
+
+
+def _whatif_page(**query: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT_S)
+    for k, v in query.items():
+        at.query_params[k] = v
+    at.run()
+    return at.switch_page("pages/whatif.py").run()
+
+
+@pytest.mark.usefixtures("threads_sample_only")
+def test_a_thread_count_reaches_the_waterfall_the_what_if_prediction_and_the_links() -> None:
+    # Bug: the What-if page predicts at the thread count chosen (2 threads ran 2-4x slower than 1 on the 2-vCPU
+    # VM), but the Attribution page's What-if query and its links carried no thread count, so its "What-if
+    # predictor" tile differed from the What-if page's number for the same point.
+    samples.ensure_sample_data(Store())
+    ds = Store().dataset(samples.SAMPLE_DATASET_NAME).id
+    link = {"dataset": ds, "hardware": "cpu-x86-2vcpu", "model": "perfmodel-tiny-llama", "framework": "transformers",
+            "input_len": "128", "output_len": "32", "batch": "8", "device_count": "1", "num_threads": "2"}
+    at = _page(**link)
+    _ok(at)
+    threads = at.selectbox(key="attribution.q.fw_num_threads")
+    assert threads.label == "Threads" and threads.options == ["1", "2"] and threads.value == 2.0
+    assert not at.warning
+    wf = _figures(at)[2]
+    assert wf["layout"]["title"]["text"].endswith("1 device(s), threads 2")
+    assert any("num_threads=2" in c.value for c in at.caption)  # the view's link
+    sample = pd.read_csv(THREADS_SAMPLE)
+    at8 = sample[(sample["batch_size"] == 8) & (sample["input_len_tok"] == 128)]
+    two = at8.loc[at8["fw_num_threads"] == 2, "output_throughput_tok_s"]
+    assert len(two) and _metrics(at)["Measured"] == f"{rate(two.median())} tok/s"  # not both counts pooled
+    whatif = f"What-if predictor ({DEFAULT_PREDICTOR})"
+    at.button(key="attribution.train_whatif").click().run()
+    _ok(at)
+    # The What-if page, opened on the same link, predicts this very number (its query carries the 2 threads).
+    page = _whatif_page(**link)
+    assert not page.exception, [e.value for e in page.exception]
+    assert page.selectbox(key=WUI.KEYS["fw_num_threads"]).value == 2.0
+    table = page.dataframe[0].value.set_index("batch_size")
+    assert _metrics(at)[whatif] == f"{rate(table.loc[8.0, 'pred_throughput_tok_s'])} tok/s"
+    # ...and its "Explain this point" link carries the thread count back.
+    from urllib.parse import parse_qs
+
+    [explain] = [lk.proto for lk in page.get("page_link") if "attribution" in lk.proto.page]
+    assert parse_qs(explain.query_string)["num_threads"] == ["2"]
+    # One thread is another row: the tile, the measured median and the link follow the widget.
+    shown_two = _metrics(at)[whatif]
+    at.selectbox(key="attribution.q.fw_num_threads").set_value(1.0).run()
+    _ok(at)
+    assert _metrics(at)[whatif] != shown_two
+    one = at8.loc[at8["fw_num_threads"] == 1, "output_throughput_tok_s"]
+    assert _metrics(at)["Measured"] == f"{rate(one.median())} tok/s"
+    assert any("num_threads=1" in c.value for c in at.caption)
+    # A thread count the configuration never ran at falls back to its default, and the page says so.
+    at = _page(**{**link, "num_threads": "3"})
+    _ok(at)
+    assert at.selectbox(key="attribution.q.fw_num_threads").value == 1.0
+    assert [w.value for w in at.warning if "num_threads" in w.value] == [
+        "The link's num_threads=3 was not measured for cpu-x86-2vcpu · perfmodel-tiny-llama · transformers "
+        "(values: 1, 2); using 1, the configuration's default."]
+
+
+def test_a_link_carries_a_setting_and_reads_it_back() -> None:
+    point = {**LINK, "fw_num_threads": 2.0}
+    link = X.attribution_link(point)
+    assert "num_threads=2" in link
+    assert X.whatif_from_link(dict(p.split("=") for p in link.split("?")[1].split("&"))) == (point, [])
+    assert "num_threads=unset" in X.attribution_link({**LINK, "fw_num_threads": None})
+    assert X.whatif_from_link({"num_threads": "unset"}) == ({"fw_num_threads": None}, [])
+    assert X.whatif_from_link({"n_batch": "lots"}) == (
+        {}, ["n_batch='lots' is not a number or unset; using the configuration's default"])
+    assert "num_threads" not in X.attribution_link(LINK)  # a point without the setting leaves it out

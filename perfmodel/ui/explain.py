@@ -24,6 +24,7 @@ import streamlit as st
 
 from .. import explain as E
 from .. import whatif as W
+from ..curves import VARYING_BY
 from ..features import feature_doc, feature_label, feature_names, format_feature_value, glossary
 from . import cached
 from . import whatif as WUI
@@ -33,10 +34,13 @@ __all__ = [
     "KIND_STYLE",
     "FEATURE_SET_CHOICES",
     "QP_WHATIF",
+    "QP_SETTINGS",
     "WHATIF_DEFAULTS",
     "attribution_link",
     "whatif_from_link",
     "default_point",
+    "settle_settings",
+    "setting_value",
     "model_note",
     "WHY_TWO_NUMBERS",
     "whatif_model_path",
@@ -73,6 +77,10 @@ QP_WHATIF: Mapping[str, str] = {
     "output_len_tok": "output_len", "batch_size": "batch", "device_count": "device_count",
 }
 """What-if input (canonical column) -> URL query parameter, shared with the What-if page's links."""
+QP_SETTINGS: Mapping[str, str] = {name: WUI.QP[name] for name in VARYING_BY}
+"""A measurement setting the dataset may vary (:data:`perfmodel.curves.VARYING_BY` column) -> URL query
+parameter, the What-if page's (``num_threads``, ``n_batch``; :data:`perfmodel.ui.whatif.UNSET` for a run that
+does not record it)."""
 WHATIF_DEFAULTS: Mapping[str, float] = {"input_len_tok": 512.0, "output_len_tok": 128.0, "batch_size": 8.0,
                                         "device_count": 1.0}
 _TOP = 20
@@ -87,7 +95,8 @@ def attribution_link(point: Mapping[str, Any], dataset_id: str | None = None, pa
     ----------
     point
         Canonical query columns (``hardware``, ``model``, ``framework``, ``input_len_tok``,
-        ``output_len_tok``, ``batch_size``, ``device_count``); missing ones are left out.
+        ``output_len_tok``, ``batch_size``, ``device_count``); missing ones are left out. A
+        :data:`QP_SETTINGS` setting the point carries is written too (None: ``unset``).
     dataset_id
         The dataset to explain with (optional).
     page
@@ -106,6 +115,9 @@ def attribution_link(point: Mapping[str, Any], dataset_id: str | None = None, pa
         if v is None or (isinstance(v, float) and math.isnan(v)):
             continue
         params[qp] = f"{v:g}" if isinstance(v, float) else str(v)
+    for col, qp in QP_SETTINGS.items():
+        if col in point:
+            params[qp] = _setting_param(point[col])
     return f"{page}?{urlencode(params)}" if params else page
 
 
@@ -120,7 +132,9 @@ def whatif_from_link(query_params: Mapping[str, Any]) -> tuple[dict[str, Any], l
     Returns
     -------
     (dict, list of str)
-        Canonical column -> value (numbers as float) for the parameters present and valid; problems.
+        Canonical column -> value (numbers as float) for the parameters present and valid; problems. A
+        setting (:data:`QP_SETTINGS`) reads as a float, or None for ``unset``; whether the configuration was
+        measured at it is for :func:`settle_settings` to judge.
     """
     point: dict[str, Any] = {}
     problems: list[str] = []
@@ -139,6 +153,21 @@ def whatif_from_link(query_params: Mapping[str, Any]) -> tuple[dict[str, Any], l
             point[col] = v
         else:
             point[col] = str(raw)
+    for col, qp in QP_SETTINGS.items():
+        raw = query_params.get(qp)
+        if raw is None or raw == "":
+            continue
+        if str(raw).strip().lower() == WUI.UNSET:
+            point[col] = None
+            continue
+        try:
+            v = float(raw)
+        except (TypeError, ValueError):
+            v = math.nan
+        if not math.isfinite(v):
+            problems.append(f"{qp}={raw!r} is not a number or {WUI.UNSET}; using the configuration's default")
+            continue
+        point[col] = v
     return point, problems
 
 
@@ -163,6 +192,79 @@ def default_point(home: str, dataset_id: str, stamp: int) -> dict[str, Any]:
     for col, fallback in WHATIF_DEFAULTS.items():
         point[col] = float(fallback) if point.get(col) is None else float(point[col])
     return point
+
+
+def setting_value(v: Any) -> float | str:
+    """A setting's core value (a number, or None for a run that does not record it) as its selectbox holds it
+    (a float, or :data:`perfmodel.ui.whatif.UNSET`)."""
+    if v is None or v == WUI.UNSET or (isinstance(v, float) and math.isnan(v)):
+        return WUI.UNSET
+    return float(v)
+
+
+def _setting_param(v: Any) -> str:
+    """A setting as a link writes it (``2``, ``unset``)."""
+    w = setting_value(v)
+    return w if isinstance(w, str) else f"{w:g}"
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _setting_choices(home: str, dataset_id: str, stamp: int, point: str) -> dict[str, W.SettingChoice]:
+    return W.setting_choices(cached.dataset_runs(home, dataset_id, stamp), json.loads(point))
+
+
+def settle_settings(home: str, dataset_id: str, stamp: int, point: Mapping[str, Any], prefix: str,
+                    link: Mapping[str, Any]) -> tuple[dict[str, W.SettingChoice], list[str]]:
+    """Put each measurement setting the dataset varies on one of the point's configuration's values, as the
+    What-if page does (:func:`perfmodel.ui.whatif.settle_settings`), so that both pages predict the same row.
+
+    The options are :func:`perfmodel.whatif.setting_choices` for the point's hardware, model and framework. A
+    value in state (or the link's) that is not one of them becomes the configuration's default; a setting the
+    configuration's runs do not record gets no widget (its state is None). Run before the settings' widgets
+    are drawn.
+
+    Parameters
+    ----------
+    home, dataset_id, stamp
+        The selected dataset.
+    point
+        The page's inputs (``hardware``, ``model``, ``framework``; lengths and devices pick the default).
+    prefix
+        Key prefix of the settings' widgets (``attribution.q.``: the key is the prefix and the column).
+    link
+        Setting column -> the value a link asked for (:func:`whatif_from_link`; None: unset), once.
+
+    Returns
+    -------
+    (dict, list of str)
+        The settings to offer (column -> :class:`perfmodel.whatif.SettingChoice`), and one warning per link
+        value not used, naming the parameter, the value and what is used instead.
+    """
+    key_point = {c: point.get(c) for c in W.POINT_COLUMNS}
+    choices = _setting_choices(home, dataset_id, stamp, json.dumps(key_point, sort_keys=True, default=str))
+    config = " · ".join(str(point.get(c)) for c in ("hardware", "model", "framework"))
+    messages = []
+    for name in VARYING_BY:
+        key, qp = prefix + name, QP_SETTINGS[name]
+        asked = setting_value(link[name]) if name in link else None
+        choice = choices.get(name)
+        if choice is None:
+            st.session_state[key] = None
+            if asked is not None:
+                messages.append(f"{qp}={_setting_param(asked)} does not apply: the runs of {config} do not "
+                                f"record it, so the point leaves it out")
+            continue
+        options = WUI.setting_options(choice)
+        v = asked if asked is not None else st.session_state.get(key)
+        if v in options:
+            st.session_state[key] = v
+            continue
+        st.session_state[key] = shown = setting_value(choice.default)
+        if asked is not None:
+            values = ", ".join(WUI.setting_text(o) for o in options)
+            messages.append(f"{qp}={_setting_param(asked)} was not measured for {config} (values: {values}); "
+                            f"using {WUI.setting_text(shown)}, the configuration's default")
+    return choices, messages
 
 
 def model_note(features: str, dataset_name: str, prediction_tok_s: float, *, from_whatif: bool = False) -> str:
@@ -237,12 +339,14 @@ def whatif_prediction(home: str, dataset_id: str, stamp: int, n_rows: int, point
     n_rows
         Runs in the dataset (part of the model's directory name).
     point
-        The waterfall's canonical query columns (:data:`perfmodel.whatif.POINT_COLUMNS` and ``batch_size``).
+        The waterfall's canonical query columns (:data:`perfmodel.whatif.POINT_COLUMNS` and ``batch_size``),
+        and the :data:`QP_SETTINGS` settings it carries (the What-if page puts them into its query too).
 
     Returns
     -------
     float or None
-        Predicted output throughput (tok/s); None when the model is not trained yet.
+        Predicted output throughput (tok/s; NaN where the configuration cannot run); None when the model is
+        not trained yet.
 
     Raises
     ------
@@ -253,7 +357,8 @@ def whatif_prediction(home: str, dataset_id: str, stamp: int, n_rows: int, point
     meta = path / "metadata.json"
     if not meta.exists():
         return None
-    q = {c: point.get(c) for c in W.POINT_COLUMNS}
+    # The What-if page's query: its point's columns and the settings it carries (threads, n_batch).
+    q = {**{c: point.get(c) for c in W.POINT_COLUMNS}, **{c: point[c] for c in VARYING_BY if c in point}}
     res = WUI.result(home, dataset_id, stamp, str(path), meta.stat().st_mtime_ns, _WHATIF_OPTIONS,
                      json.dumps(q, sort_keys=True), json.dumps([float(point["batch_size"])]), 0.9)
     return float(res.table["pred_throughput_tok_s"].iloc[0])
@@ -290,7 +395,7 @@ def measured_at(runs: pd.DataFrame, point: Mapping[str, Any]) -> tuple[float, in
     runs
         The dataset's runs.
     point
-        Canonical query columns.
+        Canonical query columns; a :data:`QP_SETTINGS` setting of None matches the runs that do not record it.
 
     Returns
     -------
@@ -302,6 +407,10 @@ def measured_at(runs: pd.DataFrame, point: Mapping[str, Any]) -> tuple[float, in
     y = pd.to_numeric(runs["output_throughput_tok_s"], errors="coerce")
     same = y.notna().to_numpy(dtype=bool, copy=True)  # a cached frame's arrays are read-only
     for col, value in point.items():
+        if col in VARYING_BY and value is None:  # unset: the runs that do not record the setting
+            if col in runs.columns:
+                same &= runs[col].isna().to_numpy(dtype=bool)
+            continue
         if col not in runs.columns or value is None:
             return math.nan, 0
         if isinstance(value, str):
