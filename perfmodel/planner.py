@@ -16,7 +16,10 @@ Method, per candidate configuration (hardware, model, framework, devices per rep
    ``level``. A failed fit falls back to the measured means with the range of
    the repeats as the band. A candidate without measurements is predicted by
    the ``predictor`` given to :func:`plan` (its band and confidence), else it is
-   infeasible ("no data").
+   infeasible ("no data"). A predicted candidate the predictor says cannot run
+   (:func:`perfmodel.models.base.cannot_run_reasons`: its weights, read at the
+   dtype the predictor assumes, exceed the devices' memory) is infeasible with
+   that reason; batches it gives no positive finite throughput are left out.
 2. **Operating points.** Every measured batch size (powers of two 1..256 for
    predicted candidates) is an operating point. Memory must fit: weights plus the
    KV cache of ``batch`` sequences of ``input + output`` tokens must not exceed
@@ -837,6 +840,7 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
 def _predicted(inputs: PlanInputs, predictor: Any, seen: set[tuple[str, str, int]], rows: list[dict[str, Any]],
                bad: list[dict[str, Any]], pts: list[pd.DataFrame]) -> None:
     from . import catalog
+    from .models.base import cannot_run_reasons
 
     if not (inputs.models and inputs.hardware):
         return
@@ -852,18 +856,30 @@ def _predicted(inputs: PlanInputs, predictor: Any, seen: set[tuple[str, str, int
                 q = pd.DataFrame({"hardware": hk, "model": mk, "framework": inputs.predicted_framework,
                                   "device_count": d, "tp_size": d, "input_len_tok": i_len, "output_len_tok": o_len,
                                   "batch_size": b, "load_kind": "static_batch"})
+                cand = {"hardware": hk, "model": mk, "framework": inputs.predicted_framework, "device_count": d}
                 try:
-                    pred = predictor.predict(q, level=inputs.level)
+                    # The predictor's own reading of the query (roofline-gbm fills in the dtype it was trained
+                    # at) can find weights too large for devices the memory check below admits at the model's
+                    # default dtype; its prediction is then NaN, which nothing downstream may rank.
+                    why = next((r for r in cannot_run_reasons(predictor, q) if r is not None), None)
+                    pred = None if why is not None else predictor.predict(q, level=inputs.level)
                 except PerfmodelError as exc:
-                    bad.append({"hardware": hk, "model": mk, "framework": inputs.predicted_framework,
-                                "device_count": d, "reason": f"prediction failed: {exc}"})
+                    bad.append({**cand, "reason": f"prediction failed: {exc}"})
+                    continue
+                if pred is None:
+                    bad.append({**cand, "reason": str(why)})
                     continue
                 mid = pred["pred_throughput_tok_s"].to_numpy(dtype=float)
+                keep = np.isfinite(mid) & (mid > 0)  # a batch with no throughput is no operating point
+                if not keep.any():
+                    bad.append({**cand, "reason": f"prediction failed: {getattr(predictor, 'name', 'the model')} "
+                                                  "gave no positive finite throughput at any batch"})
+                    continue
+                pred, b, mid = pred.loc[keep], b[keep], mid[keep]
                 lo = np.minimum(pred["pred_lower"].to_numpy(dtype=float), mid)
                 hi = np.maximum(pred["pred_upper"].to_numpy(dtype=float), mid)
                 conf = float(np.nanmean(pred["confidence"].to_numpy(dtype=float)))
                 dom = pred["in_domain"].to_numpy(dtype=bool)
                 note = "predicted (no measurements)" + ("" if dom.all() else "; outside the training domain")
                 curve = _Curve(b, mid, lo, hi, f"predicted ({getattr(predictor, 'name', 'model')})", conf, math.nan)
-                cand = {"hardware": hk, "model": mk, "framework": inputs.predicted_framework, "device_count": d}
                 _evaluate_candidate(cand, curve, None, inputs, (i_len, o_len), note, rows, bad, pts)

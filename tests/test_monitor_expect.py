@@ -102,6 +102,27 @@ def test_predictor_expectation_and_its_failure() -> None:
         expectation_from_predictor(_Fixed(math.nan), {**QUERY, "batch_size": 16.0})  # type: ignore[arg-type]
 
 
+def test_a_configuration_that_cannot_run_is_named_not_given_nan(tmp_path: Path) -> None:
+    # Bug: Llama-3-70B's 141 GB of bf16 weights on one 80 GB H100 raised "gave nan, not a positive finite
+    # throughput" from roofline-gbm, and a baseline (which does not mask) gave a throughput for a deployment
+    # that cannot exist, silently.
+    query = {**QUERY, "model": "llama-3-70b", "batch_size": 16.0}
+    for p in (_Fixed(math.nan), _Fixed(1234.5), get_predictor("linear").fit(synthetic_runs())):
+        with pytest.raises(ExpectationError) as info:
+            expectation_from_predictor(p, query)  # type: ignore[arg-type]
+        msg = str(info.value)
+        assert "the configuration cannot run: llama-3-70b's weights, 141 GB in 16-bit, exceed the 80 GB" in msg
+        assert "not a positive finite" not in msg and "--expected" in msg
+    model = get_predictor("linear").fit(synthetic_runs())
+    model.save(tmp_path / "m")
+    csv = _stream_csv(tmp_path / "s.csv", 1000.0)
+    res = CliRunner().invoke(main, ["detect", str(csv), "--detector", "threshold", "--model-dir", str(tmp_path / "m"),
+                                    "--hardware", "h100-sxm", "--model", "llama-3-70b", "--framework", "vllm",
+                                    "--input-len", "128", "--output-len", "128", "--batch", "16"])
+    assert res.exit_code != 0 and "Traceback" not in res.output
+    assert "the configuration cannot run: llama-3-70b's weights" in res.output, res.output
+
+
 def test_threshold_and_cold_start_use_the_curve() -> None:
     fit = curve_for_query(synthetic_runs(), QUERY)
     e = expectation_from_curve(fit, 16.0)

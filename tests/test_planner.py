@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perfmodel.errors import ValidationError
+from perfmodel.models.base import mask_weights_over_memory, weights_over_memory
 from perfmodel.planner import (
     PlanInputs,
     load_plan_inputs,
@@ -127,6 +128,60 @@ def test_predicted_candidate_only_works_at_the_optimistic_end() -> None:
     assert "only works at the optimistic end" in row["note"] and "predicted" in row["source"]
     assert "optimistic end" in res.summary()
     assert row["devices"] == math.ceil(12_000 / 12_800) and row["devices_hi"] == math.ceil(12_000 / 6_400)
+
+
+class _Fp32Predictor(_FakePredictor):
+    """Like roofline-gbm trained on fp32 runs: it reads a query at the trained fp32 and gives a configuration
+    whose fp32 weights exceed the devices' memory no prediction (NaN, confidence 0, out of domain)."""
+
+    name = "fp32-trained"
+
+    def cannot_run(self, q: pd.DataFrame) -> list[str | None]:
+        return weights_over_memory(q.assign(weight_dtype="fp32"))
+
+    def predict(self, q: pd.DataFrame, level: float = 0.9) -> pd.DataFrame:
+        over = np.array([r is not None for r in self.cannot_run(q)], dtype=bool)
+        return mask_weights_over_memory(super().predict(q, level), over)
+
+
+def test_a_predicted_candidate_that_cannot_run_is_infeasible_with_the_reason() -> None:
+    # Bug: Llama-3-8B's 16 GB of bf16 weights pass the planner's own memory check on a 24 GB L4, but a predictor
+    # reading the query at fp32 (32 GB) predicts nothing; the NaN curve was ranked "ok" and the summary
+    # recommended "-1 x l4".
+    res = plan(inputs(models=["llama-3-8b"], hardware=["l4", "a100-40gb"], device_counts=[1]), None,
+               predictor=_Fp32Predictor())
+    assert res.table["hardware"].tolist() == ["a100-40gb"]  # 32 GB fit its 40 GB
+    assert np.isfinite(res.table["throughput_tok_s"]).all() and (res.table["devices"] > 0).all()
+    [why] = res.infeasible.loc[res.infeasible["hardware"] == "l4", "reason"]
+    assert why.startswith("cannot run: llama-3-8b's weights, 32 GB in 32-bit, exceed the 24 GB of memory of 1 x l4")
+    assert "-1 x" not in res.summary()
+
+
+class _NanPredictor(_FakePredictor):
+    name = "nan-at-large-batch"
+
+    def predict(self, q: pd.DataFrame, level: float = 0.9) -> pd.DataFrame:
+        out = super().predict(q, level)
+        out.loc[q["batch_size"] > 4, ["pred_throughput_tok_s", "pred_lower", "pred_upper"]] = np.nan
+        return out
+
+
+def test_batches_a_predictor_gives_no_throughput_are_left_out_and_none_at_all_is_named() -> None:
+    res = plan(inputs(slo={}, models=["llama-3-8b"], hardware=["h100-sxm"], device_counts=[1]), None,
+               predictor=_NanPredictor())
+    row = res.table.iloc[0]
+    assert row["batch_size"] == 4 and row["throughput_tok_s"] == 400 and row["devices"] == math.ceil(12_000 / 400)
+    assert set(res.points["batch_size"]) == {1.0, 2.0, 4.0}
+
+    class _AllNan(_FakePredictor):
+        def predict(self, q: pd.DataFrame, level: float = 0.9) -> pd.DataFrame:
+            return super().predict(q, level).assign(pred_throughput_tok_s=np.nan)
+
+    res = plan(inputs(slo={}, models=["llama-3-8b"], hardware=["h100-sxm"], device_counts=[1]), None,
+               predictor=_AllNan())
+    assert res.table.empty
+    [why] = res.infeasible["reason"]
+    assert why.startswith("prediction failed: fake gave no positive finite throughput at any batch")
 
 
 def test_no_data_no_predictor_is_listed() -> None:

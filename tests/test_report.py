@@ -123,6 +123,25 @@ def test_without_a_plan_the_report_says_how_to_give_one_in_both_clients() -> Non
         assert "--plan on the command line" in text and "Saved plan selector on the Report page" in text
 
 
+def test_a_point_the_predictor_cannot_run_says_why() -> None:
+    # Guards: a predictor that reads the query at fp32 (as roofline-gbm does for a configuration trained at fp32)
+    # gives Llama-3-8B on a 24 GB L4 no prediction; the cell read a bare "n/a".
+    from test_planner import _Fp32Predictor
+
+    from perfmodel.planner import plan
+    from perfmodel.report.build import _predictions_section
+
+    res = plan({**PLAN, "prices": {"l4": 0.8}}, synthetic_runs(hardware="l4"))
+    assert len(res.table) == 1  # 16 GB of bf16 weights fit; 32 GB of fp32 do not
+    sec = _predictions_section(res, _Fp32Predictor(), "fp32-trained", "")
+    table = sec.tables[0][1]
+    assert table["fp32-trained tok/s [band]"].tolist() == ["cannot run"]
+    assert table["fp32-trained confidence"].tolist() == ["0.00"] and table["in domain"].tolist() == ["no"]
+    assert any(p.startswith("The fp32-trained predictor gives no prediction where the configuration cannot run: "
+                            "llama-3-8b's weights, 32 GB in 32-bit, exceed the 24 GB of memory of 1 x l4")
+               for p in sec.paragraphs)
+
+
 def test_a_plan_that_leaves_no_candidate_is_told_apart_from_no_plan() -> None:
     # Guards: the Predictions section said "No plan was given" when the plan's SLOs rejected every candidate.
     plan = {**PLAN, "slo": {"e2e_s": 0.001}}

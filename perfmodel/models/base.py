@@ -61,6 +61,7 @@ __all__ = [
     "MEMORY_REASON_PREFIX",
     "weights_over_memory",
     "mask_weights_over_memory",
+    "cannot_run_reasons",
 ]
 
 PREDICTION_COLUMNS = ("pred_throughput_tok_s", "pred_lower", "pred_upper", "confidence", "in_domain")
@@ -545,6 +546,32 @@ def weights_over_memory(runs: pd.DataFrame) -> list[str | None]:
                    f"{memory * d / _GIB:,.0f} GB of memory of {d:g} x {k[0]} (they alone need at least {least:g}): "
                    "it takes more devices, a smaller weight dtype or offloading, so no throughput is predicted")
     return out
+
+
+def cannot_run_reasons(predictor: Any, runs: pd.DataFrame) -> list[str | None]:
+    """:meth:`Predictor.cannot_run` of ``runs`` for any predictor-like object, for the callers of
+    ``predict`` (planner, monitor, report), which :func:`predict_with_latency` does not mask for them.
+
+    Parameters
+    ----------
+    predictor
+        A predictor; a stand-in without ``cannot_run`` (anything with a ``predict``) is judged by
+        :func:`weights_over_memory` of the queries as given.
+    runs
+        Queries.
+
+    Returns
+    -------
+    list
+        Per row, why it cannot run (a sentence starting with :data:`MEMORY_REASON_PREFIX`), or None.
+
+    Raises
+    ------
+    UnknownNameError
+        A hardware or model name is not in the catalog.
+    """
+    method = getattr(predictor, "cannot_run", None)
+    return list(method(runs)) if callable(method) else weights_over_memory(runs)
 
 
 def mask_weights_over_memory(pred: pd.DataFrame, over: np.ndarray) -> pd.DataFrame:

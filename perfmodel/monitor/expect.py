@@ -14,7 +14,10 @@ sources of expectations into one:
   (:func:`expectation_from_predictor`).
 
 A failed fit or a non-finite prediction raises rather than returning NaN: a
-NaN expectation would silently disable the threshold detector.
+NaN expectation would silently disable the threshold detector. So does a query
+whose weights exceed its devices' memory, saying so with the figures, whichever
+the predictor (a baseline would otherwise expect a throughput of a deployment
+that cannot exist).
 """
 
 from __future__ import annotations
@@ -122,13 +125,25 @@ def expectation_from_predictor(predictor: Predictor, query_row: Mapping[str, Any
     Raises
     ------
     ExpectationError
-        When the prediction is not a positive finite number.
+        When the configuration cannot run (:func:`perfmodel.models.base.cannot_run_reasons`: its weights alone
+        exceed the devices' memory; the message gives the figures), or the prediction is not a positive finite
+        number.
     PerfmodelError
         From the predictor, for a bad query (the message names the column).
     """
-    pred = predictor.predict(pd.DataFrame([dict(query_row)]), level=level)
+    from ..models.base import cannot_run_reasons
+
+    q = pd.DataFrame([dict(query_row)])
+    what = f"predictor {getattr(predictor, 'name', 'model')!r} for {dict(query_row)}"
+    # Asked before predicting: roofline-gbm would answer NaN, a baseline a throughput of a deployment that
+    # cannot exist; either way the query (hardware, devices, dtype) is what is wrong.
+    why = cannot_run_reasons(predictor, q)[0]
+    if why is not None:
+        raise ExpectationError(f"{what}: the configuration {why}; check the query's hardware and device count, "
+                               "or give --expected METRIC=VALUE instead")
+    pred = predictor.predict(q, level=level)
     value = float(pred["pred_throughput_tok_s"].iloc[0])
-    return _positive(value, f"predictor {predictor.name!r} for {dict(query_row)}")
+    return _positive(value, what)
 
 
 def matching_runs(runs: pd.DataFrame, query: Mapping[str, Any], *, source: str = "runs") -> pd.DataFrame:

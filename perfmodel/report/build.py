@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 
 from ..curve_tables import batch_estimate_text, compact_number, compact_seconds
 from ..errors import PerfmodelError
-from ..models.base import DEFAULT_TARGET
+from ..models.base import DEFAULT_TARGET, cannot_run_reasons
 from ..planner import PlanInputs, PlanResult, plan
 
 __all__ = ["Report", "Section", "build_report", "SECTION_TITLES", "MAX_CURVES", "ACCURACY_PREDICTOR"]
@@ -313,13 +313,20 @@ def _predictions_section(res: PlanResult | None, predictor: Any, name: str, erro
                           "batch_size": t["batch_size"], "load_kind": "static_batch"})
         try:
             p = predictor.predict(q, level=res.inputs.level)
-            table[f"{name} tok/s [band]"] = [_band(a, b, c) for a, b, c in zip(
-                p["pred_throughput_tok_s"], p["pred_lower"], p["pred_upper"], strict=True)]
+            # A point with no prediction because its weights, as the predictor reads the query, exceed the
+            # devices' memory says so, rather than a bare n/a.
+            blank = ~np.isfinite(p["pred_throughput_tok_s"].to_numpy(dtype=float))
+            why = ([r if b else None for r, b in zip(cannot_run_reasons(predictor, q), blank, strict=True)]
+                   if blank.any() else [None] * len(q))
+            table[f"{name} tok/s [band]"] = ["cannot run" if r is not None else _band(a, b, c) for a, b, c, r in zip(
+                p["pred_throughput_tok_s"], p["pred_lower"], p["pred_upper"], why, strict=True)]
             table[f"{name} confidence"] = [f"{c:.2f}" for c in p["confidence"]]
             table["in domain"] = p["in_domain"].astype(bool).map({True: "yes", False: "no"}).to_numpy()
             paras.append(f"The {name} predictor (trained on every run of the dataset) predicts the same points with "
                          "its own band and confidence (0-1, higher is more trustworthy); a large gap to the measured "
                          "curve is a reason to measure before buying.")
+            for r in dict.fromkeys(r for r in why if r is not None):
+                paras.append(f"The {name} predictor gives no prediction where the configuration {r}.")
         except PerfmodelError as exc:
             paras.append(f"The {name} predictor could not predict these points: {exc}")
     elif error:
