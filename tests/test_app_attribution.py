@@ -251,7 +251,7 @@ def test_waterfall_names_features_in_words_and_reads_in_tok_s() -> None:
     bars = [t for t in fig.data if t.showlegend is False]
     rows = [t.y[0] for t in bars]
     assert rows[:4] == ["PCIe contention = n/a", "KV-read share of a decode step = 0.5",
-                        "framework setting: num threads = 2", "input length = 512 tokens"]
+                        "framework setting: threads = 2", "input length = 512 tokens"]
     for t, feature in zip(bars, wf.table["feature"], strict=True):
         assert feature in t.hovertemplate  # the raw name is one hover away
         factor = float(np.exp(t.x[0]))
