@@ -33,6 +33,7 @@ import pandas as pd
 
 from perfmodel import explain as E
 from perfmodel.evaluate import to_markdown
+from perfmodel.features import feature_names
 from perfmodel.importers import read_file
 
 REPO = Path(__file__).resolve().parents[1]
@@ -88,9 +89,13 @@ def main() -> int:
     runs = read_file(DATA).runs
     print(f"# Feature sets on {DATA.name}: {len(runs):,} rows, {runs['framework'].nunique()} frameworks, "
           f"{runs['hardware'].nunique()} accelerators")
-    fw_cols = [c for c in runs.columns if c.startswith("fw_")]
-    print(f"framework-internal (fw_*) columns in this file: {len(fw_cols)} -> the framework set is empty here; "
-          f"it is real on sweeps that scrape a server's /metrics\n")
+    fw_cols = feature_names(runs, "framework")
+    settings = feature_names(runs, "settings")
+    print(f"framework-internal metric (fw_*) columns in this file: {len(fw_cols)}"
+          + (" -> the framework set is empty here; it is real on sweeps that scrape a server's /metrics"
+             if not fw_cols else "")
+          + (f"; settings chosen before the runs (in 'all', not in 'framework'): {', '.join(settings)}"
+             if settings else "") + "\n")
     tables = []
     for protocol in [p.strip() for p in args.protocols.split(",") if p.strip()]:
         t0 = time.perf_counter()
