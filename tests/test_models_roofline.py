@@ -1064,3 +1064,19 @@ def test_a_model_without_calibration_gives_no_band_not_the_bound(biased: pd.Data
     out = m.predict(biased.drop(columns="output_throughput_tok_s").iloc[:20])
     assert out["pred_throughput_tok_s"].notna().all()
     assert out["pred_lower"].isna().all() and out["pred_upper"].isna().all()
+
+
+def test_a_setting_is_another_configuration_and_rows_without_one_keep_their_key() -> None:
+    from perfmodel.models.roofline_gbm import _config_keys, _without_settings
+
+    base = {"hardware": "h100-sxm", "framework": "llama.cpp", "model": "llama-3-8b", "device_count": 1,
+            "input_len_tok": 128.0, "output_len_tok": 128.0}
+    runs = pd.DataFrame([{**base, "fw_n_batch": 16.0}, {**base, "fw_n_batch": 1.0}, {**base, "fw_n_batch": np.nan}])
+    keys = _config_keys(runs).tolist()
+    plain = _config_keys(pd.DataFrame([base])).iloc[0]
+    assert len(set(keys)) == 3 and keys[2] == plain  # a model saved before settings keeps its keys
+    assert keys[0] == plain.replace("|llama.cpp|", "|llama.cpp@fw_n_batch=16|")
+    assert all(k.rsplit("|", 2)[1:] == ["128", "128"] for k in keys)  # lengths stay last
+    assert set(_without_settings(np.array(keys, dtype=object))) == {plain}
+    many = pd.concat([runs] * 30, ignore_index=True)  # the grouped path of large queries
+    assert _config_keys(many).tolist() == keys * 30

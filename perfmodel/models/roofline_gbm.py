@@ -109,6 +109,7 @@ import contextlib
 import contextvars
 import math
 import os
+import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -119,6 +120,7 @@ import pandas as pd
 
 from .. import features as feats
 from .. import physics
+from ..curves import VARYING_BY
 from ..errors import PerfmodelError, Problem, ValidationError
 from ..schema import FRAMEWORK_PREFIX
 from .base import (
@@ -250,7 +252,7 @@ def _to_floats(s: pd.Series) -> np.ndarray:
 def _config_keys(runs: pd.DataFrame) -> pd.Series:
     if len(runs) > 64:
         # Large queries repeat few configurations: build each key string once.
-        present = [c for c in CONFIG_COLUMNS if c in runs.columns]
+        present = [c for c in (*CONFIG_COLUMNS, *VARYING_BY) if c in runs.columns]
         codes = runs.groupby(present, dropna=False, sort=False).ngroup().to_numpy() if present \
             else np.zeros(len(runs), dtype=np.intp)
         _, first = np.unique(codes, return_index=True)
@@ -270,6 +272,16 @@ def _config_keys_rows(runs: pd.DataFrame) -> pd.Series:
             parts.append(["" if math.isnan(x) else f"{x:g}" for x in v.tolist()])
         else:
             parts.append(["" if (x := _norm(v)) is None else x for v in _values(runs, c)])
+    # A measurement setting (threads, llama.cpp's n_batch) makes another configuration, as on the Curves
+    # page and in evaluate.config_key. It rides on the framework's part, so the key keeps its positions
+    # (lengths last) and a row without settings keeps the key it always had (models saved earlier).
+    settings = [(c, _floats(runs, c)) for c in VARYING_BY if c in runs.columns]
+    if settings:
+        fw = parts[_FRAMEWORK_OF_KEY]
+        for r in range(n):
+            tags = [f"{c}={v[r]:g}" for c, v in settings if not math.isnan(v[r])]
+            if tags:
+                fw[r] = fw[r] + "@" + ",".join(tags)
     # Plain lists rather than pandas string ops: this runs on every prediction.
     return pd.Series(["|".join(t) for t in zip(*parts, strict=True)], index=runs.index, dtype=object)
 
@@ -403,7 +415,13 @@ def _log_prior(roof: pd.DataFrame, runs: pd.DataFrame) -> tuple[np.ndarray, np.n
     return np.log(prior), kind
 
 
+def _without_settings(keys: np.ndarray) -> np.ndarray:
+    """Configuration keys with their settings (``@fw_n_batch=16`` on the framework) removed."""
+    return np.array([k if "@" not in k else re.sub(r"@[^|]*", "", k) for k in keys.tolist()], dtype=object)
+
+
 _MODEL_OF_KEY = CONFIG_COLUMNS.index("model")
+_FRAMEWORK_OF_KEY = CONFIG_COLUMNS.index("framework")
 _MOE_SPECS: dict[str, Any] = {}
 
 
@@ -1983,10 +2001,12 @@ class RooflineGBM(Predictor):
         # larger than the final model's and the bands over-covered (94 % for a nominal 90 %). Small
         # data keeps k folds, so every class still gets enough calibration points.
         models = data["model"].astype(str).to_numpy()
-        n_cfg = len(np.unique(keys))
+        n_cfg = len(np.unique(_without_settings(keys)))
         schemes: dict[str, tuple[np.ndarray, int]] = {
             "rows": (rng.permutation(n) % self._splits(k, n, 1000), k),
-            "config": (self._group_folds(keys, self._splits(k, n_cfg, 30), rng), k),
+            # Every setting of a configuration (llama.cpp's n_batch) out together, as evaluate's
+            # config protocol does: a new configuration's band must not learn from its siblings' ease.
+            "config": (self._group_folds(_without_settings(keys), self._splits(k, n_cfg, 30), rng), k),
             "model": (self._group_folds(models, min(k, 3), rng), min(k, 3)),
         }
         for col in ("hardware", "framework"):
