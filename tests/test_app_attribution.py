@@ -420,8 +420,8 @@ def test_a_thread_count_reaches_the_waterfall_the_what_if_prediction_and_the_lin
     _ok(at)
     assert at.selectbox(key="attribution.q.fw_num_threads").value == 1.0
     assert [w.value for w in at.warning if "num_threads" in w.value] == [
-        "The link's num_threads=3 was not measured for cpu-x86-2vcpu · perfmodel-tiny-llama · transformers "
-        "(values: 1, 2); using 1, the configuration's default."]
+        "The link's num_threads='3' was not measured for cpu-x86-2vcpu · perfmodel-tiny-llama · transformers "
+        "(measured: 1, 2): showing 1, the configuration's default."]
 
 
 def test_a_link_carries_a_setting_and_reads_it_back() -> None:

@@ -208,11 +208,6 @@ def _setting_param(v: Any) -> str:
     return w if isinstance(w, str) else f"{w:g}"
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def _setting_choices(home: str, dataset_id: str, stamp: int, point: str) -> dict[str, W.SettingChoice]:
-    return W.setting_choices(cached.dataset_runs(home, dataset_id, stamp), json.loads(point))
-
-
 def settle_settings(home: str, dataset_id: str, stamp: int, point: Mapping[str, Any], prefix: str,
                     link: Mapping[str, Any]) -> tuple[dict[str, W.SettingChoice], list[str]]:
     """Put each measurement setting the dataset varies on one of the point's configuration's values, as the
@@ -241,29 +236,13 @@ def settle_settings(home: str, dataset_id: str, stamp: int, point: Mapping[str, 
         value not used, naming the parameter, the value and what is used instead.
     """
     key_point = {c: point.get(c) for c in W.POINT_COLUMNS}
-    choices = _setting_choices(home, dataset_id, stamp, json.dumps(key_point, sort_keys=True, default=str))
+    choices = WUI.setting_choices(home, dataset_id, stamp, json.dumps(key_point, sort_keys=True, default=str))
     config = " · ".join(str(point.get(c)) for c in ("hardware", "model", "framework"))
-    messages = []
-    for name in VARYING_BY:
-        key, qp = prefix + name, QP_SETTINGS[name]
-        asked = setting_value(link[name]) if name in link else None
-        choice = choices.get(name)
-        if choice is None:
-            st.session_state[key] = None
-            if asked is not None:
-                messages.append(f"{qp}={_setting_param(asked)} does not apply: the runs of {config} do not "
-                                f"record it, so the point leaves it out")
-            continue
-        options = WUI.setting_options(choice)
-        v = asked if asked is not None else st.session_state.get(key)
-        if v in options:
-            st.session_state[key] = v
-            continue
-        st.session_state[key] = shown = setting_value(choice.default)
-        if asked is not None:
-            values = ", ".join(WUI.setting_text(o) for o in options)
-            messages.append(f"{qp}={_setting_param(asked)} was not measured for {config} (values: {values}); "
-                            f"using {WUI.setting_text(shown)}, the configuration's default")
+    values, messages = WUI.choose_settings(
+        choices, config, {n: st.session_state.get(prefix + n) for n in VARYING_BY},
+        {n: _setting_param(v) for n, v in link.items()}, leaves="the point leaves it out")
+    for name, v in values.items():
+        st.session_state[prefix + name] = v
     return choices, messages
 
 

@@ -42,6 +42,8 @@ __all__ = [
     "settle_link",
     "UNSET",
     "settle_settings",
+    "choose_settings",
+    "setting_choices",
     "setting_label",
     "setting_options",
     "setting_text",
@@ -294,7 +296,8 @@ def settle_link(defaults: Mapping[str, Any], options: Mapping[str, Sequence[str]
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _setting_choices(home: str, dataset_id: str, stamp: int, point: str) -> dict[str, W.SettingChoice]:
+def setting_choices(home: str, dataset_id: str, stamp: int, point: str) -> dict[str, W.SettingChoice]:
+    """:func:`perfmodel.whatif.setting_choices` on the dataset, cached; ``point`` as sorted JSON."""
     return W.setting_choices(cached.dataset_runs(home, dataset_id, stamp), json.loads(point))
 
 
@@ -371,34 +374,65 @@ def settle_settings(home: str, dataset_id: str, stamp: int) -> tuple[dict[str, W
         instead.
     """
     point = {c: st.session_state.get(KEYS[c]) for c in W.POINT_COLUMNS}
-    choices = _setting_choices(home, dataset_id, stamp, json.dumps(point, sort_keys=True, default=str))
+    choices = setting_choices(home, dataset_id, stamp, json.dumps(point, sort_keys=True, default=str))
     link = st.session_state.pop(_LINK_SETTINGS, {})
     config = " · ".join(str(point[c]) for c in ("hardware", "model", "framework"))
+    values, messages = choose_settings(choices, config, {n: st.session_state.get(KEYS[n]) for n in VARYING_BY},
+                                       link, leaves="the what-if leaves it out")
+    for name, v in values.items():
+        st.session_state[KEYS[name]] = v
+    return choices, messages
+
+
+def choose_settings(choices: Mapping[str, W.SettingChoice], config: str, current: Mapping[str, Any],
+                    asked: Mapping[str, Any], *, leaves: str) -> tuple[dict[str, float | str | None], list[str]]:
+    """Each setting's widget value on one of its configuration's options, for the What-if and Attribution pages.
+
+    Parameters
+    ----------
+    choices
+        :func:`perfmodel.whatif.setting_choices` for the configuration (a setting absent: not offered).
+    config
+        The configuration in words, for the warnings.
+    current
+        Setting -> the value in state.
+    asked
+        Setting -> the value a link asked for, as written (absent: none), which wins over ``current``.
+    leaves
+        What happens to a setting the configuration's runs do not record (``the what-if leaves it out``).
+
+    Returns
+    -------
+    (dict, list of str)
+        Setting -> the widget's value (None: not offered); one warning per link value not used, naming the
+        parameter, the value and what is shown instead. A value in state that is not an option moves to the
+        configuration's default quietly (the configuration changed under it).
+    """
+    values: dict[str, float | str | None] = {}
     messages = []
     for name in VARYING_BY:
-        key, raw = KEYS[name], link.get(name)
-        choice = choices.get(name)
+        raw, choice = asked.get(name), choices.get(name)
         if choice is None:
-            st.session_state[key] = None
+            values[name] = None
             if raw is not None:
                 messages.append(f"{QP[name]}={raw!r} does not apply: the runs of {config} do not record "
-                                f"{_in_words(name)}, so the what-if leaves it out")
+                                f"{_in_words(name)}, so {leaves}")
             continue
         options = setting_options(choice)
-        v = _as_setting(st.session_state.get(key))
+        v = _as_setting(raw if raw is not None else current.get(name))
         if v is not None and v in options:
-            st.session_state[key] = v
+            values[name] = v
             continue
-        st.session_state[key] = shown = _widget_value(choice.default)
+        values[name] = shown = _widget_value(choice.default)
         if raw is None:
-            continue  # the configuration changed under a widget value: its default, quietly
-        values = ", ".join(setting_text(o) for o in options)
+            continue
+        listed = ", ".join(setting_text(o) for o in options)
         whose = "the configuration's default" if choice.measured else "the dataset's most frequent"
         why = (f"is not a number or {UNSET}" if _as_setting(raw) is None
-               else f"was not measured for {config} (measured: {values})" if choice.measured
-               else f"is not among the dataset's values ({values})")
+               else f"was not measured for {config} (measured: {listed})" if choice.measured
+               else f"is not among the dataset's values ({listed})")
         messages.append(f"{QP[name]}={raw!r} {why}: showing {setting_text(shown)}, {whose}")
-    return choices, messages
+    return values, messages
 
 
 def setting_point(values: Mapping[str, Any], choices: Mapping[str, W.SettingChoice]) -> dict[str, float | None]:
