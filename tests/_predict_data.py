@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
@@ -33,3 +35,16 @@ def synthetic_runs(noise: float = 0.0, seed: int = 0) -> pd.DataFrame:
     from perfmodel.schema import validate_runs
 
     return validate_runs(pd.DataFrame(rows))
+
+
+def cli_predict_csv(model_dir: Path, queries: str, tmp_path: Path) -> pd.DataFrame:
+    """``perfmodel predict MODEL_DIR QUERIES.csv -o PRED.csv`` on the query text; PRED.csv read back."""
+    from click.testing import CliRunner
+
+    from perfmodel.cli import main
+
+    q, out = tmp_path / "q.csv", tmp_path / "pred.csv"
+    q.write_text(queries)
+    res = CliRunner().invoke(main, ["predict", str(model_dir), str(q), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    return pd.read_csv(out)

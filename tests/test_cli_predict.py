@@ -6,6 +6,7 @@ import json
 
 import pandas as pd
 import pytest
+from _predict_data import cli_predict_csv
 from click.testing import CliRunner
 
 from perfmodel.cli import main
@@ -46,12 +47,7 @@ def test_train_writes_json_only(model_dir):
 def test_predict_keeps_query_order(model_dir, tmp_path):
     from perfmodel.models import load_predictor
 
-    q = tmp_path / "q.csv"
-    q.write_text(QUERIES)
-    out = tmp_path / "pred.csv"
-    res = CliRunner().invoke(main, ["predict", str(model_dir), str(q), "-o", str(out)])
-    assert res.exit_code == 0, res.output
-    pred = pd.read_csv(out)
+    pred = cli_predict_csv(model_dir, QUERIES, tmp_path)
     assert list(pred["hardware"]) == ["H100", "a100-40gb", "H100"]  # rows as written, in order
     assert list(pred.columns[-13:]) == ["pred_throughput_tok_s", "pred_lower", "pred_upper", "confidence",
                                         "in_domain", "pred_total_throughput_tok_s", "pred_e2e_latency_s",

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from _predict_data import synthetic_runs
+from _predict_data import cli_predict_csv, synthetic_runs
 from click.testing import CliRunner
 
 from perfmodel import physics
@@ -88,12 +88,7 @@ a100-40gb,mistral-7b-v0.1,vllm,1,512,512,1
 def test_cli_predict_keeps_row_order_and_says_why_no_throughput(tmp_path) -> None:  # type: ignore[no-untyped-def]
     model_dir = tmp_path / "model"
     get_predictor("linear").fit(synthetic_runs()).save(model_dir)
-    q = tmp_path / "q.csv"
-    q.write_text(QUERIES)
-    out = tmp_path / "pred.csv"
-    res = CliRunner().invoke(main, ["predict", str(model_dir), str(q), "-o", str(out)])
-    assert res.exit_code == 0, res.output
-    pred = pd.read_csv(out)
+    pred = cli_predict_csv(model_dir, QUERIES, tmp_path)
     assert list(pred["hardware"]) == ["h100-sxm", "gh200", "a100-40gb"]
     assert pred["pred_throughput_tok_s"].isna().tolist() == [False, True, False]
     assert pred["pred_lower"].isna().all()  # the linear baseline has no band anywhere
