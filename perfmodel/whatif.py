@@ -206,9 +206,20 @@ def setting_choices(runs: pd.DataFrame, point: Mapping[str, Any]) -> dict[str, S
         options: list[float | None] = sorted({float(v) for v in values.dropna()})
         if values.isna().any():
             options.append(None)
-        counts = _setting_values(counted[c]).value_counts(dropna=False)
-        best = max(counts.items(), key=lambda kv: (kv[1], not pd.isna(kv[0]), math.inf if pd.isna(kv[0])
-                                                    else -float(kv[0])))[0]
+        vals = _setting_values(counted[c])
+        counts = vals.value_counts(dropna=False)
+        # Ties (LLM-Inference-Bench measured llama.cpp at n_batch 1, 16, 32 and 64 alike) go to the setting
+        # whose runs were fastest (median output throughput): how the engine would be run, not its slowest.
+        speed = (pd.to_numeric(counted["output_throughput_tok_s"], errors="coerce").groupby(vals.fillna(-1.0)).median()
+                 if "output_throughput_tok_s" in counted.columns else pd.Series(dtype=float))
+
+        def rank(kv: tuple[Any, int], speed: pd.Series = speed) -> tuple[int, bool, float, float]:
+            v, n = kv
+            fast = speed.get(-1.0 if pd.isna(v) else float(v), np.nan)
+            return n, not pd.isna(v), -math.inf if pd.isna(fast) else float(fast), \
+                math.inf if pd.isna(v) else -float(v)
+
+        best = max(counts.items(), key=rank)[0]
         out[c] = SettingChoice(name=c, options=tuple(options), default=None if pd.isna(best) else float(best),
                                measured=measured)
     return out
