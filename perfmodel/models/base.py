@@ -509,10 +509,18 @@ def weights_over_memory(runs: pd.DataFrame) -> list[str | None]:
     if not n or not {"hardware", "model", "device_count"} <= set(runs.columns):
         return [None] * n
     cols = [c for c in ("hardware", "model", "weight_dtype", "quantization") if c in runs.columns]
-    keys = list(zip(*([_name_key(v) for v in runs[c].tolist()] for c in cols), strict=True))
-    first: dict[tuple[object, ...], int] = {}
-    for i, k in enumerate(keys):
-        first.setdefault(k, i)
+    if n > 64:
+        # Large queries repeat few combinations: one key per combination, not per row.
+        codes = runs.groupby(cols, dropna=False, sort=False).ngroup().to_numpy()
+        _, at = np.unique(codes, return_index=True)
+        uniq = [tuple(_name_key(runs[c].iat[i]) for c in cols) for i in at.tolist()]
+        keys = [uniq[c] for c in codes.tolist()]
+        first = {k: int(i) for k, i in zip(uniq, at.tolist(), strict=True)}
+    else:
+        keys = list(zip(*([_name_key(v) for v in runs[c].tolist()] for c in cols), strict=True))
+        first = {}
+        for i, k in enumerate(keys):
+            first.setdefault(k, i)
     per: dict[tuple[object, ...], tuple[float, float, float]] = {}
     for k, i in first.items():
         try:
@@ -533,18 +541,19 @@ def weights_over_memory(runs: pd.DataFrame) -> list[str | None]:
             _WEIGHTS_MEMO.clear()
         _WEIGHTS_MEMO[(tuple(cols), k)] = ((h, m), per[k])
     dev = pd.to_numeric(runs["device_count"], errors="coerce").to_numpy(dtype=float)
-    out: list[str | None] = []
-    for k, d in zip(keys, dev, strict=True):
+    out: list[str | None] = [None] * n
+    wm = np.array([per[k][:2] for k in keys], dtype=float).reshape(n, 2)
+    with np.errstate(invalid="ignore"):
+        over = wm[:, 0] > wm[:, 1] * dev  # NaN (an unknown figure) is never a reason
+    for i in np.flatnonzero(over).tolist():
+        k, d = keys[i], dev[i]
         weights, memory, b = per[k]
-        if not (weights > memory * d):  # NaN (an unknown figure) is never a reason
-            out.append(None)
-            continue
         bits = _WEIGHT_WORDS.get(float(b), f"{b:g} bytes per parameter")
         least = math.ceil(weights / memory * (1 - 1e-12))
         # The memory as the vendor states it ("96 GB"); the weights in 1e9 B, never fewer than that reads.
-        out.append(f"{MEMORY_REASON_PREFIX}{k[1]}'s weights, {weights / 1e9:,.0f} GB in {bits}, exceed the "
-                   f"{memory * d / _GIB:,.0f} GB of memory of {d:g} x {k[0]} (they alone need at least {least:g}): "
-                   "it takes more devices, a smaller weight dtype or offloading, so no throughput is predicted")
+        out[i] = (f"{MEMORY_REASON_PREFIX}{k[1]}'s weights, {weights / 1e9:,.0f} GB in {bits}, exceed the "
+                  f"{memory * d / _GIB:,.0f} GB of memory of {d:g} x {k[0]} (they alone need at least {least:g}): "
+                  "it takes more devices, a smaller weight dtype or offloading, so no throughput is predicted")
     return out
 
 
