@@ -2004,8 +2004,9 @@ class RooflineGBM(Predictor):
         n_cfg = len(np.unique(_without_settings(keys)))
         schemes: dict[str, tuple[np.ndarray, int]] = {
             "rows": (rng.permutation(n) % self._splits(k, n, 1000), k),
-            # Every setting of a configuration (llama.cpp's n_batch) out together, as evaluate's
-            # config protocol does: a new configuration's band must not learn from its siblings' ease.
+            # Every setting of a configuration (llama.cpp's n_batch) out together: a new configuration's
+            # band is calibrated on configurations no setting of which trained, not on the ease of a
+            # setting whose siblings did (evaluate's config protocol keeps the settings apart).
             "config": (self._group_folds(_without_settings(keys), self._splits(k, n_cfg, 30), rng), k),
             "model": (self._group_folds(models, min(k, 3), rng), min(k, 3)),
         }
