@@ -150,8 +150,8 @@ class SettingChoice:
         The values to choose from, ascending; None (last) is "unset": runs that do not record the setting.
     default
         The most frequent of ``options`` among the rows they come from, those of the point's lengths and
-        devices where there are some (ties: the smallest value, so shuffled rows keep the default; unset
-        loses ties).
+        devices where there are some (ties: the value whose runs had the highest median output throughput,
+        then the smallest, so shuffled rows keep the default; unset loses ties).
     measured
         True when ``options`` are the values measured for the point's hardware, model and framework; False
         when that combination was never measured and they are the whole dataset's.
