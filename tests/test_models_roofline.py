@@ -1080,3 +1080,35 @@ def test_a_setting_is_another_configuration_and_rows_without_one_keep_their_key(
     assert set(_without_settings(np.array(keys, dtype=object))) == {plain}
     many = pd.concat([runs] * 30, ignore_index=True)  # the grouped path of large queries
     assert _config_keys(many).tolist() == keys * 30
+
+
+def test_a_new_configuration_s_band_is_calibrated_on_its_own_framework_s_scores(
+        fitted: tuple[RooflineGBM, pd.DataFrame]) -> None:
+    # Mondrian by framework within class 2 (a new configuration of known parts): each framework with
+    # enough held-out configurations keeps its own scores, and its queries' bands come from them alone;
+    # a framework without its own (or a model saved before the split) falls back to the pooled class.
+    m, df = fitted
+    assert {"2|vllm", "2|llama.cpp"} <= set(m.scores_)
+    assert len(m.scores_["2|vllm"]) + len(m.scores_["2|llama.cpp"]) == len(m.scores_["2"])
+    new = df.drop(columns="output_throughput_tok_s").iloc[[0]].assign(input_len_tok=1024.0, output_len_tok=1024.0)
+    vllm, cpp = new.assign(framework="vllm"), new.assign(framework="llama.cpp")
+    keys = _config_keys(pd.concat([vllm, cpp])).to_numpy()
+    assert m._novelty(keys, m._unknown_parts(pd.concat([vllm, cpp]), m.seen_), m.curves_,
+                      np.array([False, False]), np.zeros(2)).tolist() == [2, 2]
+
+    def log_width(q: pd.DataFrame) -> float:
+        p = m.predict(q)
+        return float(np.log(p.pred_upper.iloc[0] / p.pred_lower.iloc[0]))
+
+    w_vllm, w_cpp = log_width(vllm), log_width(cpp)
+    saved = copy.deepcopy(m.scores_)
+    try:
+        m.scores_["2|vllm"] = [2.0 * v for v in saved["2|vllm"]]
+        assert log_width(vllm) == pytest.approx(2.0 * w_vllm, rel=1e-9)
+        assert log_width(cpp) == pytest.approx(w_cpp, rel=1e-12)
+        del m.scores_["2|vllm"]  # no scores of its own: the pooled class answers
+        pooled = m._quantile("2", 0.9)
+        assert m._quantile("2|vllm", 0.9) == pooled
+        assert m._score_groups(pd.concat([vllm, cpp]), np.array([2, 2])).tolist() == ["2", "2|llama.cpp"]
+    finally:
+        m.scores_ = saved
