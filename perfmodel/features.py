@@ -497,7 +497,7 @@ def _physical(runs: pd.DataFrame, roof: pd.DataFrame) -> dict[str, np.ndarray]:
     peak_all = roof["peak_flops"].to_numpy(dtype=float)
     peak_dev = peak_all / dev
     kv = kv_tok * bb * (ii + oo)
-    mem_dev = hw("memory_gb") * 1e9
+    mem_dev = hw("memory_bytes")
     with np.errstate(divide="ignore", invalid="ignore"):
         step = roof["decode_step_s_min"].to_numpy(dtype=float)
         kv_read = kv_tok * bb * (ii + oo / 2.0) / roof["mem_bw_bps"].to_numpy(dtype=float)

@@ -409,7 +409,7 @@ def roofline(runs: pd.DataFrame) -> pd.DataFrame:
         idx = np.flatnonzero((runs["hardware"].astype("string") == key).fillna(False).to_numpy())
         h: HardwareSpec = hw_arr[idx[0]]
         bw[idx] = _f(h.memory_bw_gbs) * 1e9
-        mem[idx] = _f(h.memory_gb) * 1e9
+        mem[idx] = _f(h.memory_bytes)
         peak[idx] = [_peak_flops(h, b) for b in nbytes[idx]]
     peak_all = peak * dev
     bw_all = bw * dev

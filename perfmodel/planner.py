@@ -707,7 +707,8 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
     n_dev = int(cand["device_count"])
     try:
         hw = catalog.resolve_hardware(str(cand["hardware"]))
-        mem_gb = hw.memory_gb * n_dev if hw.memory_gb is not None else math.nan
+        # In 1e9 B, as memory_need_gb counts: the catalog's figure is binary (HardwareSpec.memory_bytes).
+        mem_gb = hw.memory_bytes * n_dev / 1e9 if hw.memory_bytes is not None else math.nan
     except UnknownNameError:
         hw, mem_gb = None, math.nan
     # Bytes per weight as the measurement ran it (weight_dtype/quantization), else the model's default.
@@ -760,7 +761,8 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
     if not mem_ok.any():
         bad.append({**key, "reason": (f"memory does not fit: weights + KV cache for batch {b.min():g} need "
                                       f"{need[0]:,.1f} GB > {inputs.memory_fraction:g} x {mem_gb:,.0f} GB "
-                                      f"({n_dev} x {hw.memory_gb if hw else math.nan:g} GB)")})
+                                      f"({n_dev} x {hw.memory_gb if hw else math.nan:g} GB as the vendor "
+                                      "states it, which counts 2^30 bytes per GB)")})
         return
     status = "ok"
     choice = mem_ok & ok_mid

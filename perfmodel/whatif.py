@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import physics
+from . import catalog, physics
 from .curve_tables import compact_number as _tok_s
 from .curves import VARYING_BY
 from .errors import PerfmodelError, Problem, ValidationError
@@ -717,9 +717,12 @@ def _weights_note(q: pd.DataFrame, roof: pd.DataFrame) -> str | None:
     usable = physics.KV_USABLE_FRACTION * memory
     if not (math.isfinite(weights) and math.isfinite(usable)) or weights <= usable:
         return None
+    dev = float(q["device_count"].iloc[0])
+    stated = memory / dev / catalog.BYTES_PER_MEMORY_GB  # the vendor's figure per device, binary GB
     return (f"The weights of {q['model'].iloc[0]} ({weights / 1e9:,.0f} GB) do not fit in "
-            f"{physics.KV_USABLE_FRACTION:.0%} of the memory of {float(q['device_count'].iloc[0]):g} x "
-            f"{q['hardware'].iloc[0]} ({usable / 1e9:,.0f} GB of {memory / 1e9:,.0f} GB), let alone beside a KV "
+            f"{physics.KV_USABLE_FRACTION:.0%} of the memory of {dev:g} x "
+            f"{q['hardware'].iloc[0]} ({usable / 1e9:,.0f} GB of {memory / 1e9:,.0f} GB, counting the "
+            f"{stated:,.0f} GB per device the vendor states as binary GB), let alone beside a KV "
             "cache: this configuration cannot run as asked (it needs more devices, a smaller weight dtype or "
             "offloading), so the prediction and the roofline bound describe no real run.")
 

@@ -717,8 +717,9 @@ def test_weights_that_do_not_fit_the_devices_memory_are_named() -> None:
              "input_len_tok": 128.0, "output_len_tok": 128.0}
     note = core.whatif(model, used, point, [1.0, 8.0]).memory_note
     assert note is not None and note.startswith(
-        "The weights of llama-3-70b (141 GB) do not fit in 90% of the memory of 1 x h100-sxm (72 GB of 80 GB)")
-    assert core.whatif(model, used, {**point, "device_count": 2}, [1.0, 8.0]).memory_note is None  # 144 GB
+        "The weights of llama-3-70b (141 GB) do not fit in 90% of the memory of 1 x h100-sxm (77 GB of 86 GB, "
+        "counting the 80 GB per device the vendor states as binary GB)")
+    assert core.whatif(model, used, {**point, "device_count": 2}, [1.0, 8.0]).memory_note is None  # 155 GB
     assert core.whatif(model, used, {**point, "model": "llama-3-8b"}, [1.0, 8.0]).memory_note is None
 
 
@@ -729,9 +730,10 @@ def test_the_page_warns_when_the_weights_do_not_fit() -> None:
     at = at.selectbox(key=K["model"]).set_value("llama-3-70b").run()
     _no_exception(at)
     assert [w.value for w in at.warning if "do not fit" in w.value] == [
-        "The weights of llama-3-70b (141 GB) do not fit in 90% of the memory of 1 x h200 (127 GB of 141 GB), let "
-        "alone beside a KV cache: this configuration cannot run as asked (it needs more devices, a smaller weight "
-        "dtype or offloading), so the prediction and the roofline bound describe no real run."]
+        "The weights of llama-3-70b (141 GB) do not fit in 90% of the memory of 1 x h200 (136 GB of 151 GB, "
+        "counting the 141 GB per device the vendor states as binary GB), let alone beside a KV cache: this "
+        "configuration cannot run as asked (it needs more devices, a smaller weight dtype or offloading), so the "
+        "prediction and the roofline bound describe no real run."]
     at = at.number_input(key=K["device_count"]).set_value(2.0).run()
     _no_exception(at)
     assert not [w for w in at.warning if "do not fit" in w.value]
@@ -740,15 +742,16 @@ def test_the_page_warns_when_the_weights_do_not_fit() -> None:
 def test_a_prediction_above_the_roofline_bound_is_named_with_its_cause() -> None:
     # Reviewer's query on LLM-Inference-Bench: Llama-3-70B on 2 x H100 at 1024 + 1024 tokens predicted 447 tok/s
     # at batch 64 beside a roofline bound of 199 tok/s (the KV cache is full from batch 4 on), and the page
-    # said nothing about it.
+    # said nothing about it. (With the memory read in binary GB the cache is full from batch 20 there; at
+    # 2048 + 2048 tokens from batch 10.)
     model, used = core.fit_whatif_model(_runs(), "linear")  # 40 tok/s per sequence, whatever the model
     point = {"hardware": "h100-sxm", "model": "llama-3-70b", "framework": "vllm", "device_count": 2,
-             "input_len_tok": 1024.0, "output_len_tok": 1024.0}
+             "input_len_tok": 2048.0, "output_len_tok": 2048.0}
     res = core.whatif(model, used, point, [1.0, 2.0, 64.0])
     note = res.bound_note
     assert note is not None and note.startswith(
         "The prediction exceeds the physical (roofline) bound at batch 64: 2,560 tok/s predicted at batch 64 "
-        "against a bound of 199.4 tok/s (12.84x). Beyond batch 4 the KV cache no longer fits beside the weights")
+        "against a bound of 432.7 tok/s (5.92x). Beyond batch 10 the KV cache no longer fits beside the weights")
     # Llama-3-8B on one H100 stays under its bound: nothing to say.
     assert core.whatif(model, used, {**point, "model": "llama-3-8b", "device_count": 1}, [1.0, 64.0]).bound_note is None
     # Above the bound below the KV-cache-full batch: the efficiency, not the memory, is named.
@@ -790,7 +793,7 @@ def test_a_curve_without_ttft_says_why() -> None:
 
 def test_the_page_says_why_ttft_is_missing_and_warns_above_the_bound() -> None:
     link = {"dataset": _sample_id(), "hardware": "h100-sxm", "model": "llama-3-70b", "framework": "vllm",
-            "input_len": "1024", "output_len": "1024", "device_count": "2", "batch_min": "1", "batch_max": "64",
+            "input_len": "2048", "output_len": "2048", "device_count": "2", "batch_min": "1", "batch_max": "64",
             "batch": "64", "predictor": "linear"}
     # Straight to /whatif, as a browser opens the link (the Data page, run first, drops its own filters'
     # hardware and model values that the dataset lacks from the URL).
@@ -804,12 +807,12 @@ def test_the_page_says_why_ttft_is_missing_and_warns_above_the_bound() -> None:
     [cap] = [c.value for c in at.caption if c.value.startswith("TTFT and TPOT: n/a")]
     assert cap.startswith("TTFT and TPOT: n/a, as the linear predictor has no TTFT model")
     assert metrics["TTFT"].help == cap and "calibrated" not in metrics["TTFT"].help
-    # roofline-gbm, trained on the samples' H200 and CPU runs, keeps growing past batch 4, where 2 x 80 GB hold
-    # no more KV cache beside 141 GB of weights.
+    # roofline-gbm, trained on the samples' H200 and CPU runs, keeps growing past batch 10, where 2 x 80 GB hold
+    # no more KV cache of 4096-token sequences beside 141 GB of weights.
     at = _train(at.selectbox(key=K["predictor"]).set_value("roofline-gbm").run())
     _no_exception(at)
     table = at.dataframe[0].value.set_index("batch_size")
     assert table.loc[64.0, "pred_throughput_tok_s"] > 1.01 * table.loc[64.0, "roofline_tok_s"]
     [warning] = [w.value for w in at.warning if "exceeds the physical (roofline) bound" in w.value]
-    assert "Beyond batch 4 the KV cache no longer fits beside the weights" in warning
+    assert "Beyond batch 10 the KV cache no longer fits beside the weights" in warning
     assert not [c for c in at.caption if c.value.startswith("TTFT and TPOT: n/a")]  # the samples measured TTFT

@@ -71,7 +71,7 @@ def test_llama3_8b_on_h100_by_hand() -> None:
     assert x["compute_intensity_s"] == pytest.approx(1024 * 1024 * 8.03e9 / 989.5e12)
     assert x["pcie_contention"] == pytest.approx(16 * 1 / 16)
     assert x["weight_bytes_over_bw_s"] == pytest.approx(8.03e9 * 2 / 3350e9)
-    assert x["mem_fraction_used"] == pytest.approx((8.03e9 * 2 + kv) / 80e9)
+    assert x["mem_fraction_used"] == pytest.approx((8.03e9 * 2 + kv) / (80 * 2**30))  # binary GB
     assert x["bytes_per_sm"] == pytest.approx((8.03e9 * 2 + kv) / 132)
     assert x["ii_over_oo"] == pytest.approx(1.0) and x["log1p_ii"] == pytest.approx(math.log(1025))
     assert x["fw_kv_usage"] == 0.5 and x["id_hw_h100-sxm"] == 1.0 and x["id_hw_sn40l"] == 0.0
@@ -82,7 +82,7 @@ def test_unknown_catalog_figures_are_nan() -> None:
     sn = x.iloc[1]  # SN40L: no bandwidth, SMs, L2 or PCIe figures in the catalog
     for c in ("mem_bw_pressure_s", "weight_bytes_over_bw_s", "l2_reuse", "bytes_per_sm", "pcie_contention"):
         assert math.isnan(sn[c]), c
-    assert sn["mem_fraction_used"] == pytest.approx((8.03e9 * 2 + 131072 * 256) / (64e9 * 8))
+    assert sn["mem_fraction_used"] == pytest.approx((8.03e9 * 2 + 131072 * 256) / (64 * 2**30 * 8))
     deci = x.iloc[2]  # DeciLM: per-layer KV heads, no single KV size
     assert math.isnan(deci["kv_cache_bytes"]) and not math.isnan(deci["weight_bytes"])
 

@@ -37,13 +37,13 @@ def test_llama3_8b_h100_by_hand() -> None:
 
 
 def test_kv_fit_batch_by_hand() -> None:
-    # H100 SXM 80 GB, llama-3-8b bf16 (8.03e9 parameters), 128 + 128 tokens per sequence.
+    # H100 SXM 80 GB (binary: 2^30 B each), llama-3-8b bf16 (8.03e9 parameters), 128 + 128 tokens per sequence.
     r = physics.roofline(_row()).iloc[0]
     kv_tok = 2 * 32 * 8 * 128 * 2
-    expected = (0.9 * 80e9 - 8.03e9 * 2) / (kv_tok * (128 + 128))
+    expected = (0.9 * 80 * 2**30 - 8.03e9 * 2) / (kv_tok * (128 + 128))
     assert r["kv_fit_batch"] == pytest.approx(expected)
     four = physics.roofline(_row(device_count=4)).iloc[0]["kv_fit_batch"]
-    assert four == pytest.approx((0.9 * 4 * 80e9 - 8.03e9 * 2) / (kv_tok * 256))  # the weights are paid once
+    assert four == pytest.approx((0.9 * 4 * 80 * 2**30 - 8.03e9 * 2) / (kv_tok * 256))  # the weights are paid once
     # Longer sequences fit fewer; the batch itself does not change what fits.
     long = physics.roofline(_row(input_len_tok=4096.0, batch_size=64.0)).iloc[0]["kv_fit_batch"]
     assert long == pytest.approx(expected * 256 / (4096 + 128))

@@ -184,7 +184,7 @@ def test_kv_full_batch_per_configuration() -> None:
     assert kv.index.tolist() == [10, 11, 12, 13]
     one = table.iloc[[0]].assign(batch_size=1.0)
     assert kv[10] == pytest.approx(float(physics.roofline(one)["kv_fit_batch"].iloc[0]))
-    assert kv[10] == pytest.approx((0.9 * 80e9 - 8.03e9 * 2) / (2 * 32 * 8 * 128 * 2 * 256))
+    assert kv[10] == pytest.approx((0.9 * 80 * 2**30 - 8.03e9 * 2) / (2 * 32 * 8 * 128 * 2 * 256))
     # 70B in 16 bits does not fit one H100; an unknown name and a missing device count say nothing.
     assert kv[[11, 12, 13]].isna().all()
     assert kv_full_batches(table.drop(columns="device_count")).isna().all()
@@ -198,7 +198,7 @@ def test_fits_summary_reports_where_the_kv_cache_is_full() -> None:
                                      output_len_tok=2048.0)
     by = ["hardware", "model", "device_count", "input_len_tok", "output_len_tok"]
     summary = fits_summary(fit_curves(runs, by, shape="exp", n_boot=20), by)
-    assert summary["kv_full_batch"].iloc[0] == pytest.approx((0.9 * 80e9 - 8.03e9 * 2) / (131072 * 4096))
+    assert summary["kv_full_batch"].iloc[0] == pytest.approx((0.9 * 80 * 2**30 - 8.03e9 * 2) / (131072 * 4096))
     assert fits_summary(fit_curves(runs, ["hardware"], shape="exp", n_boot=20), ["hardware"])[
         "kv_full_batch"].isna().all()
 

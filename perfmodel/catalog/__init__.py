@@ -36,7 +36,7 @@ alias for different keys, the later file wins. Files are re-read when they chang
         vendor: Acme                # required
         platform: AcmeRT            # software stack the frameworks target (CUDA, ROCm, oneAPI, ...)
         kind: gpu                   # required: gpu | accelerator | cpu
-        memory_gb: 96               # GB (1e9 bytes)
+        memory_gb: 96               # GB as the vendor states it: binary (2^30 bytes)
         memory_bw_gbs: 4000         # peak memory bandwidth, GB/s
         peak_tflops:                # dense (no sparsity) peaks, TFLOP/s (TOP/s for ints)
           fp32: 60                  #   dtypes: fp64 fp32 tf32 fp16 bf16 fp8 int8 fp4 int4
@@ -104,9 +104,18 @@ from ._load import (
     split_device_count,
     user_files,
 )
-from ._specs import DTYPES, HARDWARE_KINDS, MODEL_DTYPES, HardwareSpec, ModelSpec, canonical_dtype
+from ._specs import (
+    BYTES_PER_MEMORY_GB,
+    DTYPES,
+    HARDWARE_KINDS,
+    MODEL_DTYPES,
+    HardwareSpec,
+    ModelSpec,
+    canonical_dtype,
+)
 
 __all__ = [
+    "BYTES_PER_MEMORY_GB",
     "HardwareSpec",
     "ModelSpec",
     "CatalogFile",

@@ -44,7 +44,8 @@ class HardwareEntry(BaseModel):
     platform: str | None = Field(None, min_length=1,
                                  description="software stack the frameworks target (CUDA, ROCm, oneAPI, ...)")
     kind: Literal["gpu", "accelerator", "cpu"]
-    memory_gb: float | None = Field(None, gt=0, description="device memory, GB (1e9 B)")
+    memory_gb: float | None = Field(None, gt=0,
+                                    description="device memory as the vendor states it, binary GB (2^30 B)")
     memory_bw_gbs: float | None = Field(None, gt=0, description="peak memory bandwidth, GB/s")
     peak_tflops: dict[str, float] = Field(default_factory=dict, description="dense peak per dtype, TFLOP/s")
     sm_count: int | None = Field(None, gt=0, description="SMs / compute units / cores")

@@ -10,6 +10,7 @@ from typing import Literal
 from ..errors import PerfmodelError, UnknownNameError
 
 __all__ = [
+    "BYTES_PER_MEMORY_GB",
     "DTYPES",
     "DTYPE_ALIASES",
     "HARDWARE_KINDS",
@@ -32,6 +33,9 @@ DTYPE_ALIASES: Mapping[str, str] = MappingProxyType({
 })
 
 HARDWARE_KINDS: tuple[str, ...] = ("gpu", "accelerator", "cpu")
+
+BYTES_PER_MEMORY_GB = float(2**30)
+"""Bytes in one GB of ``HardwareSpec.memory_gb`` (see :attr:`HardwareSpec.memory_bytes`)."""
 
 MODEL_DTYPES: tuple[str, ...] = ("fp32", "bf16", "fp16", "fp8", "mxfp4", "int8", "int4")
 """Allowed ``ModelSpec.default_dtype`` values: the dtype the published weights are stored in."""
@@ -90,6 +94,16 @@ class HardwareSpec:
 
     def __hash__(self) -> int:
         return hash(("hardware", self.key))
+
+    @property
+    def memory_bytes(self) -> float | None:
+        """Memory per device in bytes: ``memory_gb`` read as binary gigabytes (2^30 B), as vendors' HBM
+        figures are. nvidia-smi reports 81,559 MiB (85.5e9 B) for an "80 GB" H100, 40,960 MiB for an
+        A100-40GB and 143,771 MiB (150.8e9 B) for a "141 GB" H200
+        (https://github.com/modal-labs/modal-client/pull/2797 lists the first two). Every memory check
+        (weights that cannot fit, the batch whose KV cache fills the memory, memory used, the Planner's
+        fit) reads the memory through this, so they agree. None where the catalog has no figure."""
+        return None if self.memory_gb is None else float(self.memory_gb) * BYTES_PER_MEMORY_GB
 
     @property
     def peer_group(self) -> str:

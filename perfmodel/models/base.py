@@ -455,8 +455,6 @@ MEMORY_REASON_PREFIX = "cannot run: "
 """How every reason of :func:`weights_over_memory` begins, so a reader of a list of reasons can pick it out."""
 
 _WEIGHT_WORDS = {0.5: "4-bit", 1.0: "8-bit", 2.0: "16-bit", 4.0: "32-bit"}
-_GIB = float(2**30)
-"""Bytes in one GB of a device's memory figure, as :func:`weights_over_memory` reads it (see there)."""
 _WEIGHTS_MEMO: dict[tuple[Any, ...], tuple[tuple[Any, Any], tuple[float, float, float]]] = {}
 """(columns, names) -> ((hardware spec, model spec), (weight bytes, memory bytes per device, bytes per weight))."""
 
@@ -479,11 +477,9 @@ def weights_over_memory(runs: pd.DataFrame) -> list[str | None]:
       runs come close to it (LLM-Inference-Bench ran Llama-3-70B in 16-bit on 4 x A100-40GB with
       TensorRT-LLM, weights at 0.88 of 160 GB), so above 0.9 a run is cramped but possible; above 1.0 it is
       not (short of offloading weights to the host, which no predictor here models);
-    - ``memory_gb`` read in GiB (2^30 bytes), not the 1e9 the catalog and physics use elsewhere: the
-      vendors' HBM figures are binary, nvidia-smi reporting 81,559 MiB (85.5e9 B) for an "80 GB" H100,
-      40,960 MiB for an A100-40GB and 143,771 MiB (150.8e9 B) for a "141 GB" H200
-      (https://github.com/modal-labs/modal-client/pull/2797 lists the first two), so Llama-3-70B's
-      141.1e9 B of 16-bit weights fit one H200, if barely, though not 141e9 B.
+    - the memory in binary GB (:attr:`perfmodel.catalog.HardwareSpec.memory_bytes`, as every memory check
+      reads it): the vendors' HBM figures are binary, so Llama-3-70B's 141.1e9 B of 16-bit weights fit
+      one "141 GB" H200 (150.8e9 B), if barely.
 
     Parameters
     ----------
@@ -536,7 +532,7 @@ def weights_over_memory(runs: pd.DataFrame) -> list[str | None]:
         m, h = physics.model_specs(probe).iloc[0], physics.hardware_specs(probe).iloc[0]
         b = float(physics.dtype_bytes(probe, pd.Series([m], index=probe.index)).iloc[0])
         per[k] = (math.nan if m.params_b is None else m.params_b * 1e9 * b,
-                  math.nan if h.memory_gb is None else h.memory_gb * _GIB, b)
+                  math.nan if h.memory_bytes is None else h.memory_bytes, b)
         if len(_WEIGHTS_MEMO) > 4096:  # a long-lived app meets few combinations; never let it grow unbounded
             _WEIGHTS_MEMO.clear()
         _WEIGHTS_MEMO[(tuple(cols), k)] = ((h, m), per[k])
@@ -552,7 +548,7 @@ def weights_over_memory(runs: pd.DataFrame) -> list[str | None]:
         least = math.ceil(weights / memory * (1 - 1e-12))
         # The memory as the vendor states it ("96 GB"); the weights in 1e9 B, never fewer than that reads.
         out[i] = (f"{MEMORY_REASON_PREFIX}{k[1]}'s weights, {weights / 1e9:,.0f} GB in {bits}, exceed the "
-                  f"{memory * d / _GIB:,.0f} GB of memory of {d:g} x {k[0]} (they alone need at least {least:g}): "
+                  f"{memory * d / catalog.BYTES_PER_MEMORY_GB:,.0f} GB of memory of {d:g} x {k[0]} (they alone need at least {least:g}): "
                   "it takes more devices, a smaller weight dtype or offloading, so no throughput is predicted")
     return out
 

@@ -518,7 +518,7 @@ class _Template:
     """
 
     __slots__ = ("nbytes", "active", "wbytes", "kv_tok", "peak_dev", "bw_dev", "sm", "l2_mb", "pcie",
-                 "mem_gb", "d_model", "platform", "vendor", "model_spec")
+                 "mem_bytes", "d_model", "platform", "vendor", "model_spec")
 
     def __init__(self, roof: pd.Series, h: Any, m: Any) -> None:
         self.nbytes = float(roof["dtype_bytes"])
@@ -533,7 +533,7 @@ class _Template:
             return math.nan if v is None else float(v)
 
         self.sm, self.l2_mb, self.pcie = f(h, "sm_count"), f(h, "l2_cache_mb"), f(h, "pcie_lanes")
-        self.mem_gb = f(h, "memory_gb")
+        self.mem_bytes = f(h, "memory_bytes")
         self.d_model = f(m, "hidden_size")
         self.platform = h.peer_group
         self.vendor = str(h.vendor).lower()  # what models saved before platform existed name
@@ -626,7 +626,7 @@ def _fast_features(runs: pd.DataFrame, templates: dict[tuple[str | None, ...], _
             "compute_intensity_s": ii * oo * active / peak_all,
             "pcie_contention": bb * tp / arr("pcie"),
             "weight_bytes_over_bw_s": wbytes / (bw_dev_hw * dev),
-            "mem_fraction_used": (wbytes + kv) / (arr("mem_gb") * 1e9 * dev),
+            "mem_fraction_used": (wbytes + kv) / (arr("mem_bytes") * dev),
             "active_params": active,
             "mem_bw_gbs": bw_dev_hw / 1e9,
             "peak_tflops": peak_dev / 1e12,
@@ -665,7 +665,7 @@ def _fast_features(runs: pd.DataFrame, templates: dict[tuple[str | None, ...], _
                 break
         else:
             return None
-    cap = physics.kv_fit_batch(arr("mem_gb") * 1e9 * dev, wbytes, kv_tok, ii, oo)
+    cap = physics.kv_fit_batch(arr("mem_bytes") * dev, wbytes, kv_tok, ii, oo)
     full = np.where(np.isfinite(full) & (full > 0), full, weights)
     kind = np.where(np.isfinite(full) & (full > 0), 0.0, np.where(np.isfinite(comp) & (comp > 0), 1.0, 2.0))
     prior = np.where(kind == 0, full, np.where(kind == 1, comp, bb * _NOMINAL_TOK_S_PER_SEQ))
