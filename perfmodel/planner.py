@@ -338,7 +338,10 @@ class PlanResult:
         dev = f"{rec['devices']} x {rec['hardware']} ({rec['devices_lo']}-{rec['devices_hi']} across the band)"
         extra = "" if rec["status"] == "ok" else " Only works at the optimistic end of the throughput band."
         if rec["status"] == "ok" and not rec["robust"]:
-            extra = " The SLOs are missed at the pessimistic end of the throughput band."
+            extra = (" The SLOs are missed at the pessimistic end of the throughput band."
+                     if np.isfinite(rec["throughput_tok_s_lo"]) and np.isfinite(rec["throughput_tok_s_hi"])
+                     else " Its predictor gives no throughput band: the SLOs were checked at the central "
+                          "estimate only.")
         return (f"{head}: {dev} running {rec['model']} on {rec['framework']} with {rec['device_count']} "
                 f"device(s) per replica at batch {rec['batch_size']:g}{cost_txt}.{extra}")
 
@@ -740,6 +743,10 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
     ok_mid = _slo_ok(slo, lat["e2e"], lat["ttft"], lat["tpot"])
     ok_lo = _slo_ok(slo, lat["e2e"] * scale_lo, lat["ttft"] * scale_lo, lat["tpot"] * scale_lo)
     ok_hi = _slo_ok(slo, lat["e2e"] * scale_hi, lat["ttft"] * scale_hi, lat["tpot"] * scale_hi)
+    # No band (a predictor trained without calibration gives none): the ends are unknown, not met. Read as
+    # met, an unknown latency made such a candidate "robust", and one that misses centrally "optimistic only".
+    no_band = ~(np.isfinite(curve.lo) & np.isfinite(curve.hi))
+    ok_lo, ok_hi = ok_lo & ~no_band, np.where(no_band, ok_mid, ok_hi)
     demand = w.demand_output_tok_s * (1 + inputs.headroom)
     devices = np.array([_ceil(demand / t) * n_dev if t > 0 else -1 for t in curve.mid])
     price, price_src = _price(str(cand["hardware"]), inputs)
@@ -778,7 +785,7 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
                                     ("ttft", slo.ttft_s, "TTFT")):
             if target is None:
                 continue
-            vals = np.where(mem_ok, lat[name] * scale_hi, np.inf)
+            vals = np.where(mem_ok, lat[name] * np.where(no_band, 1.0, scale_hi), np.inf)
             best = float(np.nanmin(vals)) if np.isfinite(vals).any() else math.nan
             checks.append((label, best, target, bool(np.isfinite(best) and best > target * (1 + 1e-12))))
         missed = [f"best {pct} {label} {compact_seconds(best)} > {compact_seconds(target)}"
@@ -790,8 +797,9 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
             why = ("each target is met at some batch, but no batch meets all of them at once (" + "; ".join(
                 f"best {pct} {label} {compact_seconds(best)} <= {compact_seconds(target)}" if np.isfinite(best)
                 else f"{pct} {label} not known" for label, best, target, _ in checks) + ")")
-        bad.append({**key, "reason": f"SLO unreachable: {why}, at every batch that fits, even at the optimistic "
-                                     "end of the band"})
+        end = ("at the central estimate (the predictor gives no band)" if no_band[mem_ok].all()
+               else "even at the optimistic end of the band")
+        bad.append({**key, "reason": f"SLO unreachable: {why}, at every batch that fits, {end}"})
         return
     per_dev = np.where(choice, curve.mid / n_dev, -np.inf)
     j = int(np.argmax(per_dev))
@@ -813,6 +821,8 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
     extra = []
     if status == "optimistic_only":
         extra.append("only works at the optimistic end of the throughput band")
+    elif bool(no_band[j]):
+        extra.append("no throughput band: the SLOs were checked at the central estimate only")
     elif not bool(ok_lo[j]):
         extra.append("SLO missed at the pessimistic end of the throughput band")
     if not ttft_known:

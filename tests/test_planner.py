@@ -130,6 +130,28 @@ def test_predicted_candidate_only_works_at_the_optimistic_end() -> None:
     assert row["devices"] == math.ceil(12_000 / 12_800) and row["devices_hi"] == math.ceil(12_000 / 6_400)
 
 
+class _NoBandPredictor(_FakePredictor):
+    """A predictor trained without calibration: a throughput, no band."""
+
+    def predict(self, q: pd.DataFrame, level: float = 0.9) -> pd.DataFrame:
+        return super().predict(q, level).assign(pred_lower=np.nan, pred_upper=np.nan)
+
+
+def test_a_candidate_without_a_band_is_neither_robust_nor_optimistically_feasible() -> None:
+    # Bug: with no band the pessimistic and optimistic latencies were NaN, which the SLO checks do not hold
+    # against a candidate: it came out "robust", and one missing the target centrally "optimistic only".
+    kw = {"models": ["llama-3-8b"], "hardware": ["h100-sxm"], "device_counts": [1]}
+    res = plan(inputs(slo={"e2e_s": 12}, **kw), None, predictor=_NoBandPredictor())
+    row = res.table.iloc[0]
+    assert row["status"] == "ok" and not row["robust"]  # central e2e 10 s <= 12 s; the ends are unknown
+    assert "no throughput band" in row["note"] and "central estimate only" in res.summary()
+    assert "pessimistic end" not in res.summary()
+    res = plan(inputs(slo={"e2e_s": 8}, **kw), None, predictor=_NoBandPredictor())
+    assert res.table.empty  # 10 s centrally; no optimistic end to fall back on
+    why = res.infeasible.iloc[0]["reason"]
+    assert why.startswith("SLO unreachable: best p90 e2e 10") and why.endswith("(the predictor gives no band)")
+
+
 class _Fp32Predictor(_FakePredictor):
     """Like roofline-gbm trained on fp32 runs: it reads a query at the trained fp32 and gives a configuration
     whose fp32 weights exceed the devices' memory no prediction (NaN, confidence 0, out of domain)."""
