@@ -150,8 +150,10 @@ else:
     except PerfmodelError as exc:
         m2.metric(f"What-if predictor ({DEFAULT_PREDICTOR})", "n/a", help=f"Cannot predict this point: {exc}")
     else:
-        if other is not None:
-            m2.metric(f"What-if predictor ({DEFAULT_PREDICTOR})", f"{rate(other)} tok/s",
+        if other is not None and other[1] is not None:  # the weights exceed the devices' memory
+            m2.metric(f"What-if predictor ({DEFAULT_PREDICTOR})", "cannot run", help=other[1])
+        elif other is not None:
+            m2.metric(f"What-if predictor ({DEFAULT_PREDICTOR})", f"{rate(other[0])} tok/s",
                       help="What the What-if page predicts at this point with its default predictor "
                            "(suspect points left out), from the model it saved.")
         else:

@@ -344,6 +344,20 @@ def test_waterfall_shows_the_what_if_prediction_beside_its_own() -> None:
     assert _metrics(again)[whatif] == expected
     assert not _has_button(again, "attribution.train_whatif")
     assert (path / "metadata.json").stat().st_mtime_ns == mtime
+    # A point whose weights exceed its devices' memory: the tile says so and why, not a bare "n/a"
+    # (Mixtral-8x22B's 281 GB of 16-bit weights on one 141 GB H200).
+    # Straight to the page, as a browser opens the link (the home page, run first, drops a model the dataset
+    # lacks from the URL).
+    big = AppTest.from_file(APP, default_timeout=TIMEOUT_S)
+    for k, v in {"hardware": "h200", "model": "mixtral-8x22b", "framework": point["framework"], "input_len": "128",
+                 "output_len": "128", "batch": "8", "device_count": "1"}.items():
+        big.query_params[k] = v
+    big = big.switch_page(PAGE).run()
+    _ok(big)
+    assert big.selectbox(key="attribution.q.model").value == "mixtral-8x22b"
+    [tile] = [m for m in big.metric if m.label == whatif]
+    assert tile.value == "cannot run"
+    assert tile.help.startswith("Cannot run: mixtral-8x22b's weights, 281 GB in 16-bit, exceed the 141 GB of memory")
 
 
 def _has_button(at: AppTest, key: str) -> bool:

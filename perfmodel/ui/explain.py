@@ -304,7 +304,8 @@ def whatif_model_path(home: str, dataset_id: str, n_rows: int) -> Path:
     return WUI.model_dir(home, dataset_id, int(n_rows), _WHATIF_OPTIONS)
 
 
-def whatif_prediction(home: str, dataset_id: str, stamp: int, n_rows: int, point: Mapping[str, Any]) -> float | None:
+def whatif_prediction(home: str, dataset_id: str, stamp: int, n_rows: int, point: Mapping[str, Any]
+                      ) -> tuple[float, str | None] | None:
     """The What-if page's default predictor's throughput at a point, where that model is already trained.
 
     Reuses the What-if page's caches (:func:`perfmodel.ui.whatif.load_model`, :func:`~perfmodel.ui.whatif.result`)
@@ -323,9 +324,9 @@ def whatif_prediction(home: str, dataset_id: str, stamp: int, n_rows: int, point
 
     Returns
     -------
-    float or None
-        Predicted output throughput (tok/s; NaN where the configuration cannot run); None when the model is
-        not trained yet.
+    tuple or None
+        Predicted output throughput (tok/s; NaN where the configuration cannot run) and, where it cannot, why
+        (:attr:`perfmodel.whatif.WhatIfResult.cannot_run`, else None); None when the model is not trained yet.
 
     Raises
     ------
@@ -340,7 +341,7 @@ def whatif_prediction(home: str, dataset_id: str, stamp: int, n_rows: int, point
     q = {**{c: point.get(c) for c in W.POINT_COLUMNS}, **{c: point[c] for c in VARYING_BY if c in point}}
     res = WUI.result(home, dataset_id, stamp, str(path), meta.stat().st_mtime_ns, _WHATIF_OPTIONS,
                      json.dumps(q, sort_keys=True), json.dumps([float(point["batch_size"])]), 0.9)
-    return float(res.table["pred_throughput_tok_s"].iloc[0])
+    return float(res.table["pred_throughput_tok_s"].iloc[0]), res.cannot_run
 
 
 def train_whatif(home: str, dataset_id: str, stamp: int, n_rows: int) -> Path:
