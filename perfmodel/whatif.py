@@ -647,8 +647,10 @@ def whatif(model: Predictor, train: pd.DataFrame, point: Mapping[str, Any], batc
     point
         Values of :data:`POINT_COLUMNS`, and optionally of :data:`perfmodel.curves.VARYING_BY` settings
         (:func:`setting_choices`; None: unset, the runs that do not record it). A setting given goes into every
-        query row and restricts the measured points to the runs at that value; one not given is missing
-        from the query (NaN), as it was before settings existed.
+        query row and restricts the measured points to the runs at that value. One not given goes into the
+        query at the value every measured run of the point's hardware, model and framework records where
+        they agree on one (a dataset measured at one n_batch offers no choice, yet the roofline's prefill and
+        the predictor's configuration depend on it); otherwise it is missing from the query (NaN).
     batches
         Batch sizes (see :func:`batch_grid`).
     level
@@ -677,6 +679,8 @@ def whatif(model: Predictor, train: pd.DataFrame, point: Mapping[str, Any], batc
         q[c] = pd.to_numeric(q[c], errors="coerce").astype("float64")
     for c in _point_settings(point):
         q[c] = _setting_number(point[c], c)
+    for c, v in _measured_settings(train, point).items():
+        q[c] = v
     q["batch_size"] = np.asarray(batches, dtype=float)
     pred = predict_with_latency(model, q, level=level)
     # The bound at the dtypes the configuration was measured with (the CPU samples ran fp32: at the model's
@@ -752,6 +756,22 @@ def _measured_dtypes(runs: pd.DataFrame, point: Mapping[str, Any]) -> dict[str, 
             vals = runs.loc[same, c].dropna().unique()
             if len(vals) == 1:
                 out[c] = vals[0]
+    return out
+
+
+def _measured_settings(runs: pd.DataFrame, point: Mapping[str, Any]) -> dict[str, float]:
+    """The :data:`perfmodel.curves.VARYING_BY` settings the point does not carry on which every measured row of
+    its hardware, model and framework agrees (all record it, at one value)."""
+    if not all(k in runs.columns for k in _COMBINATION):
+        return {}
+    same = _same_combination(runs, point)
+    out: dict[str, float] = {}
+    for c in VARYING_BY:
+        if c in point or c not in runs.columns or not same.any():
+            continue
+        vals = pd.to_numeric(runs.loc[same, c], errors="coerce")
+        if vals.notna().all() and vals.nunique() == 1:
+            out[c] = float(vals.iloc[0])
     return out
 
 

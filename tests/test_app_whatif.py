@@ -674,6 +674,26 @@ def test_the_chosen_setting_reaches_every_query_row_and_picks_the_measured_point
         core.whatif(model, rows, {**point, "fw_n_batch": "lots"}, [1.0])
 
 
+def test_a_setting_measured_at_one_value_reaches_the_query_and_the_bound() -> None:
+    # Bug: a dataset whose llama.cpp runs all record n_batch 16 offers no choice, and the query went without it:
+    # the roofline then read the weights once for the whole prompt, not once per 16 of its tokens.
+    runs = _n_batch_runs()
+    one = runs.assign(fw_n_batch=runs["fw_n_batch"].where(runs["framework"] != "llama.cpp", 16.0))
+    model, rows = core.fit_whatif_model(one, "linear")
+    point = {"hardware": "a100-40gb", "model": "llama-3-8b", "framework": "llama.cpp", "input_len_tok": 128.0,
+             "output_len_tok": 128.0, "device_count": 1.0}
+    assert core.setting_choices(one, point) == {}
+    res = core.whatif(model, rows, point, [1.0])
+    assert res.table["fw_n_batch"].tolist() == [16.0]
+    q = pd.DataFrame([{**point, "batch_size": 1.0}])
+    assert res.table["roofline_tok_s"].iloc[0] == pytest.approx(
+        float(physics.roofline(q.assign(fw_n_batch=16.0))["output_tok_s_max"].iloc[0]))
+    assert res.table["roofline_tok_s"].iloc[0] < float(physics.roofline(q)["output_tok_s_max"].iloc[0])
+    # vLLM's runs record none: nothing is added; a setting the point gives is kept as given.
+    assert "fw_n_batch" not in core.whatif(model, rows, {**point, "framework": "vllm"}, [1.0]).table
+    assert core.whatif(model, rows, {**point, "fw_n_batch": 64.0}, [1.0]).table["fw_n_batch"].tolist() == [64.0]
+
+
 def test_metric_tiles_never_show_e_notation() -> None:
     assert W.rate(19920.4) == "19,920" and W.rate(5792.3) == "5,792" and W.rate(41.42371) == "41.42"
     # Large values are compact, so that a tile does not overflow ("1,482,525 to..." in the browser).
