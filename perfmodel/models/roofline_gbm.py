@@ -2459,15 +2459,15 @@ class RooflineGBM(Predictor):
 
     def _score_groups(self, runs: pd.DataFrame, cat: np.ndarray) -> np.ndarray:
         """Each query's calibration group, a key of ``scores_``: ``"class|framework"`` where the scores hold
-        one (:data:`_BY_FRAMEWORK`), else the class."""
-        out = cat.astype(int).astype(str).astype(object)
+        one (:data:`_BY_FRAMEWORK`), else the class (``cat`` itself where no query is of a split class)."""
         split = np.isin(cat, _BY_FRAMEWORK)
-        if split.any():
-            fw = np.array([_norm(v) or "" for v in _values(runs, "framework")], dtype=object)
-            mond = out + "|" + fw
-            own = np.array([k in self.scores_ for k in mond], dtype=bool)
-            out = np.where(split & own, mond, out)
-        return out
+        if not split.any():
+            return cat  # the classes themselves (integers: the common case, and the fast one)
+        out = cat.astype(int).astype(str).astype(object)
+        fw = np.array([_norm(v) or "" for v in _values(runs, "framework")], dtype=object)
+        mond = out + "|" + fw
+        own = np.array([k in self.scores_ for k in mond], dtype=bool)
+        return np.where(split & own, mond, out)
 
     def _quantile(self, cat: int | str, level: float) -> float:
         sc = self.scores_.get(str(cat))
