@@ -310,8 +310,9 @@ def kv_fit_batch(memory_bytes: np.ndarray, weight_bytes: np.ndarray, kv_bytes_pe
         NaN where a figure is missing or the weights alone fill the usable memory (the catalog then
         cannot say how the server fits, e.g. offloading). Above this batch a server that admits every
         request preempts sequences (vLLM recomputes them), so throughput stops growing with batch; on
-        LLM-Inference-Bench, the 21 rows at batch 128/256 past it ran at 0.71-1.09x (median 0.87) their
-        batch-64 throughput, the rows within it at a median 1.14x.
+        LLM-Inference-Bench, the 17 rows at batch 128/256 past it ran at 0.71-1.09x (median 0.85) their
+        batch-64 throughput, the rows within it at a median 1.13x (21 rows, median 0.87 and 1.14, with the
+        memory read in 1e9 B rather than binary GB).
     """
     with np.errstate(divide="ignore", invalid="ignore"):
         free = KV_USABLE_FRACTION * np.asarray(memory_bytes, dtype=float) - np.asarray(weight_bytes, dtype=float)

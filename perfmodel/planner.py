@@ -283,8 +283,10 @@ class PlanResult:
         ``price_source``, ``cost_per_hour`` (+ bounds), ``cost_per_m_output_tok``
         (+ bounds), ``cost_per_m_total_tok`` (+ bounds),
         ``energy_j_per_output_tok`` (+ bounds), ``energy_basis``, ``e2e_s``,
-        ``ttft_s``, ``tpot_s``, ``latency_basis``, ``memory_need_gb``,
-        ``memory_gb``, ``lengths``, ``source``, ``confidence``, ``note``.
+        ``ttft_s``, ``tpot_s``, ``latency_basis``, ``memory_need_gb`` and
+        ``memory_gb`` (both in 1e9 B: the latter is the devices' memory, whose
+        catalog figure is binary, 85.9 for one "80 GB" H100), ``lengths``,
+        ``source``, ``confidence``, ``note``.
     infeasible
         One row per rejected candidate: :data:`CANDIDATE_KEYS` and ``reason``.
     points

@@ -105,8 +105,11 @@ def test_save_load_round_trip_is_identical_and_json_only(fitted: tuple[RooflineG
     assert not list((tmp_path / "model").glob("*.pkl"))
     loaded = load_predictor(tmp_path / "model")
     assert isinstance(loaded, RooflineGBM)
+    # New configurations too (1024-token lengths nobody measured): their bands come from each framework's scores.
+    q = pd.concat([df, df.assign(input_len_tok=1024.0, output_len_tok=1024.0)], ignore_index=True)
+    assert loaded.scores_ == m.scores_ and "2|vllm" in loaded.scores_
     for level in (0.8, 0.9, 0.95):
-        pd.testing.assert_frame_equal(m.predict(df, level=level), loaded.predict(df, level=level))
+        pd.testing.assert_frame_equal(m.predict(q, level=level), loaded.predict(q, level=level))
 
 
 def test_a_model_saved_before_the_edge_gain_still_predicts(fitted: tuple[RooflineGBM, pd.DataFrame]) -> None:

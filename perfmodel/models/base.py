@@ -547,8 +547,9 @@ def weights_over_memory(runs: pd.DataFrame) -> list[str | None]:
         bits = _WEIGHT_WORDS.get(float(b), f"{b:g} bytes per parameter")
         least = math.ceil(weights / memory * (1 - 1e-12))
         # The memory as the vendor states it ("96 GB"); the weights in 1e9 B, never fewer than that reads.
+        stated = memory * d / catalog.BYTES_PER_MEMORY_GB
         out[i] = (f"{MEMORY_REASON_PREFIX}{k[1]}'s weights, {weights / 1e9:,.0f} GB in {bits}, exceed the "
-                  f"{memory * d / catalog.BYTES_PER_MEMORY_GB:,.0f} GB of memory of {d:g} x {k[0]} (they alone need at least {least:g}): "
+                  f"{stated:,.0f} GB of memory of {d:g} x {k[0]} (they alone need at least {least:g}): "
                   "it takes more devices, a smaller weight dtype or offloading, so no throughput is predicted")
     return out
 

@@ -55,8 +55,8 @@
    and whole configurations (``calibration_folds`` folds are run, 3 by default,
    of up to 10 for rows, each holding out a tenth, so the calibration models see
    nearly as much data as the final one; with a third held out their residuals
-   were larger and the bands over-covered; of 5 for configurations, a fifth
-   each, so a held-out configuration's length siblings are as often unknown as
+   were larger and the bands over-covered; of 5 for configurations, so at most
+   5 are run there, a fifth each, so a held-out configuration's length siblings are as often unknown as
    they are for a new one: with a tenth, configuration holdout covered 88.0 %
    over 10 seeds), whole models (3 folds: holding out
    fewer models made confidence track the error less), each
@@ -2011,6 +2011,7 @@ class RooflineGBM(Predictor):
         # data keeps k folds, so every class still gets enough calibration points.
         models = data["model"].astype(str).to_numpy()
         n_cfg = len(np.unique(_without_settings(keys)))
+        n_cfg_folds = min(self._splits(k, n_cfg, 30), _CONFIG_SPLITS)
         schemes: dict[str, tuple[np.ndarray, int]] = {
             "rows": (rng.permutation(n) % self._splits(k, n, 1000), k),
             # Every setting of a configuration (llama.cpp's n_batch) out together: a new configuration's
@@ -2019,8 +2020,7 @@ class RooflineGBM(Predictor):
             # A fifth each, not a tenth: with a tenth, a held-out configuration's length siblings trained more
             # often than a new configuration's do, and the bands came out narrow (configuration holdout, 10
             # seeds: 88.0 -> 89.0 % coverage; with the framework split below 88.8 -> 89.5 %).
-            "config": (self._group_folds(_without_settings(keys), min(self._splits(k, n_cfg, 30), _CONFIG_SPLITS),
-                                         rng), k),
+            "config": (self._group_folds(_without_settings(keys), n_cfg_folds, rng), min(k, n_cfg_folds)),
             "model": (self._group_folds(models, min(k, 3), rng), min(k, 3)),
         }
         for col in ("hardware", "framework"):
@@ -2116,9 +2116,10 @@ class RooflineGBM(Predictor):
                 bglob = np.maximum(np.maximum(np.log2(b_tr.min() / bb[te]), np.log2(bb[te] / b_tr.max())), 0.0)
                 b_out.append(_batch_out(bdist, bglob, bb[te], kv_fit[te]))
                 # Rows and configurations are exchangeable row by row; a held-out group only as a whole.
-                if scheme not in ("rows", "config", "batch"):
-                    fold_scheme[len(fold_ids)] = scheme
-                fold_ids.append(np.full(int(te.sum()), len(fold_ids) if len(fold_ids) in fold_scheme else -1))
+                fid, grouped = len(fold_ids), scheme not in ("rows", "config", "batch")
+                if grouped:
+                    fold_scheme[fid] = scheme
+                fold_ids.append(np.full(int(te.sum()), fid if grouped else -1))
                 cats.append(cat)
                 unknown_fw = unknown["framework"]
                 fw_rel = np.full(len(sub), np.nan)

@@ -93,6 +93,9 @@ UNSET = "unset"
 """A setting's value, in its widget and the URL, for the runs that do not record it (None in the core)."""
 PREDICTOR_CHOICES = ("roofline-gbm", "ala", "xgboost", "random-forest", "linear")
 DEFAULT_PREDICTOR = "roofline-gbm"
+MODEL_FORMAT = 2
+"""Part of a saved What-if model's directory name: raised when the inputs a saved model reads change meaning, so
+that a model saved before is trained again rather than fed them (2: the memory read in binary GB)."""
 _NUMBERS = ("input_len_tok", "output_len_tok", "device_count", "batch_min", "batch_max", "batch_size")
 _LIMITS = {"input_len_tok": (0, W.MAX_LENGTH_TOK), "output_len_tok": (1, W.MAX_LENGTH_TOK),
            "device_count": (1, W.MAX_DEVICES), "batch_min": (1, W.MAX_BATCH), "batch_max": (1, W.MAX_BATCH),
@@ -676,7 +679,7 @@ def model_dir(home: str, dataset_id: str, n_rows: int, options: str) -> Path:
     -------
     pathlib.Path
     """
-    digest = hashlib.sha256(f"{dataset_id}|{n_rows}|{options}".encode()).hexdigest()[:12]
+    digest = hashlib.sha256(f"{dataset_id}|{n_rows}|{options}|{MODEL_FORMAT}".encode()).hexdigest()[:12]
     return Path(home) / "models" / "whatif" / f"{dataset_id}-{digest}"
 
 
