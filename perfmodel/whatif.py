@@ -745,34 +745,36 @@ def _same_combination(runs: pd.DataFrame, point: Mapping[str, Any]) -> np.ndarra
     return same
 
 
-def _measured_dtypes(runs: pd.DataFrame, point: Mapping[str, Any]) -> dict[str, Any]:
-    """The dtype columns that every measured row of the point's hardware, model and framework agrees on."""
+def _agreed_values(runs: pd.DataFrame, point: Mapping[str, Any], columns: Sequence[str], *,
+                   every_row: bool) -> dict[str, Any]:
+    """Per column of ``columns``, the one value the measured rows of the point's hardware, model and framework agree
+    on: among the rows that record one, or (``every_row``) only where every row records it."""
     if not all(k in runs.columns for k in _COMBINATION):
         return {}
     same = _same_combination(runs, point)
     out: dict[str, Any] = {}
-    for c in _DTYPE_COLUMNS:
-        if c in runs.columns and same.any():
-            vals = runs.loc[same, c].dropna().unique()
-            if len(vals) == 1:
-                out[c] = vals[0]
+    for c in columns:
+        if c not in runs.columns or not same.any():
+            continue
+        vals = runs.loc[same, c]
+        if every_row and vals.isna().any():
+            continue
+        agreed = vals.dropna().unique()
+        if len(agreed) == 1:
+            out[c] = agreed[0]
     return out
+
+
+def _measured_dtypes(runs: pd.DataFrame, point: Mapping[str, Any]) -> dict[str, Any]:
+    """The dtype columns that every measured row of the point's hardware, model and framework agrees on."""
+    return _agreed_values(runs, point, _DTYPE_COLUMNS, every_row=False)
 
 
 def _measured_settings(runs: pd.DataFrame, point: Mapping[str, Any]) -> dict[str, float]:
     """The :data:`perfmodel.curves.VARYING_BY` settings the point does not carry on which every measured row of
     its hardware, model and framework agrees (all record it, at one value)."""
-    if not all(k in runs.columns for k in _COMBINATION):
-        return {}
-    same = _same_combination(runs, point)
-    out: dict[str, float] = {}
-    for c in VARYING_BY:
-        if c in point or c not in runs.columns or not same.any():
-            continue
-        vals = pd.to_numeric(runs.loc[same, c], errors="coerce")
-        if vals.notna().all() and vals.nunique() == 1:
-            out[c] = float(vals.iloc[0])
-    return out
+    return {c: float(v) for c, v in _agreed_values(runs, point, [c for c in VARYING_BY if c not in point],
+                                                    every_row=True).items()}
 
 
 def _point_settings(point: Mapping[str, Any]) -> list[str]:
