@@ -255,10 +255,12 @@ def test_cpu_hog_on_the_server_raises_an_alert_with_a_hint(transformers_server: 
         pytest.skip("pinning the CPU hog next to the server needs os.sched_setaffinity (Linux)")
     with urllib.request.urlopen(transformers_server.url + "/v1/models", timeout=10) as resp:  # noqa: S310
         model = json.loads(resp.read())["data"][0]["id"]
-    # A baseline disturbed by other load (a drop the test did not cause) is measured again, up to three times.
+    # A baseline disturbed by other load (a drop the test did not cause) is measured again, up to three times;
+    # so is one in which the live detector already saw drops (seen in CI: 288 -> 224-240 tok/s four samples before
+    # the hogs, flagged four times, while the halves stayed within 15 %).
     for _attempt in range(3):
         rows, live_alerts, live_drops, hog_t, errors = _measure(transformers_server, model, psutil)
-        if hog_t and _baseline_steady(rows, hog_t[0]):
+        if hog_t and _baseline_steady(rows, hog_t[0]) and sum(t < hog_t[0] for t in live_drops) <= 2:
             break
     assert hog_t, "the slowdown never started"
     assert not errors or len(errors) < 3, errors[:3]
