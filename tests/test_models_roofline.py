@@ -309,12 +309,15 @@ def test_beyond_the_trained_batches_a_device_sibling_s_drop_caps_the_gain(biased
         m2.anchors_[key][1][-1] + law2, abs=1e-9)
     assert math.isnan(_anchor_table(m.anchors_).device_gain([key1], np.array([256.0]))[0])
     two, one = "h|2|{}|{}|f|m|||||8|8", "h|1|{}|{}|f|m|||||8|8"
-    anchors = {two.format("", ""): [[1.0, 16.0], [0.0, 2.0], [0.0, 0.0]],
-               one.format("", ""): [[8.0, 16.0, 32.0], [1.0, 1.5, 1.2], [0.0] * 3],
-               two.format("2", ""): [[1.0, 16.0], [0.0, 2.0], [0.0, 0.0]],  # TP over all devices
-               one.format("", "1"): [[8.0, 16.0, 32.0], [9.0, 9.0, 9.0], [0.0] * 3]}  # pipeline over all
+    anchors = {two.format("", ""): [[1.0, 16.0], [0.0, 2.0], [0.0, 0.0], [-1.0]],  # (-1: no KV cap known)
+               one.format("", ""): [[8.0, 16.0, 32.0], [1.0, 1.5, 1.2], [0.0] * 3, [-1.0]],
+               two.format("2", ""): [[1.0, 16.0], [0.0, 2.0], [0.0, 0.0], [-1.0]],  # TP over all devices
+               one.format("", "1"): [[8.0, 16.0, 32.0], [9.0, 9.0, 9.0], [0.0] * 3, [-1.0]]}  # pipeline over all
     gains = _AnchorTable(anchors).device_gain([two.format("", ""), two.format("2", "")], np.array([64.0, 64.0]))
     assert gains[0] == pytest.approx(1.2 - 1.0, abs=1e-12) and math.isnan(gains[1])
+    # A model saved before the caps were kept answers as it did.
+    old = {k: v[:3] for k, v in anchors.items()}
+    assert math.isnan(_AnchorTable(old).device_gain([two.format("", "")], np.array([64.0]))[0])
     # A sibling whose KV cache was full at the batch it lends is not alike: on 1 device the weights leave
     # less room per device than on 2 (Llama-2-70B on MI300X drops from batch 32 to 64 on 1 device at
     # 2,048 + 2,048 tokens, and grows from 64 to 128 on 2).
