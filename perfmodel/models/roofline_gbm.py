@@ -96,7 +96,8 @@
    query's class (``far`` enters the scores as it enters the band; class 2 is
    split by framework where one has 50 scores or more, since frameworks differ
    in how well their new configurations are foreseen: pooled, llama.cpp covered
-   94 % and vLLM 85 %), so it
+   94 % and vLLM 85 %; and first into configurations between measured
+   lengths, ``"2b"``, and the rest: pooled, 92 % and 88 %), so it
    widens honestly with novelty (a new framework's band is calibrated on
    frameworks held out of the training data) and distance.
    ``confidence = exp(-half-width of the 90% band in log space)``; ``in_domain``
@@ -750,9 +751,10 @@ class _AnchorTable:
         On the shared data, capping the damped law's gain with it (3 seeds): batch <= 64 -> {128, 256}
         4.6 / 23.9 -> 4.0 / 17.4 median / p90 APE (4.2 / 17.8 without passing over full siblings: Llama-2-70B
         on one MI300X fills its cache at batch 35 at 2,048 + 2,048 tokens and drops from 32 to 64, while
-        on two it grows from 64 to 128), batch <= 128 -> 256 2.5 / 12.05 -> 2.6 / 7.5. Used alone or
-        blended half and half, the sibling's gain scored worse than the law (5.7 / 24.2, 4.9 / 19.2 at
-        batch <= 64): it over-states growth on 8 devices, where more devices scale less.
+        on two it grows from 64 to 128), batch <= 128 -> 256 2.5 / 12.05 -> 2.6 / 7.5. Used everywhere
+        or blended half and half, the sibling's gain did less (4.7 / 23.9, 4.8 / 19.2 at batch <= 64,
+        against 4.2 / 18.05 taken only where smaller, before the KV guard): it over-states growth on 8
+        devices, where more devices scale less.
         """
         out = np.full(len(keys), np.nan)
         if not self.kv_kept:  # a model saved before: it answers as it did
