@@ -818,8 +818,6 @@ class _AnchorTable:
         """
         out = np.full((len(keys), 3), np.nan)
         out[:, 0] = 0.0
-        if len(self.sib_index) == 0 or len(keys) == 0:
-            return out
         found = self._locate(keys, bb)
         if found is None:
             return out
@@ -835,8 +833,6 @@ class _AnchorTable:
         """Per query: whether length siblings measured at its batch lie both shorter and longer than it
         (its lengths are interpolated, not extrapolated)."""
         out = np.zeros(len(keys), dtype=bool)
-        if len(self.sib_index) == 0 or len(keys) == 0:
-            return out
         found = self._locate(keys, bb)
         if found is None:
             return out
@@ -869,6 +865,8 @@ class _AnchorTable:
         """Each query's sibling group (its configuration but the lengths, at its batch): the rows that have
         one, their group, log length, the group's slice (start, count) and the query's insertion point in
         the slice's sorted lengths; None when no query has siblings."""
+        if len(self.sib_index) == 0 or len(keys) == 0:
+            return None
         parts = [str(k).rsplit("|", 2) for k in keys]
         sk = [p[0] + "|" + f"{b:g}" if len(p) == 3 else "" for p, b in zip(parts, np.asarray(bb).tolist(), strict=True)]
         si = (np.array([self.sib_pos.get(k, -1) for k in sk], dtype=np.intp) if len(sk) <= _SMALL
