@@ -2506,7 +2506,7 @@ class RooflineGBM(Predictor):
             if unknown["framework"].any() and self.fw_spread_:
                 tracks["framework"][unknown["framework"]] = self._spread_rel(self.fw_spread_, runs[unknown["framework"]])
             sigma = self._track_sigma(cat, tracks, np.exp(log_sigma))
-            group = self._score_groups(runs, cat, at.bracketed(keys, bb))
+            group = self._score_groups(runs, cat, at.bracketed(keys, bb) if (cat == 2).any() else None)
             groups, inv = np.unique(group, return_inverse=True)
             q = np.array([self._quantile(g, lvl) for g in groups])[inv.reshape(-1)]
             q90 = np.array([self._quantile(g, 0.9) for g in groups])[inv.reshape(-1)]
