@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -1125,6 +1126,44 @@ def test_a_blank_cell_is_completed_only_where_training_never_leaves_it_blank() -
     # tp_size is never blank in training: a blank there is "not given", filled from the one match.
     done, keys = _complete_query(q.assign(quantization="awq"), known)
     assert done["tp_size"].tolist() == [1.0] and keys[0] in known
+
+
+def test_a_query_without_settings_takes_those_of_the_one_configuration_it_names() -> None:
+    # The H200 sample's transformers runs record one thread; a report's query of that point without the
+    # column had been a configuration nobody measured, answered 2.3x below the measurements.
+    from perfmodel.models.roofline_gbm import _complete_query
+
+    base = {"hardware": "h200", "framework": "transformers", "model": "llama-3-8b", "device_count": 1.0,
+            "tp_size": 1.0, "input_len_tok": 512.0, "output_len_tok": 512.0, "batch_size": 1.0}
+    train = pd.DataFrame([{**base, "fw_num_threads": 1.0},
+                          {**base, "hardware": "cpu-x86-2vcpu", "fw_num_threads": 1.0},
+                          {**base, "hardware": "cpu-x86-2vcpu", "fw_num_threads": 2.0}])
+    known = dict.fromkeys(_config_keys(train).tolist())
+    q = pd.DataFrame([base, {**base, "hardware": "cpu-x86-2vcpu"}])
+    done, keys = _complete_query(q, known)
+    assert keys[0] == _config_keys(train).iloc[0] and done["fw_num_threads"].iloc[0] == 1.0
+    # Two thread counts measured: the query names neither, so it stays a configuration of its own.
+    assert keys[1] not in known and np.isnan(done["fw_num_threads"].iloc[1])
+    # A setting given is kept, matched or not.
+    done, keys = _complete_query(q.assign(fw_num_threads=[4.0, 2.0]), known)
+    assert keys[0] not in known and keys[1] == _config_keys(train).iloc[2]
+    assert done["fw_num_threads"].tolist() == [4.0, 2.0]
+
+
+def test_the_sample_h200_point_is_predicted_alike_with_or_without_its_thread_count() -> None:
+    from perfmodel.importers import read_file
+
+    samples = Path(__file__).resolve().parents[1] / "sample_runs"
+    runs = pd.concat([read_file(f).runs for f in sorted(samples.glob("*h200*.csv"))]
+                     + [read_file(f).runs for f in sorted(samples.glob("*cpu*.csv"))], ignore_index=True)
+    h200 = runs[(runs["hardware"] == "h200") & runs["fw_num_threads"].notna()]
+    assert len(h200) and runs.loc[runs["hardware"] != "h200", "fw_num_threads"].notna().any()
+    m = RooflineGBM(n_estimators=60, calibration_folds=0).fit(runs)
+    q = h200.iloc[[0]][["hardware", "framework", "model", "device_count", "input_len_tok", "output_len_tok",
+                        "batch_size", "fw_num_threads"]]
+    with_t = m.predict(q)["pred_throughput_tok_s"].iloc[0]
+    without = m.predict(q.drop(columns="fw_num_threads"))["pred_throughput_tok_s"].iloc[0]
+    assert without == pytest.approx(with_t, rel=1e-9)
 
 
 def test_a_model_without_calibration_gives_no_band_not_the_bound(biased: pd.DataFrame) -> None:

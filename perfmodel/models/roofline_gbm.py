@@ -304,7 +304,7 @@ def _config_keys_rows(runs: pd.DataFrame) -> pd.Series:
 
 
 _NUMERIC_CONFIG = frozenset({"device_count", "tp_size", "pp_size", "input_len_tok", "output_len_tok"})
-_COMPLETION_INDEX: dict[tuple[int, ...], tuple[dict, dict[tuple[str, ...], list[str]]]] = {}
+_COMPLETION_INDEX: dict[tuple[tuple[int, ...], bool], tuple[dict, dict[tuple[str, ...], list[str]]]] = {}
 
 
 def _complete_query(runs: pd.DataFrame, known: dict[str, Any]) -> tuple[pd.DataFrame, np.ndarray]:
@@ -317,7 +317,12 @@ def _complete_query(runs: pd.DataFrame, known: dict[str, Any]) -> tuple[pd.DataF
     dtype. Each row whose key is not a trained configuration takes its empty columns
     (absent, or blank cells) from the one trained configuration that agrees on every
     column the row fills; rows with no or several such configurations keep them
-    empty (they are then new configurations).
+    empty (they are then new configurations). A row that records no measurement
+    setting (:data:`perfmodel.curves.VARYING_BY`: the engine's threads, llama.cpp's
+    ``n_batch``) takes the settings of that one configuration too: the H200 sample's
+    transformers runs record one thread, and a report's or ``perfmodel predict``'s
+    query of the same point without it had been answered as a configuration never
+    measured, 2.3x below its measurements.
 
     Returns
     -------
@@ -338,9 +343,10 @@ def _complete_query(runs: pd.DataFrame, known: dict[str, Any]) -> tuple[pd.DataF
             continue
         parts = key.split("|")
         blank = tuple(i for i, p in enumerate(parts) if not p and i in fillable)
-        if not blank:
+        bare = "@" not in parts[_FRAMEWORK_OF_KEY]  # no setting given: the configuration's own may be taken
+        if not blank and not bare:
             continue
-        hits = _completion_index(known, blank).get(tuple(p for i, p in enumerate(parts) if i not in blank), [])
+        hits = _completion_index(known, blank, bare).get(tuple(p for i, p in enumerate(parts) if i not in blank), [])
         if len(hits) == 1:
             resolved[key] = hits[0]
     if not resolved:
@@ -349,6 +355,15 @@ def _complete_query(runs: pd.DataFrame, known: dict[str, Any]) -> tuple[pd.DataF
     split = [k.split("|") for k in full_keys]
     was_blank = [[not p and i in fillable for i, p in enumerate(k.split("|"))] for k in keys.tolist()]
     cols: dict[str, Any] = {}
+    for r, (k, full) in enumerate(zip(keys.tolist(), split, strict=True)):
+        fw = full[_FRAMEWORK_OF_KEY]
+        if "@" not in fw or "@" in k.split("|")[_FRAMEWORK_OF_KEY]:
+            continue
+        for tag in fw.split("@", 1)[1].split(","):
+            col, val = tag.split("=", 1)
+            if col not in cols:
+                cols[col] = _floats(runs, col).copy()
+            cols[col][r] = float(val)
     for i, col in enumerate(CONFIG_COLUMNS):
         fill = [r for r in range(len(split)) if was_blank[r][i] and split[r][i]]
         if not fill:
@@ -375,7 +390,8 @@ def _complete_query(runs: pd.DataFrame, known: dict[str, Any]) -> tuple[pd.DataF
             for kind in ("float", "list"):
                 store.pop((col, kind), None)
             v.flags.writeable = False
-            store[(col, "float" if col in _NUMERIC_CONFIG else "list")] = v if col in _NUMERIC_CONFIG else v.tolist()
+            numeric = col in _NUMERIC_CONFIG or col in VARYING_BY
+            store[(col, "float" if numeric else "list")] = v if numeric else v.tolist()
         cache[id(done)] = (done, store)
     return done, np.array(full_keys, dtype=object)
 
@@ -396,17 +412,23 @@ def _never_blank(known: dict[str, Any]) -> frozenset[int]:
     return out
 
 
-def _completion_index(known: dict[str, Any], blank: tuple[int, ...]) -> dict[tuple[str, ...], list[str]]:
+def _completion_index(known: dict[str, Any], blank: tuple[int, ...], bare: bool = False
+                      ) -> dict[tuple[str, ...], list[str]]:
     """The trained configurations ``known`` by their values outside the positions ``blank`` (cached per
-    model and pattern)."""
-    cached = _COMPLETION_INDEX.get(blank)
+    model and pattern); ``bare``: by their framework without its settings (``transformers@fw_num_threads=1``
+    is found as ``transformers``)."""
+    cached = _COMPLETION_INDEX.get((blank, bare))
     if cached is not None and cached[0] is known:  # the same trained model's dict (held, so never reused)
         return cached[1]
     index: dict[tuple[str, ...], list[str]] = {}
     for k in known:
+        if k.startswith("\0"):  # the anchors' sibling tables, not configuration keys
+            continue
         parts = k.split("|")
+        if bare:
+            parts[_FRAMEWORK_OF_KEY] = parts[_FRAMEWORK_OF_KEY].split("@", 1)[0]
         index.setdefault(tuple(p for i, p in enumerate(parts) if i not in blank), []).append(k)
-    _COMPLETION_INDEX[blank] = (known, index)
+    _COMPLETION_INDEX[(blank, bare)] = (known, index)
     return index
 
 
