@@ -30,6 +30,12 @@ dataset = st.selectbox("Dataset", ids, key=P.KEYS["dataset"], format_func=lambda
 runs = ui.dataset_runs(home, dataset, stamp)
 st.session_state[P.KEYS["models"]] = [m for m in st.session_state[P.KEYS["models"]]
                                       if m in set(runs["model"].dropna().astype(str))]
+# One model by default, the dataset's most measured: a plan serves one model, and candidates of several
+# (a 1B model on one CPU beside an 8B one on eight GPUs) are not alternatives unless the model may change.
+if st.session_state.get(P.MODELS_FOR) != dataset:
+    st.session_state[P.MODELS_FOR] = dataset
+    if not st.session_state[P.KEYS["models"]]:
+        st.session_state[P.KEYS["models"]] = P.default_models(runs)
 st.session_state[P.KEYS["hardware"]] = [h for h in st.session_state[P.KEYS["hardware"]]
                                         if h in set(runs["hardware"].dropna().astype(str))]
 
@@ -46,7 +52,9 @@ s2.number_input("TTFT target (s, 0 = none)", min_value=0.0, key=P.KEYS["ttft"])
 s3.number_input("TPOT target (s, 0 = none)", min_value=0.0, key=P.KEYS["tpot"], format="%.4f")
 s4.selectbox("Percentile", ["mean", "p50", "p90", "p99"], key=P.KEYS["percentile"])
 m1, m2 = st.columns(2)
-m1.multiselect("Models (empty: all)", sorted(set(runs["model"].dropna().astype(str))), key=P.KEYS["models"])
+m1.multiselect("Models (empty: all, as alternatives)", sorted(set(runs["model"].dropna().astype(str))),
+               key=P.KEYS["models"], help="The plan's candidates serve these models. Several (or none: all) are "
+               "compared as alternatives, which only makes sense where the model served may change.")
 m2.multiselect("Hardware (empty: all)", sorted(set(runs["hardware"].dropna().astype(str))), key=P.KEYS["hardware"])
 p1, p2 = st.columns([1, 3])
 p1.text_input("Currency", key=P.KEYS["currency"], max_chars=8)
@@ -66,6 +74,8 @@ if caveat := P.lengths_caveat(res["table"], res["lengths"], res["recommended"]):
     st.warning(caveat, icon=":material/straighten:")
 for n in res["notes"]:
     st.caption(n)
+for n in P.page_notes(res["table"], inputs):
+    st.info(n, icon=":material/info:")
 st.dataframe(P.display_table(res["table"], res["currency"]), hide_index=True, key="planner.table",
              column_config=P.display_column_config(res["currency"]), placeholder=P.MISSING)
 if len(res["infeasible"]):
@@ -77,6 +87,9 @@ feas = pts[pts["memory_ok"].astype(bool) & pts["slo_ok"].astype(bool)] if len(pt
 if len(feas):
     tabs = st.tabs([n.replace("_", " ") for n in FRONTS])
     for tab, name in zip(tabs, FRONTS, strict=True):
+        if (missing := P.front_missing(feas, name)) is not None:
+            tab.info(missing, icon=":material/block:")
+            continue
         tab.plotly_chart(front_figure(feas, name, currency=res["currency"]), key=f"planner.front.{name}")
 
 st.divider()

@@ -103,6 +103,7 @@ def test_table_names_the_model_formats_numbers_and_shows_the_lengths_caveat(tmp_
     _ok(at)
     at.session_state[P.KEYS["dataset"]] = info.id
     at.run()
+    at.multiselect(key=P.KEYS["models"]).set_value(["llama-3-8b", "llama-3.1-8b"]).run()
     _ok(at)
     assert at.number_input(key=P.KEYS["input_len"]).value == 1024.0
     table = at.dataframe[0]
@@ -138,3 +139,42 @@ def test_cost_columns_come_before_the_bands_and_infeasible_rows_use_the_same_hea
     assert any(m.value == "**Infeasible candidates**" for m in at.markdown)
     bad = at.dataframe[-1].value
     assert "devices/replica" in bad.columns and "device_count" not in bad.columns
+
+
+def test_one_model_by_default_several_said_to_be_alternatives_and_an_empty_front_says_why(tmp_path: Path) -> None:
+    # The page planned every model of the dataset by default (a 1B model on a CPU ranked beside an 8B one on
+    # GPUs), and with no catalog price its cost tab was a blank chart.
+    path = tmp_path / "two_models.csv"
+    pd.concat([synthetic_runs(hardware="h200", model="llama-3.1-8b"),
+               synthetic_runs(hardware="h200", model="llama-3-8b").iloc[:-3]]).to_csv(path, index=False)
+    info, _ = import_files([path], name="two models")
+    at = _page("pages/planner.py")
+    at.session_state[P.KEYS["dataset"]] = info.id
+    at.run()
+    _ok(at)
+    assert at.multiselect(key=P.KEYS["models"]).value == ["llama-3.1-8b"]  # the most measured
+    assert set(at.dataframe[0].value["model"]) == {"llama-3.1-8b"}
+    assert not [i for i in at.info if "different models" in i.value]
+    tabs = {t.label: t for t in at.tabs}
+    cost = [i.value for i in tabs["cost vs latency"].info]
+    assert cost and "No price is known for h200" in cost[0] and "h200=" in cost[0]
+    assert len(tabs["throughput vs latency"].get("plotly_chart")) == 1
+    # The user empties the box (all models): it stays empty, and the page says what that compares.
+    at.multiselect(key=P.KEYS["models"]).set_value([]).run()
+    _ok(at)
+    assert at.multiselect(key=P.KEYS["models"]).value == []
+    assert set(at.dataframe[0].value["model"]) == {"llama-3-8b", "llama-3.1-8b"}
+    assert [i for i in at.info if "serve 2 different models" in i.value]
+    # A price given: the cost tab draws.
+    at.text_area(key=P.KEYS["prices"]).set_value("h200=3.5").run()
+    _ok(at)
+    assert len({t.label: t for t in at.tabs}["cost vs latency"].get("plotly_chart")) == 1
+
+
+def test_page_notes_say_when_a_percentile_target_was_judged_against_means() -> None:
+    table = pd.DataFrame({"model": ["m", "m"], "latency_basis": ["measured mean (percentile not recorded)",
+                                                                 "measured p90"]})
+    notes = P.page_notes(table, {"slo": {"percentile": "p90", "e2e_s": 60.0}})
+    assert len(notes) == 1 and "judged against the measured mean" in notes[0] and "1 of 2" in notes[0]
+    assert P.page_notes(table, {"slo": {"percentile": "mean", "e2e_s": 60.0}}) == []
+    assert P.page_notes(table, {"slo": {"percentile": "p90"}}) == []  # no latency target: nothing judged

@@ -11,8 +11,9 @@ import streamlit as st
 from .. import planner
 from . import cached
 
-__all__ = ["KEYS", "DEFAULTS", "inputs_dict", "apply_inputs", "plan_tables", "report_html", "report_pdf",
-           "display_table", "display_column_config", "infeasible_table", "lengths_caveat", "MISSING"]
+__all__ = ["KEYS", "DEFAULTS", "MODELS_FOR", "inputs_dict", "apply_inputs", "default_models", "page_notes",
+           "front_missing", "plan_tables", "report_html", "report_pdf", "display_table", "display_column_config",
+           "infeasible_table", "lengths_caveat", "MISSING"]
 
 #: Widget keys of the Planner page (prefixed so no other page collides), in form order.
 KEYS = {
@@ -25,6 +26,97 @@ KEYS = {
 DEFAULTS: dict[str, Any] = {"rate": 10.0, "input_len": 1024.0, "output_len": 1024.0, "e2e": 60.0, "ttft": 0.0,
                             "tpot": 0.0, "percentile": "p90", "models": [], "hardware": [], "headroom": 0.2,
                             "currency": "USD", "prices": ""}
+
+
+MODELS_FOR = "planner._models_for"
+"""The dataset whose default model the Models widget was given (a restored plan counts as given)."""
+
+
+def default_models(runs: pd.DataFrame) -> list[str]:
+    """The Planner's default models: the dataset's most measured one (ties to the first by name); none
+    where no run names a model.
+
+    Parameters
+    ----------
+    runs
+        Runs table.
+
+    Returns
+    -------
+    list of str
+    """
+    if "model" not in runs.columns:
+        return []
+    counts = runs["model"].dropna().astype(str).value_counts()
+    if counts.empty:
+        return []
+    top = counts[counts == counts.max()].index
+    return [sorted(top)[0]]
+
+
+def page_notes(table: pd.DataFrame, inputs: dict[str, Any]) -> list[str]:
+    """What the Planner page should say above its table that the table alone does not: candidates of
+    several models, and a latency target judged against means where the percentile asked for was not recorded.
+
+    Parameters
+    ----------
+    table
+        :attr:`perfmodel.planner.PlanResult.table`.
+    inputs
+        :func:`inputs_dict`.
+
+    Returns
+    -------
+    list of str
+    """
+    out: list[str] = []
+    if len(table) and "model" in table.columns and table["model"].nunique() > 1:
+        out.append(f"These candidates serve {table['model'].nunique()} different models, compared as alternatives: "
+                   "pick one model under *Models* to size a deployment of that model.")
+    pct = str((inputs.get("slo") or {}).get("percentile", "mean"))
+    targets = [k for k in ("e2e_s", "ttft_s", "tpot_s") if (inputs.get("slo") or {}).get(k)]
+    if pct != "mean" and targets and len(table) and "latency_basis" in table.columns:
+        basis = table["latency_basis"].dropna().astype(str)
+        if basis.str.contains("mean").any():
+            out.append(f"The {pct} latency targets are judged against the measured mean where the runs did not "
+                       f"record the {pct} ({int(basis.str.contains('mean').sum())} of {len(table)} candidates): "
+                       "a percentile above the median sits above the mean for the usual right-skewed latencies, "
+                       "so those candidates may miss the target.")
+    return out
+
+
+def front_missing(points: pd.DataFrame, name: str) -> str | None:
+    """Why the Planner's front ``name`` has nothing to draw (no candidate has the quantity on one of its axes),
+    in words with what to do; None where it has.
+
+    Parameters
+    ----------
+    points
+        Feasible operating points.
+    name
+        A key of :data:`perfmodel.pareto.FRONTS`.
+
+    Returns
+    -------
+    str or None
+    """
+    from ..pareto import FRONTS
+
+    x, _, y, _ = FRONTS[name]
+    for col in (x, y):
+        vals = pd.to_numeric(points[col], errors="coerce") if col in points.columns else pd.Series(dtype=float)
+        if vals.notna().any():
+            continue
+        if col.startswith("cost"):
+            hw = ", ".join(sorted(set(points["hardware"].dropna().astype(str)))) if "hardware" in points.columns else ""
+            first = hw.split(", ")[0] if hw else "HARDWARE"
+            return (f"No price is known for {hw or 'these devices'}: the catalog has no public per-device-hour price "
+                    f"for them. Add one per line under *Price overrides* (e.g. `{first}=3.50`) to see cost.")
+        if col.startswith("energy"):
+            return ("No energy figure for these candidates: the runs recorded no power and the catalog has no TDP "
+                    "for their devices.")
+        return f"No candidate has a value for {col}, so there is no front to draw."
+    return None
 
 
 def _prices(text: str) -> dict[str, float]:
@@ -72,6 +164,7 @@ def apply_inputs(dataset_id: str, plan: dict[str, Any]) -> None:
     s = st.session_state
     w, slo = plan.get("workload") or {}, plan.get("slo") or {}
     s[KEYS["dataset"]] = dataset_id
+    s[MODELS_FOR] = dataset_id  # the plan's models, "all" included, are given: no default replaces them
     s[KEYS["rate"]] = float(w.get("request_rate_rps") or DEFAULTS["rate"])
     s[KEYS["input_len"]] = float(w.get("input_len_tok") or DEFAULTS["input_len"])
     s[KEYS["output_len"]] = float(w.get("output_len_tok") or DEFAULTS["output_len"])
