@@ -9,7 +9,14 @@ from perfmodel import ui
 from perfmodel.curve_tables import BATCH_ESTIMATE_HELP, NO_PLATEAU_HELP
 from perfmodel.curves import INTERVAL_METHODS, MIN_BATCHES, R2_POOR, SHAPES, default_interval_method
 from perfmodel.errors import PerfmodelError
-from perfmodel.plots import THROUGHPUT_METRICS, axis_title, curve_group_columns, default_curve_by, poor_fits
+from perfmodel.plots import (
+    THROUGHPUT_METRICS,
+    axis_title,
+    curve_group_columns,
+    default_curve_by,
+    default_overlay,
+    poor_fits,
+)
 from perfmodel.ui import analyses, cached, links
 from perfmodel.ui import state as K
 from perfmodel.ui import whatif as whatif_ui
@@ -91,11 +98,9 @@ except PerfmodelError as exc:
 
 labels = view.summary["configuration"].tolist()
 fitted = view.summary.loc[view.summary["n_batches"] >= MIN_BATCHES, "configuration"].tolist()
-# the default overlay shows curves that fitted; failed fits only where nothing else has enough points
-succeeded = view.summary.loc[view.summary["success"].astype(bool), "configuration"].tolist()
 ui.keep_valid(K.CURVES_CONFIGS, labels)
 if not st.session_state.get(K.CURVES_CONFIGS):
-    st.session_state[K.CURVES_CONFIGS] = (succeeded or fitted or labels)[:N_DEFAULT_CONFIGS]
+    st.session_state[K.CURVES_CONFIGS] = default_overlay(view.summary, N_DEFAULT_CONFIGS)
 configs = st.multiselect(f"Configurations to overlay ({len(labels):,})", labels, key=K.CURVES_CONFIGS,
                          placeholder="choose configurations")
 links.write_curves_link(selected, by, configs, shape, chosen_intervals)

@@ -29,6 +29,7 @@ __all__ = [
     "fits_summary",
     "kv_full_batches",
     "poor_fits",
+    "default_overlay",
     "NO_PLATEAU",
     "NO_PLATEAU_HELP",
     "NOT_ESTIMABLE",
@@ -563,3 +564,40 @@ def poor_fits(summary: pd.DataFrame, r2_min: float) -> pd.DataFrame:
     out = summary.loc[failed | low, ["configuration", "r2", "n_batches", "message"]].copy()
     out.insert(1, "reason", np.where(failed[failed | low], "failed", f"R² < {r2_min:g}"))
     return out.sort_values("reason", key=lambda s: s != "failed", kind="stable").reset_index(drop=True)
+
+
+def default_overlay(summary: pd.DataFrame, n: int, *, r2_min: float | None = None) -> list[str]:
+    """The configurations a curves chart overlays before the user picks: the ``n`` best-measured curves.
+
+    Fits that succeeded with R^2 of at least ``r2_min`` (default :data:`perfmodel.curves.R2_POOR`) come
+    first, those with the most batch sizes and then the highest R^2 first; failed or poor fits only where too
+    few others exist (a sample's llama.cpp curve at R^2 0.69 had opened the page, above its 8-batch curves at
+    0.98-1.00). Returned in the summary's order, so the legend keeps the table's.
+
+    Parameters
+    ----------
+    summary
+        The output of :func:`fits_summary`.
+    n
+        How many.
+    r2_min
+        R^2 a fit needs to count as good.
+
+    Returns
+    -------
+    list of str
+        Configuration labels.
+    """
+    from .curves import R2_POOR
+
+    if not len(summary) or n <= 0:
+        return []
+    r2 = pd.to_numeric(summary["r2"], errors="coerce").fillna(-np.inf)
+    ok = summary["success"].astype(bool)
+    good = ok & (r2 >= (R2_POOR if r2_min is None else r2_min))
+    nb = pd.to_numeric(summary["n_batches"], errors="coerce").fillna(0)
+    # tiers: good fits, other successful fits, the rest; within a tier more batch sizes, then higher R^2
+    rank = pd.DataFrame({"tier": np.where(good, 0, np.where(ok, 1, 2)), "nb": -nb, "r2": -r2},
+                        index=summary.index).sort_values(["tier", "nb", "r2"], kind="stable")
+    chosen = set(rank.index[:n])
+    return [str(c) for i, c in summary["configuration"].items() if i in chosen]

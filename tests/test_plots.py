@@ -401,3 +401,19 @@ def _no_e_notation(fmt, limits: dict[str, float]) -> None:  # noqa: ANN001 - a f
             assert "e+" not in text and "e-" not in text, (signed, text)
             head, _, unit = text.partition(" ")
             assert abs(float(head.replace(",", ""))) < limits.get(unit, math.inf), (signed, text)
+
+
+def test_default_overlay_prefers_good_fits_with_the_most_batch_sizes_in_table_order() -> None:
+    from perfmodel.plots import default_overlay
+
+    summary = pd.DataFrame({
+        "configuration": ["poor", "few", "many-a", "failed", "many-b", "many-c"],
+        "success": [True, True, True, False, True, True],
+        "r2": [0.69, 0.999, 0.98, 0.99, 0.996, 0.95],
+        "n_batches": [16, 3, 8, 9, 8, 8],
+    })
+    assert default_overlay(summary, 3) == ["many-a", "many-b", "many-c"]
+    assert default_overlay(summary, 2) == ["many-a", "many-b"]  # the higher R^2 of the 8-batch curves
+    assert default_overlay(summary, 5) == ["poor", "few", "many-a", "many-b", "many-c"]  # then the poor fit
+    assert default_overlay(summary, 6)[-1] == "many-c" and len(default_overlay(summary, 6)) == 6
+    assert default_overlay(summary.iloc[:0], 3) == []
