@@ -3,6 +3,7 @@
 import json
 
 import streamlit as st
+import streamlit.components.v1 as components
 
 from perfmodel import ui
 from perfmodel.errors import PerfmodelError
@@ -34,7 +35,16 @@ if st.session_state.get("report.dataset") not in names or plan_id:
     st.session_state["report.dataset"] = default_ds if default_ds in names else ids[0]
 dataset = c1.selectbox("Dataset", ids, key="report.dataset", format_func=lambda i: f"{names[i]} ({i})",
                        disabled=bool(plan_id))
-accuracy = st.checkbox("Include hold-out accuracy (a few seconds more)", key="report.accuracy")
+if not plan_id:
+    st.info((f"{len(plans)} saved plan(s): choose one under *Saved plan* to add the executive summary, workload "
+             "and SLOs, candidates and predictions at the plan's operating points. " if plans else
+             "No saved plan yet: size a workload on the Planner page and save it (sidebar, *Save this view as*) "
+             "to add the executive summary, workload and SLOs, candidates and predictions. ")
+            + "Without one the report covers the data: curves, knees, attributions and provenance.",
+            icon=":material/assignment:")
+accuracy = st.checkbox("Include hold-out accuracy", key="report.accuracy",
+                       help="Trains the predictor again on held-out splits of the data to measure its error: about "
+                            "15 s more on the bundled sample, longer on a large dataset.")
 PS.write(SPEC)
 inputs_json = json.dumps(plans[plan_id].payload.get("plan"), sort_keys=True) if plan_id else ""
 
@@ -50,6 +60,8 @@ if built and built == [dataset, inputs_json, accuracy]:
     st.success(f"Report ready ({len(html) / 1e6:.1f} MB, self-contained).")
     st.download_button("Download HTML", html, file_name=f"report-{dataset}.html", mime="text/html",
                        key="report.download_html", icon=":material/download:")
+    if st.toggle("Preview the report here", key="report.preview"):
+        components.html(html.decode("utf-8"), height=900, scrolling=True)
     if st.button("Prepare PDF", key="report.pdf"):
         try:
             pdf = P.report_pdf(home, dataset, stamp, inputs_json, accuracy)

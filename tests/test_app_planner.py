@@ -84,12 +84,21 @@ def test_report_page_builds_and_offers_download(dataset_id: str) -> None:
         "slo": {"e2e_s": 12}, "prices": {"h100-sxm": 2}}})
     at = _page("pages/report.py")
     _ok(at)
+    # With no plan chosen the page says what a saved plan would add (the sections had only said "No plan
+    # was given" inside the downloaded file).
+    assert any("1 saved plan(s): choose one under *Saved plan*" in i.value for i in at.info)
     at.selectbox(key="report.plan").set_value(store.analyses()[0].id)
     at.checkbox(key="report.accuracy").uncheck()
     at.run()
+    assert not [i for i in at.info if "Saved plan" in i.value]
     at.button(key="report.build").click().run()
     _ok(at)
     assert any("Report ready" in s.value for s in at.success)
+    assert not at.get("iframe")
+    at.toggle(key="report.preview").set_value(True).run()
+    _ok(at)
+    frames = at.get("iframe")
+    assert len(frames) == 1 and "Executive summary" in frames[0].proto.srcdoc
 
 
 def test_table_names_the_model_formats_numbers_and_shows_the_lengths_caveat(tmp_path: Path) -> None:

@@ -217,7 +217,8 @@ def _report(home: str, dataset_id: str, stamp: int, inputs_json: str, accuracy: 
                         plan_inputs=inputs, accuracy=accuracy)
 
 
-@st.cache_data(show_spinner="Building the report...", max_entries=4)
+@st.cache_data(show_spinner="Building the report: curves, the predictor, attributions and, if asked, hold-out "
+                            "accuracy (half a minute on the bundled sample)...", max_entries=4)
 def report_html(home: str, dataset_id: str, stamp: int, inputs_json: str, accuracy: bool) -> bytes:
     """The self-contained HTML report.
 
