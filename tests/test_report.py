@@ -237,3 +237,23 @@ def test_next_cheapest_names_its_model_and_the_price_hint_names_both_clients() -
     assert "llama-3.1-8b on vllm" in alt or "llama-3-8b on vllm" in alt
     (hint,) = [p for p in paras if "no price" in p]
     assert "--price HW=VALUE on the command line" in hint and "Price overrides on the Planner page" in hint
+
+
+def test_curves_are_counted_and_fitted_per_thread_setting_as_on_the_curves_page() -> None:
+    # The report grouped by six fixed columns: the samples' 1- and 2-thread CPU runs made one curve, and it
+    # counted 16 configurations where the Curves page counted 17.
+    from perfmodel.curves import fit_curves
+    from perfmodel.plots import default_curve_by
+
+    one = synthetic_runs(noise=0.02).assign(fw_num_threads=1.0)
+    two = one.assign(fw_num_threads=2.0, output_throughput_tok_s=one["output_throughput_tok_s"] * 0.5)
+    runs = pd.concat([one, two], ignore_index=True)
+    n_page = len(fit_curves(runs, by=default_curve_by(runs), intervals="none"))
+    rep = build_report(runs, dataset_name="threads", plan_inputs=None, accuracy=False, predictions=False)
+    sec = rep.section("Saturation curves and knees")
+    assert sec.paragraphs[0].startswith(f"{n_page} configuration(s)")
+    table = sec.tables[0][1]
+    assert any("1 thread" in c for c in table["configuration"]) and any("2 threads" in c for c in table["configuration"])
+    plateaus = [float(str(v).split(" ")[0].replace(",", "")) for v in table["plateau tok/s"]
+                if str(v)[:1].isdigit()]
+    assert len(plateaus) >= 2 and max(plateaus) / min(plateaus) > 1.5  # not one curve through both settings

@@ -216,13 +216,15 @@ def _summary_section(res: PlanResult) -> Section:
 
 def _curves_section(runs: pd.DataFrame, res: PlanResult | None) -> Section:
     from ..curves import fit_curve, fit_curves
-    from ..plots import config_label, curve_figure, repeat_summary
+    from ..plots import config_label, curve_figure, default_curve_by, repeat_summary
 
-    by = ["hardware", "model", "framework", "device_count", "input_len_tok", "output_len_tok"]
     usable = runs[runs["batch_size"].notna() & (runs["output_throughput_tok_s"] > 0)]
     if usable.empty:
         return Section("Saturation curves and knees", paragraphs=("No runs with a batch size and a throughput: "
                                                                    "no curve to fit.",))
+    # Grouped as the Curves page groups by default (dtypes, parallelism and a setting the data varies, such as
+    # the engine's threads, make configurations of their own), so both count the same configurations.
+    by = default_curve_by(usable)
     overall = fit_curves(usable, by=by, intervals="none")
     n_ok = int(overall["success"].sum())
     paras = [f"{len(overall)} configuration(s); {n_ok} fitted successfully (no intervals in this count); the "
@@ -230,27 +232,28 @@ def _curves_section(runs: pd.DataFrame, res: PlanResult | None) -> Section:
              if n_ok else f"{len(overall)} configuration(s); none could be fitted."]
     if res is not None and len(res.table):
         keys = res.table[["hardware", "model", "framework", "device_count", "lengths"]].head(MAX_CURVES)
-        chosen = []
+        chosen: list[dict[str, Any]] = []
         for _, k in keys.iterrows():
             i_len, o_len = (float(x) for x in str(k["lengths"]).split("/"))
-            chosen.append((k["hardware"], k["model"], k["framework"], k["device_count"], i_len, o_len))
+            chosen.append({"hardware": k["hardware"], "model": k["model"], "framework": k["framework"],
+                           "device_count": k["device_count"], "input_len_tok": i_len, "output_len_tok": o_len})
         paras.append("Curves of the plan's best candidates (at the lengths the plan used).")
     else:
         ok = overall[overall["success"]].sort_values("n_points", ascending=False, kind="stable").head(MAX_CURVES)
-        chosen = [tuple(r[c] for c in by) for _, r in ok.iterrows()]
+        chosen = [{c: r[c] for c in by} for _, r in ok.iterrows()]
         paras.append("Curves of the configurations with the most points.")
     fits, labels, pts = [], [], []
     rows = []
     for key in chosen:
         m = np.ones(len(usable), dtype=bool)
-        for c, v in zip(by, key, strict=True):
-            m &= (usable[c] == v).to_numpy(dtype=bool, na_value=False)
+        for c, v in key.items():
+            m &= (usable[c].isna() if pd.isna(v) else (usable[c] == v)).to_numpy(dtype=bool, na_value=False)
         sub = usable[m]
         if len(sub) == 0:
             continue
         fit = fit_curve(sub["batch_size"].to_numpy(dtype=float), sub["output_throughput_tok_s"].to_numpy(dtype=float),
                         n_boot=100)
-        label = config_label(dict(zip(by, key, strict=True)))
+        label = config_label(key)
         fits.append(fit)
         labels.append(label)
         summ = repeat_summary(sub, [])
