@@ -61,9 +61,18 @@ def test_form_errors_name_options_and_valid_values() -> None:
     _no_exception(at)
     assert at.error, "no error shown"
     msg = at.error[0].value
-    assert "batch_sizes" in msg and "0 out of range" in msg
-    assert "output_lens" in msg and "'banana'" in msg
+    # In the form's words: its labels, not the plan file's options, and the headline said once.
+    assert "Batch sizes: " in msg and "0 out of range" in msg
+    assert "Output lengths (tokens): " in msg and "'banana'" in msg
+    assert "batch_sizes" not in msg and msg.lower().count("not valid") == 1
     assert Store().sweeps() == []  # nothing was started
+
+    at.radio(key=f["backend"]).set_value("http").run()
+    at.text_input(key=f["model"]).set_value("m")
+    at.button(key="sweeps.form.check").click().run()
+    msg = at.error[0].value
+    assert "Server URL: " in msg and "none was given" in msg and "None" not in msg and "Concurrency levels" in msg
+    at.radio(key=f["backend"]).set_value("local").run()
 
     at.text_input(key=f["batch_sizes"]).set_value("1:64:x2")
     at.text_input(key=f["output_lens"]).set_value("32")

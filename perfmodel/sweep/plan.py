@@ -385,7 +385,10 @@ class SweepPlan(BaseModel):
                         f"exceeds the {self.engine_size!r} engine's context of {max_pos} tokens",
                         column="input_lens"))
         else:
-            if not self.target or not re.match(r"^https?://\S+$", self.target):
+            if not self.target:
+                problems.append(Problem("the http backend needs target, the server's http(s):// URL (e.g. "
+                                        "http://127.0.0.1:8000); none was given", column="target"))
+            elif not re.match(r"^https?://\S+$", self.target):
                 problems.append(Problem(f"the http backend needs target: an http(s):// URL, got {self.target!r}",
                                         column="target"))
         if self.n_points > MAX_POINTS and not self.confirm_large:

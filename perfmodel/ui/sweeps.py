@@ -16,6 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from ..errors import Problem, ValidationError
 from ..plots import throughput_figure
 from ..sweep.plan import DEFAULT_LENGTH_CONTROL, SERVER_TYPES, SweepPlan, plan_from_dict, plan_from_text
 from . import cached
@@ -205,7 +206,24 @@ def plan_from_form(values: Mapping[str, Any]) -> SweepPlan:
     else:
         for k in ("engine_size", "engine_threads"):
             data.pop(k, None)
-    return plan_from_dict(data)
+    try:
+        return plan_from_dict(data)
+    except ValidationError as exc:
+        # The form's words, not the plan file's: "Server URL", not "column 'target'".
+        labels = {**FORM_LABELS, "batch_sizes": FORM_LABELS["batch_sizes" if data.get("backend") == "local"
+                                                             else "concurrency"]}
+        fixed = [Problem(f"{labels[p.column]}: {p.message}") if p.column in labels else p for p in exc.problems]
+        raise ValidationError(f"{len(fixed)} thing(s) to fix in the form:", fixed) from None
+
+
+FORM_LABELS = {
+    "backend": "Backend", "engine_size": "Engine size", "engine_threads": "Engine threads", "target": "Server URL",
+    "server_type": "Server type", "model": "Model (as served)", "hardware": "Hardware", "framework": "Framework",
+    "batch_sizes": "Batch sizes", "concurrency": "Concurrency levels", "input_lens": "Input lengths (tokens)",
+    "output_lens": "Output lengths (tokens)", "repeats": "Repeats", "warmup": "Warm-up",
+    "timeout_s": "Timeout per point (s)", "retries": "Retries", "n_requests": "Requests per point",
+    "name": "Dataset name", "confirm_large": "Allow more than 10,000 points"}
+"""Plan option -> the Sweeps form's label for it, for the form's error messages."""
 
 
 def server_type_label(server_type: str) -> str:
