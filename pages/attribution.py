@@ -199,7 +199,10 @@ if protocol in done:
     else:
         shown = table.assign(set=[X.kind_label(s) if s in ("physical", "framework", "identity") else s
                                   for s in table["set"]])
-        st.dataframe(shown.drop(columns=["note"]), hide_index=True, key=P + "table")
+        st.dataframe(shown.drop(columns=["note"]), hide_index=True, key=P + "table",
+                     column_config=X.COMPARISON_COLUMNS)
+        if (shown["set"].astype(str).str.contains("framework|all")).any():
+            st.caption(X.FRAMEWORK_SCORE_CAVEAT)
         for note in sorted({n for n in table["note"] if n}):
             st.info(note, icon=":material/info:")
 else:

@@ -102,6 +102,11 @@ def test_physical_model_has_no_framework_attribution_and_comparison_runs() -> No
     table = at.dataframe[-1].value  # the comparison, after the glossary's table
     assert {"● physical", "◆ framework", "■ identity", "all"} == set(table["set"])
     assert set(table["learner"]) == {"gbdt", "poly"}
+    # Headed in words, with a caveat on the framework metrics' scores (raw names such as r2_log and a
+    # top feature fw_decode_s at R² 0.9999 had read as "use every feature").
+    config = json.loads(at.dataframe[-1].proto.columns)
+    assert config["r2_log"]["label"] == "R² (log)" and config["median_ape_pct"]["label"] == "median APE %"
+    assert any(c.value == X.FRAMEWORK_SCORE_CAVEAT for c in at.caption)
     # two frameworks in the samples (transformers, and llama.cpp's llama-server sweep): leaving each out runs
     at.segmented_control(key="attribution.protocol").set_value("transfer-framework").run()
     at.button(key="attribution.compare").click().run()

@@ -31,6 +31,8 @@ from . import whatif as WUI
 from .whatif import DEFAULT_PREDICTOR, rate
 
 __all__ = [
+    "COMPARISON_COLUMNS",
+    "FRAMEWORK_SCORE_CAVEAT",
     "KIND_STYLE",
     "FEATURE_SET_CHOICES",
     "QP_WHATIF",
@@ -276,6 +278,23 @@ def model_note(features: str, dataset_name: str, prediction_tok_s: float, *, fro
                        "model, so its number can differ; the waterfall explains this model's number.")
     return text + f"The What-if page predicts with {predictor}, so its number for the same point can differ."
 
+
+COMPARISON_COLUMNS: dict[str, Any] = {
+    "protocol": "protocol", "set": "feature set", "learner": "learner", "n_features": "features", "n_folds": "folds",
+    "n_test": "test rows", "r2": "R²", "r2_log": "R² (log)", "mape_pct": "MAPE %", "median_ape_pct": "median APE %",
+    "top_features": "top features", "physics_agrees": "physics agrees", "fit_s": "fit (s)", "by": "left out",
+    "split": "held out", "r2_random": "R² random", "r2_transfer": "R² transfer", "r2_drop": "R² drop",
+    "r2_log_random": "R² (log) random", "r2_log_transfer": "R² (log) transfer", "r2_log_drop": "R² (log) drop",
+    "mape_random": "MAPE % random", "mape_transfer": "MAPE % transfer", "median_ape_random": "median APE % random",
+    "median_ape_transfer": "median APE % transfer"}
+"""The feature-set comparison table's columns in words (``st.dataframe``'s ``column_config``)."""
+
+FRAMEWORK_SCORE_CAVEAT = (
+    "Read the framework and all sets' scores with care: metrics a server or engine measures during the run itself "
+    "(its decode and prefill times, its generated tokens per second) restate the throughput they were measured "
+    "with. A high R² there says the framework's counters agree with the client, not that they predict a "
+    "configuration nobody ran, where they do not exist yet; the transfer protocols show how far each set carries.")
+"""Said under the comparison wherever a set with framework metrics is in it."""
 
 WHY_TWO_NUMBERS = ("Two models, two numbers: the explained model is a plain gradient-boosted model of ln throughput "
                    "on the selected features, so that its SHAP values are exact; the What-if predictor "
