@@ -244,6 +244,11 @@ def test_waterfall_values_read_without_e_notation_and_a_missing_one_says_so() ->
 
     assert rate(6.291e6) == "6.29 M" and rate(12.5) == "12.5" and rate(25_000) == "25,000"
     assert rate(float("nan")) == "n/a"
+    # A physical feature with no value is labelled as such, and its hover says what such a bar measures.
+    from perfmodel.ui.explain import _step_label
+
+    assert _step_label("pcie_contention", float("nan")).endswith("= n/a (no value here)")
+    assert "n/a" not in _step_label("pcie_contention", 0.5)
 
 
 # --------------------------------------------------------------------------- review: two numbers, raw names, no glossary
@@ -255,7 +260,7 @@ def test_waterfall_names_features_in_words_and_reads_in_tok_s() -> None:
     fig = X.waterfall_figure(wf)
     bars = [t for t in fig.data if t.showlegend is False]
     rows = [t.y[0] for t in bars]
-    assert rows[:4] == ["PCIe contention = n/a", "KV-read share of a decode step = 0.5",
+    assert rows[:4] == ["PCIe contention = n/a (no value here)", "KV-read share of a decode step = 0.5",
                         "framework setting: threads = 2", "input length = 512 tokens"]
     for t, feature in zip(bars, wf.table["feature"], strict=True):
         assert feature in t.hovertemplate  # the raw name is one hover away

@@ -710,6 +710,10 @@ def _step_label(name: str, value: float) -> str:
     if doc is None:  # the summed rest, or a name perfmodel does not document
         return name if not math.isfinite(float(value)) else f"{name} = {rate(value)}"
     sep = ": " if doc.unit == "1/0" else " = "
+    if not math.isfinite(float(value)):
+        # The trees send a missing value down a branch of its own: the bar is what lacking the figure does
+        # (a CPU has no PCIe lanes in the catalog), not the effect of a size, so the label says so.
+        return f"{doc.label}{sep}n/a (no value here)"
     return f"{doc.label}{sep}{format_feature_value(name, value)}"
 
 
@@ -770,6 +774,9 @@ def waterfall_figure(wf: E.Waterfall, *, top: int = 12, title: str = "") -> go.F
                  else f"SHAP {rec.shap:+.4g}")
         doc = feature_doc(rec.feature)
         about = f"<br>{rec.feature}: {doc.formula}" if doc is not None else ""
+        if doc is not None and not math.isfinite(float(rec.value)):
+            about += ("<br>No value at this point: the bar is the effect of the figure's absence (it stands for "
+                      "whatever lacks it, such as a device without PCIe lanes in the catalog), not of a size.")
         # Colour: the feature's kind (legend "feature kind"); hatching: the step lowers the output
         # (legend "direction"). The bars themselves stay out of the legends so neither mixes the two.
         fig.add_bar(x=[rec.shap], base=[start[i]], y=[labels[i]], orientation="h", marker_color=colour,
