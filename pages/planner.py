@@ -8,6 +8,7 @@ from perfmodel import ui
 from perfmodel.errors import PerfmodelError
 from perfmodel.pareto import FRONTS, front_figure
 from perfmodel.ui import analyses
+from perfmodel.ui import pagestate as PS
 from perfmodel.ui import planner as P
 
 KIND = "planner"
@@ -21,6 +22,15 @@ stamp, ids, names = ds.stamp, ds.ids, ds.names
 msg = analyses.restore_analysis(KIND, lambda p: P.apply_inputs(str(p.get("dataset", "")), dict(p.get("plan") or {})))
 if msg:
     st.warning(msg, icon=":material/link_off:")
+# Every input also lives in the URL, so the address bar is a link to this plan.
+first_visit = not st.session_state.get(P.URL_READ)
+st.session_state[P.URL_READ] = True
+if bad := PS.restore(KIND, P.URL_SPEC):
+    st.warning(f"Could not read {', '.join(bad)} from the link; the default is used.", icon=":material/link_off:")
+# A link the page wrote (not only the app-wide ?dataset=) gives the models, "all" (none in it) included.
+if first_visit and any(k in st.query_params for k in P.URL_SPEC if k != "dataset") \
+        and P.KEYS["dataset"] in st.session_state:
+    st.session_state[P.MODELS_FOR] = st.session_state[P.KEYS["dataset"]]
 if st.session_state.get(P.KEYS["dataset"]) not in names:
     st.session_state[P.KEYS["dataset"]] = ui.selected_dataset() if ui.selected_dataset() in names else ids[0]
 for k, v in P.DEFAULTS.items():
@@ -61,6 +71,7 @@ p1.text_input("Currency", key=P.KEYS["currency"], max_chars=8)
 p2.text_area("Price overrides per device-hour (hardware=price, one per line)", key=P.KEYS["prices"], height=68)
 
 inputs = P.inputs_dict()
+PS.write(P.URL_SPEC)
 try:
     res = P.plan_tables(home, dataset, stamp, json.dumps(inputs, sort_keys=True))
 except PerfmodelError as exc:

@@ -187,3 +187,40 @@ def test_page_notes_say_when_a_percentile_target_was_judged_against_means() -> N
     assert len(notes) == 1 and "judged against the measured mean" in notes[0] and "1 of 2" in notes[0]
     assert P.page_notes(table, {"slo": {"percentile": "mean", "e2e_s": 60.0}}) == []
     assert P.page_notes(table, {"slo": {"percentile": "p90"}}) == []  # no latency target: nothing judged
+
+
+def test_every_input_lives_in_the_url_and_a_copied_address_reopens_the_plan(tmp_path: Path) -> None:
+    # The address bar read /planner whatever was entered: only a saved analysis could share a plan.
+    path = tmp_path / "two_models.csv"
+    pd.concat([synthetic_runs(hardware="h200", model="llama-3.1-8b"),
+               synthetic_runs(hardware="h200", model="llama-3-8b").iloc[:-3]]).to_csv(path, index=False)
+    info, _ = import_files([path], name="two models")
+    at = _page("pages/planner.py")
+    at.session_state[P.KEYS["dataset"]] = info.id
+    at.run()
+    at.number_input(key=P.KEYS["rate"]).set_value(25.0)
+    at.multiselect(key=P.KEYS["models"]).set_value([])  # all models, as alternatives
+    at.text_area(key=P.KEYS["prices"]).set_value("h200=3.5")
+    at.selectbox(key=P.KEYS["percentile"]).set_value("p99")
+    at.run()
+    _ok(at)
+    qp = {k: at.query_params[k] for k in at.query_params}
+    assert qp["dataset"] in (info.id, [info.id]) and qp["rate"] in ("25", ["25"])
+    assert "models" not in qp and qp["percentile"] in ("p99", ["p99"])
+    summary = [m.value for m in at.markdown if m.value.startswith("**")][0]
+
+    at2 = AppTest.from_file(APP, default_timeout=TIMEOUT_S)  # a fresh session opening the copied address
+    at2.run()
+    for k, v in qp.items():
+        at2.query_params[k] = v
+    at2.switch_page("pages/planner.py").run()
+    _ok(at2)
+    assert at2.session_state[P.KEYS["rate"]] == 25.0 and at2.session_state[P.KEYS["percentile"]] == "p99"
+    assert at2.session_state[P.KEYS["prices"]] == "h200=3.5"
+    assert at2.multiselect(key=P.KEYS["models"]).value == []  # "all" stands, not the default model
+    assert [m.value for m in at2.markdown if m.value.startswith("**")][0] == summary
+
+    bad = _page("pages/planner.py", dataset=info.id, rate="fast")
+    _ok(bad)
+    assert any("Could not read rate='fast'" in w.value for w in bad.warning)
+    assert bad.session_state[P.KEYS["rate"]] == P.DEFAULTS["rate"]

@@ -11,7 +11,7 @@ import streamlit as st
 from .. import planner
 from . import cached
 
-__all__ = ["KEYS", "DEFAULTS", "MODELS_FOR", "inputs_dict", "apply_inputs", "default_models", "page_notes",
+__all__ = ["KEYS", "DEFAULTS", "URL_SPEC", "URL_READ", "MODELS_FOR", "inputs_dict", "apply_inputs", "default_models", "page_notes",
            "front_missing", "plan_tables", "report_html", "report_pdf", "display_table", "display_column_config",
            "infeasible_table", "lengths_caveat", "MISSING"]
 
@@ -27,6 +27,12 @@ DEFAULTS: dict[str, Any] = {"rate": 10.0, "input_len": 1024.0, "output_len": 102
                             "tpot": 0.0, "percentile": "p90", "models": [], "hardware": [], "headroom": 0.2,
                             "currency": "USD", "prices": ""}
 
+
+URL_SPEC = {"dataset": (KEYS["dataset"], ""), **{k: (KEYS[k], v) for k, v in DEFAULTS.items()}}
+"""The Planner page's inputs in its URL (:mod:`perfmodel.ui.pagestate`): parameter -> (widget key, default)."""
+
+URL_READ = "planner._url_read"
+"""Set once the session's first run of the page has read its URL."""
 
 MODELS_FOR = "planner._models_for"
 """The dataset whose default model the Models widget was given (a restored plan counts as given)."""
