@@ -129,8 +129,7 @@ band = (f"{W.rate(at_b['pred_lower'])} - {W.rate(at_b['pred_upper'])}" if not ma
         else "n/a")
 m2.metric(f"{res.level:.0%} band", band)
 m3.metric("Confidence", "n/a" if math.isnan(at_b["confidence"]) else f"{at_b['confidence']:.2f}",
-          help=f"0..1, higher = closer to the training data and narrower band. Below {LOW_CONFIDENCE:g} (a 90% band "
-               "wider than a factor 25 for roofline-gbm) the page warns.")
+          help=W.confidence_help(values["predictor"], LOW_CONFIDENCE))
 m4.metric("Roofline bound", "n/a" if math.isnan(at_b["roofline_tok_s"]) else f"{W.rate(at_b['roofline_tok_s'])} tok/s",
           help="Physical upper bound from the catalogs (n/a: the catalog lacks a figure it needs: the bandwidth, the FLOPS, or the model's KV-cache size, which DeciLM-7B's per-layer KV heads leave undefined).")
 l1, l2, l3, l4 = st.columns(4)

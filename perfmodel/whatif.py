@@ -167,8 +167,9 @@ def setting_choices(runs: pd.DataFrame, point: Mapping[str, Any]) -> dict[str, S
     """The measurement settings a what-if of ``point`` should ask for, with the values it may take.
 
     A setting is offered where the dataset records more than one value of it (as the Curves page then keeps
-    its values apart) and the point's hardware x model x framework either records it in some row or was
-    never measured (LLM-Inference-Bench's vLLM rows have no llama.cpp ``n_batch``: none is offered for them).
+    its values apart) and the point's hardware x model x framework records it in some row, or, never measured,
+    its framework does (LLM-Inference-Bench's vLLM rows have no llama.cpp ``n_batch``: none is offered for them);
+    an unmeasured combination of a framework the dataset never ran is offered the dataset's values.
 
     Parameters
     ----------
@@ -190,7 +191,12 @@ def setting_choices(runs: pd.DataFrame, point: Mapping[str, Any]) -> dict[str, S
     same = (_same_combination(runs, point) if all(c in runs.columns for c in _COMBINATION)
             else np.zeros(len(runs), dtype=bool))
     measured = bool(same.any())
-    pool = runs.loc[same] if measured else runs
+    # A combination never measured takes its framework's values (llama.cpp's n_batch on a new GPU, not the
+    # "unset" of the dataset's vLLM majority; the H200 sample's transformers thread count for an H100), and the
+    # whole dataset's only where the framework was never measured.
+    same_fw = (runs["framework"].astype("string") == str(point.get("framework"))).fillna(False).to_numpy(dtype=bool) \
+        if "framework" in runs.columns else np.zeros(len(runs), dtype=bool)
+    pool = runs.loc[same] if measured else (runs.loc[same_fw] if same_fw.any() else runs)
     # The default is counted on the runs of the point itself where there are some: the dataset's default point
     # then gets the setting of its own most measured curve.
     near = np.ones(len(pool), dtype=bool)
@@ -201,8 +207,8 @@ def setting_choices(runs: pd.DataFrame, point: Mapping[str, Any]) -> dict[str, S
     out: dict[str, SettingChoice] = {}
     for c in varying:
         values = _setting_values(pool[c])
-        if measured and not values.notna().any():
-            continue  # the combination's runs do not record it: nothing to choose
+        if (measured or same_fw.any()) and not values.notna().any():
+            continue  # the combination's (or its framework's) runs do not record it: nothing to choose
         options: list[float | None] = sorted({float(v) for v in values.dropna()})
         if values.isna().any():
             options.append(None)

@@ -130,6 +130,10 @@ def test_page_trains_on_sample_and_draws_curve_band_and_measured_points() -> Non
     assert table["in_domain"].any()
     assert bool(at.warning) == (not table["in_domain"].all())
     assert at.get("download_button")
+    # The Confidence tile says what the number is for the predictor shown (the three kinds differ).
+    [tile] = [m for m in at.metric if m.label == "Confidence"]
+    assert tile.proto.help == W.confidence_help("roofline-gbm", core.LOW_CONFIDENCE) and "calibrated" in tile.proto.help
+    assert "nearest-neighbour" in W.confidence_help("ala", 0.2) and "no confidence" in W.confidence_help("xgboost", 0.2)
     # Every input is in the URL.
     qp = dict(at.query_params)
     for name in ("hardware", "model", "framework", "input_len", "output_len", "device_count", "batch",
@@ -278,13 +282,16 @@ def test_a_setting_is_offered_only_for_a_configuration_whose_runs_record_it() ->
     assert at.selectbox(key=K["fw_num_threads"]).options == ["1", "2"]
     assert at.selectbox(key=K["fw_num_threads"]).value == 1.0 and not at.warning
     assert at.query_params["num_threads"] in ("1", ["1"])
-    # A combination never measured offers the dataset's values and unset (the llama-server runs), which a link
-    # keeps as such.
+    # A combination never measured offers its framework's values: the transformers runs' 1 and 2, not the
+    # llama-server runs' unset, which a link's "unset" is then told.
     at = _page(**{**link, "hardware": "h200", "framework": "transformers"}, num_threads="unset")
     _no_exception(at)
     threads = at.selectbox(key=K["fw_num_threads"])
-    assert threads.options == ["1", "2", "unset (not recorded)"] and threads.value == W.UNSET
-    assert at.query_params["num_threads"] in ("unset", ["unset"]) and not at.warning
+    assert threads.options == ["1", "2"] and threads.value == 1.0
+    assert at.query_params["num_threads"] in ("1", ["1"])
+    assert [w.value for w in at.warning if "num_threads" in w.value] == [
+        "num_threads='unset' is not among the values measured with transformers elsewhere (1, 2): showing 1, the "
+        "most frequent elsewhere"]
 
 
 def _page(**query: str) -> AppTest:
@@ -625,10 +632,14 @@ def test_setting_choices_are_the_configurations_values_and_none_where_it_records
         "fw_n_batch": core.SettingChoice("fw_n_batch", options=(16.0, 64.0), default=64.0, measured=True)}
     # vLLM's runs do not record llama.cpp's n_batch: nothing to choose.
     assert core.setting_choices(runs, {**cpp, "framework": "vllm"}) == {}
-    # A combination never measured: the dataset's values, and unset for the runs without the setting (the
-    # most frequent here).
+    # A combination never measured: its framework's values (it had been offered the dataset's, with "unset",
+    # the vLLM majority's, as its default), the whole dataset's for a framework never measured, and nothing
+    # for a framework whose runs do not record the setting.
     assert core.setting_choices(runs, {**cpp, "hardware": "h100-sxm"}) == {
+        "fw_n_batch": core.SettingChoice("fw_n_batch", options=(16.0, 64.0), default=64.0, measured=False)}
+    assert core.setting_choices(runs, {**cpp, "hardware": "h100-sxm", "framework": "sglang"}) == {
         "fw_n_batch": core.SettingChoice("fw_n_batch", options=(16.0, 64.0, None), default=None, measured=False)}
+    assert core.setting_choices(runs, {**cpp, "hardware": "h100-sxm", "framework": "vllm"}) == {}
     # A tie goes to the faster setting (its runs' median throughput: 80 against 60 tok/s), whatever the rows'
     # order, and at equal speed to the smaller value; a dataset measured at one value offers nothing.
     tie = runs.drop(index=2)

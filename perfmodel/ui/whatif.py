@@ -32,6 +32,7 @@ from . import cached
 from .widgets import show_error
 
 __all__ = [
+    "confidence_help",
     "P",
     "KEYS",
     "QP",
@@ -350,7 +351,8 @@ def setting_help(choice: W.SettingChoice) -> str:
     what = f"{doc.formula[:1].upper()}{doc.formula[1:]}" + (f" ({doc.unit})" if doc.unit else "") + ". " \
         if doc is not None else ""
     where = ("The values measured for this hardware, model and framework" if choice.measured
-             else "This hardware, model and framework were never measured together: the values of the whole dataset")
+             else "This hardware, model and framework were never measured together: the values measured with "
+                  "this framework elsewhere (the whole dataset's where it was never run)")
     unset = "; unset: the runs that do not record it" if None in choice.options else ""
     return (f"{what}{where}{unset}. The curve is predicted at the value chosen, and the measured points shown are "
             "those at it.")
@@ -430,10 +432,10 @@ def choose_settings(choices: Mapping[str, W.SettingChoice], config: str, current
         if raw is None:
             continue
         listed = ", ".join(setting_text(o) for o in options)
-        whose = "the configuration's default" if choice.measured else "the dataset's most frequent"
+        whose = "the configuration's default" if choice.measured else "the most frequent elsewhere"
         why = (f"is not a number or {UNSET}" if _as_setting(raw) is None
                else f"was not measured for {config} (measured: {listed})" if choice.measured
-               else f"is not among the dataset's values ({listed})")
+               else f"is not among the values measured with {config.split(' · ')[-1]} elsewhere ({listed})")
         messages.append(f"{QP[name]}={raw!r} {why}: showing {setting_text(shown)}, {whose}")
     return values, messages
 
@@ -1015,3 +1017,33 @@ def curves_with_suspects(fig: go.Figure, table: pd.DataFrame, home: str, dataset
     if not len(shown):
         return fig, 0
     return add_suspect_markers(go.Figure(fig), shown, y=y), len(shown)
+
+
+def confidence_help(predictor: str, low: float) -> str:
+    """The What-if page's help for its Confidence tile: what the number is for this predictor.
+
+    The three kinds of predictor mean different things by it, and a user comparing them should know: a
+    published hybrid's 0.97 at a length nobody measured is a distance in feature space, not a band.
+
+    Parameters
+    ----------
+    predictor
+        Predictor name.
+    low
+        The confidence below which the page warns.
+
+    Returns
+    -------
+    str
+    """
+    if predictor == "roofline-gbm":
+        return ("0..1: the prediction divided by the upper end of its calibrated 90% band (0.5: the band reaches twice "
+                "the prediction), so it falls as the band widens away from the data; on held-out rows of "
+                "LLM-Inference-Bench it tracks the error (Spearman -0.34 to -0.61 by protocol). "
+                f"Below {low:g} (a 90% band wider than a factor 25) the page warns.")
+    if predictor == "ala":
+        return ("0..1: the published hybrid's nearest-neighbour similarity, 1 / (1 + median distance to the 5 nearest "
+                "training points). It is not calibrated and has no band: it stays high at lengths or batches "
+                "nobody measured when the other features are close (Spearman with the error +0.06 to -0.68 by "
+                "protocol on LLM-Inference-Bench). Compare with roofline-gbm's, which comes from its band.")
+    return "This predictor (a published baseline) gives no confidence and no band: n/a."
