@@ -100,11 +100,17 @@ if (group, shown) in rep.detections:
     st.plotly_chart(M.series_figure(rep, group, shown), key="monitor.chart")
 st.subheader(f"Alerts ({len(rep.alerts):,})", anchor=False)
 if rep.alerts.empty and source != "Recorded file" and not M.judged_configurations(stream, detector, int(window)):
+    can_switch = detector != "threshold" and M.judged_configurations(stream, "threshold", int(window)) > 0
     st.info(f"Nothing was judged: no configuration has enough repeats for the {detector} detector (see above). "
             + ("No configuration was measured more than once." if detector == "threshold"
-               else "Choose the threshold detector."), icon=":material/info:")
+               else "The threshold detector judges every configuration measured more than once." if can_switch
+               else ""), icon=":material/info:")
+    if can_switch:
+        st.button("Use the threshold detector", key="monitor.to_threshold", icon=":material/swap_horiz:",
+                  on_click=lambda: st.session_state.update({"monitor.detector": "threshold"}))
 elif rep.alerts.empty:
     st.success("No anomaly with these settings.", icon=":material/check_circle:")
 else:
+    st.caption(M.alerts_summary(rep))
     alerts, alert_columns = M.alerts_view(rep)
     st.dataframe(alerts, hide_index=True, column_config=alert_columns)

@@ -214,9 +214,9 @@ def replay_note(stream: MetricStream, detector: str, window: int) -> str:
                  f"{DEFAULT_MIN_BASELINE} repeats.")
     else:
         enough = judged_configurations(stream, detector, window)
-        text += (f" The {detector} detector first learns a baseline of {need} repeats of a configuration and judges "
-                 f"only the repeats after it ({enough:,} configuration(s) have that many); with fewer, choose the "
-                 f"threshold detector.")
+        text += (f" The {detector} detector first learns a baseline from {need} repeats of a configuration (its "
+                 f"baseline window, {window:,}, is the most it keeps) and judges only the repeats after them "
+                 f"({enough:,} configuration(s) have that many); with fewer, use the threshold detector.")
     return text
 
 
@@ -351,3 +351,26 @@ def _gaps(t: np.ndarray) -> np.ndarray:
         return np.array([], dtype=int)
     typical = float(np.median(ok)) if ok.size >= 4 else float(ok.min())
     return np.flatnonzero(dt > 5 * typical) + 1
+
+
+def alerts_summary(rep: MonitorReport) -> str:
+    """One line over the alerts table: how many alerts, on how many groups and metrics, and which group and
+    metric have the most (a replayed sweep's hundreds of alerts read as a list otherwise).
+
+    Parameters
+    ----------
+    rep
+        The report.
+
+    Returns
+    -------
+    str
+        Empty where there are no alerts.
+    """
+    a = rep.alerts
+    if a.empty or not {"group", "metric"} <= set(a.columns):
+        return ""
+    per = a.groupby(["group", "metric"], sort=False).size().sort_values(ascending=False, kind="stable")
+    (g, m), n = per.index[0], int(per.iloc[0])
+    return (f"{len(a):,} alert(s) on {a['group'].nunique():,} group(s) and {a['metric'].nunique():,} metric(s); the "
+            f"most: {n:,} on {axis_title(str(m))} of {g}.")
