@@ -87,7 +87,7 @@ for n in res["notes"]:
     st.caption(n)
 for n in P.page_notes(res["table"], inputs):
     st.info(n, icon=":material/info:")
-st.dataframe(P.display_table(res["table"], res["currency"]), hide_index=True, key="planner.table",
+st.dataframe(P.display_table(res["table"], res["currency"], res["lengths"]), hide_index=True, key="planner.table",
              column_config=P.display_column_config(res["currency"]), placeholder=P.MISSING)
 if len(res["infeasible"]):
     st.markdown("**Infeasible candidates**")

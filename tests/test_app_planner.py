@@ -121,6 +121,7 @@ def test_table_names_the_model_formats_numbers_and_shows_the_lengths_caveat(tmp_
     assert sorted(df["model"]) == ["llama-3-8b", "llama-3.1-8b"]
     assert list(df.columns).index("measured at (in/out tok)") < 6
     assert set(df["measured at (in/out tok)"]) == {"1000/1000"}
+    assert set(df["status"]) == {"ok, sized at 1000/1000"}  # not a bare "ok" beside other requests' figures
     caveat = [w.value for w in at.warning if "nearest measured lengths" in w.value]
     assert caveat and "1024/1024" in caveat[0]
     config = json.loads(table.proto.columns)

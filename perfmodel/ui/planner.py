@@ -276,8 +276,12 @@ LENGTHS_HEADER = "measured at (in/out tok)"
 """The planner table's header of the lengths a candidate was sized from."""
 
 
-def display_table(table: pd.DataFrame, currency: str) -> pd.DataFrame:
+def display_table(table: pd.DataFrame, currency: str, lengths: str | None = None) -> pd.DataFrame:
     """The candidate columns a reader needs, in reading order.
+
+    With the workload's ``lengths`` (``"1024/1024"``), a candidate sized from runs at other lengths says so
+    in its status (``ok, sized at 512/512``): its throughput and latency are those of other requests, which a
+    bare "ok" beside them had hidden.
 
     What a buyer decides on (devices and cost) comes right after what the row is, before the operating point
     and the bands: in the old order (status, lengths, batch, throughput and three device columns first) the
@@ -289,6 +293,8 @@ def display_table(table: pd.DataFrame, currency: str) -> pd.DataFrame:
         :attr:`perfmodel.planner.PlanResult.table`.
     currency
         For column names.
+    lengths
+        The workload's mean lengths as :func:`plan_tables` gives them.
 
     Returns
     -------
@@ -300,7 +306,12 @@ def display_table(table: pd.DataFrame, currency: str) -> pd.DataFrame:
             "throughput_per_device_tok_s": "tok/s per device", "batch_size": "batch", "e2e_s": "e2e s",
             "devices_lo": "devices (low)", "devices_hi": "devices (high)",
             "energy_j_per_output_tok": "J/output tok", "energy_basis": "energy basis", "note": "note"}
-    return table[[c for c in cols if c in table.columns]].rename(columns=cols)
+    out = table[[c for c in cols if c in table.columns]].rename(columns=cols)
+    if lengths and {"status", "lengths"} <= set(table.columns):
+        other = table["lengths"].astype(str) != str(lengths)
+        out["status"] = [f"{st_}, sized at {ln}" if o else st_ for st_, ln, o in
+                         zip(table["status"].astype(str), table["lengths"].astype(str), other, strict=True)]
+    return out
 
 
 _NO_PRICE = f"{MISSING}: no price known for this hardware (give one under Price overrides)"
