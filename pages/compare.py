@@ -73,6 +73,12 @@ if C.same_rows(sides["a"], sides["b"]):
             "for B, or cut the sides to different values (e.g. *Only the rows where* framework, one framework "
             "on each side).", icon=":material/info:")
     st.stop()
+if (whole := C.contained(sides["a"], sides["b"])) is not None:
+    part = "b" if whole == "a" else "a"
+    st.warning(f"Side {whole.upper()} holds every run of side {part.upper()} (and more): each matched point compares "
+               f"{part.upper()}'s runs with an average that includes them, so differences shrink towards zero. Cut "
+               f"side {whole.upper()} to the other values (e.g. the other framework) for a fair comparison.",
+               icon=":material/join_inner:")
 options = C.options_json(sides["a"]["by"], sides["a"]["in"], sides["b"]["by"], sides["b"]["in"], metric, ignore,
                          label_a, label_b)
 try:

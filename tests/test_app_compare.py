@@ -110,6 +110,22 @@ def test_the_same_rows_on_both_sides_ask_for_two_different_sides() -> None:
     assert not at.get("plotly_chart") and not at.metric and not any("+0.0%" in m.value for m in at.markdown)
 
 
+def test_a_side_that_holds_the_other_is_warned_about() -> None:
+    # Side A llama.cpp against the whole sample on B read "+0.0 %, 0 beyond noise" with no word of why.
+    from perfmodel.ui.compare import NO_SUBSET, contained
+
+    at = _open("pages/compare.py")
+    at.selectbox(key=KEYS["by_b"]).set_value("(all rows)").run()
+    _ok(at)
+    assert any("Side B holds every run of side A" in w.value for w in at.warning)
+    ds = at.selectbox(key=KEYS["a"]).value
+    side = {"dataset": ds, "by": "framework", "in": ["llama.cpp"]}
+    assert contained(side, {"dataset": ds, "by": NO_SUBSET, "in": []}) == "b"
+    assert contained({**side, "in": ["llama.cpp", "vllm"]}, side) == "a"
+    assert contained(side, {**side, "in": ["vllm"]}) is None  # two cuts apart: fair
+    assert contained(side, {**side, "dataset": "other"}) is None and contained(side, side) is None
+
+
 def test_per_point_table_shows_the_results_before_the_keys_that_never_change() -> None:
     # The nine key columns came first, most of them the same on every row (hardware, framework, dtypes, tp,
     # pp): A, B, the difference and the verdict began past the right edge of a 1,500-pixel-wide window.
