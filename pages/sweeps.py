@@ -121,12 +121,14 @@ if table.empty:
     st.stop()
 ids = table["id"].tolist()
 labels = {r.id: f"{r.name} · {r.status} · {r.done}/{r.points} ({r.id})" for r in table.itertuples()}
-if st.session_state.get(S.SELECTED) not in labels:
-    st.session_state[S.SELECTED] = ids[0]
+st.session_state[S.SELECTED] = S.sweep_id_of(st.session_state.get(S.SELECTED), ids) or ids[0]
 st.session_state[S.SELECT_WIDGET] = st.session_state[S.SELECTED]
 PS.write(S.URL_SPEC)
+# The labels change as a sweep runs: the browser may send back the label it showed ("... · pending · 0/2 (ID)"),
+# which no longer names an option, so the choice is read back through the id in it.
 st.selectbox("Sweep", ids, key=S.SELECT_WIDGET, format_func=labels.get,
-             on_change=lambda: st.session_state.__setitem__(S.SELECTED, st.session_state[S.SELECT_WIDGET]))
+             on_change=lambda: st.session_state.__setitem__(
+                 S.SELECTED, S.sweep_id_of(st.session_state[S.SELECT_WIDGET], ids) or st.session_state[S.SELECTED]))
 
 
 selected_state = table.set_index("id").loc[st.session_state[S.SELECTED], "status"]

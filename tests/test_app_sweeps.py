@@ -187,3 +187,15 @@ def test_a_stopped_sweep_whose_dataset_was_deleted_offers_run_again_not_resume()
     assert len(fresh) == 1 and fresh[0].plan == info.plan and fresh[0].dataset_exists
     _wait_until(lambda: Store().sweep(fresh[0].id).state == "done", "the new sweep to finish")
     assert Store().sweep(fresh[0].id).n_done == 2 and len(Store().runs(fresh[0].dataset_id)) == 2
+
+
+def test_a_label_sent_back_after_it_changed_still_names_its_sweep() -> None:
+    # The selector's labels carry the sweep's status and progress; the browser sent back the label it had shown
+    # ("... · pending · 0/2 (ID)") after the sweep moved on, Streamlit passed that string through as the value,
+    # and the page said "no sweep 'browser sweep · pending · 0/2 (...)'" (seen in the browser test).
+    ids = ["1a7e7dfcfaaac0d6", "00ff00ff00ff00ff"]
+    assert S.sweep_id_of("1a7e7dfcfaaac0d6", ids) == "1a7e7dfcfaaac0d6"
+    assert S.sweep_id_of("browser sweep · pending · 0/2 (1a7e7dfcfaaac0d6)", ids) == "1a7e7dfcfaaac0d6"
+    assert S.sweep_id_of("a (b) · done · 2/2 (00ff00ff00ff00ff)", ids) == "00ff00ff00ff00ff"
+    assert S.sweep_id_of("gone · done · 1/1 (deadbeefdeadbeef)", ids) is None
+    assert S.sweep_id_of(None, ids) is None and S.sweep_id_of("", ids) is None

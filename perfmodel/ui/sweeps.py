@@ -8,6 +8,7 @@ the page's fragment sees it. Starting, stopping and resuming go straight to
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from . import cached
 __all__ = [
     "PREFIX",
     "SELECTED",
+    "sweep_id_of",
     "SELECT_WIDGET",
     "FORM",
     "FIELD",
@@ -66,6 +68,27 @@ ACTIVE_STATES = ("pending", "running")
 POLL_S = 2.0
 """Seconds between polls of a running sweep."""
 LOG_TAIL_LINES = 15
+
+
+def sweep_id_of(value: Any, ids: list[str]) -> str | None:
+    """The sweep a selector value names: an id of ``ids`` as is, or the id at the end of a label
+    (``"name · running · 1/2 (ID)"``) that the browser sent back after the label changed; None for neither.
+
+    Parameters
+    ----------
+    value
+        The selector's value (or a link's).
+    ids
+        The sweeps' ids.
+
+    Returns
+    -------
+    str or None
+    """
+    if value in ids:
+        return str(value)
+    m = re.search(r"\(([^()\s]+)\)\s*$", str(value or ""))
+    return m.group(1) if m and m.group(1) in ids else None
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
