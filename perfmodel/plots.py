@@ -405,14 +405,20 @@ def curve_figure(fits: Sequence[CurveFit], points: pd.DataFrame, labels: Sequenc
             ci = [batch_estimate_text(k, a, b, n_batches=fit.n_batches, batch_max=fit.batch_range[1])
                   + ("" if np.isfinite(a) and np.isfinite(b) else " (no interval)")
                   for k, a, b in zip(kx, klo, khi, strict=True)]
+            # A curve whose plateau lies far beyond the data (the fits table's "plateau not reached") bends
+            # most somewhere, but that is no saturation: its knee is drawn open and says so.
+            unsaturated = bool(getattr(fit, "plateau_extrapolated", False))
             fig.add_trace(go.Scatter(
                 x=kx.tolist(), y=fit.predict(kx).tolist(), mode="markers", legendgroup=label, showlegend=False,
                 name=f"knee · {label}", meta=KNEE_META, text=ci,
-                marker={"symbol": "diamond", "size": 13, "color": colour, "line": {"width": 1.5, "color": "black"}},
+                marker={"symbol": "diamond", "size": 13, "color": "white" if unsaturated else colour,
+                        "line": {"width": 2 if unsaturated else 1.5, "color": colour if unsaturated else "black"}},
                 error_x={"type": "data", "symmetric": False, "array": np.nan_to_num(khi - kx).tolist(),
                          "arrayminus": np.nan_to_num(kx - klo).tolist(), "visible": True, "thickness": 1.5},
                 hovertemplate=f"<b>{label}</b><br>knee at batch %{{text}}<br>"
-                              f"{y_title}: %{{y:,.4g}}<extra></extra>"))
+                              + ("plateau not reached: where the fitted curve bends most, not where throughput "
+                                 "stops growing<br>" if unsaturated else "")
+                              + f"{y_title}: %{{y:,.4g}}<extra></extra>"))
         marks = [(name, v, ci) for name, v, ci in (("b90", fit.b90, fit.b90_ci), ("b95", fit.b95, fit.b95_ci))
                  if np.isfinite(v) and lo_b <= v <= hi_b]
         if marks:
@@ -427,9 +433,14 @@ def curve_figure(fits: Sequence[CurveFit], points: pd.DataFrame, labels: Sequenc
     # one key of the marker shapes: a knee entry per configuration repeated every label, and a legend of long
     # labels beside the plot left the plot a sliver, so the legend goes below it, across the full width.
     metas = {t.meta for t in fig.data}
+    if any(t.meta == KNEE_META and t.marker.color == "white" for t in fig.data):
+        metas.add("knee_open")
     for meta, name, marker in ((KNEE_META, "knee (with its interval)",
                                 {"symbol": "diamond", "size": 11, "color": "#bbbbbb",
                                  "line": {"width": 1.5, "color": "black"}}),
+                               ("knee_open", "knee, plateau not reached",
+                                {"symbol": "diamond", "size": 11, "color": "white",
+                                 "line": {"width": 2, "color": "#555555"}}),
                                ("fraction", "batch at 90% / 95% of plateau",
                                 {"symbol": "triangle-up", "size": 10, "color": "white",
                                  "line": {"width": 2, "color": "#555555"}})):

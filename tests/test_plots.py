@@ -106,6 +106,14 @@ def test_curve_figure_has_points_band_fit_and_knee_with_interval() -> None:
     flat = dataclasses.replace(fit, knee_ci=((fit.knees[0], fit.knees[0]),))
     flat_knee = next(t for t in curve_figure([flat], pts, ["H100"]).data if t.meta == KNEE_META)
     assert flat_knee.text[0].endswith(f"({NOT_ESTIMABLE} from {fit.n_batches} batch sizes)")
+    # A saturated curve's knee is filled; one whose plateau was not reached is drawn open and says so.
+    assert not fit.plateau_extrapolated and knee.marker.color != "white"
+    assert "plateau not reached" not in knee.hovertemplate
+    open_fig = curve_figure([dataclasses.replace(fit, plateau_extrapolated=True)], pts, ["H100"])
+    open_knee = next(t for t in open_fig.data if t.meta == KNEE_META)
+    assert open_knee.marker.color == "white" and "plateau not reached" in open_knee.hovertemplate
+    assert "knee, plateau not reached" in [t.name for t in open_fig.data]
+    assert "knee, plateau not reached" not in [t.name for t in fig.data]
     assert fig.layout.xaxis.type == "log"
     band_hi = fig.data[2]
     assert band_hi.fill == "tonexty" and all(a <= b for a, b in zip(fig.data[1].y, band_hi.y, strict=True))
