@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -151,13 +152,18 @@ def test_cost_columns_come_before_the_bands_and_infeasible_rows_use_the_same_hea
     assert "devices/replica" in bad.columns and "device_count" not in bad.columns
 
 
-def test_one_model_by_default_several_said_to_be_alternatives_and_an_empty_front_says_why(tmp_path: Path) -> None:
-    # The page planned every model of the dataset by default (a 1B model on a CPU ranked beside an 8B one on
-    # GPUs), and with no catalog price its cost tab was a blank chart.
+def _two_models(tmp_path: Path) -> Any:
+    """A dataset of two models on one H200, llama-3.1-8b measured 3 runs more than llama-3-8b."""
     path = tmp_path / "two_models.csv"
     pd.concat([synthetic_runs(hardware="h200", model="llama-3.1-8b"),
                synthetic_runs(hardware="h200", model="llama-3-8b").iloc[:-3]]).to_csv(path, index=False)
-    info, _ = import_files([path], name="two models")
+    return import_files([path], name="two models")[0]
+
+
+def test_one_model_by_default_several_said_to_be_alternatives_and_an_empty_front_says_why(tmp_path: Path) -> None:
+    # The page planned every model of the dataset by default (a 1B model on a CPU ranked beside an 8B one on
+    # GPUs), and with no catalog price its cost tab was a blank chart.
+    info = _two_models(tmp_path)
     at = _page("pages/planner.py")
     at.session_state[P.KEYS["dataset"]] = info.id
     at.run()
@@ -192,10 +198,7 @@ def test_page_notes_say_when_a_percentile_target_was_judged_against_means() -> N
 
 def test_every_input_lives_in_the_url_and_a_copied_address_reopens_the_plan(tmp_path: Path) -> None:
     # The address bar read /planner whatever was entered: only a saved analysis could share a plan.
-    path = tmp_path / "two_models.csv"
-    pd.concat([synthetic_runs(hardware="h200", model="llama-3.1-8b"),
-               synthetic_runs(hardware="h200", model="llama-3-8b").iloc[:-3]]).to_csv(path, index=False)
-    info, _ = import_files([path], name="two models")
+    info = _two_models(tmp_path)
     at = _page("pages/planner.py")
     at.session_state[P.KEYS["dataset"]] = info.id
     at.run()
