@@ -356,14 +356,12 @@ def _complete_query(runs: pd.DataFrame, known: dict[str, Any]) -> tuple[pd.DataF
     was_blank = [[not p and i in fillable for i, p in enumerate(k.split("|"))] for k in keys.tolist()]
     cols: dict[str, Any] = {}
     for r, (k, full) in enumerate(zip(keys.tolist(), split, strict=True)):
-        fw = full[_FRAMEWORK_OF_KEY]
-        if "@" not in fw or "@" in k.split("|")[_FRAMEWORK_OF_KEY]:
-            continue
-        for tag in fw.split("@", 1)[1].split(","):
-            col, val = tag.split("=", 1)
+        if _framework_settings(k.split("|")[_FRAMEWORK_OF_KEY])[1]:
+            continue  # the query gave its settings
+        for col, val in _framework_settings(full[_FRAMEWORK_OF_KEY])[1].items():
             if col not in cols:
                 cols[col] = _floats(runs, col).copy()
-            cols[col][r] = float(val)
+            cols[col][r] = val
     for i, col in enumerate(CONFIG_COLUMNS):
         fill = [r for r in range(len(split)) if was_blank[r][i] and split[r][i]]
         if not fill:
@@ -426,7 +424,7 @@ def _completion_index(known: dict[str, Any], blank: tuple[int, ...], bare: bool 
             continue
         parts = k.split("|")
         if bare:
-            parts[_FRAMEWORK_OF_KEY] = parts[_FRAMEWORK_OF_KEY].split("@", 1)[0]
+            parts[_FRAMEWORK_OF_KEY] = _framework_settings(parts[_FRAMEWORK_OF_KEY])[0]
         index.setdefault(tuple(p for i, p in enumerate(parts) if i not in blank), []).append(k)
     _COMPLETION_INDEX[(blank, bare)] = (known, index)
     return index
@@ -452,6 +450,13 @@ def _log_prior(roof: pd.DataFrame, runs: pd.DataFrame) -> tuple[np.ndarray, np.n
     kind = np.where(np.isfinite(full) & (full > 0), 0.0, np.where(np.isfinite(comp) & (comp > 0), 1.0, 2.0))
     prior = np.where(kind == 0, full, np.where(kind == 1, comp, nominal))
     return np.log(prior), kind
+
+
+def _framework_settings(part: str) -> tuple[str, dict[str, float]]:
+    """A key's framework part as :func:`_config_keys_rows` writes it, split into the framework and its settings
+    (``"llama.cpp@fw_n_batch=16"`` -> ``("llama.cpp", {"fw_n_batch": 16.0})``)."""
+    fw, _, tags = part.partition("@")
+    return fw, {c: float(v) for c, _, v in (t.partition("=") for t in tags.split(",") if t)}
 
 
 def _without_settings(keys: np.ndarray) -> np.ndarray:
