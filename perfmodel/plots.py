@@ -355,6 +355,7 @@ def curve_figure(fits: Sequence[CurveFit], points: pd.DataFrame, labels: Sequenc
         return _empty_figure("No configuration selected", x=x, y=y)
     fig = go.Figure()
     y_title = axis_title(y)
+    open_knee = False  # a knee drawn open (plateau not reached): the legend keys it
     for i, (fit, label) in enumerate(zip(fits, labels, strict=True)):
         colour = _PALETTE[i % len(_PALETTE)]
         pts = points[points["configuration"] == label] if "configuration" in points.columns else points.iloc[:0]
@@ -408,6 +409,7 @@ def curve_figure(fits: Sequence[CurveFit], points: pd.DataFrame, labels: Sequenc
             # A curve whose plateau lies far beyond the data (the fits table's "plateau not reached") bends
             # most somewhere, but that is no saturation: its knee is drawn open and says so.
             unsaturated = bool(getattr(fit, "plateau_extrapolated", False))
+            open_knee = open_knee or unsaturated
             fig.add_trace(go.Scatter(
                 x=kx.tolist(), y=fit.predict(kx).tolist(), mode="markers", legendgroup=label, showlegend=False,
                 name=f"knee · {label}", meta=KNEE_META, text=ci,
@@ -433,7 +435,7 @@ def curve_figure(fits: Sequence[CurveFit], points: pd.DataFrame, labels: Sequenc
     # one key of the marker shapes: a knee entry per configuration repeated every label, and a legend of long
     # labels beside the plot left the plot a sliver, so the legend goes below it, across the full width.
     metas = {t.meta for t in fig.data}
-    if any(t.meta == KNEE_META and t.marker.color == "white" for t in fig.data):
+    if open_knee:
         metas.add("knee_open")
     for meta, name, marker in ((KNEE_META, "knee (with its interval)",
                                 {"symbol": "diamond", "size": 11, "color": "#bbbbbb",
