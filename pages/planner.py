@@ -38,16 +38,18 @@ for k, v in P.DEFAULTS.items():
 
 dataset = st.selectbox("Dataset", ids, key=P.KEYS["dataset"], format_func=lambda i: f"{names[i]} ({i})")
 runs = ui.dataset_runs(home, dataset, stamp)
-st.session_state[P.KEYS["models"]] = [m for m in st.session_state[P.KEYS["models"]]
-                                      if m in set(runs["model"].dropna().astype(str))]
+predict = bool(st.session_state.get(P.KEYS["predict"]))
+model_opts, hw_opts, fw_opts = P.choices(runs, home, predict)
+st.session_state[P.KEYS["models"]] = [m for m in st.session_state[P.KEYS["models"]] if m in model_opts]
 # One model by default, the dataset's most measured: a plan serves one model, and candidates of several
 # (a 1B model on one CPU beside an 8B one on eight GPUs) are not alternatives unless the model may change.
 if st.session_state.get(P.MODELS_FOR) != dataset:
     st.session_state[P.MODELS_FOR] = dataset
     if not st.session_state[P.KEYS["models"]]:
         st.session_state[P.KEYS["models"]] = P.default_models(runs)
-st.session_state[P.KEYS["hardware"]] = [h for h in st.session_state[P.KEYS["hardware"]]
-                                        if h in set(runs["hardware"].dropna().astype(str))]
+st.session_state[P.KEYS["hardware"]] = [h for h in st.session_state[P.KEYS["hardware"]] if h in hw_opts]
+if fw_opts and st.session_state.get(P.KEYS["framework"]) not in fw_opts:
+    st.session_state[P.KEYS["framework"]] = fw_opts[0]
 
 st.subheader("Workload and SLOs", anchor=False)
 c1, c2, c3, c4 = st.columns(4)
@@ -62,18 +64,30 @@ s2.number_input("TTFT target (s, 0 = none)", min_value=0.0, key=P.KEYS["ttft"])
 s3.number_input("TPOT target (s, 0 = none)", min_value=0.0, key=P.KEYS["tpot"], format="%.4f")
 s4.selectbox("Percentile", ["mean", "p50", "p90", "p99"], key=P.KEYS["percentile"])
 m1, m2 = st.columns(2)
-m1.multiselect("Models (empty: all, as alternatives)", sorted(set(runs["model"].dropna().astype(str))),
+m1.multiselect("Models (empty: all, as alternatives)", model_opts,
                key=P.KEYS["models"], help="The plan's candidates serve these models. Several (or none: all) are "
-               "compared as alternatives, which only makes sense where the model served may change.")
-m2.multiselect("Hardware (empty: all)", sorted(set(runs["hardware"].dropna().astype(str))), key=P.KEYS["hardware"])
+               "compared as alternatives, which only makes sense where the model served may change."
+               + (" With prediction on, any catalog model can be chosen." if predict else ""))
+m2.multiselect("Hardware (empty: all)", hw_opts, key=P.KEYS["hardware"],
+               help="With prediction on, any catalog accelerator can be chosen: one with no runs is predicted "
+                    "(with the models chosen under Models)." if predict else
+                    "Accelerators with runs in the dataset; turn on prediction to size others from the catalog.")
+t1, t2 = st.columns([1, 1], vertical_alignment="bottom")
+t1.toggle("Predict what was not measured", key=P.KEYS["predict"], help=P.PREDICT_HELP)
+if predict:
+    t2.selectbox("Framework of candidates without runs", fw_opts, key=P.KEYS["framework"],
+                 help="Hardware chosen above with no runs of the model is predicted running this framework.")
 p1, p2 = st.columns([1, 3])
 p1.text_input("Currency", key=P.KEYS["currency"], max_chars=8)
 p2.text_area("Price overrides per device-hour (hardware=price, one per line)", key=P.KEYS["prices"], height=68)
 
 inputs = P.inputs_dict()
 PS.write(P.URL_SPEC)
+model = ("", 0)
+if inputs.get("predict"):
+    model = P.plan_model(home, dataset, stamp, len(runs), names[dataset]) or model
 try:
-    res = P.plan_tables(home, dataset, stamp, json.dumps(inputs, sort_keys=True))
+    res = P.plan_tables(home, dataset, stamp, json.dumps(inputs, sort_keys=True), *model)
 except PerfmodelError as exc:
     st.error(str(exc))
     st.stop()
@@ -82,7 +96,8 @@ analyses.write_analysis_link(KIND)
 st.subheader("Recommendation", anchor=False)
 st.markdown(f"**{res['summary']}**")
 if caveat := P.lengths_caveat(res["table"], res["lengths"], res["recommended"]):
-    st.warning(caveat, icon=":material/straighten:")
+    st.warning(caveat + ("" if predict else " Turn on **Predict what was not measured** to predict them at the "
+                         "workload's lengths instead."), icon=":material/straighten:")
 for n in res["notes"]:
     st.caption(n)
 for n in P.page_notes(res["table"], inputs):

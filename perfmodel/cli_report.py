@@ -17,11 +17,13 @@ __all__ = ["plan_cmd", "report_cmd", "analyses_cmd", "register", "ANALYSIS_KIND_
 ANALYSIS_KIND_PLANNER = "planner"
 """Kind of the analyses the Planner page saves: payload ``{"dataset": id, "plan": PlanInputs as JSON}``."""
 
-_PLAN_COLUMNS = ["hardware", "model", "framework", "device_count", "lengths", "status", "batch_size",
+_PLAN_COLUMNS = ["hardware", "model", "framework", "device_count", "lengths", "source", "status", "batch_size",
                  "throughput_per_device_tok_s", "devices", "devices_lo", "devices_hi", "cost_per_hour",
                  "cost_per_m_output_tok", "energy_j_per_output_tok", "energy_basis", "e2e_s"]
-_LENGTHS_HEADER = "measured_at"
+_LENGTHS_HEADER = "sized_at"
 """Header of the ``lengths`` column in the printed table (shown only when some differ from the workload's)."""
+_SOURCE_HEADER = "sized_from"
+"""Header of the ``source`` column in the printed table (shown only when some candidate was predicted)."""
 _MISSING = "—"
 """Printed for an unknown value (no price, no power figure)."""
 
@@ -30,7 +32,8 @@ _PLAN_FLAGS = {"workload.request_rate_rps": "--rate", "workload.output_tok_s": "
                "slo.ttft_s": "--ttft", "slo.tpot_s": "--tpot", "slo.e2e_s": "--e2e", "slo.percentile": "--percentile",
                "models": "--model", "hardware": "--hardware", "frameworks": "--framework",
                "device_counts": "--devices", "prices": "--price", "currency": "--currency",
-               "headroom": "--headroom", "level": "--level"}
+               "headroom": "--headroom", "level": "--level", "predict": "--predict",
+               "predicted_framework": "--predicted-framework"}
 """Planner option (as in :class:`perfmodel.planner.PlanInputs`) -> the ``plan`` flag that sets it."""
 _FLAG_KEYS = {"workload.request_rate_rps": "request_rate_rps", "workload.output_tok_s": "output_tok_s",
               "workload.input_len_tok": "input_len_tok", "workload.output_len_tok": "output_len_tok",
@@ -87,7 +90,7 @@ def _plan_dict(plan_file: Path | None, flags: dict[str, Any]) -> dict[str, Any]:
         if flags.get(key):
             data[key] = list(flags[key])
     _overlay(data, "prices", dict(flags.get("prices") or {}))
-    for key in ("currency", "headroom", "level"):
+    for key in ("currency", "headroom", "level", "predict", "predicted_framework"):
         if flags.get(key) is not None:
             data[key] = flags[key]
     return data
@@ -115,6 +118,11 @@ def _plan_options(f: Any) -> Any:
         click.option("--currency", help="Currency of the prices (default USD)."),
         click.option("--headroom", type=float, help="Spare capacity (0.2 = provision 120% of demand)."),
         click.option("--level", type=float, help="Band level (default 0.9)."),
+        click.option("--predict/--no-predict", default=None,
+                     help="Predict what was not measured with roofline-gbm (trained on the dataset unless "
+                          "--model-dir gives one): candidates measured only at other lengths at the workload's "
+                          "lengths, and --model x --hardware combinations without runs (any catalog name)."),
+        click.option("--predicted-framework", help="Framework of predicted candidates without runs (default vllm)."),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -171,6 +179,8 @@ def _check_names(inputs: Any, runs: Any, dataset: str, plan_file: Path | None, f
             "prices": "hardware"}
     problems = []
     for field_, (bad, have) in unmatched_candidates(inputs, runs).items():
+        if inputs.predict and field_ in ("models", "hardware", "prices"):
+            continue  # predicted: any catalog name (plan() resolves them) and its price
         if field_ == "prices":  # a price list in a plan file may cover more hardware than one dataset has
             bad = [b for b in bad if b in flags.get("prices", {})]
             if not bad:
@@ -189,8 +199,9 @@ def _plan_text(res: Any) -> str:
     """The candidates table as printed: the model, the measured lengths where they differ, "—" for unknowns."""
     i, o = res.inputs.workload.mean_lengths
     cols = [c for c in _PLAN_COLUMNS
-            if c != "lengths" or (res.table["lengths"].astype(str) != f"{i:g}/{o:g}").any()]
-    return res.table[cols].rename(columns={"lengths": _LENGTHS_HEADER}).to_string(
+            if (c != "lengths" or (res.table["lengths"].astype(str) != f"{i:g}/{o:g}").any())
+            and (c != "source" or res.table["source"].astype(str).str.startswith("predicted").any())]
+    return res.table[cols].rename(columns={"lengths": _LENGTHS_HEADER, "source": _SOURCE_HEADER}).to_string(
         index=False, na_rep=_MISSING, float_format=lambda v: f"{v:,.4g}")
 
 
@@ -199,22 +210,37 @@ def _plan_text(res: Any) -> str:
 @_plan_options
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the full table as CSV.")
 @click.option("--save", "save_name", help="Save the plan as a named analysis (prints its id).")
+@click.option("--model-dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="A model saved by `perfmodel train` to predict with (implies --predict).")
 @click.option("--json", "as_json", is_flag=True, help="JSON output.")
 @click.pass_context
 def plan_cmd(ctx: click.Context, dataset: str, plan_file: Path | None, output: Path | None, save_name: str | None,
-             as_json: bool, **kw: Any) -> None:
-    """Size every candidate in DATASET for a workload and SLOs: devices, cost, energy, with bands."""
+             model_dir: Path | None, as_json: bool, **kw: Any) -> None:
+    """Size every candidate in DATASET for a workload and SLOs: devices, cost, energy, with bands.
+
+    By default a candidate is sized from its runs at the workload's lengths, or the nearest measured ones.
+    With --predict, what the runs do not cover is predicted (see --predict).
+    """
     from .cli import _echo_json, _want_json
     from .planner import plan
     from .store import Store
 
     flags = _flags(kw)
+    if model_dir is not None and flags.get("predict") is None:
+        flags["predict"] = True
     inputs = _plan_inputs(plan_file, flags)
     store = Store()
     info = store.dataset(dataset)
     runs = store.runs(info.id)
     _check_names(inputs, runs, info.name, plan_file, flags)
-    res = plan(inputs, runs)
+    predictor = None
+    if model_dir is not None:
+        from .models import load_predictor
+
+        predictor = load_predictor(model_dir)
+    elif inputs.predict and not _want_json(ctx, as_json):
+        click.echo("training roofline-gbm on the dataset to predict what was not measured...", err=True)
+    res = plan(inputs, runs, predictor=predictor)
     saved = None
     if save_name:
         saved = store.save_analysis(save_name, ANALYSIS_KIND_PLANNER,
@@ -230,7 +256,8 @@ def plan_cmd(ctx: click.Context, dataset: str, plan_file: Path | None, output: P
         return
     click.echo(res.summary())
     if caveat := res.lengths_caveat(_LENGTHS_HEADER):
-        click.echo(f"caveat: {caveat}")
+        hint = "" if inputs.predict else " (--predict predicts them at the workload's lengths instead)"
+        click.echo(f"caveat: {caveat}{hint}")
     for n in res.notes:
         click.echo(f"note: {n}")
     if len(res.table):

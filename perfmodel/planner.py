@@ -14,9 +14,17 @@ Method, per candidate configuration (hardware, model, framework, devices per rep
    fitted with :func:`perfmodel.curves.fit_curve`; the central throughput at a
    batch is the fitted curve, its low/high values the bootstrap band at
    ``level``. A failed fit falls back to the measured means with the range of
-   the repeats as the band. A candidate without measurements is predicted by
-   the ``predictor`` given to :func:`plan` (its band and confidence), else it is
-   infeasible ("no data"). A predicted candidate the predictor says cannot run
+   the repeats as the band. With a predictor (the ``predictor`` given to
+   :func:`plan`, or with ``predict`` set one trained on ``runs``), a candidate
+   measured only at other lengths is instead predicted at the workload's
+   lengths, at the batches measured at the nearest lengths: roofline-gbm
+   anchors such a query on the candidate's own measurements at the other
+   lengths, so the answer keeps the configuration's measured efficiency and
+   takes the length dependence from the roofline and the learned correction.
+   A candidate without measurements is predicted by the predictor (its band
+   and confidence), else it is infeasible ("no data"). Predicted candidates
+   take the predictor's TTFT where it has a TTFT model (basis ``predicted``).
+   A predicted candidate the predictor says cannot run
    (:func:`perfmodel.models.base.cannot_run_reasons`: its weights, read at the
    dtype the predictor assumes, exceed the devices' memory) is infeasible with
    that reason; batches it gives no positive finite throughput are left out.
@@ -197,6 +205,10 @@ class PlanInputs(BaseModel):
                                                                 "for weights + KV cache")
     kv_dtype_bytes: float = Field(2.0, gt=0, description="bytes per cached KV element")
     predicted_framework: str = Field("vllm", description="framework assumed for predicted candidates")
+    predict: bool = Field(False, description="answer what was not measured with a predictor (roofline-gbm "
+                                             "trained on the data unless one is given): candidates without "
+                                             "measurements, and measured ones at the workload's lengths where "
+                                             "only other lengths were measured")
 
 
 def _problems_from_pydantic(exc: _PydanticValidationError, source: str | None) -> list[Problem]:
@@ -643,6 +655,9 @@ def plan(inputs: PlanInputs | Mapping[str, Any], runs: pd.DataFrame | None = Non
     if missing:
         raise ValidationError("plan: the runs table lacks columns the planner needs",
                               [Problem("missing", column=c) for c in missing])
+    if predictor is None and inputs.predict:
+        predictor, why = _plan_predictor(runs)
+        notes.append(f"predict: {why}")
     sel = _candidates(runs, inputs)
     sel = sel[sel["batch_size"].notna() & (sel["output_throughput_tok_s"] > 0)]
     rows: list[dict[str, Any]] = []
@@ -658,6 +673,17 @@ def plan(inputs: PlanInputs | Mapping[str, Any], runs: pd.DataFrame | None = Non
         at = sub[(sub["input_len_tok"] == i_len) & (sub["output_len_tok"] == o_len)]
         note = "" if (i_len, o_len) == (mean_in, mean_out) else \
             f"measured at {i_len:g}/{o_len:g} tokens, the nearest to {mean_in:g}/{mean_out:g}"
+        if predictor is not None and (i_len, o_len) != (mean_in, mean_out):
+            got = _predicted_curve(predictor, _length_query(at, mean_in, mean_out), inputs.level)
+            if not isinstance(got, str):
+                curve, ttft = got
+                curve.source = f"predicted at the workload's lengths ({_name(predictor)})"
+                note = (f"predicted at {mean_in:g}/{mean_out:g} tokens from the runs at {i_len:g}/{o_len:g}"
+                        + ("" if not curve.note else f"; {curve.note}"))
+                _evaluate_candidate(cand, curve, _config_rows(at), inputs, (mean_in, mean_out), note, rows, bad,
+                                    pts, ttft=ttft)
+                continue
+            note = f"{note}; not predicted at the workload's lengths: {got}"
         curve = _measured_curve(at, inputs.level, seed + gi)
         if curve.note:
             note = "; ".join(filter(None, [note, curve.note]))
@@ -703,7 +729,8 @@ _POINT_COLUMNS = [*CANDIDATE_KEYS, "batch_size", "throughput_tok_s", "throughput
 
 def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | None, inputs: PlanInputs,
                         lengths: tuple[float, float], note: str, rows: list[dict[str, Any]],
-                        bad: list[dict[str, Any]], pts: list[pd.DataFrame]) -> None:
+                        bad: list[dict[str, Any]], pts: list[pd.DataFrame], *,
+                        ttft: np.ndarray | None = None) -> None:
     from . import catalog
     from .physics import dtype_bytes
 
@@ -735,12 +762,15 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
         col, bs = _lat_col(stem, pct, sub) if at is not None else (None, "derived")
         lat[name] = _stat_at(sub, col, b)
         basis[name] = bs if col is not None else "derived"
+    if ttft is not None and np.isfinite(ttft).any():  # the predictor's TTFT model (a mean)
+        lat["ttft"], basis["ttft"] = np.asarray(ttft, dtype=float), "predicted"
     out_len = lengths[1]
     derived_e2e = b * out_len / curve.mid
     derived_tpot = b / curve.mid
     lat["e2e"] = np.where(np.isfinite(lat["e2e"]), lat["e2e"], derived_e2e)
     lat["tpot"] = np.where(np.isfinite(lat["tpot"]), lat["tpot"], derived_tpot)
-    scale_lo = curve.mid / curve.lo  # pessimistic: lower throughput, longer latency
+    with np.errstate(divide="ignore"):  # a predictor's band may reach 0 far from its data
+        scale_lo = curve.mid / curve.lo  # pessimistic: lower throughput, longer latency
     scale_hi = curve.mid / curve.hi
     ok_mid = _slo_ok(slo, lat["e2e"], lat["ttft"], lat["tpot"])
     ok_lo = _slo_ok(slo, lat["e2e"] * scale_lo, lat["ttft"] * scale_lo, lat["tpot"] * scale_lo)
@@ -851,10 +881,88 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
                  "confidence": curve.confidence, "note": "; ".join(filter(None, [note, *extra]))})
 
 
+def _name(predictor: Any) -> str:
+    return str(getattr(predictor, "name", "the predictor"))
+
+
+def _plan_predictor(runs: pd.DataFrame) -> tuple[Any, str]:
+    """roofline-gbm trained on ``runs`` (suspect points left out, as the What-if page trains it), and a note;
+    ``(None, why)`` where it cannot be trained."""
+    from .whatif import fit_whatif_model
+
+    try:
+        model, used = fit_whatif_model(runs, "roofline-gbm")
+    except PerfmodelError as exc:
+        return None, f"no predictor could be trained on these runs ({exc}); only measured lengths are sized"
+    return model, f"what was not measured is predicted by roofline-gbm trained on the {len(used):,} runs given"
+
+
+def _config_rows(at: pd.DataFrame) -> pd.DataFrame:
+    """``at`` without its measured columns (latency, power): what it says of the configuration only."""
+    from .schema import LATENCY_COLUMNS
+
+    return at.drop(columns=[c for c in (*LATENCY_COLUMNS, "power_w", "energy_j") if c in at.columns])
+
+
+def _length_query(at: pd.DataFrame, input_len: float, output_len: float) -> pd.DataFrame:
+    """The queries that predict ``at`` (one configuration at one length pair) at the given lengths: one per
+    measured batch and setting (:data:`perfmodel.curves.VARYING_BY`, e.g. llama.cpp's ``n_batch``), with the
+    configuration's columns as measured and the results left out; ``_weight`` counts the runs each stands
+    for, so that the predicted curve mixes the settings as the measured one does."""
+    from .curves import VARYING_BY
+    from .schema import COLUMN_NAMES
+
+    last = COLUMN_NAMES.index("batch_size")
+    keep = [c for c in at.columns if c in VARYING_BY or (c in COLUMN_NAMES and COLUMN_NAMES.index(c) <= last)]
+    q = at[keep].assign(input_len_tok=float(input_len), output_len_tok=float(output_len))
+    by = [c for c in keep if c not in ("hardware_raw", "model_raw", "framework_version")]
+    return (q.groupby(by, dropna=False, sort=False).size().rename("_weight").reset_index()
+            .sort_values("batch_size", kind="stable").reset_index(drop=True))
+
+
+def _predicted_curve(predictor: Any, q: pd.DataFrame, level: float) -> tuple[_Curve, np.ndarray | None] | str:
+    """The predictor's curve over the queries ``q`` and its TTFT per kept batch (None without a TTFT model), or
+    why there is none. Batches without a positive finite throughput are left out; several queries at one batch
+    (settings, ``_weight`` runs each) are averaged with those weights."""
+    from .models.base import cannot_run_reasons, predict_with_latency
+
+    w = q.pop("_weight").to_numpy(dtype=float) if "_weight" in q.columns else np.ones(len(q))
+    try:
+        # The predictor's own reading of the query (roofline-gbm fills in the dtype it was trained at) can
+        # find weights too large for devices the memory check admits at the model's default dtype; its
+        # prediction is then NaN, which nothing downstream may rank.
+        why = next((r for r in cannot_run_reasons(predictor, q) if r is not None), None)
+        if why is not None:
+            return str(why)
+        pred = (predict_with_latency(predictor, q, level=level) if hasattr(predictor, "predict_with_ttft_band")
+                else predictor.predict(q, level=level))
+    except PerfmodelError as exc:
+        return f"prediction failed: {exc}"
+    mid = pred["pred_throughput_tok_s"].to_numpy(dtype=float)
+    keep = np.isfinite(mid) & (mid > 0)  # a batch with no throughput is no operating point
+    if not keep.any():
+        return f"prediction failed: {_name(predictor)} gave no positive finite throughput at any batch"
+    cols = {"mid": mid, "lo": pred["pred_lower"].to_numpy(dtype=float),
+            "hi": pred["pred_upper"].to_numpy(dtype=float), "conf": pred["confidence"].to_numpy(dtype=float),
+            "ttft": (pred["pred_ttft_s"].to_numpy(dtype=float) if "pred_ttft_s" in pred.columns
+                     else np.full(len(pred), np.nan))}
+    f = pd.DataFrame({"b": q["batch_size"].to_numpy(dtype=float), "w": w, **cols,
+                      "dom": pred["in_domain"].to_numpy(dtype=bool)})[keep]
+    g = f.groupby("b", sort=True)
+    avg = {k: g.apply(lambda d, k=k: float(np.average(d[k], weights=d["w"])), include_groups=False).to_numpy()
+           for k in cols}
+    b, mid = g.size().index.to_numpy(dtype=float), avg["mid"]
+    lo, hi = np.minimum(avg["lo"], mid), np.maximum(avg["hi"], mid)
+    dom = g["dom"].all().to_numpy(dtype=bool)
+    ttft = avg["ttft"] if "pred_ttft_s" in pred.columns else None
+    curve = _Curve(b, mid, lo, hi, f"predicted ({_name(predictor)})", float(np.nanmean(avg["conf"])), math.nan,
+                   "" if dom.all() else "outside the training domain")
+    return curve, ttft
+
+
 def _predicted(inputs: PlanInputs, predictor: Any, seen: set[tuple[str, str, int]], rows: list[dict[str, Any]],
                bad: list[dict[str, Any]], pts: list[pd.DataFrame]) -> None:
     from . import catalog
-    from .models.base import cannot_run_reasons
 
     if not (inputs.models and inputs.hardware):
         return
@@ -866,34 +974,15 @@ def _predicted(inputs: PlanInputs, predictor: Any, seen: set[tuple[str, str, int
             for d in inputs.device_counts or [1]:
                 if (hk, mk, d) in seen:
                     continue
-                b = np.array(PREDICTED_BATCHES, dtype=float)
                 q = pd.DataFrame({"hardware": hk, "model": mk, "framework": inputs.predicted_framework,
                                   "device_count": d, "tp_size": d, "input_len_tok": i_len, "output_len_tok": o_len,
-                                  "batch_size": b, "load_kind": "static_batch"})
+                                  "batch_size": np.array(PREDICTED_BATCHES, dtype=float),
+                                  "load_kind": "static_batch"})
                 cand = {"hardware": hk, "model": mk, "framework": inputs.predicted_framework, "device_count": d}
-                try:
-                    # The predictor's own reading of the query (roofline-gbm fills in the dtype it was trained
-                    # at) can find weights too large for devices the memory check below admits at the model's
-                    # default dtype; its prediction is then NaN, which nothing downstream may rank.
-                    why = next((r for r in cannot_run_reasons(predictor, q) if r is not None), None)
-                    pred = None if why is not None else predictor.predict(q, level=inputs.level)
-                except PerfmodelError as exc:
-                    bad.append({**cand, "reason": f"prediction failed: {exc}"})
+                got = _predicted_curve(predictor, q, inputs.level)
+                if isinstance(got, str):
+                    bad.append({**cand, "reason": got})
                     continue
-                if pred is None:
-                    bad.append({**cand, "reason": str(why)})
-                    continue
-                mid = pred["pred_throughput_tok_s"].to_numpy(dtype=float)
-                keep = np.isfinite(mid) & (mid > 0)  # a batch with no throughput is no operating point
-                if not keep.any():
-                    bad.append({**cand, "reason": f"prediction failed: {getattr(predictor, 'name', 'the model')} "
-                                                  "gave no positive finite throughput at any batch"})
-                    continue
-                pred, b, mid = pred.loc[keep], b[keep], mid[keep]
-                lo = np.minimum(pred["pred_lower"].to_numpy(dtype=float), mid)
-                hi = np.maximum(pred["pred_upper"].to_numpy(dtype=float), mid)
-                conf = float(np.nanmean(pred["confidence"].to_numpy(dtype=float)))
-                dom = pred["in_domain"].to_numpy(dtype=bool)
-                note = "predicted (no measurements)" + ("" if dom.all() else "; outside the training domain")
-                curve = _Curve(b, mid, lo, hi, f"predicted ({getattr(predictor, 'name', 'model')})", conf, math.nan)
-                _evaluate_candidate(cand, curve, None, inputs, (i_len, o_len), note, rows, bad, pts)
+                curve, ttft = got
+                note = "; ".join(filter(None, ["predicted (no measurements)", curve.note]))
+                _evaluate_candidate(cand, curve, None, inputs, (i_len, o_len), note, rows, bad, pts, ttft=ttft)

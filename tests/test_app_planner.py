@@ -4,6 +4,7 @@ reopen ``?analysis=ID`` in a fresh app (a restart) with the same state, rename/d
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -120,8 +121,8 @@ def test_table_names_the_model_formats_numbers_and_shows_the_lengths_caveat(tmp_
     df = table.value
     assert list(df.columns[:3]) == ["hardware", "model", "framework"]
     assert sorted(df["model"]) == ["llama-3-8b", "llama-3.1-8b"]
-    assert list(df.columns).index("measured at (in/out tok)") < 6
-    assert set(df["measured at (in/out tok)"]) == {"1000/1000"}
+    assert list(df.columns).index("sized at (in/out tok)") < 6
+    assert set(df["sized at (in/out tok)"]) == {"1000/1000"}
     assert set(df["status"]) == {"ok, sized at 1000/1000"}  # not a bare "ok" beside other requests' figures
     caveat = [w.value for w in at.warning if "nearest measured lengths" in w.value]
     assert caveat and "1024/1024" in caveat[0]
@@ -228,3 +229,44 @@ def test_every_input_lives_in_the_url_and_a_copied_address_reopens_the_plan(tmp_
     _ok(bad)
     assert any("Could not read rate='fast'" in w.value for w in bad.warning)
     assert bad.session_state[P.KEYS["rate"]] == P.DEFAULTS["rate"]
+
+
+def test_predict_toggle_sizes_at_the_workload_lengths_and_offers_catalog_hardware(dataset_id: str) -> None:
+    """The runs are at 1000/1000 tokens and the default workload at 1024/1024: sized from the nearest lengths
+    until *Predict what was not measured* is on; then the candidate is predicted at 1024/1024 (the What-if
+    model is trained on first use), catalog hardware without runs can be chosen and is predicted, and the
+    link carries the toggle."""
+    at = _page("pages/planner.py")
+    at.session_state[P.KEYS["dataset"]] = dataset_id
+    at.run()
+    _ok(at)
+    assert any("Predict what was not measured" in w.value for w in at.warning if "nearest measured" in w.value)
+    assert "l40s" not in at.multiselect(key=P.KEYS["hardware"]).options
+    at.toggle(key=P.KEYS["predict"]).set_value(True).run()
+    _ok(at)
+    df = at.dataframe[0].value
+    assert set(df["sized at (in/out tok)"]) == {"1024/1024"}
+    assert set(df["sized from"]) == {"predicted at the workload's lengths (roofline-gbm)"}
+    assert not [w for w in at.warning if "nearest measured lengths" in w.value]
+    assert at.query_params["predict"] in (["true"], "true")
+    assert "l40s" in at.multiselect(key=P.KEYS["hardware"]).options
+    at.multiselect(key=P.KEYS["hardware"]).set_value(["h100-sxm", "l40s"]).run()
+    _ok(at)
+    rows = pd.concat([at.dataframe[0].value, *(d.value for d in at.dataframe[1:2])], ignore_index=True)
+    assert "l40s" in set(rows["hardware"])  # feasible or not, it was sized, not dropped as "no data"
+    assert not rows.get("reason", pd.Series(dtype=str)).astype(str).str.contains("no predictor").any()
+
+    # A fresh session on the link restores the toggle and the catalog hardware, without training again.
+    [meta] = Path(os.environ["PERFMODEL_HOME"]).glob("models/whatif/*/metadata.json")
+    trained = meta.stat().st_mtime_ns
+    qp = {k: at.query_params[k] for k in at.query_params}
+    at2 = AppTest.from_file(APP, default_timeout=TIMEOUT_S)
+    at2.run()
+    for k, v in qp.items():
+        at2.query_params[k] = v
+    at2.switch_page("pages/planner.py").run()
+    _ok(at2)
+    assert at2.session_state[P.KEYS["predict"]] is True
+    assert at2.session_state[P.KEYS["hardware"]] == ["h100-sxm", "l40s"]
+    assert meta.stat().st_mtime_ns == trained  # the model the first session trained, not a new one
+    assert set(at2.dataframe[0].value["sized from"]) >= {"predicted at the workload's lengths (roofline-gbm)"}

@@ -103,13 +103,13 @@ def test_plan_table_names_the_model_and_the_lengths_it_was_sized_from(two_models
     assert lines[1].startswith("caveat: Not measured at 500/1000 input/output tokens: every candidate was sized "
                                "from the nearest measured lengths") and "runs at 1000/1000 tokens" in lines[1]
     header = lines[2].split()
-    assert header[:5] == ["hardware", "model", "framework", "device_count", "measured_at"]
+    assert header[:5] == ["hardware", "model", "framework", "device_count", "sized_at"]
     cpu = next(line for line in lines if line.lstrip().startswith("cpu-x86-2vcpu"))
     assert "perfmodel-tiny-llama" in cpu and "1000/1000" in cpu and "—" in cpu
     assert "NaN" not in r.output and "llama-3-8b" in r.output
     r = CliRunner().invoke(main, [*args, "--input-len", "1000"])  # measured lengths: no caveat, no column
     assert r.exit_code == 0, r.output
-    assert "caveat" not in r.output and "measured_at" not in r.output and "model" in r.output.splitlines()[1]
+    assert "caveat" not in r.output and "sized_at" not in r.output and "model" in r.output.splitlines()[1]
 
 
 @pytest.mark.parametrize("flag, value, expected", [
@@ -160,3 +160,35 @@ def test_plan_with_no_candidate_left_says_why(two_models: str) -> None:
                                   "--hardware", "cpu-x86-2vcpu", "--model", "llama-3-8b"])
     assert r.exit_code == 0 and "1 rejected; see the reasons" in r.output
     assert "x1 llama-3-8b: no measurements and no predictor given" in r.output
+
+
+def test_plan_predict_sizes_at_the_workload_lengths_and_predicts_catalog_hardware(two_models: str,
+                                                                                 tmp_path: Path) -> None:
+    """Without --predict a workload at 500/1000 tokens is sized from the runs at 1000/1000 (a caveat says so,
+    and how to do better); with it each measured candidate is predicted at 500/1000 and catalog hardware
+    with no runs (l40s) is predicted too, the table saying which rows are predicted. --model-dir takes a
+    model saved by `perfmodel train` instead of training one."""
+    args = ["plan", two_models, "--rate", "1", "--input-len", "500", "--output-len", "1000", "--e2e", "60",
+            "--model", "llama-3-8b"]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    assert "(--predict predicts them at the workload's lengths instead)" in r.output
+    r = CliRunner().invoke(main, [*args, "--predict", "--hardware", "h100-sxm", "--hardware", "l40s", "--json"])
+    assert r.exit_code == 0, r.output
+    rows = {c["hardware"]: c for c in json.loads(r.output)["candidates"]}
+    assert set(rows) == {"h100-sxm", "l40s"}
+    assert rows["h100-sxm"]["lengths"] == "500/1000"
+    assert rows["h100-sxm"]["source"] == "predicted at the workload's lengths (roofline-gbm)"
+    assert "from the runs at 1000/1000" in rows["h100-sxm"]["note"]
+    assert rows["l40s"]["source"] == "predicted (roofline-gbm)" and rows["l40s"]["framework"] == "vllm"
+    r = CliRunner().invoke(main, [*args, "--predict"])
+    assert r.exit_code == 0, r.output
+    assert "caveat" not in r.output and "sized_from" in r.output and "training roofline-gbm" in r.output
+    model = tmp_path / "model"
+    data = tmp_path / "gpu.csv"  # written by the fixture
+    r = CliRunner().invoke(main, ["train", str(data), "-o", str(model)])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(main, [*args, "--model-dir", str(model), "--json"])
+    assert r.exit_code == 0, r.output
+    [row] = json.loads(r.output)["candidates"]
+    assert row["source"] == "predicted at the workload's lengths (roofline-gbm)"

@@ -2560,7 +2560,8 @@ class RooflineGBM(Predictor):
             bglob = np.maximum(np.maximum(np.log2(b_lo / bb), np.log2(bb / b_hi)), 0.0)
             far = self._far(_batch_out(bdist, bglob, bb, kv_fit), ld, dk)
             half_w = q * sigma * far
-            lo, hi = np.exp(pred - half_w), np.exp(pred + half_w)
+            with np.errstate(over="ignore"):  # an unbounded band (inf) is capped at the bound below
+                lo, hi = np.exp(pred - half_w), np.exp(pred + half_w)
             conf = np.exp(-q90 * sigma * far)
         b_lo, b_hi = self.batch_range_
         tol = self.domain_range_factor

@@ -493,8 +493,19 @@ def build_report(runs: pd.DataFrame, *, dataset_name: str, info: Any = None,
             on_progress(name)
         return time.perf_counter()
 
+    predictor, pname, perr = None, ACCURACY_PREDICTOR, ""
+    if predictions:
+        t0 = step("predictor")
+        try:
+            predictor, pname = _train_predictor(runs)
+        except PerfmodelError as exc:
+            perr = str(exc)
+        timings["predictor"] = time.perf_counter() - t0
     t0 = step("plan")
-    res = plan(plan_inputs, runs) if plan_inputs is not None else None
+    # A plan that predicts what was not measured uses the report's predictor (trained once, above).
+    wants = plan_inputs is not None and bool(plan_inputs.predict if isinstance(plan_inputs, PlanInputs)
+                                             else plan_inputs.get("predict"))
+    res = plan(plan_inputs, runs, predictor=predictor if wants else None) if plan_inputs is not None else None
     timings["plan"] = time.perf_counter() - t0
     if res is not None:
         wl, cand, summary = _plan_sections(res)
@@ -515,14 +526,6 @@ def build_report(runs: pd.DataFrame, *, dataset_name: str, info: Any = None,
     t0 = step("curves")
     curves = _curves_section(runs, res)
     timings["curves"] = time.perf_counter() - t0
-    predictor, pname, perr = None, ACCURACY_PREDICTOR, ""
-    if predictions:
-        t0 = step("predictor")
-        try:
-            predictor, pname = _train_predictor(runs)
-        except PerfmodelError as exc:
-            perr = str(exc)
-        timings["predictor"] = time.perf_counter() - t0
     t0 = step("predictions")
     preds = _predictions_section(res, predictor, pname, perr)
     attrs = _attribution_section(runs, predictor)

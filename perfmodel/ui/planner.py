@@ -12,7 +12,7 @@ from .. import planner
 from . import cached
 
 __all__ = ["KEYS", "DEFAULTS", "URL_SPEC", "URL_READ", "MODELS_FOR", "inputs_dict", "apply_inputs", "default_models", "page_notes",
-           "front_missing", "plan_tables", "report_html", "report_pdf", "display_table", "display_column_config",
+           "front_missing", "choices", "PREDICT_HELP", "SOURCE_HEADER", "plan_model", "plan_tables", "report_html", "report_pdf", "display_table", "display_column_config",
            "infeasible_table", "lengths_caveat", "MISSING"]
 
 #: Widget keys of the Planner page (prefixed so no other page collides), in form order.
@@ -21,11 +21,11 @@ KEYS = {
     "output_len": "planner.output_len_tok", "e2e": "planner.e2e_s", "ttft": "planner.ttft_s",
     "tpot": "planner.tpot_s", "percentile": "planner.percentile", "models": "planner.models",
     "hardware": "planner.hardware", "headroom": "planner.headroom", "currency": "planner.currency",
-    "prices": "planner.prices",
+    "prices": "planner.prices", "predict": "planner.predict", "framework": "planner.predicted_framework",
 }
 DEFAULTS: dict[str, Any] = {"rate": 10.0, "input_len": 1024.0, "output_len": 1024.0, "e2e": 60.0, "ttft": 0.0,
                             "tpot": 0.0, "percentile": "p90", "models": [], "hardware": [], "headroom": 0.2,
-                            "currency": "USD", "prices": ""}
+                            "currency": "USD", "prices": "", "predict": False, "framework": ""}
 
 
 URL_SPEC = {"dataset": (KEYS["dataset"], ""), **{k: (KEYS[k], v) for k, v in DEFAULTS.items()}}
@@ -58,6 +58,44 @@ def default_models(runs: pd.DataFrame) -> list[str]:
         return []
     top = counts[counts == counts.max()].index
     return [sorted(top)[0]]
+
+
+PREDICT_HELP = ("Size what the runs do not cover with roofline-gbm (the What-if page's model, trained on this "
+                "dataset the first time, 10-20 s): candidates measured only at other lengths are predicted at the "
+                "workload's lengths, anchored on their own runs, instead of sized from the nearest measured "
+                "lengths; chosen hardware and models without runs are predicted too. Predictions carry the "
+                "model's 90% band, which the device counts and SLO checks use.")
+"""The Planner's prediction toggle, explained."""
+
+
+def choices(runs: pd.DataFrame, home: str, predict: bool) -> tuple[list[str], list[str], list[str]]:
+    """The Planner's model, hardware and framework options: those in the runs, and with ``predict`` the
+    catalog's models and hardware after them (a candidate without runs is predicted). Frameworks are
+    the runs' own, most measured first (a predicted candidate runs one the predictor was trained on).
+
+    Parameters
+    ----------
+    runs
+        The dataset's runs.
+    home
+        Data directory (user catalogs).
+    predict
+        Prediction is on.
+
+    Returns
+    -------
+    (models, hardware, frameworks)
+    """
+    def present(col: str) -> list[str]:
+        return sorted(set(runs[col].dropna().astype(str))) if col in runs.columns else []
+
+    models, hardware = present("model"), present("hardware")
+    if predict:
+        models += [m for m in cached.model_choices(home) if m not in models]
+        hardware += [h for h in cached.hardware_choices(home) if h not in hardware]
+    fws = (runs["framework"].dropna().astype(str).value_counts().index.tolist()
+           if "framework" in runs.columns else [])
+    return models, hardware, fws
 
 
 def page_notes(table: pd.DataFrame, inputs: dict[str, Any]) -> list[str]:
@@ -150,11 +188,16 @@ def inputs_dict() -> dict[str, Any]:
     for k, name in (("e2e", "e2e_s"), ("ttft", "ttft_s"), ("tpot", "tpot_s")):
         if g(k) and float(g(k)) > 0:
             slo[name] = float(g(k))
-    return {"workload": {"request_rate_rps": float(g("rate")), "input_len_tok": float(g("input_len")),
-                         "output_len_tok": float(g("output_len"))},
-            "slo": slo, "models": list(g("models")), "hardware": list(g("hardware")),
-            "headroom": float(g("headroom")), "currency": str(g("currency")) or "USD",
-            "prices": _prices(str(g("prices")))}
+    out = {"workload": {"request_rate_rps": float(g("rate")), "input_len_tok": float(g("input_len")),
+                        "output_len_tok": float(g("output_len"))},
+           "slo": slo, "models": list(g("models")), "hardware": list(g("hardware")),
+           "headroom": float(g("headroom")), "currency": str(g("currency")) or "USD",
+           "prices": _prices(str(g("prices")))}
+    if g("predict"):
+        out["predict"] = True
+        if g("framework"):
+            out["predicted_framework"] = str(g("framework"))
+    return out
 
 
 def apply_inputs(dataset_id: str, plan: dict[str, Any]) -> None:
@@ -183,10 +226,44 @@ def apply_inputs(dataset_id: str, plan: dict[str, Any]) -> None:
     s[KEYS["headroom"]] = float(plan.get("headroom", DEFAULTS["headroom"]))
     s[KEYS["currency"]] = plan.get("currency", "USD")
     s[KEYS["prices"]] = "\n".join(f"{k}={v:g}" for k, v in (plan.get("prices") or {}).items())
+    s[KEYS["predict"]] = bool(plan.get("predict", False))
+    s[KEYS["framework"]] = str(plan.get("predicted_framework") or "") if plan.get("predict") else ""
+
+
+def plan_model(home: str, dataset_id: str, stamp: int, n_rows: int, label: str) -> tuple[str, int] | None:
+    """The predictor a plan with ``predict`` uses: the What-if page's default model of the dataset
+    (roofline-gbm, suspect points left out), trained here, inside a status box, where it is not yet.
+
+    Parameters
+    ----------
+    home, dataset_id, stamp
+        The dataset.
+    n_rows
+        Runs in the dataset (part of the model's directory name).
+    label
+        The dataset's name, for the status box.
+
+    Returns
+    -------
+    tuple or None
+        The model's directory and the modification time of its ``metadata.json`` (for :func:`plan_tables`);
+        None where training failed (the error is shown in the box).
+    """
+    from . import whatif as WUI
+
+    options = WUI.options_json(WUI.DEFAULT_PREDICTOR, False)
+    path = WUI.model_dir(home, dataset_id, int(n_rows), options)
+    meta = path / "metadata.json"
+    if not meta.exists() and not WUI.train_with_status(
+            home, dataset_id, stamp, options, path,
+            f"Training {WUI.DEFAULT_PREDICTOR} on {label} to predict what was not measured"):
+        return None
+    return str(path), meta.stat().st_mtime_ns
 
 
 @st.cache_data(show_spinner="Sizing candidates...", max_entries=16)
-def plan_tables(home: str, dataset_id: str, stamp: int, inputs_json: str) -> dict[str, Any]:
+def plan_tables(home: str, dataset_id: str, stamp: int, inputs_json: str, model_path: str = "",
+                model_mtime_ns: int = 0) -> dict[str, Any]:
     """Run the planner on a stored dataset; tables and text only (results live in the cache).
 
     Parameters
@@ -195,6 +272,9 @@ def plan_tables(home: str, dataset_id: str, stamp: int, inputs_json: str) -> dic
         Store, dataset and store version (cache key).
     inputs_json
         Planner inputs as sorted JSON.
+    model_path, model_mtime_ns
+        The predictor for what was not measured (:func:`plan_model`), or ``""`` for none: then a plan
+        with ``predict`` is sized from the measurements alone (the planner does not train one here).
 
     Returns
     -------
@@ -204,9 +284,17 @@ def plan_tables(home: str, dataset_id: str, stamp: int, inputs_json: str) -> dic
         ``recommended`` (the table row of the recommendation, or ``None``).
     """
     from ..planner import plan
+    from .whatif import load_model
 
     runs = cached.dataset_runs(home, dataset_id, stamp)
-    res = plan(json.loads(inputs_json), runs)
+    inputs = json.loads(inputs_json)
+    predictor = None
+    if inputs.get("predict"):
+        if model_path:
+            predictor = load_model(model_path, model_mtime_ns)
+        else:
+            inputs = {**inputs, "predict": False}
+    res = plan(inputs, runs, predictor=predictor)
     i, o = res.inputs.workload.mean_lengths
     return {"summary": res.summary(), "notes": list(res.notes), "table": res.table, "infeasible": res.infeasible,
             "points": res.points, "currency": res.currency, "lengths": f"{i:g}/{o:g}",
@@ -272,8 +360,10 @@ def report_pdf(home: str, dataset_id: str, stamp: int, inputs_json: str, accurac
 
 #: Shown in the planner's tables for an unknown value (no price, no power figure).
 MISSING = "—"
-LENGTHS_HEADER = "measured at (in/out tok)"
-"""The planner table's header of the lengths a candidate was sized from."""
+LENGTHS_HEADER = "sized at (in/out tok)"
+"""The planner table's header of the lengths a candidate's throughput is for."""
+SOURCE_HEADER = "sized from"
+"""The planner table's header of what a candidate's throughput comes from (measured curve or predictor)."""
 
 
 def display_table(table: pd.DataFrame, currency: str, lengths: str | None = None) -> pd.DataFrame:
@@ -302,7 +392,7 @@ def display_table(table: pd.DataFrame, currency: str, lengths: str | None = None
     """
     cols = {"hardware": "hardware", "model": "model", "framework": "framework", "device_count": "devices/replica",
             "lengths": LENGTHS_HEADER, "devices": "devices", "cost_per_hour": f"{currency}/h",
-            "cost_per_m_output_tok": f"{currency}/M output tok", "status": "status",
+            "cost_per_m_output_tok": f"{currency}/M output tok", "status": "status", "source": SOURCE_HEADER,
             "throughput_per_device_tok_s": "tok/s per device", "batch_size": "batch", "e2e_s": "e2e s",
             "devices_lo": "devices (low)", "devices_hi": "devices (high)",
             "energy_j_per_output_tok": "J/output tok", "energy_basis": "energy basis", "note": "note"}
@@ -353,8 +443,12 @@ def display_column_config(currency: str) -> dict[str, Any]:
         "devices": num(format="%,.0f", help="Devices to serve the demand plus headroom at the central throughput; "
                                             "the band is in devices (low) and devices (high)"),
         LENGTHS_HEADER: st.column_config.TextColumn(
-            help="Input/output lengths of the runs a candidate was sized from: the nearest measured lengths "
-                 "when the workload's were not measured"),
+            help="Input/output lengths the candidate's throughput is for: the workload's, or the nearest measured "
+                 "lengths where the workload's were not measured and nothing predicts them"),
+        SOURCE_HEADER: st.column_config.TextColumn(
+            help="measured curve: fitted to this candidate's runs; predicted at the workload's lengths: the "
+                 "predictor anchored on the candidate's runs at other lengths; predicted: no runs of this "
+                 "candidate (turn on Predict what was not measured for both)"),
         "batch": num(format="%,.0f"),
         "tok/s per device": num(format="%,.0f", help="Output tokens per second per device"),
         "devices (low)": num(format="%,.0f"), "devices (high)": num(format="%,.0f"),
