@@ -349,7 +349,9 @@ class PlanResult:
         cost_txt = (f" for {cost:,.2f} {self.currency}/h ({rec['cost_per_hour_lo']:,.2f}-"
                     f"{rec['cost_per_hour_hi']:,.2f}), {rec['cost_per_m_output_tok']:,.3f} {self.currency} "
                     "per million output tokens") if np.isfinite(cost) else " (no price known)"
-        dev = f"{rec['devices']} x {rec['hardware']} ({rec['devices_lo']}-{rec['devices_hi']} across the band)"
+        spread = (f"{rec['devices_lo']}-{rec['devices_hi']} across the band" if rec["devices_hi"] >= 0 else
+                  f"{rec['devices_lo']} or more across the band, whose low end is 0 tok/s")
+        dev = f"{rec['devices']} x {rec['hardware']} ({spread})"
         extra = "" if rec["status"] == "ok" else " Only works at the optimistic end of the throughput band."
         if rec["status"] == "ok" and not rec["robust"]:
             extra = (" The SLOs are missed at the pessimistic end of the throughput band."
@@ -503,7 +505,9 @@ def _lat_col(stem: str, pct: str, runs: pd.DataFrame) -> tuple[str | None, str]:
     return None, "derived"
 
 
-def _nearest_lengths(runs: pd.DataFrame, i: float, o: float) -> tuple[float, float]:
+def nearest_lengths(runs: pd.DataFrame, i: float, o: float) -> tuple[float, float]:
+    """The (input, output) length pair measured in ``runs`` nearest to ``(i, o)``: the smallest sum of the
+    absolute log ratios (the first such pair on a tie)."""
     pairs = runs[["input_len_tok", "output_len_tok"]].dropna().drop_duplicates().to_numpy(dtype=float)
     pairs = pairs[(pairs > 0).all(axis=1)]
     d = np.abs(np.log(pairs[:, 0] / i)) + np.abs(np.log(pairs[:, 1] / o))
@@ -669,7 +673,7 @@ def plan(inputs: PlanInputs | Mapping[str, Any], runs: pd.DataFrame | None = Non
         cand = dict(zip(CANDIDATE_KEYS, key, strict=True))
         cand["device_count"] = int(cand["device_count"])
         seen.add((str(cand["hardware"]), str(cand["model"]), cand["device_count"]))
-        i_len, o_len = _nearest_lengths(sub, mean_in, mean_out)
+        i_len, o_len = nearest_lengths(sub, mean_in, mean_out)
         at = sub[(sub["input_len_tok"] == i_len) & (sub["output_len_tok"] == o_len)]
         note = "" if (i_len, o_len) == (mean_in, mean_out) else \
             f"measured at {i_len:g}/{o_len:g} tokens, the nearest to {mean_in:g}/{mean_out:g}"

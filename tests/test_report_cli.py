@@ -192,3 +192,19 @@ def test_plan_predict_sizes_at_the_workload_lengths_and_predicts_catalog_hardwar
     assert r.exit_code == 0, r.output
     [row] = json.loads(r.output)["candidates"]
     assert row["source"] == "predicted at the workload's lengths (roofline-gbm)"
+
+
+def test_report_of_a_plan_that_predicts_says_what_each_candidate_was_sized_from(dataset: str, tmp_path: Path) -> None:
+    """A saved plan with predict: the report trains its predictor once and the plan uses it; the candidate
+    table says the row was predicted at the workload's lengths, and the measured curve drawn for it is the
+    one at its nearest measured lengths (there was none at the plan's lengths to draw)."""
+    f = tmp_path / "plan.yaml"
+    f.write_text("workload: {request_rate_rps: 10, input_len_tok: 700, output_len_tok: 1000}\n"
+                 "slo: {e2e_s: 60}\nprices: {h100-sxm: 2}\npredict: true\n")
+    r = CliRunner().invoke(main, ["report", dataset, "--plan", str(f), "-o", str(tmp_path / "r.html"), "--no-accuracy"])
+    assert r.exit_code == 0, r.output
+    html = (tmp_path / "r.html").read_text()
+    assert "<td>predicted at the workload&#39;s lengths (roofline-gbm) at 700/1000</td>" in html
+    assert "1000/1000" in html and "Throughput vs batch" in html
+    # 21 runs of one configuration leave the band's low end at 0 tok/s: devices unbounded, not "-1"
+    assert ", -1]" not in html and "unbounded]" in html

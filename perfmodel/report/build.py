@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 from ..curve_tables import batch_estimate_text, compact_number, compact_seconds
 from ..errors import PerfmodelError
 from ..models.base import DEFAULT_TARGET, cannot_run_reasons
-from ..planner import PlanInputs, PlanResult, plan
+from ..planner import PlanInputs, PlanResult, nearest_lengths, plan
 
 __all__ = ["Report", "Section", "build_report", "SECTION_TITLES", "MAX_CURVES", "ACCURACY_PREDICTOR"]
 
@@ -130,6 +130,11 @@ _money = "{:,.2f}".format
 _money_per_m = "{:,.3f}".format
 
 
+def _devices(n: int) -> str:
+    """A device count of the band; the planner's -1 (the band's low throughput is 0) is "unbounded"."""
+    return str(n) if n >= 0 else "unbounded"
+
+
 def _candidate_table(res: PlanResult) -> pd.DataFrame:
     t = res.table
     cur = res.currency
@@ -139,9 +144,10 @@ def _candidate_table(res: PlanResult) -> pd.DataFrame:
             "hardware": r["hardware"], "framework": r["framework"], "model": r["model"],
             "devices/replica": int(r["device_count"]), "batch": f"{r['batch_size']:g}",
             "status": r["status"] + ("" if r["robust"] or r["status"] != "ok" else " (not robust)"),
+            "sized from": f"{r['source']} at {r['lengths']}",
             "tok/s per device [band]": _band(r["throughput_per_device_tok_s"], r["throughput_per_device_tok_s_lo"],
                                              r["throughput_per_device_tok_s_hi"]),
-            "devices [band]": f"{r['devices']} [{r['devices_lo']}, {r['devices_hi']}]",
+            "devices [band]": f"{r['devices']} [{r['devices_lo']}, {_devices(r['devices_hi'])}]",
             f"{cur}/h [band]": _band(r["cost_per_hour"], r["cost_per_hour_lo"], r["cost_per_hour_hi"], _money),
             f"{cur}/M output tok": _band(r["cost_per_m_output_tok"], r["cost_per_m_output_tok_lo"],
                                          r["cost_per_m_output_tok_hi"], _money_per_m),
@@ -235,9 +241,16 @@ def _curves_section(runs: pd.DataFrame, res: PlanResult | None) -> Section:
         chosen: list[dict[str, Any]] = []
         for _, k in keys.iterrows():
             i_len, o_len = (float(x) for x in str(k["lengths"]).split("/"))
-            chosen.append({"hardware": k["hardware"], "model": k["model"], "framework": k["framework"],
-                           "device_count": k["device_count"], "input_len_tok": i_len, "output_len_tok": o_len})
-        paras.append("Curves of the plan's best candidates (at the lengths the plan used).")
+            cand = {c: k[c] for c in ("hardware", "model", "framework", "device_count")}
+            own = usable[np.logical_and.reduce([(usable[c] == v).to_numpy(dtype=bool, na_value=False)
+                                                for c, v in cand.items()])]
+            if own.empty:  # predicted without runs: no measured curve to draw
+                continue
+            if not ((own["input_len_tok"] == i_len) & (own["output_len_tok"] == o_len)).any():
+                i_len, o_len = nearest_lengths(own, i_len, o_len)  # predicted at unmeasured lengths
+            chosen.append({**cand, "input_len_tok": i_len, "output_len_tok": o_len})
+        paras.append("Measured curves of the plan's best candidates, at the lengths the plan used (a candidate "
+                     "predicted at lengths nobody measured at its nearest measured ones; one without runs has none).")
     else:
         ok = overall[overall["success"]].sort_values("n_points", ascending=False, kind="stable").head(MAX_CURVES)
         chosen = [{c: r[c] for c in by} for _, r in ok.iterrows()]

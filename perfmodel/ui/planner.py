@@ -397,6 +397,8 @@ def display_table(table: pd.DataFrame, currency: str, lengths: str | None = None
             "devices_lo": "devices (low)", "devices_hi": "devices (high)",
             "energy_j_per_output_tok": "J/output tok", "energy_basis": "energy basis", "note": "note"}
     out = table[[c for c in cols if c in table.columns]].rename(columns=cols)
+    if "devices (high)" in out.columns:  # the planner's -1: the band's low end is 0 tok/s, so no upper bound
+        out["devices (high)"] = out["devices (high)"].where(out["devices (high)"] >= 0)
     if lengths and {"status", "lengths"} <= set(table.columns):
         other = table["lengths"].astype(str) != str(lengths)
         out["status"] = [f"{st_}, sized at {ln}" if o else st_ for st_, ln, o in
@@ -451,7 +453,9 @@ def display_column_config(currency: str) -> dict[str, Any]:
                  "candidate (turn on Predict what was not measured for both)"),
         "batch": num(format="%,.0f"),
         "tok/s per device": num(format="%,.0f", help="Output tokens per second per device"),
-        "devices (low)": num(format="%,.0f"), "devices (high)": num(format="%,.0f"),
+        "devices (low)": num(format="%,.0f"),
+        "devices (high)": num(format="%,.0f", help="Devices at the band's low throughput; a dash where that is 0 "
+                                                   "tok/s (no upper bound)"),
         f"{currency}/h": num(format="%,.2f", help=_NO_PRICE),
         f"{currency}/M output tok": num(format="%,.3f", help=_NO_PRICE),
         "J/output tok": num(format="%,.3f"),
