@@ -39,17 +39,18 @@ for k, v in P.DEFAULTS.items():
 dataset = st.selectbox("Dataset", ids, key=P.KEYS["dataset"], format_func=lambda i: f"{names[i]} ({i})")
 runs = ui.dataset_runs(home, dataset, stamp)
 predict = bool(st.session_state.get(P.KEYS["predict"]))
-model_opts, hw_opts, fw_opts = P.choices(runs, home, predict)
-st.session_state[P.KEYS["models"]] = [m for m in st.session_state[P.KEYS["models"]] if m in model_opts]
+model_opts, hw_opts, fw_opts, dev_opts, held = P.settle_choices(runs, home, predict)
 # One model by default, the dataset's most measured: a plan serves one model, and candidates of several
 # (a 1B model on one CPU beside an 8B one on eight GPUs) are not alternatives unless the model may change.
 if st.session_state.get(P.MODELS_FOR) != dataset:
     st.session_state[P.MODELS_FOR] = dataset
     if not st.session_state[P.KEYS["models"]]:
         st.session_state[P.KEYS["models"]] = P.default_models(runs)
-st.session_state[P.KEYS["hardware"]] = [h for h in st.session_state[P.KEYS["hardware"]] if h in hw_opts]
-if fw_opts and st.session_state.get(P.KEYS["framework"]) not in fw_opts:
+if not predict:
+    st.session_state[P.KEYS["framework"]] = ""
+elif fw_opts and st.session_state.get(P.KEYS["framework"]) not in fw_opts:
     st.session_state[P.KEYS["framework"]] = fw_opts[0]
+hw_names, model_names = ui.hardware_choices(home), ui.model_choices(home)
 
 st.subheader("Workload and SLOs", anchor=False)
 c1, c2, c3, c4 = st.columns(4)
@@ -63,20 +64,30 @@ s1.number_input("End-to-end target (s, 0 = none)", min_value=0.0, key=P.KEYS["e2
 s2.number_input("TTFT target (s, 0 = none)", min_value=0.0, key=P.KEYS["ttft"])
 s3.number_input("TPOT target (s, 0 = none)", min_value=0.0, key=P.KEYS["tpot"], format="%.4f")
 s4.selectbox("Percentile", ["mean", "p50", "p90", "p99"], key=P.KEYS["percentile"])
-m1, m2 = st.columns(2)
-m1.multiselect("Models (empty: all, as alternatives)", model_opts,
-               key=P.KEYS["models"], help="The plan's candidates serve these models. Several (or none: all) are "
-               "compared as alternatives, which only makes sense where the model served may change."
-               + (" With prediction on, any catalog model can be chosen." if predict else ""))
+m1, m2, m3 = st.columns([2, 2, 1])
+m1.multiselect("Models (empty: all, as alternatives)", model_opts, key=P.KEYS["models"],
+               format_func=lambda k: P.catalog_label(k, model_names),
+               help="The plan's candidates serve these models. Several (or none: all) are compared as "
+                    "alternatives, which only makes sense where the model served may change."
+                    + (" With prediction on, any catalog model can be chosen: one without runs is predicted on "
+                       "the hardware chosen (or, none chosen, the dataset's)." if predict else ""))
 m2.multiselect("Hardware (empty: all)", hw_opts, key=P.KEYS["hardware"],
+               format_func=lambda k: P.catalog_label(k, hw_names),
                help="With prediction on, any catalog accelerator can be chosen: one with no runs is predicted "
-                    "(with the models chosen under Models)." if predict else
+                    "(with the models chosen, or, none chosen, the dataset's)." if predict else
                     "Accelerators with runs in the dataset; turn on prediction to size others from the catalog.")
-t1, t2 = st.columns([1, 1], vertical_alignment="bottom")
+m3.multiselect("Devices per replica (empty: all)", dev_opts, key=P.KEYS["devices"],
+               help="Measured candidates: the device counts their runs used. A predicted candidate without runs "
+                    "takes these, or (none chosen) the fewest of 1, 2, 4, 8 whose memory holds the model.")
+t1, t2 = st.columns([1, 1], vertical_alignment="center")
 t1.toggle("Predict what was not measured", key=P.KEYS["predict"], help=P.PREDICT_HELP)
 if predict:
     t2.selectbox("Framework of candidates without runs", fw_opts, key=P.KEYS["framework"],
-                 help="Hardware chosen above with no runs of the model is predicted running this framework.")
+                 help="A model and hardware chosen above with no runs together are predicted running this "
+                      "framework (one the predictor was trained on).")
+elif held:
+    t2.info(f"{', '.join(held)}: no runs in this dataset, kept aside until prediction is on again.",
+            icon=":material/visibility_off:")
 p1, p2 = st.columns([1, 3])
 p1.text_input("Currency", key=P.KEYS["currency"], max_chars=8)
 p2.text_area("Price overrides per device-hour (hardware=price, one per line)", key=P.KEYS["prices"], height=68)

@@ -693,7 +693,7 @@ def plan(inputs: PlanInputs | Mapping[str, Any], runs: pd.DataFrame | None = Non
             note = "; ".join(filter(None, [note, curve.note]))
         _evaluate_candidate(cand, curve, at, inputs, (i_len, o_len), note, rows, bad, pts)
     if predictor is not None:
-        _predicted(inputs, predictor, seen, rows, bad, pts)
+        _predicted(inputs, predictor, runs, seen, rows, bad, pts)
     elif inputs.models and inputs.hardware:
         from . import catalog
 
@@ -709,11 +709,12 @@ def plan(inputs: PlanInputs | Mapping[str, Any], runs: pd.DataFrame | None = Non
                      "from throughput)")
     table = pd.DataFrame(rows, columns=_TABLE_COLUMNS)
     if len(table):
+        # The recommendation (the cheapest robust candidate, PlanResult.recommendation) is the first row.
         table = table.assign(_nocost=~np.isfinite(table["cost_per_m_output_tok"].astype(float)),
-                             _opt=table["status"] != "ok")
-        table = table.sort_values(["_opt", "_nocost", "cost_per_m_output_tok", "devices", "hardware", "model",
-                                   "framework", "device_count"], kind="stable") \
-            .drop(columns=["_nocost", "_opt"]).reset_index(drop=True)
+                             _opt=table["status"] != "ok", _fragile=~table["robust"].astype(bool))
+        table = table.sort_values(["_opt", "_fragile", "_nocost", "cost_per_m_output_tok", "devices", "hardware",
+                                   "model", "framework", "device_count"], kind="stable") \
+            .drop(columns=["_nocost", "_opt", "_fragile"]).reset_index(drop=True)
     infeasible = pd.DataFrame(bad, columns=[*CANDIDATE_KEYS, "reason"])
     points = pd.concat(pts, ignore_index=True) if pts else pd.DataFrame(columns=_POINT_COLUMNS)
     return PlanResult(inputs=inputs, table=table, infeasible=infeasible, points=points, notes=tuple(notes),
@@ -741,6 +742,15 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
     w, slo = inputs.workload, inputs.slo
     b = curve.batches
     n_dev = int(cand["device_count"])
+    try:
+        limit = catalog.resolve_model(str(cand["model"])).max_context
+    except UnknownNameError:
+        limit = None
+    if limit is not None and w.max_context_tok > limit:
+        bad.append({**{k: cand[k] for k in CANDIDATE_KEYS}, "reason": (
+            f"context too long: requests of up to {w.max_context_tok:,.0f} tokens exceed {cand['model']}'s "
+            f"{limit:,}-token context window (max_context in the model catalog)")})
+        return
     try:
         hw = catalog.resolve_hardware(str(cand["hardware"]))
         # In 1e9 B, as memory_need_gb counts: the catalog's figure is binary (HardwareSpec.memory_bytes).
@@ -964,20 +974,46 @@ def _predicted_curve(predictor: Any, q: pd.DataFrame, level: float) -> tuple[_Cu
     return curve, ttft
 
 
-def _predicted(inputs: PlanInputs, predictor: Any, seen: set[tuple[str, str, int]], rows: list[dict[str, Any]],
-               bad: list[dict[str, Any]], pts: list[pd.DataFrame]) -> None:
+def _fewest_devices(model: str, hardware: str, inputs: PlanInputs) -> tuple[int, str]:
+    """The fewest devices per replica, of 1, 2, 4 and 8, whose memory holds the model's weights and the KV cache
+    of one longest request (8 where none does: the candidate is then infeasible with the memory reason), and a
+    note saying so where it is more than one."""
     from . import catalog
 
-    if not (inputs.models and inputs.hardware):
+    try:
+        hw = catalog.resolve_hardware(hardware)
+        need = memory_need_gb(model, 1, inputs.workload.max_context_tok, kv_dtype_bytes=inputs.kv_dtype_bytes)
+    except PerfmodelError:
+        return 1, ""
+    if hw.memory_bytes is None or not np.isfinite(need):
+        return 1, ""
+    for n in (1, 2, 4, 8):
+        if need <= hw.memory_bytes * n / 1e9 * inputs.memory_fraction:
+            return n, "" if n == 1 else f"{n} devices per replica: the fewest of 1, 2, 4, 8 that hold the weights"
+    return 8, ""
+
+
+def _predicted(inputs: PlanInputs, predictor: Any, runs: pd.DataFrame, seen: set[tuple[str, str, int]],
+               rows: list[dict[str, Any]], bad: list[dict[str, Any]], pts: list[pd.DataFrame]) -> None:
+    """Predicted candidates: the models x hardware chosen (one side left empty takes those in the runs) that
+    have no runs, at the device counts chosen, else at the fewest devices that hold the model."""
+    from . import catalog
+
+    if not (inputs.models or inputs.hardware):
         return
+    models = inputs.models or sorted(set(runs["model"].dropna().astype(str)))
+    hardware = inputs.hardware or sorted(set(runs["hardware"].dropna().astype(str)))
+    pairs = {(h, m) for h, m, _ in seen}
     i_len, o_len = inputs.workload.mean_lengths
-    for m in inputs.models:
+    for m in models:
         mk = catalog.resolve_model(m).key
-        for h in inputs.hardware:
+        for h in hardware:
             hk = catalog.resolve_hardware(h).key
-            for d in inputs.device_counts or [1]:
-                if (hk, mk, d) in seen:
-                    continue
+            if inputs.device_counts:
+                counts = [(d, "") for d in inputs.device_counts if (hk, mk, d) not in seen]
+            else:  # measured at some device count: those runs answer; else the fewest devices that hold it
+                counts = [] if (hk, mk) in pairs else [_fewest_devices(mk, hk, inputs)]
+            for d, why_d in counts:
                 q = pd.DataFrame({"hardware": hk, "model": mk, "framework": inputs.predicted_framework,
                                   "device_count": d, "tp_size": d, "input_len_tok": i_len, "output_len_tok": o_len,
                                   "batch_size": np.array(PREDICTED_BATCHES, dtype=float),
@@ -988,5 +1024,5 @@ def _predicted(inputs: PlanInputs, predictor: Any, seen: set[tuple[str, str, int
                     bad.append({**cand, "reason": got})
                     continue
                 curve, ttft = got
-                note = "; ".join(filter(None, ["predicted (no measurements)", curve.note]))
+                note = "; ".join(filter(None, ["predicted (no measurements)", why_d, curve.note]))
                 _evaluate_candidate(cand, curve, None, inputs, (i_len, o_len), note, rows, bad, pts, ttft=ttft)

@@ -241,7 +241,7 @@ def test_predict_toggle_sizes_at_the_workload_lengths_and_offers_catalog_hardwar
     at.run()
     _ok(at)
     assert any("Predict what was not measured" in w.value for w in at.warning if "nearest measured" in w.value)
-    assert "l40s" not in at.multiselect(key=P.KEYS["hardware"]).options
+    assert not any(o.startswith("l40s") for o in at.multiselect(key=P.KEYS["hardware"]).options)
     at.toggle(key=P.KEYS["predict"]).set_value(True).run()
     _ok(at)
     df = at.dataframe[0].value
@@ -249,12 +249,22 @@ def test_predict_toggle_sizes_at_the_workload_lengths_and_offers_catalog_hardwar
     assert set(df["sized from"]) == {"predicted at the workload's lengths (roofline-gbm)"}
     assert not [w for w in at.warning if "nearest measured lengths" in w.value]
     assert at.query_params["predict"] in (["true"], "true")
-    assert "l40s" in at.multiselect(key=P.KEYS["hardware"]).options
+    assert "l40s · NVIDIA L40S 48GB" in at.multiselect(key=P.KEYS["hardware"]).options
     at.multiselect(key=P.KEYS["hardware"]).set_value(["h100-sxm", "l40s"]).run()
     _ok(at)
     rows = pd.concat([at.dataframe[0].value, *(d.value for d in at.dataframe[1:2])], ignore_index=True)
     assert "l40s" in set(rows["hardware"])  # feasible or not, it was sized, not dropped as "no data"
     assert not rows.get("reason", pd.Series(dtype=str)).astype(str).str.contains("no predictor").any()
+    assert any("have no runs of their hardware and model" in i.value for i in at.info)
+
+    # Prediction off keeps the catalog choice aside (it was dropped for good), and on again brings it back.
+    at.toggle(key=P.KEYS["predict"]).set_value(False).run()
+    _ok(at)
+    assert at.multiselect(key=P.KEYS["hardware"]).value == ["h100-sxm"]
+    assert any(i.value.startswith("l40s: no runs in this dataset, kept aside") for i in at.info)
+    at.toggle(key=P.KEYS["predict"]).set_value(True).run()
+    _ok(at)
+    assert at.multiselect(key=P.KEYS["hardware"]).value == ["h100-sxm", "l40s"]
 
     # A fresh session on the link restores the toggle and the catalog hardware, without training again.
     [meta] = Path(os.environ["PERFMODEL_HOME"]).glob("models/whatif/*/metadata.json")

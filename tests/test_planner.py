@@ -423,3 +423,53 @@ def test_predicting_at_held_out_lengths_beats_the_nearest_lengths_on_real_runs(a
     assert scores["predicted"][1] < 0.5 * scores["nearest"][1], scores
     assert scores["predicted"][2] < 0.5 * scores["nearest"][2], scores
     assert scores["predicted"][3] >= 0.85 > scores["nearest"][3], scores
+
+
+def test_a_workload_longer_than_the_models_context_is_infeasible() -> None:
+    """A reviewer's plan of 4,000 + 1,000-token requests for a model with a 2,048-token context came out "ok"."""
+    wl = {"request_rate_rps": 1, "input_len_tok": 4000, "output_len_tok": 1000}
+    res = plan(inputs(workload=wl, slo={}), synthetic_runs(model="perfmodel-tiny-llama"))
+    assert res.table.empty
+    assert res.infeasible.iloc[0]["reason"] == ("context too long: requests of up to 5,000 tokens exceed "
+                                                "perfmodel-tiny-llama's 2,048-token context window (max_context in "
+                                                "the model catalog)")
+    assert len(plan(inputs(workload=wl, slo={}), synthetic_runs()).table) == 1  # llama-3-8b: 8,192 tokens
+
+
+def test_the_recommendation_is_the_first_row() -> None:
+    """A cheaper candidate that misses the SLO at the pessimistic end of its band was listed first while the
+    summary recommended the second row."""
+    class _Wide(_FakePredictor):  # e2e 10 s centrally, 100 s at the band's low end
+        def predict(self, q: pd.DataFrame, level: float = 0.9) -> pd.DataFrame:
+            out = super().predict(q, level)
+            return out.assign(pred_lower=out["pred_throughput_tok_s"] / 10)
+
+    res = plan(inputs(slo={"e2e_s": 12}, models=["llama-3-8b"], hardware=["h100-sxm", "l40s"],
+                      prices={"h100-sxm": 20.0, "l40s": 1.0}), synthetic_runs(), predictor=_Wide())
+    assert res.table["hardware"].tolist() == ["h100-sxm", "l40s"]
+    assert not res.table.iloc[1]["robust"] and res.table.iloc[1]["cost_per_hour"] < res.table.iloc[0]["cost_per_hour"]
+    assert res.recommendation["hardware"] == "h100-sxm"
+
+
+def test_a_predicted_candidate_gets_the_fewest_devices_that_hold_the_model() -> None:
+    """Catalog hardware without runs was sized at one device only: a 70B model was "infeasible" on every GPU."""
+    res = plan(inputs(slo={}, models=["llama-3-70b"], hardware=["h100-sxm", "l40s"],
+                      workload={"request_rate_rps": 1, "input_len_tok": 1000, "output_len_tok": 1000}),
+               None, predictor=_FakePredictor())
+    dev = res.table.set_index("hardware")["device_count"]
+    assert dev["h100-sxm"] == 2 and dev["l40s"] == 4  # 141 GB of weights: 2 x 80 GB (x 0.9), 4 x 48 GB
+    assert "2 devices per replica: the fewest of 1, 2, 4, 8 that hold the weights" in \
+        res.table.set_index("hardware").loc["h100-sxm", "note"]
+    res = plan(inputs(slo={}, models=["llama-3-70b"], hardware=["h100-sxm"], device_counts=[1, 8]), None,
+               predictor=_FakePredictor())
+    assert res.table["device_count"].tolist() == [8] and res.infeasible["device_count"].tolist() == [1]
+
+
+def test_a_chosen_model_without_runs_is_predicted_on_the_datas_hardware() -> None:
+    """Models = [a model with no runs], Hardware left empty ("all"): nothing was predicted, and the summary said
+    no run matched."""
+    res = plan(inputs(slo={}, models=["llama-3.1-8b"]), synthetic_runs(), predictor=_FakePredictor())
+    assert res.table[["hardware", "model", "source"]].values.tolist() == [["h100-sxm", "llama-3.1-8b",
+                                                                         "predicted (fake)"]]
+    # Neither chosen: only the measured candidates (every model x hardware pair would be a guess).
+    assert set(plan(inputs(slo={}), synthetic_runs(), predictor=_FakePredictor()).table["model"]) == {"llama-3-8b"}

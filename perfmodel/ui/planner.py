@@ -12,7 +12,7 @@ from .. import planner
 from . import cached
 
 __all__ = ["KEYS", "DEFAULTS", "URL_SPEC", "URL_READ", "MODELS_FOR", "inputs_dict", "apply_inputs", "default_models", "page_notes",
-           "front_missing", "choices", "PREDICT_HELP", "SOURCE_HEADER", "plan_model", "plan_tables", "report_html", "report_pdf", "display_table", "display_column_config",
+           "front_missing", "choices", "settle_choices", "catalog_label", "CATALOG_STASH", "PREDICT_HELP", "SOURCE_HEADER", "plan_model", "plan_tables", "report_html", "report_pdf", "display_table", "display_column_config",
            "infeasible_table", "lengths_caveat", "MISSING"]
 
 #: Widget keys of the Planner page (prefixed so no other page collides), in form order.
@@ -22,10 +22,11 @@ KEYS = {
     "tpot": "planner.tpot_s", "percentile": "planner.percentile", "models": "planner.models",
     "hardware": "planner.hardware", "headroom": "planner.headroom", "currency": "planner.currency",
     "prices": "planner.prices", "predict": "planner.predict", "framework": "planner.predicted_framework",
+    "devices": "planner.device_counts",
 }
 DEFAULTS: dict[str, Any] = {"rate": 10.0, "input_len": 1024.0, "output_len": 1024.0, "e2e": 60.0, "ttft": 0.0,
                             "tpot": 0.0, "percentile": "p90", "models": [], "hardware": [], "headroom": 0.2,
-                            "currency": "USD", "prices": "", "predict": False, "framework": ""}
+                            "currency": "USD", "prices": "", "predict": False, "framework": "", "devices": []}
 
 
 URL_SPEC = {"dataset": (KEYS["dataset"], ""), **{k: (KEYS[k], v) for k, v in DEFAULTS.items()}}
@@ -98,6 +99,51 @@ def choices(runs: pd.DataFrame, home: str, predict: bool) -> tuple[list[str], li
     return models, hardware, fws
 
 
+CATALOG_STASH = "planner._catalog_choices"
+"""Models and hardware chosen from the catalog (no runs), held aside while prediction is off."""
+PREDICTED_DEVICE_COUNTS = (1, 2, 4, 8)
+"""Devices per replica offered with prediction on (besides the measured ones)."""
+
+
+def settle_choices(runs: pd.DataFrame, home: str, predict: bool) -> tuple[list[str], list[str], list[str], list[str],
+                                                                          list[str]]:
+    """:func:`choices` plus the devices-per-replica options, with the widgets' values made valid for them
+    (before the widgets are drawn): with prediction off, chosen catalog entries without runs are held aside
+    (:data:`CATALOG_STASH`) rather than dropped, and come back when it is on again.
+
+    Parameters
+    ----------
+    runs, home, predict
+        As :func:`choices`.
+
+    Returns
+    -------
+    (models, hardware, frameworks, device counts as text, held aside)
+    """
+    models, hardware, fws = choices(runs, home, predict)
+    counts = {int(d) for d in pd.to_numeric(runs.get("device_count", pd.Series(dtype=float)), errors="coerce")
+              .dropna()}
+    devices = [str(d) for d in sorted(counts | (set(PREDICTED_DEVICE_COUNTS) if predict else set()))]
+    s = st.session_state
+    stash = s.setdefault(CATALOG_STASH, {"models": [], "hardware": [], "devices": []})
+    for k, opts in (("models", models), ("hardware", hardware), ("devices", devices)):
+        cur = [str(v) for v in s.get(KEYS[k], [])]
+        if predict:
+            cur += [v for v in stash[k] if v in opts and v not in cur]
+            stash[k] = []
+        else:
+            stash[k] += [v for v in cur if v not in opts and v not in stash[k]]
+        s[KEYS[k]] = [v for v in cur if v in opts]
+    held = [*stash["models"], *stash["hardware"], *(f"{d} devices per replica" for d in stash["devices"])]
+    return models, hardware, fws, devices, held
+
+
+def catalog_label(key: str, names: dict[str, str]) -> str:
+    """``"h100-sxm · NVIDIA H100 SXM"``: a catalog key with its name where that says more."""
+    name = names.get(key, key)
+    return key if name.strip().lower() == key.lower() else f"{key} · {name}"
+
+
 def page_notes(table: pd.DataFrame, inputs: dict[str, Any]) -> list[str]:
     """What the Planner page should say above its table that the table alone does not: candidates of
     several models, and a latency target judged against means where the percentile asked for was not recorded.
@@ -117,6 +163,15 @@ def page_notes(table: pd.DataFrame, inputs: dict[str, Any]) -> list[str]:
     if len(table) and "model" in table.columns and table["model"].nunique() > 1:
         out.append(f"These candidates serve {table['model'].nunique()} different models, compared as alternatives: "
                    "pick one model under *Models* to size a deployment of that model.")
+    if len(table) and "source" in table.columns:
+        bare = table[table["source"].astype(str).str.match(r"predicted \(")]
+        if len(bare):
+            conf = pd.to_numeric(bare["confidence"], errors="coerce").dropna()
+            low = f"; the least sure has confidence {conf.min():.2f}, i.e. a 90% band from {conf.min():.2f}x to " \
+                  f"{1 / conf.min():.1f}x its prediction" if len(conf) and conf.min() > 0 else ""
+            out.append(f"{len(bare)} of {len(table)} candidates have no runs of their hardware and model: they are the "
+                       f"predictor's extrapolation from other hardware and models{low}. Their device counts are "
+                       "as sure as the band under *devices (low)* / *devices (high)* says.")
     pct = str((inputs.get("slo") or {}).get("percentile", "mean"))
     targets = [k for k in ("e2e_s", "ttft_s", "tpot_s") if (inputs.get("slo") or {}).get(k)]
     if pct != "mean" and targets and len(table) and "latency_basis" in table.columns:
@@ -126,6 +181,11 @@ def page_notes(table: pd.DataFrame, inputs: dict[str, Any]) -> list[str]:
                        f"record the {pct} ({int(basis.str.contains('mean').sum())} of {len(table)} candidates): "
                        "a percentile above the median sits above the mean for the usual right-skewed latencies, "
                        "so those candidates may miss the target.")
+        derived = basis.str.contains("derived")
+        if derived.any() and any(k in targets for k in ("e2e_s", "tpot_s")):
+            out.append(f"Where latency was not measured ({int(derived.sum())} of {len(table)} candidates) it is "
+                       "derived from throughput and batch, which gives a mean: the "
+                       f"{pct} end-to-end and TPOT targets are judged against that mean there.")
     return out
 
 
@@ -193,6 +253,8 @@ def inputs_dict() -> dict[str, Any]:
            "slo": slo, "models": list(g("models")), "hardware": list(g("hardware")),
            "headroom": float(g("headroom")), "currency": str(g("currency")) or "USD",
            "prices": _prices(str(g("prices")))}
+    if g("devices"):
+        out["device_counts"] = sorted({int(d) for d in g("devices")})
     if g("predict"):
         out["predict"] = True
         if g("framework"):
@@ -226,6 +288,7 @@ def apply_inputs(dataset_id: str, plan: dict[str, Any]) -> None:
     s[KEYS["headroom"]] = float(plan.get("headroom", DEFAULTS["headroom"]))
     s[KEYS["currency"]] = plan.get("currency", "USD")
     s[KEYS["prices"]] = "\n".join(f"{k}={v:g}" for k, v in (plan.get("prices") or {}).items())
+    s[KEYS["devices"]] = [str(d) for d in plan.get("device_counts") or []]
     s[KEYS["predict"]] = bool(plan.get("predict", False))
     s[KEYS["framework"]] = str(plan.get("predicted_framework") or "") if plan.get("predict") else ""
 
@@ -399,10 +462,18 @@ def display_table(table: pd.DataFrame, currency: str, lengths: str | None = None
     out = table[[c for c in cols if c in table.columns]].rename(columns=cols)
     if "devices (high)" in out.columns:  # the planner's -1: the band's low end is 0 tok/s, so no upper bound
         out["devices (high)"] = out["devices (high)"].where(out["devices (high)"] >= 0)
+    if "robust" in table.columns and "status" in out.columns:
+        fragile = (table["status"].astype(str) == "ok") & ~table["robust"].astype(bool)
+        out["status"] = out["status"].astype(str).where(~fragile, "ok, not robust")
     if lengths and {"status", "lengths"} <= set(table.columns):
         other = table["lengths"].astype(str) != str(lengths)
         out["status"] = [f"{st_}, sized at {ln}" if o else st_ for st_, ln, o in
-                         zip(table["status"].astype(str), table["lengths"].astype(str), other, strict=True)]
+                         zip(out["status"].astype(str), table["lengths"].astype(str), other, strict=True)]
+    if {"source", "confidence"} <= set(table.columns):  # a measured curve's "confidence" is its R^2: not shown
+        predicted = table["source"].astype(str).str.startswith("predicted")
+        if predicted.any():
+            out.insert(list(out.columns).index(SOURCE_HEADER) + 1, "confidence",
+                       pd.to_numeric(table["confidence"], errors="coerce").where(predicted))
     return out
 
 
@@ -453,6 +524,8 @@ def display_column_config(currency: str) -> dict[str, Any]:
                  "candidate (turn on Predict what was not measured for both)"),
         "batch": num(format="%,.0f"),
         "tok/s per device": num(format="%,.0f", help="Output tokens per second per device"),
+        "confidence": num(format="%.2f", help="The predictor's confidence for a predicted row: c means a 90% band "
+                                              "from c x to 1/c x the prediction"),
         "devices (low)": num(format="%,.0f"),
         "devices (high)": num(format="%,.0f", help="Devices at the band's low throughput; a dash where that is 0 "
                                                    "tok/s (no upper bound)"),
