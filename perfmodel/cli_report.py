@@ -112,7 +112,8 @@ def _plan_options(f: Any) -> Any:
         click.option("--hardware", multiple=True, help="Hardware to consider (repeatable; default all)."),
         click.option("--framework", "frameworks", multiple=True, help="Framework to consider (repeatable)."),
         click.option("--devices", "device_counts", multiple=True, type=click.IntRange(min=1),
-                     help="Devices per replica (repeatable)."),
+                     help="Devices per replica (repeatable; with --predict a candidate without runs takes the "
+                          "fewest of 1, 2, 4, 8 that hold the model unless given)."),
         click.option("--price", "price_values", multiple=True, metavar="HW=PRICE",
                      help="Price per device-hour overriding the catalog (repeatable)."),
         click.option("--currency", help="Currency of the prices (default USD)."),
@@ -179,8 +180,8 @@ def _check_names(inputs: Any, runs: Any, dataset: str, plan_file: Path | None, f
             "prices": "hardware"}
     problems = []
     for field_, (bad, have) in unmatched_candidates(inputs, runs).items():
-        if inputs.predict and field_ in ("models", "hardware", "prices"):
-            continue  # predicted: any catalog name (plan() resolves them) and its price
+        if inputs.predict and field_ in ("models", "hardware", "prices", "device_counts"):
+            continue  # predicted: any catalog name (plan() resolves them), its price, any device count
         if field_ == "prices":  # a price list in a plan file may cover more hardware than one dataset has
             bad = [b for b in bad if b in flags.get("prices", {})]
             if not bad:

@@ -192,6 +192,13 @@ def test_plan_predict_sizes_at_the_workload_lengths_and_predicts_catalog_hardwar
     assert r.exit_code == 0, r.output
     [row] = json.loads(r.output)["candidates"]
     assert row["source"] == "predicted at the workload's lengths (roofline-gbm)"
+    # A model, hardware and device count the dataset lacks are options of a predicted plan, not errors.
+    r = CliRunner().invoke(main, ["plan", two_models, "--rate", "1", "--input-len", "500", "--output-len", "500",
+                                  "--model", "llama-3-70b", "--hardware", "h200", "--devices", "2",
+                                  "--model-dir", str(model), "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert [(c["hardware"], c["device_count"]) for c in [*out["candidates"], *out["infeasible"]]] == [("h200", 2)]
 
 
 def test_report_of_a_plan_that_predicts_says_what_each_candidate_was_sized_from(dataset: str, tmp_path: Path) -> None:
