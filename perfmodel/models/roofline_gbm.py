@@ -2296,6 +2296,8 @@ class RooflineGBM(Predictor):
                                                   pred, log_gbm + bound_te - prior_te, logc,
                                                   at.sibling_stats(keys[te], bb[te]),
                                                   at.edge_gain(keys[te], bb[te], pred)))
+        if not held:  # every fold would train on fewer than 10 rows: no band, as with calibration_folds=0
+            return
         # Each accelerator's (model's) track record when held out in its scheme, on the rows whose only
         # novelty it is; then every calibration row of that class gets its peers' record (_track).
         for (sub, scheme, _), r_f, c_f in zip(held, res, cats, strict=True):
