@@ -28,6 +28,7 @@ from .errors import PerfmodelError, Problem, ValidationError
 from .models.base import DEFAULT_TARGET, Predictor, ProgressCallback, predict_with_latency
 
 __all__ = [
+    "judgeable",
     "POINT_COLUMNS",
     "WHATIF_LEVELS",
     "MAX_BATCH",
@@ -289,22 +290,40 @@ def suspect_mask(runs: pd.DataFrame) -> pd.Series:
         bool, index aligned, named ``suspect``.
     """
     out = pd.Series(False, index=runs.index, name="suspect")
-    need = (*physics.QUERY_COLUMNS, "output_throughput_tok_s")
-    if len(runs) == 0 or any(c not in runs.columns for c in need):
+    if "output_throughput_tok_s" not in runs.columns:
         return out
-    ok = pd.Series(True, index=runs.index)
-    for c in ("device_count", "input_len_tok", "output_len_tok", "batch_size"):
-        v = pd.to_numeric(runs[c], errors="coerce").astype("float64")
-        ok &= (v.notna() & (v >= 0 if c == "input_len_tok" else v > 0)).to_numpy()
-    for c in ("hardware", "model"):
-        names = runs[c].astype("string")
-        known = {str(v) for v in names.dropna().unique() if _known(c, str(v))}
-        ok &= names.isin(list(known)).fillna(False).to_numpy(dtype=bool)
-    okv = ok.to_numpy(dtype=bool)
+    okv = judgeable(runs)
     flags = np.zeros(len(runs), dtype=bool)
     if okv.any():  # positional: an index may repeat labels
         flags[okv] = physics.flag_suspect(runs.iloc[np.flatnonzero(okv)]).to_numpy(dtype=bool)
     return pd.Series(flags, index=runs.index, name="suspect")
+
+
+def judgeable(runs: pd.DataFrame) -> np.ndarray:
+    """The rows :func:`perfmodel.physics.roofline` can judge: every query column present and valid (a positive
+    batch, device count and output length, an input length >= 0), hardware and model in the catalog.
+
+    Parameters
+    ----------
+    runs
+        Runs table.
+
+    Returns
+    -------
+    numpy.ndarray
+        bool, one per row (all False where a query column is missing).
+    """
+    if len(runs) == 0 or any(c not in runs.columns for c in physics.QUERY_COLUMNS):
+        return np.zeros(len(runs), dtype=bool)
+    ok = np.ones(len(runs), dtype=bool)
+    for c in ("device_count", "input_len_tok", "output_len_tok", "batch_size"):
+        v = pd.to_numeric(runs[c], errors="coerce").astype("float64")
+        ok &= (v.notna() & (v >= 0 if c == "input_len_tok" else v > 0)).to_numpy(dtype=bool)
+    for c in ("hardware", "model"):
+        names = runs[c].astype("string")
+        known = {str(v) for v in names.dropna().unique() if _known(c, str(v))}
+        ok &= names.isin(list(known)).fillna(False).to_numpy(dtype=bool)
+    return ok
 
 
 def _known(column: str, name: str) -> bool:

@@ -368,3 +368,19 @@ def test_kept_choices_are_not_rewritten_when_all_still_valid() -> None:
     at.multiselect(key="cols").set_value(["a", "b"]).run()
     at.run()
     assert at.session_state["writes"] == 0 and at.multiselect(key="cols").value == ["a", "b"]
+
+
+def test_a_run_without_a_batch_size_does_not_break_the_pages(formats_dir: Path) -> None:
+    """vLLM benchmark_serving with request_rate "inf" and no max_concurrency records no batch: the Data page
+    raised "row 1, column 'batch_size': value is missing" from the TTFT check, and drew nothing below it."""
+    path = formats_dir / "vllm-benchmark-serving" / \
+        "lambdalabs-vllm-benchmark__prompt_10_1xH100-80GB-SXM_Meta-Llama-3.1-8B-FP8_tp1_len2048.json"
+    info, _ = import_uploads([(path.name, path.read_bytes())], UploadForm(hardware="h100-sxm", device_count=1),
+                             Store())
+    assert Store().runs(info.id)["batch_size"].isna().all()
+    at = _app(dataset=info.id)
+    _no_exception(at)
+    assert any("runs match the filters" in c.value for c in at.caption)
+    assert any("Delete this dataset" in e.label for e in at.expander)  # the page was drawn to its end
+    for page in ("pages/curves.py", "pages/whatif.py", "pages/planner.py"):
+        _no_exception(at.switch_page(page).run())

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -943,6 +944,7 @@ def fast_ttft_runs(home: str, dataset_id: str, stamp: int) -> pd.DataFrame:
 
     runs = cached.dataset_runs(home, dataset_id, stamp)
     cols = _flagged_columns(runs, "ttft_s")
+    runs = runs.iloc[np.flatnonzero(W.judgeable(runs))]  # a run without a batch (an "inf"-rate burst) is not judged
     if "ttft_s" not in runs.columns or not len(runs):
         return pd.DataFrame(columns=[*cols, "ttft_floor_s"])
     bounds = physics.roofline(runs)
