@@ -280,3 +280,22 @@ def test_predict_toggle_sizes_at_the_workload_lengths_and_offers_catalog_hardwar
     assert at2.session_state[P.KEYS["hardware"]] == ["h100-sxm", "l40s"]
     assert meta.stat().st_mtime_ns == trained  # the model the first session trained, not a new one
     assert set(at2.dataframe[0].value["sized from"]) >= {"predicted at the workload's lengths (roofline-gbm)"}
+
+
+def test_inputs_survive_a_visit_to_another_page(dataset_id: str) -> None:
+    """Going to another page from the sidebar and back reset every input (Streamlit drops the state of
+    widgets a run does not draw): a plan saved after coming back saved the defaults."""
+    at = _page("pages/planner.py")
+    at.session_state[P.KEYS["dataset"]] = dataset_id
+    at.run()
+    at.number_input(key=P.KEYS["rate"]).set_value(25.0)
+    at.toggle(key=P.KEYS["predict"]).set_value(True).run()
+    at.multiselect(key=P.KEYS["hardware"]).set_value(["h100-sxm", "l40s"]).run()
+    _ok(at)
+    at.switch_page("pages/curves.py").run()
+    _ok(at)
+    at.switch_page("pages/planner.py").run()
+    _ok(at)
+    assert at.number_input(key=P.KEYS["rate"]).value == 25.0
+    assert at.toggle(key=P.KEYS["predict"]).value is True
+    assert at.multiselect(key=P.KEYS["hardware"]).value == ["h100-sxm", "l40s"]

@@ -86,7 +86,8 @@ def home() -> str:
     multipage app until ``st.navigation`` has been called once, so the page came up narrow,
     under the folder's file names, without ``app.py``'s start-up step. :func:`through_the_router`
     reruns such a run through ``app.py`` (same page, same URL); the start-up step runs here too,
-    once per session, in case that rerun is not possible.
+    once per session, in case that rerun is not possible. It also keeps the other pages' inputs
+    (:func:`keep_widget_values`, which the router calls too: a page run alone, as AppTest runs it, keeps them).
 
     Returns
     -------
@@ -95,6 +96,7 @@ def home() -> str:
     """
     through_the_router()
     startup()
+    keep_widget_values()
     return cached.home()
 
 
@@ -123,8 +125,45 @@ def through_the_router() -> None:
 
 
 def routed() -> None:
-    """Record that ``app.py``'s router runs in this session (call it right after ``st.navigation``)."""
+    """Record that ``app.py``'s router runs in this session (call it right after ``st.navigation``), and keep
+    every page's inputs while another page is shown (:func:`keep_widget_values`)."""
     st.session_state[K.ROUTED] = True
+    keep_widget_values()
+
+
+_KEPT_VALUE_TYPES = frozenset({"bool_value", "string_value", "string_array_value", "double_value", "int_value",
+                               "double_array_value", "int_array_value"})
+"""Widget value types re-saved: inputs (checkboxes, toggles, selections, text, numbers, sliders). Buttons,
+uploaders and chat inputs (trigger, file and chat values), whose state a script may not set, and a widget
+whose metadata names no type, are left alone. The app selects nothing in its charts and tables, whose
+selections are string values that may not be set either."""
+
+
+def keep_widget_values() -> None:
+    """Re-save the value of every input widget, so that a page's inputs survive a visit to another page.
+
+    At the end of a run Streamlit deletes the state of every widget the run did not draw, which includes every
+    widget of the pages not shown: going to Curves and back reset the Planner (and a plan saved after coming
+    back saved the defaults). A value re-saved in a run is not deleted (Option 3 of Streamlit's "Working with
+    widgets in multipage apps"); called by the router before the page runs, this keeps them all. Buttons, file
+    uploaders and chat inputs are skipped (their state cannot be set), found through Streamlit's widget
+    metadata (:data:`_KEPT_VALUE_TYPES`); where that is not reachable (another Streamlit version) nothing is
+    kept, as before.
+    """
+    try:
+        from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+        state = ctx.session_state._state  # SafeSessionState -> SessionState
+        ids = dict(state._key_id_mapper.id_key_mapping)
+        meta = state._new_widget_state.widget_metadata
+    except Exception:  # noqa: BLE001 - private API: without it the app works as before
+        return
+    for wid, key in ids.items():
+        m = meta.get(wid)
+        if m is None or m.value_type not in _KEPT_VALUE_TYPES or key not in st.session_state:
+            continue
+        st.session_state[key] = st.session_state[key]
 
 
 def sidebar() -> None:
