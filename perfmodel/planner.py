@@ -691,7 +691,11 @@ def plan(inputs: PlanInputs | Mapping[str, Any], runs: pd.DataFrame | None = Non
         curve = _measured_curve(at, inputs.level, seed + gi)
         if curve.note:
             note = "; ".join(filter(None, [note, curve.note]))
-        _evaluate_candidate(cand, curve, at, inputs, (i_len, o_len), note, rows, bad, pts)
+        # Latencies measured at other lengths are other requests' (a 2048/128 run's 5 s for a 1024/1024
+        # workload): derived from the throughput at the workload's lengths instead.
+        same = (i_len, o_len) == (mean_in, mean_out)
+        _evaluate_candidate(cand, curve, at if same else _without_latency(at), inputs, (i_len, o_len), note, rows,
+                            bad, pts)
     if predictor is not None:
         _predicted(inputs, predictor, runs, seen, rows, bad, pts)
     elif inputs.models and inputs.hardware:
@@ -778,7 +782,7 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
         basis[name] = bs if col is not None else "derived"
     if ttft is not None and np.isfinite(ttft).any():  # the predictor's TTFT model (a mean)
         lat["ttft"], basis["ttft"] = np.asarray(ttft, dtype=float), "predicted"
-    out_len = lengths[1]
+    out_len = w.mean_lengths[1]  # the workload's requests, whatever lengths the throughput was measured at
     derived_e2e = b * out_len / curve.mid
     derived_tpot = b / curve.mid
     lat["e2e"] = np.where(np.isfinite(lat["e2e"]), lat["e2e"], derived_e2e)
@@ -909,6 +913,13 @@ def _plan_predictor(runs: pd.DataFrame) -> tuple[Any, str]:
     except PerfmodelError as exc:
         return None, f"no predictor could be trained on these runs ({exc}); only measured lengths are sized"
     return model, f"what was not measured is predicted by roofline-gbm trained on the {len(used):,} runs given"
+
+
+def _without_latency(at: pd.DataFrame) -> pd.DataFrame:
+    """``at`` without its latency columns (power kept: it depends on the batch far more than on the lengths)."""
+    from .schema import LATENCY_COLUMNS
+
+    return at.drop(columns=[c for c in LATENCY_COLUMNS if c in at.columns])
 
 
 def _config_rows(at: pd.DataFrame) -> pd.DataFrame:

@@ -473,3 +473,15 @@ def test_a_chosen_model_without_runs_is_predicted_on_the_datas_hardware() -> Non
                                                                          "predicted (fake)"]]
     # Neither chosen: only the measured candidates (every model x hardware pair would be a guess).
     assert set(plan(inputs(slo={}), synthetic_runs(), predictor=_FakePredictor()).table["model"]) == {"llama-3-8b"}
+
+
+def test_latency_measured_at_other_lengths_is_not_reused() -> None:
+    """Sized from the nearest measured lengths, a candidate took those runs' latency (a 2048/128 run's 5 s for
+    a 1024/1024 workload): it is derived from the throughput with the workload's output length instead."""
+    runs = synthetic_runs(latency=True)  # p90 e2e measured at 1000/1000: 0.5 x batch
+    res = plan(inputs(workload={"request_rate_rps": 10, "input_len_tok": 1000, "output_len_tok": 500}), runs)
+    row = res.table.iloc[0]
+    assert row["lengths"] == "1000/1000" and "e2e: derived" in row["latency_basis"]
+    assert row["e2e_s"] == pytest.approx(row["batch_size"] * 500 / row["throughput_tok_s"])
+    same = plan(inputs(), runs).table.iloc[0]  # at the measured lengths the measurement stands
+    assert same["latency_basis"].startswith("e2e: measured") and same["e2e_s"] == pytest.approx(0.5 * same["batch_size"])
