@@ -1173,7 +1173,9 @@ FROM sweeps s LEFT JOIN sweep_points p ON p.sweep_id = s.id"""
 
     # ------------------------------------------------------------------ saved analyses
     def save_analysis(self, name: str, kind: str, payload: Mapping[str, Any]) -> AnalysisInfo:
-        """Save a page state as a named analysis under a new unguessable id.
+        """Save a page state as a named analysis under a new unguessable id, unless the same name, kind and
+        state are saved already: then that analysis is returned (a form sent twice, by Enter in its name
+        field and then its button, had saved two identical analyses).
 
         Parameters
         ----------
@@ -1204,6 +1206,10 @@ FROM sweeps s LEFT JOIN sweep_points p ON p.sweep_id = s.id"""
             raise StoreError(f"analysis {name!r}: the state cannot be saved as JSON ({exc})") from None
         created = _now()
         with self._write() as con:
+            same = con.execute("SELECT id, created_at FROM analyses WHERE name = ? AND kind = ? AND payload = ? "
+                               "ORDER BY created_at LIMIT 1", (name, kind, text)).fetchone()
+            if same is not None:
+                return AnalysisInfo(id=same[0], name=name, created_at=same[1], kind=kind, payload=json.loads(text))
             while True:
                 aid = secrets.token_urlsafe(ANALYSIS_ID_BYTES)
                 if aid[0] in "-_":

@@ -50,3 +50,16 @@ def test_ids_never_look_like_command_line_options(tmp_path, monkeypatch) -> None
     monkeypatch.setattr(secrets, "token_urlsafe", lambda n: next(draws))
     info = Store(tmp_path).save_analysis("x", "planner", {"a": 1})
     assert info.id == "good0123456789ab"
+
+
+def test_saving_the_same_state_twice_keeps_one_analysis(tmp_path) -> None:  # noqa: ANN001
+    """Enter in the name field sent the save form, and then its button sent it again: two identical analyses."""
+    store = Store(tmp_path)
+    a = store.save_analysis("h200 plan", "planner", {"rate": 1})
+    assert store.save_analysis("h200 plan", "planner", {"rate": 1}).id == a.id
+    assert len(store.analyses()) == 1
+    # Another name, page or state is another analysis.
+    ids = {store.save_analysis("h200 plan", "planner", {"rate": 2}).id,
+           store.save_analysis("other", "planner", {"rate": 1}).id,
+           store.save_analysis("h200 plan", "curves", {"rate": 1}).id}
+    assert a.id not in ids and len(ids) == 3 and len(store.analyses()) == 4
