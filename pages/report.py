@@ -38,7 +38,8 @@ dataset = c1.selectbox("Dataset", ids, key="report.dataset", format_func=lambda 
 if not plan_id:
     st.info((f"{len(plans)} saved plan(s): choose one under *Saved plan* to add the executive summary, workload "
              "and SLOs, candidates and predictions at the plan's operating points. " if plans else
-             "No saved plan yet: size a workload on the Planner page and save it (sidebar, *Save this view as*) "
+             "No saved plan yet: size a workload on the Planner page and save it (*Save this state as*, at the foot of "
+             "the page) "
              "to add the executive summary, workload and SLOs, candidates and predictions. ")
             + "Without one the report covers the data: curves, knees, attributions and provenance.",
             icon=":material/assignment:")
