@@ -17,7 +17,7 @@ from perfmodel.plots import (
     default_overlay,
     poor_fits,
 )
-from perfmodel.ui import analyses, cached, links
+from perfmodel.ui import analyses, cached, links, tables
 from perfmodel.ui import state as K
 from perfmodel.ui import whatif as whatif_ui
 from perfmodel.ui.widgets import labelled_columns
@@ -50,7 +50,7 @@ ui.keep_valid(K.CURVES_BY, group_options)
 if not st.session_state.get(K.CURVES_BY):
     st.session_state[K.CURVES_BY] = default_curve_by(runs)
 by = c2.multiselect("Group runs into configurations by", group_options, key=K.CURVES_BY,
-                    help="Runs agreeing on all these columns form one curve.")
+                    format_func=tables.column_words, help="Runs agreeing on all these columns form one curve.")
 
 # Bootstrap intervals refit every configuration n_boot times: the default for a large dataset is asymptotic
 # (seconds instead of tens of seconds on first load); a method the user or the link chose always wins.

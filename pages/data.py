@@ -100,8 +100,11 @@ with chart_tab:
 with runs_tab:
     all_cols = [c for c in shown.columns if c != "lengths"]
     ui.keep_valid(K.COLUMNS, all_cols)
-    cols = st.multiselect("Columns", all_cols, default=tables.default_columns(shown), key=K.COLUMNS)
-    st.dataframe(shown[cols or all_cols], hide_index=True)
+    cols = st.multiselect("Columns", all_cols, default=tables.default_columns(shown), key=K.COLUMNS,
+                          format_func=tables.column_words)
+    st.dataframe(shown[cols or all_cols], hide_index=True,
+                 column_config={c: st.column_config.Column(tables.column_words(c), help=tables.column_help(c))
+                                for c in cols or all_cols})
     st.download_button("Download filtered runs (CSV)", ui.filtered_csv(home, selected, stamp, fkey),
                        file_name=f"{ds.names[selected]}-runs.csv".replace(" ", "_"), mime="text/csv",
                        icon=":material/download:", on_click="ignore")

@@ -384,3 +384,18 @@ def test_a_run_without_a_batch_size_does_not_break_the_pages(formats_dir: Path) 
     assert any("Delete this dataset" in e.label for e in at.expander)  # the page was drawn to its end
     for page in ("pages/curves.py", "pages/whatif.py", "pages/planner.py"):
         _no_exception(at.switch_page(page).run())
+
+
+def test_runs_columns_read_in_words() -> None:
+    """The Runs table, its column chooser and the Curves grouping showed raw names (output_throughput_tok_s)."""
+    words = {c: tables.column_words(c) for c in ("output_throughput_tok_s", "device_count", "fw_num_threads",
+                                                 "ttft_p90_s", "hw_cpu_util_pct", "input_len_tok", "weight_dtype")}
+    assert words == {"output_throughput_tok_s": "output throughput (tok/s)", "device_count": "devices",
+                     "fw_num_threads": "threads", "ttft_p90_s": "TTFT p90 (s)",
+                     "hw_cpu_util_pct": "telemetry: CPU use (%)", "input_len_tok": "input length (tokens)",
+                     "weight_dtype": "weight dtype"}
+    assert tables.column_help("output_throughput_tok_s") == ("generated tokens per second, all requests "
+                                                             "(column output_throughput_tok_s)")
+    _store_ui_runs()
+    at = _app()
+    assert "output throughput (tok/s)" in at.multiselect(key=K.COLUMNS).options

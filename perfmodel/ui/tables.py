@@ -31,7 +31,66 @@ __all__ = [
     "severity_counts",
     "default_x",
     "per_file_counts",
+    "column_words",
+    "column_help",
 ]
+
+_WORDS = {"device_count": "devices", "tp_size": "tensor parallel", "pp_size": "pipeline parallel",
+          "input_len_tok": "input length (tokens)", "output_len_tok": "output length (tokens)",
+          "kv_cache_dtype": "KV-cache dtype", "fw_num_threads": "threads", "fw_n_batch": "n_batch (llama.cpp)",
+          "batch_size": "batch / concurrency", "e2e_latency_s": "e2e latency (s)", "hardware_raw": "hardware (as written)",
+          "model_raw": "model (as written)", "n_requests": "requests", "n_failed": "failed requests",
+          "repeat_idx": "repeat", "power_w": "power (W)", "energy_j": "energy (J)"}
+_SUFFIXES = (("_tok_s", " (tok/s)"), ("_rps", " (req/s)"), ("_tok", " (tokens)"), ("_gb", " (GB)"),
+             ("_pct", " (%)"), ("_w", " (W)"), ("_s", " (s)"))
+_PREFIXES = (("fw_", "framework: "), ("hw_", "telemetry: "))
+_TOKENS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "gb": "GB", "pct": "%", "cpu": "CPU", "gpu": "GPU",
+           "mem": "memory", "util": "use", "proc": "process", "rss": "RSS", "len": "length"}
+
+
+def column_words(name: str) -> str:
+    """A runs-table column in words for a header or an option: ``output_throughput_tok_s`` ->
+    ``output throughput (tok/s)``, ``device_count`` -> ``devices``, ``fw_num_threads`` -> ``threads``.
+
+    Parameters
+    ----------
+    name
+        Column name.
+
+    Returns
+    -------
+    str
+    """
+    if name in _WORDS:
+        return _WORDS[name]
+    head, tail = "", name
+    for prefix, words in _PREFIXES:
+        if tail.startswith(prefix):
+            head, tail = words, tail[len(prefix):]
+    unit = ""
+    for suffix, words in _SUFFIXES:
+        if tail.endswith(suffix) and len(tail) > len(suffix):
+            tail, unit = tail[: -len(suffix)], words
+            break
+    return head + " ".join(_TOKENS.get(t, t) for t in tail.split("_")) + unit
+
+
+def column_help(name: str) -> str:
+    """The canonical column's description and raw name (for a header's tooltip), or the raw name alone.
+
+    Parameters
+    ----------
+    name
+        Column name.
+
+    Returns
+    -------
+    str
+    """
+    from ..schema import COLUMNS
+
+    desc = next((c.description for c in COLUMNS if c.name == name), "")
+    return f"{desc} (column {name})" if desc else f"column {name}"
 
 DATASET_COLUMNS = ("id", "name", "rows", "issues", "formats", "created")
 ISSUE_COLUMNS = ("file", "row", "column", "message", "severity")
