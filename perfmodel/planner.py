@@ -354,7 +354,8 @@ class PlanResult:
         dev = f"{rec['devices']} x {rec['hardware']} ({spread})"
         extra = "" if rec["status"] == "ok" else " Only works at the optimistic end of the throughput band."
         if rec["status"] == "ok" and not rec["robust"]:
-            extra = (" The SLOs are missed at the pessimistic end of the throughput band."
+            extra = (" Not robust: at the low end of the throughput band the latency targets are missed (the "
+                     "device range above is the band's effect on capacity, not on latency)."
                      if np.isfinite(rec["throughput_tok_s_lo"]) and np.isfinite(rec["throughput_tok_s_hi"])
                      else " Its predictor gives no throughput band: the SLOs were checked at the central "
                           "estimate only.")

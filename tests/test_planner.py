@@ -449,6 +449,11 @@ def test_the_recommendation_is_the_first_row() -> None:
     assert res.table["hardware"].tolist() == ["h100-sxm", "l40s"]
     assert not res.table.iloc[1]["robust"] and res.table.iloc[1]["cost_per_hour"] < res.table.iloc[0]["cost_per_hour"]
     assert res.recommendation["hardware"] == "h100-sxm"
+    # Alone, the fragile one is recommended, and the summary says what fails at the band's low end (it had read
+    # "3 x h200 (3-3 across the band) ... The SLOs are missed at the pessimistic end": a contradiction).
+    alone = plan(inputs(slo={"e2e_s": 12}, models=["llama-3-8b"], hardware=["l40s"], prices={"l40s": 1.0}), None,
+                 predictor=_Wide())
+    assert "Not robust: at the low end of the throughput band the latency targets are missed" in alone.summary()
 
 
 def test_a_predicted_candidate_gets_the_fewest_devices_that_hold_the_model() -> None:
