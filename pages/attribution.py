@@ -25,10 +25,16 @@ ds = ui.available_datasets(home)
 analyses.page_analysis("attribution")
 stamp = ds.stamp
 ui.restore_dataset_link(ds)
-# A what-if link (from the What-if page) carries the point; read it once per session.
-if not st.session_state.get(P + "link_read"):
-    st.session_state[P + "link_read"] = True
-    point, problems = X.whatif_from_link(st.query_params)
+# A what-if link (from the What-if page) carries the point; read whenever it names another point than the
+# last one read (once per session, a second link from What-if was ignored for the point the page kept). The
+# page writes its own point into the URL, so re-reading that one sets what the widgets already hold.
+def _link_key(point: dict) -> str:
+    return json.dumps({k: str(v) for k, v in point.items()}, sort_keys=True)
+
+
+point, problems = X.whatif_from_link(st.query_params)
+if st.session_state.get(P + "link_read") != (link_key := _link_key(point)):
+    st.session_state[P + "link_read"] = link_key
     st.session_state[P + "link_problems"] = problems
     st.session_state[P + "link_point"] = point
     for col, value in point.items():
@@ -125,6 +131,7 @@ for col, choice in zip(st.columns(7), settings.values(), strict=False):
                           format_func=WUI.setting_text, help=WUI.setting_help(choice))
     point[choice.name] = None if value == WUI.UNSET else float(value)
 analyses.write_page_link(X.attribution_link(point, selected))  # the view's state, for saving
+st.session_state[P + "link_read"] = _link_key(X.whatif_from_link(st.query_params)[0])  # our own link: read
 try:
     wf = X.point_waterfall(home, selected, stamp, features, engine, json.dumps(point, sort_keys=True))
 except PerfmodelError as exc:

@@ -334,8 +334,11 @@ def app_cmd(streamlit_args: tuple[str, ...]) -> None:
     """Start the web app (`streamlit run app.py`); extra arguments go to streamlit."""
     app = find_app()
     # Headless: no first-run e-mail prompt and no browser launch; no usage statistics (often no
-    # network). Either can be overridden by passing the option again.
-    defaults = ["--server.headless", "true", "--browser.gatherUsageStats", "false"]
+    # network). Either can be overridden by passing the option again. The router re-saves every input so
+    # that pages keep them (perfmodel.ui.shell.keep_widget_values), which Streamlit would log as a widget
+    # "created with a default value but also had its value set via the Session State API".
+    defaults = ["--server.headless", "true", "--browser.gatherUsageStats", "false",
+                "--global.disableWidgetStateDuplicationWarning", "true"]
     cmd = [sys.executable, "-m", "streamlit", "run", str(app), *defaults, *streamlit_args]
     raise SystemExit(subprocess.call(cmd))
 

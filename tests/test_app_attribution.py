@@ -458,3 +458,23 @@ def test_a_link_carries_a_setting_and_reads_it_back() -> None:
     assert X.whatif_from_link({"n_batch": "lots"}) == (
         {}, ["n_batch='lots' is not a number or unset; using the configuration's default"])
     assert "num_threads" not in X.attribution_link(LINK)  # a point without the setting leaves it out
+
+
+def test_a_second_what_if_link_in_the_same_session_explains_its_point() -> None:
+    """The page read a What-if link once per session: with inputs now kept across pages, a second link from
+    What-if showed the first link's point and rewrote the URL to it."""
+    at = _page(hardware="cpu-x86-2vcpu", model="perfmodel-tiny-llama", framework="transformers",
+               input_len="256", output_len="128", batch="16", device_count="1")
+    _ok(at)
+    at.number_input(key="attribution.q.output_len_tok").set_value(64).run()  # the page's own change
+    assert at.number_input(key="attribution.q.output_len_tok").value == 64
+    at.switch_page("pages/whatif.py").run()
+    for k, v in {"hardware": "cpu-x86-2vcpu", "model": "perfmodel-tiny-llama", "framework": "transformers",
+                 "input_len": "64", "output_len": "32", "batch": "8", "device_count": "1"}.items():
+        at.query_params[k] = v
+    at.switch_page(PAGE).run()
+    _ok(at)
+    assert at.number_input(key="attribution.q.batch_size").value == 8
+    assert at.number_input(key="attribution.q.input_len_tok").value == 64
+    assert at.number_input(key="attribution.q.output_len_tok").value == 32
+    assert any("its prediction did not" in i.value for i in at.info)  # said to come from What-if

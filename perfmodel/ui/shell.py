@@ -131,6 +131,8 @@ def routed() -> None:
     keep_widget_values()
 
 
+NEVER_KEPT = ("delete_confirm",)
+"""Widget keys containing these are not kept across pages: a delete confirmation re-arms on every visit."""
 _KEPT_VALUE_TYPES = frozenset({"bool_value", "string_value", "string_array_value", "double_value", "int_value",
                                "double_array_value", "int_array_value"})
 """Widget value types re-saved: inputs (checkboxes, toggles, selections, text, numbers, sliders). Buttons,
@@ -161,7 +163,8 @@ def keep_widget_values() -> None:
         return
     for wid, key in ids.items():
         m = meta.get(wid)
-        if m is None or m.value_type not in _KEPT_VALUE_TYPES or key not in st.session_state:
+        if m is None or m.value_type not in _KEPT_VALUE_TYPES or key not in st.session_state \
+                or any(part in key for part in NEVER_KEPT):
             continue
         st.session_state[key] = st.session_state[key]
 
