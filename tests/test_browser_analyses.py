@@ -84,7 +84,7 @@ def test_saved_curves_analysis_reopens_after_restart(_isolated_home: Path, tmp_p
             browser.close()
     assert saved_query["by"] == ["input_len_tok"] and saved_query["shape"] == ["exp"]
     assert reopened_query == saved_query  # dataset, grouping, selection, fit options
-    assert reopened_chips == saved_chips and "input_len_tok" in saved_chips[0]
+    assert reopened_chips == saved_chips and "input length (tokens)" in saved_chips[0]  # the chip in words
     assert all(c in saved_chips[1] for c in saved_query["config"])
     assert reopened_legend == legend
     assert Store(_isolated_home).analysis(aid).payload["params"] == saved_query

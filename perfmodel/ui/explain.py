@@ -301,26 +301,9 @@ WHY_TWO_NUMBERS = ("Two models, two numbers: the explained model is a plain grad
                    f"({DEFAULT_PREDICTOR}) is the roofline bound × a learned efficiency (a correction learned on "
                    "the data), anchored on the measured batches nearby.")
 """The one-sentence why beside the Attribution page's two predictions."""
-_WHATIF_OPTIONS = WUI.options_json(DEFAULT_PREDICTOR, False)
-"""The What-if page's default training options (its predictor, suspect points left out)."""
-
-
-def whatif_model_path(home: str, dataset_id: str, n_rows: int) -> Path:
-    """Where the What-if page saves its default predictor for a dataset (:func:`perfmodel.ui.whatif.model_dir`).
-
-    Parameters
-    ----------
-    home, dataset_id
-        Data directory and dataset.
-    n_rows
-        Runs in the dataset.
-
-    Returns
-    -------
-    pathlib.Path
-        A directory whose ``metadata.json`` exists once the model is trained (by either page).
-    """
-    return WUI.model_dir(home, dataset_id, int(n_rows), _WHATIF_OPTIONS)
+_WHATIF_OPTIONS = WUI.DEFAULT_OPTIONS
+whatif_model_path = WUI.default_model_path
+"""Where the What-if page saves its default predictor (:func:`perfmodel.ui.whatif.default_model_path`)."""
 
 
 def whatif_prediction(home: str, dataset_id: str, stamp: int, n_rows: int, point: Mapping[str, Any]

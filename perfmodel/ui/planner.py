@@ -314,11 +314,10 @@ def plan_model(home: str, dataset_id: str, stamp: int, n_rows: int, label: str) 
     """
     from . import whatif as WUI
 
-    options = WUI.options_json(WUI.DEFAULT_PREDICTOR, False)
-    path = WUI.model_dir(home, dataset_id, int(n_rows), options)
+    path = WUI.default_model_path(home, dataset_id, n_rows)
     meta = path / "metadata.json"
     if not meta.exists() and not WUI.train_with_status(
-            home, dataset_id, stamp, options, path,
+            home, dataset_id, stamp, WUI.DEFAULT_OPTIONS, path,
             f"Training {WUI.DEFAULT_PREDICTOR} on {label} to predict what was not measured"):
         return None
     return str(path), meta.stat().st_mtime_ns

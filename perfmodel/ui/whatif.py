@@ -65,6 +65,8 @@ __all__ = [
     "display_table",
     "options_json",
     "model_dir",
+    "DEFAULT_OPTIONS",
+    "default_model_path",
     "train",
     "train_with_status",
     "load_model",
@@ -666,6 +668,10 @@ def options_json(predictor: str, keep_suspect: bool) -> str:
     return json.dumps({"predictor": predictor, "keep_suspect": bool(keep_suspect)}, sort_keys=True)
 
 
+DEFAULT_OPTIONS = options_json(DEFAULT_PREDICTOR, False)
+"""The What-if page's default training options (its predictor, suspect points left out)."""
+
+
 def model_dir(home: str, dataset_id: str, n_rows: int, options: str) -> Path:
     """Where the What-if model of a dataset (of ``n_rows`` runs) and options is saved.
 
@@ -684,6 +690,25 @@ def model_dir(home: str, dataset_id: str, n_rows: int, options: str) -> Path:
     """
     digest = hashlib.sha256(f"{dataset_id}|{n_rows}|{options}|{MODEL_FORMAT}".encode()).hexdigest()[:12]
     return Path(home) / "models" / "whatif" / f"{dataset_id}-{digest}"
+
+
+def default_model_path(home: str, dataset_id: str, n_rows: int) -> Path:
+    """Where the What-if page saves its default predictor for a dataset (:data:`DEFAULT_PREDICTOR`, suspect
+    points left out: :data:`DEFAULT_OPTIONS`), the model the Attribution and Planner pages use too.
+
+    Parameters
+    ----------
+    home, dataset_id
+        Data directory and dataset.
+    n_rows
+        Runs in the dataset.
+
+    Returns
+    -------
+    pathlib.Path
+        A directory whose ``metadata.json`` exists once the model is trained (by any of those pages).
+    """
+    return model_dir(home, dataset_id, int(n_rows), DEFAULT_OPTIONS)
 
 
 def train(home: str, dataset_id: str, stamp: int, options: str, path: Path, *,
