@@ -399,3 +399,14 @@ def test_runs_columns_read_in_words() -> None:
     _store_ui_runs()
     at = _app()
     assert "output throughput (tok/s)" in at.multiselect(key=K.COLUMNS).options
+
+
+def test_a_burst_without_a_concurrency_limit_is_said_at_import(formats_dir: Path) -> None:
+    """The import reported success with two warnings, neither saying that the run has no load axis."""
+    path = formats_dir / "vllm-benchmark-serving" / \
+        "lambdalabs-vllm-benchmark__prompt_10_1xH100-80GB-SXM_Meta-Llama-3.1-8B-FP8_tp1_len2048.json"
+    _, results = import_uploads([(path.name, path.read_bytes())], UploadForm(hardware="h100-sxm", device_count=1),
+                                Store())
+    [warn] = [i for i in results[0].issues if i.column == "batch_size"]
+    assert warn.severity == "warning" and warn.message.startswith(
+        "1 of 1 run(s) record no batch size or concurrency and no finite request rate")

@@ -794,6 +794,17 @@ def finalize(parsed: Parsed, *, meta: ImportMeta, fmt: str, file: str, sha256: s
         row_issues = row_issues[:MAX_ISSUES_PER_FILE] + [
             Issue(file, None, None, f"{extra} more row issue(s) not listed", "error")]
     issues = row_issues + issues
+    if len(table) and "batch_size" in table.columns:
+        rate = pd.to_numeric(table.get("request_rate_rps", pd.Series(np.nan, index=table.index)), errors="coerce")
+        # An online run (an offline throughput benchmark has no load axis by design) with none.
+        online = (table["load_kind"].astype("string") == "request_rate").fillna(False).to_numpy(dtype=bool)
+        loadless = online & table["batch_size"].isna().to_numpy() & ~np.isfinite(rate.to_numpy(dtype=float))
+        if loadless.any():
+            issues.append(Issue(file, None, "batch_size", (
+                f"{int(loadless.sum())} of {len(table)} run(s) record no batch size or concurrency and no finite "
+                "request rate (all requests sent at once, with no concurrency limit): stored, but no curve, fit "
+                "or prediction can use them; measure with a concurrency limit (e.g. vLLM's --max-concurrency) "
+                "for a load axis"), "warning"))
     if table.empty and not parsed.allow_empty:
         detail = "; ".join(str(i) for i in row_issues[:3]) or "the file holds no measurements"
         raise ImportFormatError(f"{file}: no valid measurement could be imported ({detail})")
