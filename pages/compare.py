@@ -113,9 +113,10 @@ st.plotly_chart(C.figure(comp, shown, log_x=log_x), key=C.P + "chart")
 st.subheader("Per point", anchor=False)
 shown_table = C.per_point_view(table.drop(columns=["significant"]))
 cc = st.column_config
+unit = f" ({u})" if (u := axis_title(metric).rpartition("(")[2].rstrip(")")) != axis_title(metric) else ""
 st.dataframe(shown_table, hide_index=True, key=C.P + "table", column_config=labelled_columns(
     shown_table.columns, diff_pct=cc.NumberColumn("diff %", format="%+.1f"),
-    **{c: cc.NumberColumn(label, format="localized", help=f"{what}, {axis_title(metric)}")  # 14,321.5, not 1.432e+4
+    **{c: cc.NumberColumn(label + unit, format="localized", help=f"{what}, {axis_title(metric)}")  # 14,321.5
        for c, label, what in (("mean_a", "A", "Side A's mean"), ("mean_b", "B", "Side B's mean"),
                               ("diff", "B − A", "Difference of the means"),
                               ("noise_se", "noise (std. error)", "Run-to-run noise of the difference"),

@@ -62,7 +62,7 @@ c4.number_input("Headroom", min_value=0.0, max_value=10.0, step=0.05, key=P.KEYS
 s1, s2, s3, s4 = st.columns(4)
 s1.number_input("End-to-end target (s, 0 = none)", min_value=0.0, key=P.KEYS["e2e"])
 s2.number_input("TTFT target (s, 0 = none)", min_value=0.0, key=P.KEYS["ttft"])
-s3.number_input("TPOT target (s, 0 = none)", min_value=0.0, key=P.KEYS["tpot"], format="%.4f")
+s3.number_input("TPOT target (s, 0 = none)", min_value=0.0, key=P.KEYS["tpot"], format="%g", step=0.005)
 s4.selectbox("Percentile", ["mean", "p50", "p90", "p99"], key=P.KEYS["percentile"])
 m1, m2, m3 = st.columns([2, 2, 1])
 m1.multiselect("Models (empty: all, as alternatives)", model_opts, key=P.KEYS["models"],

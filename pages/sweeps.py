@@ -75,7 +75,7 @@ with st.expander("New sweep", icon=":material/play_circle:", expanded=not st.ses
             n1, n2, n3, n4, n5 = st.columns(5)
             values["repeats"] = n1.number_input("Repeats", min_value=1, max_value=1000, key=f["repeats"])
             values["warmup"] = n2.number_input("Warm-up", min_value=0, max_value=100, key=f["warmup"])
-            values["timeout_s"] = n3.number_input("Timeout per point (s)", min_value=1.0,
+            values["timeout_s"] = n3.number_input("Timeout per point (s)", min_value=1.0, format="%g",
                                                   key=f["timeout_s"])
             values["retries"] = n4.number_input("Retries", min_value=0, max_value=10, key=f["retries"])
             if backend == "http":

@@ -279,14 +279,21 @@ def model_note(features: str, dataset_name: str, prediction_tok_s: float, *, fro
     return text + f"The What-if page predicts with {predictor}, so its number for the same point can differ."
 
 
+def _num(label: str, fmt: str) -> Any:
+    return st.column_config.NumberColumn(label, format=fmt)
+
+
 COMPARISON_COLUMNS: dict[str, Any] = {
     "protocol": "protocol", "set": "feature set", "learner": "learner", "n_features": "features", "n_folds": "folds",
-    "n_test": "test rows", "r2": "R²", "r2_log": "R² (log)", "mape_pct": "MAPE %", "median_ape_pct": "median APE %",
-    "top_features": "top features", "physics_agrees": "physics agrees", "fit_s": "fit (s)", "by": "left out",
-    "split": "held out", "r2_random": "R² random", "r2_transfer": "R² transfer", "r2_drop": "R² drop",
-    "r2_log_random": "R² (log) random", "r2_log_transfer": "R² (log) transfer", "r2_log_drop": "R² (log) drop",
-    "mape_random": "MAPE % random", "mape_transfer": "MAPE % transfer", "median_ape_random": "median APE % random",
-    "median_ape_transfer": "median APE % transfer"}
+    "n_test": "test rows", "r2": _num("R²", "%.3f"), "r2_log": _num("R² (log)", "%.3f"),
+    "mape_pct": _num("MAPE %", "%.1f"), "median_ape_pct": _num("median APE %", "%.1f"),
+    "top_features": "top features", "physics_agrees": "physics agrees", "fit_s": _num("fit (s)", "%.1f"),
+    "by": "left out", "split": "held out", "r2_random": _num("R² random", "%.3f"),
+    "r2_transfer": _num("R² transfer", "%.3f"), "r2_drop": _num("R² drop", "%.3f"),
+    "r2_log_random": _num("R² (log) random", "%.3f"), "r2_log_transfer": _num("R² (log) transfer", "%.3f"),
+    "r2_log_drop": _num("R² (log) drop", "%.3f"), "mape_random": _num("MAPE % random", "%.1f"),
+    "mape_transfer": _num("MAPE % transfer", "%.1f"), "median_ape_random": _num("median APE % random", "%.1f"),
+    "median_ape_transfer": _num("median APE % transfer", "%.1f")}
 """The feature-set comparison table's columns in words (``st.dataframe``'s ``column_config``)."""
 
 FRAMEWORK_SCORE_CAVEAT = (
