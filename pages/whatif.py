@@ -72,7 +72,9 @@ c5.number_input("Largest batch", min_value=1.0, max_value=float(MAX_BATCH), key=
 c1, c2, c3, c4 = st.columns([2, 2, 2, 1], vertical_alignment="bottom")
 c1.selectbox("Predictor", W.PREDICTOR_CHOICES, key=K["predictor"],
              help="roofline-gbm: perfmodel's own (roofline prior x learned efficiency, calibrated bands). "
-                  "The others are the published baselines; ala trains for minutes.")
+                  "ala: the published hybrid (per-configuration exponential fits, XGBoost of their parameters, "
+                  "simulated annealing over training subsets; trains for minutes). xgboost, random-forest, "
+                  "linear: the published baselines, straight on the features.")
 c2.segmented_control("Band level", WHATIF_LEVELS, key=K["level"], format_func=lambda v: f"{v:.0%}")
 c3.checkbox("Keep suspect points in training", key=K["keep_suspect"],
             help="Points faster than the physical bound (reading the weights once per output token at peak "
@@ -109,7 +111,8 @@ if not meta.exists():
     b2.info(f"No {values['predictor']} model for this dataset and options yet: press **Train**.",
             icon=":material/info:")
     st.stop()
-b2.caption(f"Model: `{path}`")
+b2.caption(f"{values['predictor']} trained {W.trained_when(meta)}, saved as JSON in the data directory "
+           f"({path.name}).")
 
 point = {**{c: values[c] for c in POINT_COLUMNS}, **W.setting_point(values, settings)}
 try:

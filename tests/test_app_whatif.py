@@ -118,6 +118,9 @@ def test_page_trains_on_sample_and_draws_curve_band_and_measured_points() -> Non
     assert box.state == "complete"
     [bar] = at.progress
     assert bar.value == 100 and bar.text.startswith("done"), bar.text
+    # The model in words (it was a raw file path).
+    assert any(c.value.startswith("roofline-gbm trained today at ") and "saved as JSON" in c.value
+               for c in at.caption)
     traces = _traces(at)
     metas = [t.get("meta") for t in traces]
     assert metas.count("band") == 2 and "prediction" in metas and "measured" in metas

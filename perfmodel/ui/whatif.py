@@ -67,6 +67,7 @@ __all__ = [
     "model_dir",
     "DEFAULT_OPTIONS",
     "default_model_path",
+    "trained_when",
     "train",
     "train_with_status",
     "load_model",
@@ -690,6 +691,25 @@ def model_dir(home: str, dataset_id: str, n_rows: int, options: str) -> Path:
     """
     digest = hashlib.sha256(f"{dataset_id}|{n_rows}|{options}|{MODEL_FORMAT}".encode()).hexdigest()[:12]
     return Path(home) / "models" / "whatif" / f"{dataset_id}-{digest}"
+
+
+def trained_when(meta: Path) -> str:
+    """When a saved model was trained, in words: ``"today at 14:05 UTC"`` or ``"on 2026-11-30 at 09:12 UTC"``.
+
+    Parameters
+    ----------
+    meta
+        The model's ``metadata.json``.
+
+    Returns
+    -------
+    str
+    """
+    from datetime import UTC, datetime
+
+    t = datetime.fromtimestamp(meta.stat().st_mtime, tz=UTC)
+    day = "today" if t.date() == datetime.now(UTC).date() else f"on {t:%Y-%m-%d}"
+    return f"{day} at {t:%H:%M} UTC"
 
 
 def default_model_path(home: str, dataset_id: str, n_rows: int) -> Path:
