@@ -34,8 +34,9 @@ def _intervals_chosen() -> None:
 home = ui.home()
 st.title("Curves", anchor=False)
 st.caption("Throughput against batch size for every configuration: the fitted saturation curve with its "
-           "confidence band, the knees (where adding batch stops paying) and the batch reaching 90%/95% of "
-           "the plateau.")
+           "confidence band, the knees (where the curve bends most over the measured batches: the gain per "
+           "added sequence drops there, it does not stop) and the batches reaching 90%/95% of the plateau, "
+           "which say how close to saturation a batch is.")
 
 ds = ui.available_datasets(home)
 analyses.page_analysis("curves")
@@ -138,7 +139,11 @@ st.dataframe(view.summary, hide_index=True, placeholder="—", column_config=lab
     plateau_ci=cc.TextColumn(help="Interval of the plateau c. 'plateau not reached: measured up to batch B': c lies "
                              "far above the largest measured throughput (an extrapolation). 'interval not "
                              "estimable': the interval has no width at the digits shown (few batch sizes)."),
-    knees=cc.TextColumn(help="Batch where adding batch stops paying, with its interval. " + BATCH_ESTIMATE_HELP
+    knees=cc.TextColumn(help="Kneedle knee: the batch where the fitted curve lies furthest above the straight "
+                             "line joining its ends over the measured batches, i.e. where the gain per added "
+                             "sequence falls fastest, with its interval. It depends on the measured range and can "
+                             "lie past b90 on a curve that saturates early; b90/b95 say how close to the plateau "
+                             "a batch is. " + BATCH_ESTIMATE_HELP
                         + " " + NO_PLATEAU_HELP),
     b90=cc.TextColumn(help="b90: the batch reaching 90% of the plateau, with its interval. " + BATCH_ESTIMATE_HELP
                       + " " + NO_PLATEAU_HELP),
