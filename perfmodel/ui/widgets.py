@@ -169,7 +169,11 @@ def sample_notice() -> None:
     """Say that the sample data was imported into an empty store (or why it could not be)."""
     names = st.session_state.get(K.SAMPLE_NOTICE)
     if names:
-        st.info(sample_notice_text(names), icon=":material/science:")
+        box, button = st.columns([12, 1], vertical_alignment="center")
+        box.info(sample_notice_text(names), icon=":material/science:")
+        if button.button("Got it", key="ui.sample_notice.dismiss", help="Hide this notice for this session"):
+            st.session_state.pop(K.SAMPLE_NOTICE, None)
+            st.rerun()
     error = st.session_state.get(K.SAMPLE_ERROR)
     if error:
         st.error(f"**The sample data could not be imported:** {error}", icon=":material/error:")
