@@ -80,6 +80,7 @@ def test_a_replayed_sweep_is_judged_one_configuration_at_a_time() -> None:
     """The sample is a batch sweep: replayed as one series per hardware/model/framework it flagged the sweep
     itself (70 alerts on the H200 group, batch 256 "anomalous" against batch 1). Each group is now one
     configuration, so only repeats of the same measurement are compared, and the page says so."""
+    from perfmodel.plots import axis_title
     from perfmodel.store import Store
     from perfmodel.ui.monitor import configuration_of
 
@@ -96,8 +97,10 @@ def test_a_replayed_sweep_is_judged_one_configuration_at_a_time() -> None:
     assert len(alerts) > 0 and set(alerts["group"]) <= set(groups)
     # each run is judged against its own configuration's repeats, not against another batch size
     runs = runs.assign(g=labels)
+    raw = {axis_title(c): c for c in runs.columns}  # the table names metrics in words ("TTFT (s)")
+    assert set(alerts["metric"]) <= set(raw)
     for rec in alerts.to_dict("records"):
-        own = runs.loc[runs["g"] == rec["group"], rec["metric"]]
+        own = runs.loc[runs["g"] == rec["group"], raw[rec["metric"]]]
         assert own.min() <= rec["expected"] <= own.max()
 
 

@@ -324,6 +324,8 @@ def alerts_view(rep: MonitorReport) -> tuple[pd.DataFrame, dict[str, Any]]:
     (pandas.DataFrame, dict)
     """
     table = rep.alerts.drop(columns=["causes"], errors="ignore").copy()
+    if "metric" in table.columns:  # "TTFT (s)", not ttft_s
+        table["metric"] = [axis_title(str(m)) for m in table["metric"]]
     t = pd.to_numeric(rep.stream.frame["timestamp_s"], errors="coerce").to_numpy(dtype="float64")
     _, epoch = _clock(rep, t[np.isfinite(t)])
     cc = st.column_config
