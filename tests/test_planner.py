@@ -434,6 +434,10 @@ def test_a_workload_longer_than_the_models_context_is_infeasible() -> None:
                                                 "perfmodel-tiny-llama's 2,048-token context window (max_context in "
                                                 "the model catalog)")
     assert len(plan(inputs(workload=wl, slo={}), synthetic_runs()).table) == 1  # llama-3-8b: 8,192 tokens
+    # Runs that long show the deployment serves them: measured, they win over the catalog's figure.
+    long = synthetic_runs(model="perfmodel-tiny-llama").assign(input_len_tok=4000.0)
+    [row] = plan(inputs(workload=wl, slo={}), long).table.to_dict("records")
+    assert "beyond the catalog's 2,048-token context window, as the runs were" in row["note"]
 
 
 def test_the_recommendation_is_the_first_row() -> None:
