@@ -56,6 +56,9 @@ c1, c2, c3 = st.columns(3)
 c1.selectbox("Hardware", hw_options, key=K["hardware"], format_func=lambda v: W.choice_label(v, hardware))
 c2.selectbox("Model", model_options, key=K["model"], format_func=lambda v: W.choice_label(v, models))
 c3.selectbox("Framework", fw_options, key=K["framework"], accept_new_options=True)
+if (combo := W.combination_note(runs, str(st.session_state.get(K["hardware"])), str(st.session_state.get(K["model"])),
+                                str(st.session_state.get(K["framework"])))) is not None:
+    st.caption(combo)
 if settings:  # measurement settings this dataset varies (threads, llama.cpp n_batch): one curve per value
     for col, choice in zip(st.columns(max(3, len(settings))), settings.values(), strict=False):
         col.selectbox(W.setting_label(choice.name), W.setting_options(choice), key=K[choice.name],

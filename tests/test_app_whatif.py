@@ -850,3 +850,22 @@ def test_the_page_says_why_ttft_is_missing_and_warns_above_the_bound() -> None:
     [warning] = [w.value for w in at.warning if "exceeds the physical (roofline) bound" in w.value]
     assert "Beyond batch 10 the KV cache no longer fits beside the weights" in warning
     assert not [c for c in at.caption if c.value.startswith("TTFT and TPOT: n/a")]  # the samples measured TTFT
+
+
+def test_a_combination_the_data_never_ran_is_named() -> None:
+    """After picking H200 and a model it ran with transformers, the framework stayed llama.cpp, a combination
+    nobody measured, with no hint."""
+    runs = pd.DataFrame({"hardware": ["h200", "cpu"], "model": ["big", "tiny"], "framework": ["transformers", "llama.cpp"]})
+    assert W.combination_note(runs, "h200", "big", "transformers") is None
+    assert W.combination_note(runs, "h200", "big", "llama.cpp") == (
+        "llama.cpp never ran on h200 in this dataset (it ran transformers): the prediction transfers llama.cpp's "
+        "efficiency from other hardware, so expect a wider band.")
+    assert W.combination_note(runs, "h100-sxm", "big", "vllm") is None  # new hardware: the band says it
+    at = _whatif()  # the samples: H200 ran transformers only
+    at.selectbox(key=K["hardware"]).set_value("h200")
+    at.selectbox(key=K["framework"]).set_value("llama.cpp").run()
+    _no_exception(at)
+    assert any(c.value.startswith("llama.cpp never ran on h200 in this dataset (it ran transformers)")
+               for c in at.caption)
+    at.selectbox(key=K["framework"]).set_value("transformers").run()
+    assert not any("never ran on" in c.value for c in at.caption)

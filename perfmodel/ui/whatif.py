@@ -68,6 +68,7 @@ __all__ = [
     "DEFAULT_OPTIONS",
     "default_model_path",
     "trained_when",
+    "combination_note",
     "train",
     "train_with_status",
     "load_model",
@@ -691,6 +692,37 @@ def model_dir(home: str, dataset_id: str, n_rows: int, options: str) -> Path:
     """
     digest = hashlib.sha256(f"{dataset_id}|{n_rows}|{options}|{MODEL_FORMAT}".encode()).hexdigest()[:12]
     return Path(home) / "models" / "whatif" / f"{dataset_id}-{digest}"
+
+
+def combination_note(runs: pd.DataFrame, hardware: str, model: str, framework: str) -> str | None:
+    """What the dataset never ran of the chosen hardware, model and framework together, in words (None when
+    it ran them together): a prediction for such a combination transfers what was learnt elsewhere.
+
+    Parameters
+    ----------
+    runs
+        The dataset's runs.
+    hardware, model, framework
+        The What-if page's choices.
+
+    Returns
+    -------
+    str or None
+    """
+    if not {"hardware", "model", "framework"} <= set(runs.columns) or not len(runs):
+        return None
+    hw, m, fw = (runs[c].astype("string") for c in ("hardware", "model", "framework"))
+    if ((hw == hardware) & (m == model) & (fw == framework)).fillna(False).any():
+        return None
+    on_hw = sorted(set(fw[(hw == hardware).fillna(False)].dropna()))
+    if on_hw and framework not in on_hw:
+        return (f"{framework} never ran on {hardware} in this dataset (it ran {', '.join(on_hw)}): the prediction "
+                f"transfers {framework}'s efficiency from other hardware, so expect a wider band.")
+    with_m = sorted(set(fw[((hw == hardware) & (m == model)).fillna(False)].dropna()))
+    if with_m:
+        return (f"{model} on {hardware} ran with {', '.join(with_m)} only, not {framework}: the prediction "
+                "transfers what the other models on this hardware showed.")
+    return None
 
 
 def trained_when(meta: Path) -> str:
