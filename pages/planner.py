@@ -10,6 +10,7 @@ from perfmodel.pareto import FRONTS, front_figure
 from perfmodel.ui import analyses
 from perfmodel.ui import pagestate as PS
 from perfmodel.ui import planner as P
+from perfmodel.ui import whatif as WUI
 
 KIND = "planner"
 home = ui.home()
@@ -66,13 +67,13 @@ s3.number_input("TPOT target (s, 0 = none)", min_value=0.0, key=P.KEYS["tpot"], 
 s4.selectbox("Percentile", ["mean", "p50", "p90", "p99"], key=P.KEYS["percentile"])
 m1, m2, m3 = st.columns([2, 2, 1])
 m1.multiselect("Models (empty: all, as alternatives)", model_opts, key=P.KEYS["models"],
-               format_func=lambda k: P.catalog_label(k, model_names),
+               format_func=lambda k: WUI.choice_label(k, model_names),
                help="The plan's candidates serve these models. Several (or none: all) are compared as "
                     "alternatives, which only makes sense where the model served may change."
                     + (" With prediction on, any catalog model can be chosen: one without runs is predicted on "
                        "the hardware chosen (or, none chosen, the dataset's)." if predict else ""))
 m2.multiselect("Hardware (empty: all)", hw_opts, key=P.KEYS["hardware"],
-               format_func=lambda k: P.catalog_label(k, hw_names),
+               format_func=lambda k: WUI.choice_label(k, hw_names),
                help="With prediction on, any catalog accelerator can be chosen: one with no runs is predicted "
                     "(with the models chosen, or, none chosen, the dataset's)." if predict else
                     "Accelerators with runs in the dataset; turn on prediction to size others from the catalog.")

@@ -685,7 +685,7 @@ def plan(inputs: PlanInputs | Mapping[str, Any], runs: pd.DataFrame | None = Non
                 curve.source = f"predicted at the workload's lengths ({_name(predictor)})"
                 note = (f"predicted at {mean_in:g}/{mean_out:g} tokens from the runs at {i_len:g}/{o_len:g}"
                         + ("" if not curve.note else f"; {curve.note}"))
-                _evaluate_candidate(cand, curve, _config_rows(at), inputs, (mean_in, mean_out), note, rows, bad,
+                _evaluate_candidate(cand, curve, _without_measured(at), inputs, (mean_in, mean_out), note, rows, bad,
                                     pts, ttft=ttft)
                 continue
             note = f"{note}; not predicted at the workload's lengths: {got}"
@@ -695,7 +695,7 @@ def plan(inputs: PlanInputs | Mapping[str, Any], runs: pd.DataFrame | None = Non
         # Latencies measured at other lengths are other requests' (a 2048/128 run's 5 s for a 1024/1024
         # workload): derived from the throughput at the workload's lengths instead.
         same = (i_len, o_len) == (mean_in, mean_out)
-        _evaluate_candidate(cand, curve, at if same else _without_latency(at), inputs, (i_len, o_len), note, rows,
+        _evaluate_candidate(cand, curve, at if same else _without_measured(at, power=True), inputs, (i_len, o_len), note, rows,
                             bad, pts)
     if predictor is not None:
         _predicted(inputs, predictor, runs, seen, rows, bad, pts)
@@ -923,18 +923,15 @@ def _plan_predictor(runs: pd.DataFrame) -> tuple[Any, str]:
     return model, f"what was not measured is predicted by roofline-gbm trained on the {len(used):,} runs given"
 
 
-def _without_latency(at: pd.DataFrame) -> pd.DataFrame:
-    """``at`` without its latency columns (power kept: it depends on the batch far more than on the lengths)."""
+def _without_measured(at: pd.DataFrame, *, power: bool = False) -> pd.DataFrame:
+    """``at`` without its latency columns, and without its power and energy too unless ``power``: what the runs
+    at other lengths say of a candidate sized at the workload's lengths. Sized from those runs' throughput
+    (nearest lengths) their power is kept, as it depends on the batch far more than on the lengths; predicted,
+    the answer is the predictor's alone and energy is the TDP's."""
     from .schema import LATENCY_COLUMNS
 
-    return at.drop(columns=[c for c in LATENCY_COLUMNS if c in at.columns])
-
-
-def _config_rows(at: pd.DataFrame) -> pd.DataFrame:
-    """``at`` without its measured columns (latency, power): what it says of the configuration only."""
-    from .schema import LATENCY_COLUMNS
-
-    return at.drop(columns=[c for c in (*LATENCY_COLUMNS, "power_w", "energy_j") if c in at.columns])
+    drop = (*LATENCY_COLUMNS, *(() if power else ("power_w", "energy_j")))
+    return at.drop(columns=[c for c in drop if c in at.columns])
 
 
 def _length_query(at: pd.DataFrame, input_len: float, output_len: float) -> pd.DataFrame:

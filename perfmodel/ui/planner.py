@@ -12,7 +12,7 @@ from .. import planner
 from . import cached
 
 __all__ = ["KEYS", "DEFAULTS", "URL_SPEC", "URL_READ", "MODELS_FOR", "inputs_dict", "apply_inputs", "default_models", "page_notes",
-           "front_missing", "choices", "settle_choices", "catalog_label", "CATALOG_STASH", "PREDICT_HELP", "SOURCE_HEADER", "plan_model", "plan_tables", "report_html", "report_pdf", "display_table", "display_column_config",
+           "front_missing", "choices", "settle_choices", "CATALOG_STASH", "PREDICT_HELP", "SOURCE_HEADER", "plan_model", "plan_tables", "report_html", "report_pdf", "display_table", "display_column_config",
            "infeasible_table", "lengths_caveat", "MISSING"]
 
 #: Widget keys of the Planner page (prefixed so no other page collides), in form order.
@@ -136,12 +136,6 @@ def settle_choices(runs: pd.DataFrame, home: str, predict: bool) -> tuple[list[s
         s[KEYS[k]] = [v for v in cur if v in opts]
     held = [*stash["models"], *stash["hardware"], *(f"{d} devices per replica" for d in stash["devices"])]
     return models, hardware, fws, devices, held
-
-
-def catalog_label(key: str, names: dict[str, str]) -> str:
-    """``"h100-sxm · NVIDIA H100 SXM"``: a catalog key with its name where that says more."""
-    name = names.get(key, key)
-    return key if name.strip().lower() == key.lower() else f"{key} · {name}"
 
 
 def page_notes(table: pd.DataFrame, inputs: dict[str, Any]) -> list[str]:
