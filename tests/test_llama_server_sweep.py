@@ -70,8 +70,10 @@ def test_throughput_rises_with_concurrency(sweep_runs) -> None:
         tp = runs[runs["output_len_tok"] == out_len].set_index("batch_size")["output_throughput_tok_s"]
         # llama-server decodes the busy slots in one llama_decode batch. One server thread on the
         # shared 2-vCPU machine: 257 / 330 / 461 tok/s at 1 / 2 / 4 (16 output tokens) and
-        # 278 / 305 / 485 (48); the client shares the cores, so the rise is real but not linear.
-        assert tp[4.0] > 1.3 * tp[1.0], tp.to_dict()
+        # 278 / 305 / 485 (48); the client shares the cores, so the rise is real but not linear. On a quiet
+        # host one slot runs much faster and four gain less: 539 / 594 / 693 in CI on 2026-12-02 (1.28x), which
+        # failed a 1.3x bound. Batching paying at all (a fifth more) is what holds across hosts.
+        assert tp[4.0] > 1.2 * tp[1.0], tp.to_dict()
         # Two slots gain least (about 1.1-1.3x) and each point is one measurement on a shared machine: once in
         # CI 286 against 326 tok/s at one slot (then 640 at four). "Does not collapse" is what holds.
         assert tp[2.0] > 0.75 * tp[1.0], tp.to_dict()
