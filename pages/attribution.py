@@ -10,10 +10,14 @@ from perfmodel.errors import PerfmodelError
 from perfmodel.explain import COMPARE_PROTOCOLS
 from perfmodel.ui import analyses
 from perfmodel.ui import explain as X
+from perfmodel.ui import pagestate as PS
 from perfmodel.ui import whatif as WUI
 from perfmodel.ui.whatif import DEFAULT_PREDICTOR, rate
 
 P = "attribution."
+#: The page's inputs besides the what-if point, in the URL (written with the point by X.attribution_link).
+VIEW = {"features": (P + "features", X.FEATURE_SET_CHOICES[0]), "view": (P + "view", "bar"),
+        "dep": (P + "dep_x", ""), "dep_color": (P + "dep_color", ""), "protocol": (P + "protocol", "random")}
 home = ui.home()
 st.title("Attribution", anchor=False)
 st.caption("Which quantities drive the predicted throughput, as exact TreeSHAP values of a gradient-boosted model "
@@ -43,6 +47,9 @@ if st.session_state.get(P + "link_read") != (link_key := _link_key(point)):
         else:
             st.session_state[P + "q." + col] = value
 
+PS.restore("attribution", VIEW)
+PS.defaults({k: v for k, v in VIEW.items() if k in ("view", "protocol")})
+PS.settle(P + "features", X.FEATURE_SET_CHOICES, X.FEATURE_SET_CHOICES[0])
 c1, c2 = st.columns([2, 1])
 selected = ui.dataset_selectbox(ds, P + "dataset", container=c1)
 features = c2.selectbox("Feature set of the explained model", X.FEATURE_SET_CHOICES, key=P + "features",
@@ -69,7 +76,7 @@ if not ex.additivity_ok:
 imp = ex.importance()
 
 st.subheader("Global importance", anchor=False)
-view = st.segmented_control("View", ["bar", "beeswarm"], default="bar", key=P + "view")
+view = st.segmented_control("View", ["bar", "beeswarm"], key=P + "view")
 if view == "beeswarm":
     st.plotly_chart(X.beeswarm_figure(ex), key=P + "beeswarm")
 else:
@@ -80,7 +87,7 @@ st.caption("Share of the attribution by kind: " + ", ".join(f"{X.kind_label(k)} 
 st.subheader("Dependence", anchor=False)
 ranked = imp["feature"].tolist()
 d1, d2 = st.columns(2)
-ui.keep_valid(P + "dep_x", ranked)
+PS.settle(P + "dep_x", ranked, ranked[0] if ranked else None)
 feat = d1.selectbox("Feature", ranked, key=P + "dep_x",
                     format_func=lambda f: X.kind_label(ex.kinds[ex.feature_names.index(f)]).split()[0] + " "
                     + X.feature_labels([f])[0] + f" · {f}")
@@ -130,7 +137,8 @@ for col, choice in zip(st.columns(7), settings.values(), strict=False):
     value = col.selectbox(WUI.setting_label(choice.name), WUI.setting_options(choice), key=P + "q." + choice.name,
                           format_func=WUI.setting_text, help=WUI.setting_help(choice))
     point[choice.name] = None if value == WUI.UNSET else float(value)
-analyses.write_page_link(X.attribution_link(point, selected))  # the view's state, for saving
+view_params = {qp: str(st.session_state.get(key) or "") for qp, (key, _) in VIEW.items()}
+analyses.write_page_link(X.attribution_link(point, selected, view=view_params))  # the view's state, for saving
 st.session_state[P + "link_read"] = _link_key(X.whatif_from_link(st.query_params)[0])  # our own link: read
 try:
     wf = X.point_waterfall(home, selected, stamp, features, engine, json.dumps(point, sort_keys=True))
@@ -146,7 +154,7 @@ else:
                f"in ln(tok/s) (base {wf.base_value:.3f} + contributions {wf.output - wf.base_value:+.3f}), so a "
                "SHAP value of +0.2 multiplies the throughput by ×1.22 and -0.2 by ×0.82. Each bar's label is its "
                "factor, its colour the feature's kind; a hatched bar lowers the throughput, a solid one raises "
-               f"it. Link to this view: `{X.attribution_link(point, selected)}`")
+               f"it. Link to this view: `{X.attribution_link(point, selected, view=view_params)}`")
     # The What-if page's number for the same point, beside this model's (and a measurement where one exists).
     n_rows = int(dict(zip(ds.ids, ds.table["rows"], strict=True))[selected])
     m1, m2, m3 = st.columns(3)
@@ -194,7 +202,7 @@ st.subheader("Feature-set comparison and transfer", anchor=False)
 st.caption("The same learners (GBDT on log throughput; degree-2 polynomial ridge) trained on each feature set. "
            "Transfer: leave one framework (or accelerator) out, train on the rest, test on it; the drop is "
            "random-split R² minus transfer R² (log throughput). A model that learned physics should lose little.")
-protocol = st.segmented_control("Protocol", COMPARE_PROTOCOLS, default="random", key=P + "protocol")
+protocol = st.segmented_control("Protocol", COMPARE_PROTOCOLS, key=P + "protocol")
 done = st.session_state.setdefault(P + "compared", [])
 if st.button("Run the comparison", key=P + "compare", icon=":material/play_arrow:") and protocol not in done:
     done.append(protocol)

@@ -8,9 +8,12 @@ from perfmodel.pareto import COMPARE_KEYS, NOISE_Z, configuration_labels
 from perfmodel.plots import axis_title
 from perfmodel.ui import analyses
 from perfmodel.ui import compare as C
+from perfmodel.ui import pagestate as PS
 from perfmodel.ui.widgets import labelled_columns
 
 K = C.KEYS
+#: The chart's axis in the URL (everything else is written by C.write_link).
+VIEW = {"log_x": (K["log_x"], True)}
 home = ui.home()
 st.title("Compare", anchor=False)
 st.caption("Two frameworks, two versions or two sweeps side by side: points are matched on hardware, model, "
@@ -21,6 +24,8 @@ ds = ui.available_datasets(home)
 analyses.page_analysis("compare")
 for msg in C.restore_from_link(ds.ids):
     st.warning(msg, icon=":material/link_off:")
+PS.restore("compare", VIEW)
+PS.defaults(VIEW)
 fresh = not any(K[k] in st.session_state for k in ("by_a", "in_a", "by_b", "in_b"))
 for side in ("a", "b"):
     if st.session_state.get(K[side]) not in ds.names:
@@ -58,7 +63,8 @@ metric = o1.selectbox("Metric", metrics, key=K["metric"], format_func=axis_title
 ui.keep_valid(K["ignore"], C.key_choices())
 ignore = o2.multiselect("Do not match on", C.key_choices(), key=K["ignore"],
                         help="E.g. model, when the two sides name the same model differently.")
-log_x = o3.toggle("log batch", value=True, key=K["log_x"])
+log_x = o3.toggle("log batch", key=K["log_x"])
+PS.write(VIEW)
 
 label_a, label_b = sides["a"]["label"], sides["b"]["label"]
 if label_a == label_b:

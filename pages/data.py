@@ -6,8 +6,16 @@ from perfmodel import ui
 from perfmodel.errors import PerfmodelError
 from perfmodel.plots import COLOR_OPTIONS, LOAD_AXES, THROUGHPUT_METRICS, axis_title
 from perfmodel.ui import analyses, tables
+from perfmodel.ui import pagestate as PS
 from perfmodel.ui import state as K
 from perfmodel.ui import whatif as whatif_ui
+
+#: The chart's and table's view in the URL (the dataset and the filters are written by ui.write_link). An empty
+#: x, colour or column list means the dataset's own default.
+VIEW = {"x": (K.X_AXIS, ""), "y": (K.Y_AXIS, THROUGHPUT_METRICS[0]), "color": (K.COLOR, ""), "log_x": (K.LOG_X, True),
+        "columns": (K.COLUMNS, [])}
+
+ALL_COLUMNS = "(all)"
 
 home = ui.home()
 st.title("Data", anchor=False)
@@ -53,6 +61,7 @@ st.header("Datasets", anchor=False)
 ds = ui.available_datasets(home, empty_message="No dataset yet: import benchmark result files above.",
                            on_empty=lambda: ui.write_link(None, {}))
 ui.restore_dataset_link(ds)
+PS.restore("data", VIEW)
 st.dataframe(datasets, hide_index=True, column_order=("name", "rows", "issues", "formats", "created", "id"),
              column_config={"created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
 
@@ -90,24 +99,31 @@ for flagged, label, why, key, config in (
 chart_tab, runs_tab, issues_tab = st.tabs(["Chart", "Runs", f"Issues ({len(issues):,})"])
 with chart_tab:
     c1, c2, c3, c4 = st.columns([2, 2, 2, 1], vertical_alignment="bottom")
-    x = c1.selectbox("x", LOAD_AXES, index=LOAD_AXES.index(tables.default_x(shown)), key=K.X_AXIS,
-                     format_func=axis_title)
+    PS.settle(K.X_AXIS, LOAD_AXES, tables.default_x(shown))
+    PS.settle(K.Y_AXIS, THROUGHPUT_METRICS, THROUGHPUT_METRICS[0])
+    PS.settle(K.COLOR, COLOR_OPTIONS, tables.default_color(shown))
+    PS.defaults({"log_x": VIEW["log_x"]})
+    x = c1.selectbox("x", LOAD_AXES, key=K.X_AXIS, format_func=axis_title)
     y = c2.selectbox("y", THROUGHPUT_METRICS, key=K.Y_AXIS, format_func=axis_title)
-    color = c3.selectbox("Colour by", COLOR_OPTIONS, index=COLOR_OPTIONS.index(tables.default_color(shown)),
-                         key=K.COLOR)
-    log_x = c4.toggle("log x", value=True, key=K.LOG_X)
+    color = c3.selectbox("Colour by", COLOR_OPTIONS, key=K.COLOR)
+    log_x = c4.toggle("log x", key=K.LOG_X)
     st.plotly_chart(ui.runs_figure(home, selected, stamp, fkey, x, y, color, log_x), key="data.chart")
 with runs_tab:
     all_cols = [c for c in shown.columns if c != "lengths"]
     ui.keep_valid(K.COLUMNS, all_cols)
-    cols = st.multiselect("Columns", all_cols, default=tables.default_columns(shown), key=K.COLUMNS,
-                          format_func=tables.column_words)
+    default_cols = tables.default_columns(shown)
+    if K.COLUMNS not in st.session_state:
+        st.session_state[K.COLUMNS] = default_cols
+    cols = st.multiselect("Columns", all_cols, key=K.COLUMNS, format_func=tables.column_words)
     st.dataframe(shown[cols or all_cols], hide_index=True,
                  column_config={c: st.column_config.Column(tables.column_words(c), help=tables.column_help(c))
                                 for c in cols or all_cols})
     st.download_button("Download filtered runs (CSV)", ui.filtered_csv(home, selected, stamp, fkey),
                        file_name=f"{ds.names[selected]}-runs.csv".replace(" ", "_"), mime="text/csv",
                        icon=":material/download:", on_click="ignore")
+# The dataset's default columns stay out of the URL (a long list that says nothing a link needs); none chosen
+# shows them all, which the link says with a value no column has (dropped again when it is read).
+PS.write(VIEW, {"columns": None if list(cols) == list(default_cols) else (cols or [ALL_COLUMNS])})
 with issues_tab:
     ui.issues_table(issues, key=K.ISSUE_SEVERITY)
 

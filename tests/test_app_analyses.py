@@ -26,7 +26,12 @@ def _open(page: str | None = None, **query: str) -> AppTest:
     for k, v in query.items():
         at.query_params[k] = v
     at.run()
-    return at.switch_page(page).run() if page else at
+    if not page:
+        return at
+    # A browser drops the first page's parameters on the way to another page; AppTest keeps them.
+    at.query_params.clear()
+    at.query_params.update(query)
+    return at.switch_page(page).run()
 
 
 def _ok(at: AppTest) -> None:

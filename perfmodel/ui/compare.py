@@ -88,7 +88,8 @@ def write_link(state: Mapping[str, Any]) -> None:
     wanted: dict[str, list[str]] = {}
     for name, qp in QP.items():
         v = state.get(name)
-        vals = [str(x) for x in v] if isinstance(v, list | tuple) else ([] if v in (None, "", NO_SUBSET) else [str(v)])
+        # "(all rows)" is written too: a link without by_a/by_b reopens on the page's default split
+        vals = [str(x) for x in v] if isinstance(v, list | tuple) else ([] if v in (None, "") else [str(v)])
         if vals:
             wanted[qp] = vals
     current = {k: [str(v) for v in st.query_params.get_all(k)] for k in st.query_params.keys() if k in QP.values()}

@@ -90,7 +90,8 @@ _TOP = 20
 
 # --------------------------------------------------------------------------- links
 
-def attribution_link(point: Mapping[str, Any], dataset_id: str | None = None, page: str = "attribution") -> str:
+def attribution_link(point: Mapping[str, Any], dataset_id: str | None = None, page: str = "attribution",
+                     view: Mapping[str, str] | None = None) -> str:
     """A relative URL that opens the Attribution page on a what-if point (for the What-if page).
 
     Parameters
@@ -103,6 +104,8 @@ def attribution_link(point: Mapping[str, Any], dataset_id: str | None = None, pa
         The dataset to explain with (optional).
     page
         The page's URL path.
+    view
+        The page's other inputs (URL parameter -> value: feature set, chart choices), written after the point.
 
     Returns
     -------
@@ -120,6 +123,7 @@ def attribution_link(point: Mapping[str, Any], dataset_id: str | None = None, pa
     for col, qp in QP_SETTINGS.items():
         if col in point:
             params[qp] = _setting_param(point[col])
+    params.update({k: v for k, v in (view or {}).items() if v})
     return f"{page}?{urlencode(params)}" if params else page
 
 

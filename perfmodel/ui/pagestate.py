@@ -9,12 +9,12 @@ named analysis and ``?analysis=ID`` reopens them, like every other page.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import streamlit as st
 
-__all__ = ["Spec", "restore", "write", "defaults"]
+__all__ = ["Spec", "restore", "write", "defaults", "settle"]
 
 Spec = Mapping[str, tuple[str, Any]]
 """URL parameter -> (widget key, default value)."""
@@ -29,7 +29,7 @@ def _parse(raw: list[str], default: Any) -> Any:
     value = raw[0]
     try:
         if isinstance(default, bool):
-            return {"true": True, "false": False}.get(value.lower())
+            return {"true": True, "false": False, "1": True, "0": False}.get(value.lower())
         if isinstance(default, int):
             return int(float(value))
         if isinstance(default, float):
@@ -65,6 +65,26 @@ def defaults(spec: Spec) -> None:
     for key, default in spec.values():
         if key not in st.session_state:
             st.session_state[key] = list(default) if isinstance(default, list) else default
+
+
+def settle(key: str, options: Sequence[Any], default: Any) -> None:
+    """Give a choice widget ``default`` when its state is none of ``options`` (nothing yet, or a link's value
+    that this dataset does not offer), before the widget is drawn.
+
+    For choices whose default depends on the data (the Data page's x axis and colour), which a widget's
+    ``index`` cannot give once the state may hold a value from the URL.
+
+    Parameters
+    ----------
+    key
+        The widget key.
+    options
+        The options the widget is about to get.
+    default
+        The value to fall back on.
+    """
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = default
 
 
 def restore(page: str, spec: Spec) -> list[str]:
