@@ -11,6 +11,7 @@ from perfmodel.curves import INTERVAL_METHODS, MIN_BATCHES, R2_POOR, SHAPES, def
 from perfmodel.errors import PerfmodelError
 from perfmodel.plots import (
     THROUGHPUT_METRICS,
+    WIDE_SPAN,
     axis_title,
     curve_group_columns,
     default_curve_by,
@@ -125,6 +126,9 @@ if configs:
         cached.curve_chart(home, selected, stamp, options, json.dumps(configs), log_x), view.table, home,
         selected, stamp, list(by), configs, y)
     st.plotly_chart(chart, key="curves.chart")
+    if chart.layout.yaxis.type == "log":
+        st.caption("Throughput axis: logarithmic, as the chosen curves' largest values lie more than "
+                   f"{WIDE_SPAN:g} times apart (on a linear axis the smaller ones would lie flat along zero).")
     failed = [c for c in configs if c in view.fits and not view.fits[c].success]
     if failed:
         st.caption(f"Dashed: {len(failed)} fit(s) failed ({', '.join(failed)}); their line is not a usable "

@@ -45,6 +45,8 @@ __all__ = [
     "lengths_label",
     "with_lengths",
     "axis_title",
+    "WIDE_SPAN",
+    "wide_span",
     "COLUMN_LABELS",
     "significant",
     "compact_number",
@@ -309,7 +311,7 @@ def _rgba(hex_colour: str, alpha: float) -> str:
 
 def curve_figure(fits: Sequence[CurveFit], points: pd.DataFrame, labels: Sequence[str], *,
                  x: str = "batch_size", y: str = "output_throughput_tok_s", log_x: bool = True,
-                 show_band: bool = True, title: str | None = None) -> go.Figure:
+                 log_y: bool | None = False, show_band: bool = True, title: str | None = None) -> go.Figure:
     """Measured points with error bars, fitted curves, confidence bands and knees, one colour per curve.
 
     Parameters
@@ -325,6 +327,10 @@ def curve_figure(fits: Sequence[CurveFit], points: pd.DataFrame, labels: Sequenc
         Column names, for the axis titles.
     log_x
         Logarithmic batch axis.
+    log_y
+        Logarithmic throughput axis; None: when the curves' largest measured values lie more than
+        :data:`WIDE_SPAN` times apart (:func:`wide_span`), where a linear axis flattens the smaller ones
+        to a line along zero (a CPU beside a GPU).
     show_band
         Draw the fit's pointwise confidence band (:meth:`CurveFit.band`) where it exists.
     title
@@ -460,7 +466,36 @@ def curve_figure(fits: Sequence[CurveFit], points: pd.DataFrame, labels: Sequenc
         fig.update_xaxes(type="log", **_log_ticks(points["x"]))
     elif log_x:
         fig.update_xaxes(type="log")
+    if log_y is None:
+        drawn = points[points["configuration"].isin(labels)] if "configuration" in points.columns else points.iloc[:0]
+        log_y = wide_span(drawn.groupby("configuration")["y_mean"].max())
+    if log_y:
+        fig.update_yaxes(type="log", title_text=f"{y_title} (log scale)")
     return fig
+
+
+WIDE_SPAN = 30.0
+"""Largest values further apart than this ratio share a chart only on a log axis (:func:`wide_span`)."""
+
+
+def wide_span(values: Sequence[float] | pd.Series, ratio: float = WIDE_SPAN) -> bool:
+    """Whether positive values lie more than ``ratio`` times apart, so that a linear axis would flatten the
+    smaller ones.
+
+    Parameters
+    ----------
+    values
+        E.g. each curve's largest throughput.
+    ratio
+        The span that calls for a log axis.
+
+    Returns
+    -------
+    bool
+    """
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    return bool(len(v) > 1 and v.max() > ratio * v.min())
 
 
 SUSPECT_HOVER = "faster than the roofline bound"

@@ -308,3 +308,21 @@ def test_small_dataset_keeps_bootstrap_intervals() -> None:
     _no_exception(at)
     assert at.selectbox(key=K.CURVES_INTERVALS).value == "bootstrap" and not _size_caption(at)
     assert "ci" not in at.query_params
+
+
+def test_a_cpu_curve_beside_a_gpu_curve_gets_a_log_throughput_axis(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(samples, "SAMPLE_DIR", REPO / "sample_runs")  # CPU and H200 sweeps
+    at = _curves()
+    _no_exception(at)
+    ms = at.multiselect(key=K.CURVES_CONFIGS)
+    ms.set_value(list(ms.options)).run()
+    tops = {t["name"]: max(t["y"]) for t in _figure(at)["data"] if t.get("meta") == "measured"}
+    slow, fast = min(tops, key=tops.get), max(tops, key=tops.get)
+    assert tops[fast] > 30 * tops[slow]  # the samples' slowest CPU curve and fastest H200 curve
+    at.multiselect(key=K.CURVES_CONFIGS).set_value([slow]).run()
+    assert _figure(at)["layout"]["yaxis"].get("type") != "log"
+    assert not any("logarithmic" in c.value for c in at.caption)
+    at.multiselect(key=K.CURVES_CONFIGS).set_value([slow, fast]).run()
+    _no_exception(at)
+    assert _figure(at)["layout"]["yaxis"]["type"] == "log"
+    assert any("logarithmic" in c.value for c in at.caption)

@@ -257,3 +257,19 @@ def test_curves_are_counted_and_fitted_per_thread_setting_as_on_the_curves_page(
     plateaus = [float(str(v).split(" ")[0].replace(",", "")) for v in table["plateau tok/s"]
                 if str(v)[:1].isdigit()]
     assert len(plateaus) >= 2 and max(plateaus) / min(plateaus) > 1.5  # not one curve through both settings
+
+
+def test_curves_far_apart_share_a_log_axis_and_close_ones_a_linear_one() -> None:
+    # A CPU beside a GPU (the bundled samples): on a linear axis the CPU's curve was a line along zero.
+    gpu = synthetic_runs(noise=0.02)
+    cpu = synthetic_runs(noise=0.02, hardware="a10g").assign(
+        output_throughput_tok_s=lambda d: d["output_throughput_tok_s"] / 100)
+    far = build_report(pd.concat([gpu, cpu], ignore_index=True), dataset_name="far", plan_inputs=None,
+                       accuracy=False, predictions=False).section("Saturation curves and knees")
+    assert far.figures[0].layout.yaxis.type == "log"
+    assert any("logarithmic" in p and "about 100×" in p for p in far.paragraphs)
+    near = build_report(pd.concat([gpu, cpu.assign(output_throughput_tok_s=lambda d: d["output_throughput_tok_s"] * 50)],
+                                  ignore_index=True), dataset_name="near", plan_inputs=None, accuracy=False,
+                        predictions=False).section("Saturation curves and knees")
+    assert near.figures[0].layout.yaxis.type != "log"
+    assert not any("logarithmic" in p for p in near.paragraphs)

@@ -22,6 +22,7 @@ from ..curve_tables import batch_estimate_text, compact_number, compact_seconds
 from ..errors import PerfmodelError
 from ..models.base import DEFAULT_TARGET, cannot_run_reasons
 from ..planner import PlanInputs, PlanResult, nearest_lengths, plan
+from ..plots import wide_span
 
 __all__ = ["Report", "Section", "build_report", "SECTION_TITLES", "MAX_CURVES", "ACCURACY_PREDICTOR"]
 
@@ -116,6 +117,12 @@ class Report:
 def _fmt_table(df: pd.DataFrame, cols: Sequence[str], rename: Mapping[str, str] | None = None) -> pd.DataFrame:
     out = df[[c for c in cols if c in df.columns]].copy()
     return out.rename(columns=dict(rename or {}))
+
+
+def _span(values: pd.Series) -> str:
+    """How far apart positive values lie, in words: "about 120×"."""
+    v = values[np.isfinite(values) & (values > 0)]
+    return f"about {compact_number(float(v.max() / v.min()))}×"
 
 
 def _band(v: float, lo: float, hi: float, fmt: Callable[[float], str] = compact_number) -> str:
@@ -282,7 +289,13 @@ def _curves_section(runs: pd.DataFrame, res: PlanResult | None) -> Section:
             "points": fit.n_points, "message": fit.message})
     figs: tuple[go.Figure, ...] = ()
     if fits:
-        figs = (curve_figure(fits, pd.concat(pts, ignore_index=True), labels, title="Throughput vs batch"),)
+        points = pd.concat(pts, ignore_index=True)
+        fig = curve_figure(fits, points, labels, title="Throughput vs batch", log_y=None)
+        if fig.layout.yaxis.type == "log":
+            paras.append("The throughput axis is logarithmic: the curves' largest values lie "
+                         f"{_span(points.groupby('configuration')['y_mean'].max())} apart, and a linear axis would "
+                         "flatten the smaller ones along zero.")
+        figs = (fig,)
     return Section("Saturation curves and knees", paragraphs=tuple(paras),
                    tables=(("Fitted curves and knees", pd.DataFrame(rows)),), figures=figs)
 
@@ -355,6 +368,9 @@ def _predictions_section(res: PlanResult | None, predictor: Any, name: str, erro
     fig.update_layout(title="Throughput per replica at the operating point, with band", template="plotly_white",
                       yaxis_title="output throughput (tok/s)", height=420,
                       margin={"l": 60, "r": 20, "t": 50, "b": 120})
+    if wide_span(t["throughput_tok_s"]):
+        fig.update_yaxes(type="log", title_text="output throughput (tok/s, log scale)")
+        paras.append(f"The chart's axis is logarithmic: the candidates lie {_span(t['throughput_tok_s'])} apart.")
     return Section(title, paragraphs=tuple(paras), tables=(("Operating-point throughput", table),), figures=(fig,))
 
 

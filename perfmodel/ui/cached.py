@@ -396,12 +396,13 @@ def curve_chart(home: str, dataset_id: str, stamp: int, options: str, configs: s
     Returns
     -------
     plotly.graph_objects.Figure
+        Its throughput axis is logarithmic when the chosen curves lie far apart (``log_y=None``).
     """
     view = curve_fits(home, dataset_id, stamp, options)
     opts = json.loads(options)
     labels = [c for c in json.loads(configs) if c in view.fits]
     return curve_figure([view.fits[c] for c in labels], view.points, labels, x=opts["x"], y=opts["y"],
-                        log_x=log_x)
+                        log_x=log_x, log_y=None)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
