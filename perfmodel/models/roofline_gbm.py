@@ -266,6 +266,44 @@ def _to_floats(s: pd.Series) -> np.ndarray:
     return pd.to_numeric(s, errors="coerce").astype("float64").to_numpy()
 
 
+def _dense_layers(runs: pd.DataFrame) -> np.ndarray:
+    """Each row's number of transformer layers from the model catalog; NaN where it has none, and for a mixture
+    of experts, whose roofline step reads a share of the experts that the routing decides (Mixtral's
+    TensorRT-LLM runs showed less time beyond it than any dense model's, and a bound from the dense ones took
+    25 % off their answers)."""
+    names = _values(runs, "model")
+    per = {}
+    for name in set(names):
+        if name is None or name is pd.NA or (isinstance(name, float) and math.isnan(name)):
+            continue
+        spec = physics.model_specs(pd.DataFrame({"model": [name]})).iloc[0]
+        dense = spec is not None and not getattr(spec, "is_moe", False)
+        per[name] = float(getattr(spec, "n_layers", None) or math.nan) if dense else math.nan
+    return np.array([per.get(n, math.nan) for n in names], dtype=float)
+
+
+def _step_overheads(data: pd.DataFrame, yv: np.ndarray, log_prior: np.ndarray, kind: np.ndarray) -> dict[str, float]:
+    """Each framework's least time per layer and decode step beyond the roofline over the training rows (s);
+    ``"*"``: the least of all, for a framework the data never ran.
+
+    A decode step costs the roofline's time plus what the software adds: kernel launches per layer, Python,
+    scheduling (eager transformers add about 0.5 ms per layer on an H200, vLLM about 0.1 ms on an H100 in
+    LLM-Inference-Bench). The least of it a framework has shown bounds what it can do for a model or a device
+    it never ran: without it a 6-layer model's tiny roofline times the efficiency learnt on 1.5 B models gave
+    12,900 tok/s at batch 1 on an H200 under eager transformers, 50x what its 0.5 ms per layer allows.
+    Taken as the least over all rows, every training row is within it.
+    """
+    bb, oo = _floats(data, "batch_size"), _floats(data, "output_len_tok")
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        excess = (bb * oo * (np.exp(-yv) - np.exp(-log_prior))) / (oo * _dense_layers(data))
+    ok = (kind == 0) & np.isfinite(excess)
+    fw = np.array([_norm(v) or "" for v in _values(data, "framework")], dtype=object)
+    out = {str(f): max(float(excess[ok & (fw == f)].min()), 0.0) for f in set(fw[ok])}
+    if out:
+        out["*"] = min(out.values())
+    return out
+
+
 def _config_keys(runs: pd.DataFrame) -> pd.Series:
     if len(runs) > 64:
         # Large queries repeat few configurations: build each key string once.
@@ -1263,6 +1301,11 @@ class RooflineGBM(Predictor):
         Answer queries on hardware absent from the training data with a second efficiency
         model that does not see hardware identity or catalog figures (only the roofline and
         the software platform), instead of the main model.
+    step_overhead
+        Share (0..1) of the least time per layer and decode step beyond the roofline that the framework has
+        shown in the training rows (:func:`_step_overheads`) that bounds every answer: a model smaller, or a
+        device faster, than any the framework ran cannot outrun its kernel launches and scheduling; 0
+        disables the bound.
     keep_suspect
         Keep training rows that beat the physical bound (:func:`perfmodel.physics.flag_suspect`), and
         TTFTs below the TTFT floor in the TTFT model's (:func:`perfmodel.physics.flag_fast_ttft`).
@@ -1287,7 +1330,7 @@ class RooflineGBM(Predictor):
                  curve_weight_outside: float = 1.0, anchor_weight: float = 1.0,
                  extrapolation_damping: float = 0.5, sibling_weight: float = 1.0,
                  continuation_weight: float = 1.0, sister_weight: float = 0.5, transfer_model: bool = True,
-                 keep_suspect: bool = False,
+                 step_overhead: float = 1.0, keep_suspect: bool = False,
                  calibration_folds: int = 3, random_state: int = 0, n_jobs: int = 1) -> None:
         self.features = features
         self.n_estimators = n_estimators
@@ -1304,6 +1347,7 @@ class RooflineGBM(Predictor):
         self.continuation_weight = continuation_weight
         self.sister_weight = sister_weight
         self.transfer_model = transfer_model
+        self.step_overhead = step_overhead
         self.keep_suspect = keep_suspect
         self.calibration_folds = calibration_folds
         self.random_state = random_state
@@ -1322,7 +1366,7 @@ class RooflineGBM(Predictor):
             if not isinstance(v, (int, float)) or not (0 < v <= 1):
                 problems.append(Problem(f"must be in (0, 1], got {v!r}", column=name))
         for name in ("curve_weight_inside", "curve_weight_outside", "anchor_weight", "extrapolation_damping",
-                     "sibling_weight", "continuation_weight", "sister_weight"):
+                     "sibling_weight", "continuation_weight", "sister_weight", "step_overhead"):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or not (0 <= v <= 1):
                 problems.append(Problem(f"must be in [0, 1], got {v!r}", column=name))
@@ -2106,7 +2150,9 @@ class RooflineGBM(Predictor):
         step("features", 0.0)
         self.y_ = y
         self.feature_names_ = feats.feature_names(data, self.features)
-        mat, log_prior, _, knn, kv_fit = self._design(data)
+        mat, log_prior, kind, knn, kv_fit = self._design(data)
+        self.step_overhead_ = ({f: self.step_overhead * v for f, v in _step_overheads(data, yv, log_prior, kind).items()}
+                               if self.step_overhead > 0 else {})
         knn_raw = knn.copy()
         for j, c in enumerate(_KNN_FEATURES):
             if c in _LOG_KNN:
@@ -2520,7 +2566,8 @@ class RooflineGBM(Predictor):
         """The predictions of :meth:`predict`; ``parts``, when given, receives the completed query, its
         configuration keys, its design matrix and which rows cannot run (for :meth:`predict_with_ttft_band`)."""
         runs, keys = _complete_query(runs, self.anchors_)
-        mat, log_prior, _, knn, kv_fit = self._design(runs)
+        mat, log_prior, kind, knn, kv_fit = self._design(runs)
+        overhead_bound = self._overhead_bound(runs, log_prior, kind)
         if parts is not None:
             parts.extend((runs, keys, mat))
         bb = _floats(runs, "batch_size")
@@ -2565,6 +2612,13 @@ class RooflineGBM(Predictor):
             with np.errstate(over="ignore"):  # an unbounded band (inf) is capped at the bound below
                 lo, hi = np.exp(pred - half_w), np.exp(pred + half_w)
             conf = np.exp(-q90 * sigma * far)
+        # No faster than the least software time per layer and step the framework has shown allows: the whole
+        # answer, band included, moves down to it (its width stays: how far below it the truth lies is as
+        # uncertain as before).
+        with np.errstate(invalid="ignore"):
+            shift = np.where(np.isfinite(overhead_bound), np.fmin(overhead_bound - pred, 0.0), 0.0)
+        pred = pred + shift
+        lo, hi = lo * np.exp(shift), hi * np.exp(shift)
         b_lo, b_hi = self.batch_range_
         tol = self.domain_range_factor
         in_dom = np.isin(cat, (0, 1, 2, _BEYOND_LENGTH)) & (dk <= self.knn_cut_) & (ld <= math.log2(tol)) \
@@ -2584,6 +2638,20 @@ class RooflineGBM(Predictor):
         if parts is not None:
             parts.append(over)
         return mask_weights_over_memory(out, over)
+
+    def _overhead_bound(self, runs: pd.DataFrame, log_prior: np.ndarray, kind: np.ndarray) -> np.ndarray:
+        """Log of the throughput the framework's least step overhead (:func:`_step_overheads`) allows on top of
+        the roofline; NaN where there is none (no roofline, no layer count, a model saved without it)."""
+        table = getattr(self, "step_overhead_", {})
+        if not table:
+            return np.full(len(runs), np.nan)
+        fw = _values(runs, "framework")
+        per_layer = np.array([table.get(_norm(f) or "", table.get("*", math.nan)) for f in fw], dtype=float)
+        bb, oo = _floats(runs, "batch_size"), _floats(runs, "output_len_tok")
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            e2e = bb * oo * np.exp(-log_prior) + oo * _dense_layers(runs) * per_layer
+            out = np.log(bb * oo / e2e)
+        return np.where(kind == 0, out, np.nan)
 
     def cannot_run(self, runs: pd.DataFrame) -> list[str | None]:
         """:func:`perfmodel.models.base.weights_over_memory` of the query completed as :meth:`predict`
@@ -2704,7 +2772,7 @@ class RooflineGBM(Predictor):
             "ttft_scores": getattr(self, "ttft_scores_", {}),
             "ttft_basis": getattr(self, "ttft_basis_", _TTFT_BASIS),
             "hw_frameworks": self.hw_frameworks_, "track": self.track_, "fw_spread": self.fw_spread_,
-            "platform_rows": self.platform_rows_,
+            "platform_rows": self.platform_rows_, "step_overhead": getattr(self, "step_overhead_", {}),
         }
         d = write_metadata(path, self.name, self.get_params(), state)
         try:
@@ -2769,6 +2837,7 @@ class RooflineGBM(Predictor):
             obj.track_ = {str(c): {str(k): float(v) for k, v in t.items()} for c, t in st.get("track", {}).items()}
             obj.fw_spread_ = st.get("fw_spread", {})
             obj.platform_rows_ = {str(k): float(v) for k, v in st.get("platform_rows", {}).items()}
+            obj.step_overhead_ = {str(k): float(v) for k, v in st.get("step_overhead", {}).items()}
         except (KeyError, TypeError, ValueError, OSError) as exc:
             raise PerfmodelError(f"{path}: the saved model is incomplete or damaged ({exc!r})") from None
         except Exception as exc:  # xgboost.core.XGBoostError on a damaged booster file
