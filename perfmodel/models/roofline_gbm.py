@@ -130,8 +130,8 @@ from typing import Any, ClassVar, Self
 import numpy as np
 import pandas as pd
 
+from .. import catalog, physics
 from .. import features as feats
-from .. import physics
 from ..curves import VARYING_BY
 from ..errors import PerfmodelError, Problem, ValidationError
 from ..schema import FRAMEWORK_PREFIX
@@ -274,11 +274,12 @@ def _dense_layers(runs: pd.DataFrame) -> np.ndarray:
     names = _values(runs, "model")
     per = {}
     for name in set(names):
-        if name is None or name is pd.NA or (isinstance(name, float) and math.isnan(name)):
+        try:
+            spec = catalog.resolve_model(name)
+        except (PerfmodelError, TypeError, ValueError):  # unknown, or no name
             continue
-        spec = physics.model_specs(pd.DataFrame({"model": [name]})).iloc[0]
-        dense = spec is not None and not getattr(spec, "is_moe", False)
-        per[name] = float(getattr(spec, "n_layers", None) or math.nan) if dense else math.nan
+        if not getattr(spec, "is_moe", False):
+            per[name] = float(getattr(spec, "n_layers", None) or math.nan)
     return np.array([per.get(n, math.nan) for n in names], dtype=float)
 
 
