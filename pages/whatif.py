@@ -158,6 +158,8 @@ if no_ttft is not None:
     st.caption(no_ttft)
 if res.bound_note is not None:
     st.warning(res.bound_note, icon=":material/speed:")
+if res.overhead_note is not None:
+    st.info(res.overhead_note, icon=":material/hourglass_bottom:")
 if res.memory_note is not None:
     st.warning(res.memory_note, icon=":material/memory:")
 if (conflict := W.latency_conflict(at_b, res.level)) is not None:

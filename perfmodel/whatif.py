@@ -103,6 +103,9 @@ class WhatIfResult:
         None otherwise.
     ttft_note
         Why the table has no TTFT (and so no TPOT) where it has none (:func:`ttft_reason`); None otherwise.
+    overhead_note
+        When the framework's least step overhead holds the prediction down at some batch (:func:`overhead_reason`),
+        that in words; None otherwise.
     cannot_run
         When the weights alone exceed the memory of the devices (:meth:`perfmodel.models.base.Predictor.cannot_run`),
         that in one sentence, also the first of ``reasons``: the table then holds no prediction (NaN, confidence 0,
@@ -118,6 +121,7 @@ class WhatIfResult:
     bound_note: str | None = None
     ttft_note: str | None = None
     cannot_run: str | None = None
+    overhead_note: str | None = None
 
     @property
     def kv_fit_batch(self) -> float:
@@ -734,7 +738,45 @@ def whatif(model: Predictor, train: pd.DataFrame, point: Mapping[str, Any], batc
                         reasons=tuple(reasons), memory_note=_weights_note(q, roof),
                         bound_note=bound_reason(table),
                         ttft_note=None if blocked else ttft_reason(model, train, table),
-                        cannot_run=None if blocked is None else blocked[:1].upper() + blocked[1:] + ".")
+                        cannot_run=None if blocked is None else blocked[:1].upper() + blocked[1:] + ".",
+                        overhead_note=None if blocked else overhead_reason(model, q, table))
+
+
+def overhead_reason(model: Predictor, query: pd.DataFrame, table: pd.DataFrame) -> str | None:
+    """Why the curve is held down where the framework's least step overhead bounds it (roofline-gbm's
+    :meth:`~perfmodel.models.roofline_gbm.RooflineGBM.step_overhead_bound`), in words; None where it does not.
+
+    Parameters
+    ----------
+    model
+        The fitted predictor (others than roofline-gbm have no such bound: None).
+    query
+        The query rows of :func:`whatif`.
+    table
+        Its table (``pred_throughput_tok_s``).
+
+    Returns
+    -------
+    str or None
+    """
+    bound_of = getattr(model, "step_overhead_bound", None)
+    if bound_of is None or not len(query):
+        return None
+    b = bound_of(query)
+    pred = table["pred_throughput_tok_s"].to_numpy(dtype=float)
+    bound = b["bound_tok_s"].to_numpy(dtype=float)
+    held = np.isfinite(bound) & np.isclose(pred, bound, rtol=1e-6, atol=0.0)  # moved down to it, not just near
+    if not held.any():
+        return None
+    first = int(np.flatnonzero(held)[0])
+    per_layer, layers = float(b["overhead_s_per_layer"].iloc[first]), float(b["layers"].iloc[first])
+    batches = query["batch_size"].to_numpy(dtype=float)[held]
+    where = "every batch" if held.all() else f"batch{'es' if len(batches) > 1 else ''} {_listed(list(batches))}"
+    fw = query["framework"].iloc[0]
+    return (f"Held to {fw}'s step overhead at {where}: in the training data {fw} never spent less than "
+            f"{per_layer * 1e6:,.0f} µs per layer and decode step beyond the roofline, so {layers:g} layers take "
+            f"at least {per_layer * layers * 1e3:,.2f} ms a step more than the hardware needs. The learnt efficiency "
+            "alone ran faster than that here (a model or a device faster than any this framework ran).")
 
 
 def _weights_note(q: pd.DataFrame, roof: pd.DataFrame) -> str | None:

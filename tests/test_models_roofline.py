@@ -1275,5 +1275,16 @@ def test_a_model_the_framework_never_ran_on_a_device_is_held_to_its_step_overhea
             m.save(tmp_path / "m")
             again = load_predictor(tmp_path / "m").predict(runs[held])
             assert np.array_equal(again["pred_throughput_tok_s"].to_numpy(), p["pred_throughput_tok_s"].to_numpy())
+            # What-if says so where the bound holds a curve down, and only there.
+            from perfmodel.whatif import whatif
+
+            point = {"hardware": "h200", "framework": "transformers", "input_len_tok": 128, "output_len_tok": 128,
+                     "device_count": 1}
+            tiny = whatif(m, runs[~held], {**point, "model": "perfmodel-tiny-llama"}, [1, 16, 64])
+            assert tiny.overhead_note is not None and "µs per layer" in tiny.overhead_note
+            assert "transformers" in tiny.overhead_note and "6 layers" in tiny.overhead_note
+            bound = m.step_overhead_bound(tiny.table)["bound_tok_s"].to_numpy()
+            assert np.allclose(tiny.table["pred_throughput_tok_s"], bound)
+            assert whatif(m, runs[~held], {**point, "model": "perfmodel-medium-llama"}, [1, 16, 64]).overhead_note is None
     assert np.percentile(ape[True], 90) < 0.5 * np.percentile(ape[False], 90)
     assert np.median(ape[True]) < np.median(ape[False])

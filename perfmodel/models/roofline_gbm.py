@@ -2640,6 +2640,35 @@ class RooflineGBM(Predictor):
             parts.append(over)
         return mask_weights_over_memory(out, over)
 
+    def step_overhead_bound(self, runs: pd.DataFrame) -> pd.DataFrame:
+        """The step-overhead bound on each query row (see the ``step_overhead`` setting).
+
+        Parameters
+        ----------
+        runs
+            Query rows, as for :meth:`predict`.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Index aligned with ``runs``: ``overhead_s_per_layer`` (the framework's least time per layer and
+            decode step beyond the roofline in the training data, times the setting's share), ``layers`` and
+            ``bound_tok_s`` (the output throughput that leaves); NaN where there is no bound (a mixture of
+            experts, no roofline, the bound disabled).
+        """
+        self._check_fitted()
+        physics.check_query(runs, columns=(*physics.QUERY_COLUMNS, "framework"))
+        done, _ = _complete_query(runs, self.anchors_)
+        _, log_prior, kind, _, _ = self._design(done)
+        table = getattr(self, "step_overhead_", {})
+        per_layer = np.array([table.get(_norm(f) or "", table.get("*", math.nan)) for f in _values(done, "framework")],
+                             dtype=float)
+        layers = _dense_layers(done)
+        bound = np.exp(self._overhead_bound(done, log_prior, kind))
+        ok = np.isfinite(bound)
+        return pd.DataFrame({"overhead_s_per_layer": np.where(ok, per_layer, np.nan),
+                             "layers": np.where(ok, layers, np.nan), "bound_tok_s": bound}, index=runs.index)
+
     def _overhead_bound(self, runs: pd.DataFrame, log_prior: np.ndarray, kind: np.ndarray) -> np.ndarray:
         """Log of the throughput the framework's least step overhead (:func:`_step_overheads`) allows on top of
         the roofline; NaN where there is none (no roofline, no layer count, a model saved without it)."""
