@@ -17,7 +17,7 @@ Method, per candidate configuration (hardware, model, framework, devices per rep
    the repeats as the band. With a predictor (the ``predictor`` given to
    :func:`plan`, or with ``predict`` set one trained on ``runs``), a candidate
    measured only at other lengths is instead predicted at the workload's
-   lengths, at the batches measured at the nearest lengths: roofline-gbm
+   lengths, at the batches measured at the nearest lengths and every power of two 1..256: roofline-gbm
    anchors such a query on the candidate's own measurements at the other
    lengths, so the answer keeps the configuration's measured efficiency and
    takes the length dependence from the roofline and the learned correction.
@@ -936,7 +936,7 @@ def _without_measured(at: pd.DataFrame, *, power: bool = False) -> pd.DataFrame:
 
 def _length_query(at: pd.DataFrame, input_len: float, output_len: float) -> pd.DataFrame:
     """The queries that predict ``at`` (one configuration at one length pair) at the given lengths: one per
-    measured batch and setting (:data:`perfmodel.curves.VARYING_BY`, e.g. llama.cpp's ``n_batch``), with the
+    measured batch and :data:`PREDICTED_BATCHES` batch, and setting (:data:`perfmodel.curves.VARYING_BY`, e.g. llama.cpp's ``n_batch``), with the
     configuration's columns as measured and the results left out; ``_weight`` counts the runs each stands
     for, so that the predicted curve mixes the settings as the measured one does."""
     from .curves import VARYING_BY
@@ -946,8 +946,18 @@ def _length_query(at: pd.DataFrame, input_len: float, output_len: float) -> pd.D
     keep = [c for c in at.columns if c in VARYING_BY or (c in COLUMN_NAMES and COLUMN_NAMES.index(c) <= last)]
     q = at[keep].assign(input_len_tok=float(input_len), output_len_tok=float(output_len))
     by = [c for c in keep if c not in ("hardware_raw", "model_raw", "framework_version")]
-    return (q.groupby(by, dropna=False, sort=False).size().rename("_weight").reset_index()
-            .sort_values("batch_size", kind="stable").reset_index(drop=True))
+    q = q.groupby(by, dropna=False, sort=False).size().rename("_weight").reset_index()
+    # Every batch of PREDICTED_BATCHES too, as a candidate without runs gets: LLM-Inference-Bench measured
+    # 1, 16, 32 and 64, and a workload whose target batch 1 met with room to spare sized a 70 B model on
+    # A100s at batch 1 (1,664 devices) where batch 4 met it with about 470. Each takes the settings of the
+    # nearest measured batch.
+    measured = np.unique(q["batch_size"].to_numpy(dtype=float))
+    extra = [b for b in PREDICTED_BATCHES if b not in measured]
+    if extra and len(measured):
+        near = {b: measured[np.argmin(np.abs(np.log2(measured) - math.log2(b)))] for b in extra}
+        q = pd.concat([q, *(q[q["batch_size"] == m].assign(batch_size=float(b)) for b, m in near.items())],
+                      ignore_index=True)
+    return q.sort_values("batch_size", kind="stable").reset_index(drop=True)
 
 
 def _predicted_curve(predictor: Any, q: pd.DataFrame, level: float) -> tuple[_Curve, np.ndarray | None] | str:

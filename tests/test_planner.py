@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from perfmodel.errors import ValidationError
 from perfmodel.models.base import mask_weights_over_memory, weights_over_memory
 from perfmodel.planner import (
+    PREDICTED_BATCHES,
     PlanInputs,
     load_plan_inputs,
     memory_need_gb,
@@ -348,17 +349,19 @@ def test_with_a_predictor_a_candidate_measured_at_other_lengths_is_predicted_at_
     rec = _RecordingPredictor()
     res = plan(inputs(workload=wl, slo={}), runs, predictor=rec)
     [q] = rec.queries  # one query per measured batch, the configuration as measured, the workload's lengths
-    assert q["batch_size"].tolist() == list(map(float, BATCHES))
+    # the measured batches and the rest of the powers of two up to 256, as a candidate without runs gets
+    assert q["batch_size"].tolist() == list(map(float, PREDICTED_BATCHES)) and set(BATCHES) < set(PREDICTED_BATCHES)
     assert set(q["input_len_tok"]) == {400.0} and set(q["output_len_tok"]) == {100.0}
     assert set(q["framework"]) == {"vllm"} and set(q["hardware"]) == {"h100-sxm"}
     assert "output_throughput_tok_s" not in q.columns and "e2e_latency_p90_s" not in q.columns
     row = res.table.iloc[0]
     assert row["lengths"] == "400/100" and row["source"] == "predicted at the workload's lengths (fake)"
     assert row["note"].startswith("predicted at 400/100 tokens from the runs at 1000/1000")
-    assert row["batch_size"] == 64 and row["throughput_tok_s"] == pytest.approx(64 * 1e4 / 500)
+    # linear in the batch: the largest, 256, which no run measured but a predicted candidate may take
+    assert row["batch_size"] == 256 and row["throughput_tok_s"] == pytest.approx(256 * 1e4 / 500)
     assert row["throughput_tok_s_lo"] == pytest.approx(0.8 * row["throughput_tok_s"])
     # The runs' latencies and power are those of 1000/1000-token requests: derived and TDP instead.
-    assert row["e2e_s"] == pytest.approx(64 * 100 / row["throughput_tok_s"]) and row["energy_basis"] == "tdp"
+    assert row["e2e_s"] == pytest.approx(256 * 100 / row["throughput_tok_s"]) and row["energy_basis"] == "tdp"
     assert res.lengths_caveat() == ""
     # At measured lengths the runs answer, predictor or not.
     same = plan(inputs(slo={}), runs, predictor=_RecordingPredictor())
@@ -380,7 +383,7 @@ def test_predicted_settings_are_mixed_as_measured() -> None:
     rec = _ByNBatch()
     res = plan(inputs(workload={"request_rate_rps": 1, "input_len_tok": 400, "output_len_tok": 100}, slo={}),
                runs, predictor=rec)
-    assert len(rec.queries[0]) == len(BATCHES) + 1  # batch 1 twice: n_batch 64 (3 runs) and 512 (3 runs)
+    assert len(rec.queries[0]) == len(PREDICTED_BATCHES) + 1  # batch 1 twice: n_batch 64 (3 runs) and 512 (3 runs)
     pts = res.points.set_index("batch_size")["throughput_tok_s"]
     assert pts[1.0] == pytest.approx((3 * 64 + 3 * 512) / 6) and pts[2.0] == pytest.approx(64)
 
@@ -414,8 +417,14 @@ def test_predicting_at_held_out_lengths_beats_the_nearest_lengths_on_real_runs(a
     model, _ = fit_whatif_model(runs[~held])
     wl = {"workload": {"request_rate_rps": 10, "input_len_tok": 1024, "output_len_tok": 1024}, "slo": {}}
     scores = {}
-    for name, kw in (("nearest", {}), ("predicted", {"predictor": model})):
-        pts = truth.merge(plan(wl, runs[~held], **kw).points, on=keys)
+    points = {name: truth.merge(plan(wl, runs[~held], **kw).points, on=keys)
+              for name, kw in (("nearest", {}), ("predicted", {"predictor": model}))}
+    # Predicted, a candidate also gets the powers of two its nearest lengths never ran: compare on the points
+    # both size (the nearest lengths' own batches), and check the predicted ones cover more of the truth.
+    assert len(points["predicted"]) >= len(points["nearest"])
+    both = points["nearest"][keys]
+    for name in points:
+        pts = points[name].merge(both, on=keys)
         ape = np.abs(pts["throughput_tok_s"] / pts["measured"] - 1) * 100
         inside = (pts["throughput_tok_s_lo"] <= pts["measured"]) & (pts["measured"] <= pts["throughput_tok_s_hi"])
         scores[name] = (len(pts), float(np.median(ape)), float(np.percentile(ape, 90)), float(inside.mean()))
