@@ -62,6 +62,7 @@ batch 1, no batch meets the SLOs even optimistically) are listed in
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -204,7 +205,7 @@ class PlanInputs(BaseModel):
     memory_fraction: float = Field(0.9, gt=0, le=1, description="share of device memory usable "
                                                                 "for weights + KV cache")
     kv_dtype_bytes: float = Field(2.0, gt=0, description="bytes per cached KV element")
-    predicted_framework: str = Field("vllm", description="framework assumed for predicted candidates")
+    predicted_framework: str = Field("vllm", description="framework of predicted candidates on hardware that ran it or ran nothing (else the frameworks the hardware ran)")
     predict: bool = Field(False, description="answer what was not measured with a predictor (roofline-gbm "
                                              "trained on the data unless one is given): candidates without "
                                              "measurements, and measured ones at the workload's lengths where "
@@ -1030,6 +1031,8 @@ def _predicted(inputs: PlanInputs, predictor: Any, runs: pd.DataFrame, seen: set
     models = inputs.models or sorted(set(runs["model"].dropna().astype(str)))
     hardware = inputs.hardware or sorted(set(runs["hardware"].dropna().astype(str)))
     pairs = {(h, m) for h, m, _ in seen}
+    ran = runs.dropna(subset=["hardware", "framework"]).groupby("hardware")["framework"].agg(
+        lambda f: sorted(set(f.astype(str))))
     i_len, o_len = inputs.workload.mean_lengths
     for m in models:
         mk = catalog.resolve_model(m).key
@@ -1039,16 +1042,22 @@ def _predicted(inputs: PlanInputs, predictor: Any, runs: pd.DataFrame, seen: set
                 counts = [(d, "") for d in inputs.device_counts if (hk, mk, d) not in seen]
             else:  # measured at some device count: those runs answer; else the fewest devices that hold it
                 counts = [] if (hk, mk) in pairs else [_fewest_devices(mk, hk, inputs)]
-            for d, why_d in counts:
-                q = pd.DataFrame({"hardware": hk, "model": mk, "framework": inputs.predicted_framework,
+            # The chosen framework where the hardware ran it or ran nothing; else the frameworks it ran (vLLM
+            # predicted on SambaNova's SN40L, which runs SambaFlow only, came out as a candidate).
+            own = ran.get(hk, [])
+            fws = [inputs.predicted_framework] if not own or inputs.predicted_framework in own else own
+            why_fw = "" if fws == [inputs.predicted_framework] else \
+                f"{', '.join(fws)}: what {hk} ran ({inputs.predicted_framework} never ran there)"
+            for (d, why_d), fw in itertools.product(counts, fws):
+                q = pd.DataFrame({"hardware": hk, "model": mk, "framework": fw,
                                   "device_count": d, "tp_size": d, "input_len_tok": i_len, "output_len_tok": o_len,
                                   "batch_size": np.array(PREDICTED_BATCHES, dtype=float),
                                   "load_kind": "static_batch"})
-                cand = {"hardware": hk, "model": mk, "framework": inputs.predicted_framework, "device_count": d}
+                cand = {"hardware": hk, "model": mk, "framework": fw, "device_count": d}
                 got = _predicted_curve(predictor, q, inputs.level)
                 if isinstance(got, str):
                     bad.append({**cand, "reason": got})
                     continue
                 curve, ttft = got
-                note = "; ".join(filter(None, ["predicted (no measurements)", why_d, curve.note]))
+                note = "; ".join(filter(None, ["predicted (no measurements)", why_d, why_fw, curve.note]))
                 _evaluate_candidate(cand, curve, None, inputs, (i_len, o_len), note, rows, bad, pts, ttft=ttft)

@@ -503,3 +503,18 @@ def test_latency_measured_at_other_lengths_is_not_reused() -> None:
     assert row["e2e_s"] == pytest.approx(row["batch_size"] * 500 / row["throughput_tok_s"])
     same = plan(inputs(), runs).table.iloc[0]  # at the measured lengths the measurement stands
     assert same["latency_basis"].startswith("e2e: measured") and same["e2e_s"] == pytest.approx(0.5 * same["batch_size"])
+
+
+def test_a_predicted_candidate_runs_the_framework_its_hardware_ran() -> None:
+    """vLLM, the default framework of predicted candidates, was predicted on SambaNova's SN40L, which runs
+    SambaFlow only in LLM-Inference-Bench: a candidate no one could deploy."""
+    runs = pd.concat([synthetic_runs(), synthetic_runs(hardware="a100-40gb").assign(framework="tensorrt-llm")],
+                     ignore_index=True)
+    res = plan(inputs(slo={}, models=["llama-3.1-8b"]), runs, predictor=_FakePredictor())
+    got = dict(zip(res.table["hardware"], res.table["framework"], strict=True))
+    assert got == {"h100-sxm": "vllm", "a100-40gb": "tensorrt-llm"}
+    note = res.table.set_index("hardware").loc["a100-40gb", "note"]
+    assert "tensorrt-llm: what a100-40gb ran (vllm never ran there)" in note
+    # hardware without any run takes the chosen framework
+    res = plan(inputs(slo={}, models=["llama-3.1-8b"], hardware=["l40s"]), runs, predictor=_FakePredictor())
+    assert res.table["framework"].tolist() == ["vllm"]
