@@ -273,3 +273,31 @@ def test_curves_far_apart_share_a_log_axis_and_close_ones_a_linear_one() -> None
                         predictions=False).section("Saturation curves and knees")
     assert near.figures[0].layout.yaxis.type != "log"
     assert not any("logarithmic" in p for p in near.paragraphs)
+
+
+def test_a_predicted_candidate_has_one_answer_in_the_predictions_table() -> None:
+    # A reviewer found the same H100 point twice: the planner's prediction at confidence 0.95 [1,706, 2,040] in
+    # a column named "measured-curve", and the report's own predictor, queried without the configuration's
+    # dtype and settings, at 0.54 [1,018, 3,529].
+    plan = {**PLAN, "workload": {"request_rate_rps": 10, "input_len_tok": 400, "output_len_tok": 100}, "slo": {},
+            "predict": True}
+    rep = build_report(synthetic_runs(noise=0.02), dataset_name="d", plan_inputs=plan, accuracy=False,
+                       predictions=True)
+    sec = rep.section("Predictions with bands and confidence")
+    table = sec.tables[0][1]
+    assert table["source"].str.startswith("predicted").all()
+    assert "planner tok/s [band]" in table.columns and "measured-curve tok/s [band]" not in table.columns
+    assert not any(c.endswith("tok/s [band]") and c != "planner tok/s [band]" for c in table.columns)
+    assert any("planner's columns are its answers" in p for p in sec.paragraphs)
+    # One candidate measured at the workload's lengths, one predicted there: the predictor checks the first only.
+    runs = pd.concat([synthetic_runs(noise=0.02),
+                      synthetic_runs(noise=0.02, hardware="a100-40gb").assign(input_len_tok=400.0, output_len_tok=100.0)],
+                     ignore_index=True)
+    plan["prices"] = {"h100-sxm": 2.0, "a100-40gb": 1.5}
+    table = build_report(runs, dataset_name="d", plan_inputs=plan, accuracy=False, predictions=True).section(
+        "Predictions with bands and confidence").tables[0][1].set_index("source")
+    [name] = [c for c in table.columns if c.endswith("tok/s [band]") and not c.startswith("planner")]
+    pred = table.loc[[s for s in table.index if s.startswith("predicted")]]
+    meas = table.loc[[s for s in table.index if not s.startswith("predicted")]]
+    assert len(pred) == 1 and len(meas) == 1
+    assert pred[name].tolist() == ["the planner's (predicted)"] and meas[name].iloc[0][0].isdigit()

@@ -324,16 +324,19 @@ def _predictions_section(res: PlanResult | None, predictor: Any, name: str, erro
         return Section(title, paragraphs=("The plan left no candidate that meets its targets (see the capacity "
                                           "plan above), so there are no operating points to predict.",))
     t = res.table
-    paras = ["Measured-curve bands: the planner's throughput at each candidate's operating point with its "
-             f"{res.inputs.level:.0%} bootstrap band; confidence is the curve's R\u00b2 (1 = the curve explains "
-             "every point)."]
+    predicted = t["source"].astype(str).str.startswith("predicted").to_numpy()
+    paras = [f"Planner: the throughput each candidate was sized with, at its operating point, with its "
+             f"{res.inputs.level:.0%} band. For a measured candidate that is the fitted curve with its bootstrap "
+             "band, and its confidence the curve's R\u00b2 (1 = the curve explains every point); for a predicted "
+             "one (source 'predicted') the predictor's answer, band and confidence (0-1)."]
     rows = [{"candidate": f"{r['hardware']} {r['framework']} x{r['device_count']}", "batch": f"{r['batch_size']:g}",
-             "measured-curve tok/s [band]": _band(r["throughput_tok_s"], r["throughput_tok_s_lo"],
-                                                  r["throughput_tok_s_hi"]),
-             "curve confidence": f"{r['confidence']:.3f}" if np.isfinite(r["confidence"]) else "n/a",
+             "planner tok/s [band]": _band(r["throughput_tok_s"], r["throughput_tok_s_lo"], r["throughput_tok_s_hi"]),
+             "planner confidence": f"{r['confidence']:.3f}" if np.isfinite(r["confidence"]) else "n/a",
              "source": r["source"]} for _, r in t.iterrows()]
     table = pd.DataFrame(rows)
-    if predictor is not None:
+    if predictor is not None and predicted.all():
+        paras.append("Every candidate was sized by the predictor, so the planner's columns are its answers.")
+    elif predictor is not None:
         q = pd.DataFrame({"hardware": t["hardware"], "model": t["model"], "framework": t["framework"],
                           "device_count": t["device_count"].astype(int),
                           "tp_size": t["device_count"].astype(int),
@@ -347,13 +350,18 @@ def _predictions_section(res: PlanResult | None, predictor: Any, name: str, erro
             blank = ~np.isfinite(p["pred_throughput_tok_s"].to_numpy(dtype=float))
             why = ([r if b else None for r, b in zip(cannot_run_reasons(predictor, q), blank, strict=True)]
                    if blank.any() else [None] * len(q))
-            table[f"{name} tok/s [band]"] = ["cannot run" if r is not None else _band(a, b, c) for a, b, c, r in zip(
-                p["pred_throughput_tok_s"], p["pred_lower"], p["pred_upper"], why, strict=True)]
-            table[f"{name} confidence"] = [f"{c:.2f}" for c in p["confidence"]]
-            table["in domain"] = p["in_domain"].astype(bool).map({True: "yes", False: "no"}).to_numpy()
-            paras.append(f"The {name} predictor (trained on every run of the dataset) predicts the same points with "
-                         "its own band and confidence (0-1, higher is more trustworthy); a large gap to the measured "
-                         "curve is a reason to measure before buying.")
+            same = "the planner's (predicted)"
+            table[f"{name} tok/s [band]"] = [same if pr else "cannot run" if r is not None else _band(a, b, c)
+                                             for a, b, c, r, pr in zip(p["pred_throughput_tok_s"], p["pred_lower"],
+                                                                       p["pred_upper"], why, predicted, strict=True)]
+            table[f"{name} confidence"] = ["" if pr else f"{c:.2f}" for c, pr in zip(p["confidence"], predicted,
+                                                                                      strict=True)]
+            table["in domain"] = ["" if pr else "yes" if d else "no"
+                                  for d, pr in zip(p["in_domain"].astype(bool), predicted, strict=True)]
+            paras.append(f"The {name} predictor (trained on every run of the dataset) predicts each measured "
+                         "candidate's point with its own band and confidence (0-1, higher is more trustworthy); a "
+                         "large gap to the measured curve is a reason to measure before buying. A predicted "
+                         "candidate's planner columns already are its answer.")
             for r in dict.fromkeys(r for r in why if r is not None):
                 paras.append(f"The {name} predictor gives no prediction where the configuration {r}.")
         except PerfmodelError as exc:
