@@ -89,8 +89,12 @@ if predict:
 elif held:
     t2.info(f"{', '.join(held)}: no runs in this dataset, kept aside until prediction is on again.",
             icon=":material/visibility_off:")
-p1, p2 = st.columns([1, 3])
-p1.text_input("Currency", key=P.KEYS["currency"], max_chars=8)
+p1, p0, p2 = st.columns([1, 1, 3])
+currency = p1.text_input("Currency", key=P.KEYS["currency"], max_chars=8)
+p0.number_input(f"USD to {currency or 'USD'}", key=P.KEYS["usd_rate"], min_value=1e-6, format="%.4g",
+                disabled=(currency or "USD").upper() == "USD",
+                help="How many units of the currency one US dollar buys: the catalog's prices are in USD. "
+                     "Overrides are taken as given, in the currency.")
 p2.text_area("Price overrides per device-hour (hardware=price, one per line)", key=P.KEYS["prices"], height=68)
 
 inputs = P.inputs_dict()

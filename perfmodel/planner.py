@@ -714,6 +714,11 @@ def plan(inputs: PlanInputs | Mapping[str, Any], runs: pd.DataFrame | None = Non
         notes.append("the TTFT target could not be checked where TTFT was not measured (it cannot be derived "
                      "from throughput)")
     table = pd.DataFrame(rows, columns=_TABLE_COLUMNS)
+    if inputs.currency.upper() != "USD" and inputs.usd_to_currency == 1.0 \
+            and table["price_source"].astype(str).str.startswith("catalog").any():
+        notes.append(f"the catalog's prices are in USD and were read as {inputs.currency} at 1 USD = 1 "
+                     f"{inputs.currency}: give the exchange rate (usd_to_currency, the Planner page's 'USD to "
+                     f"{inputs.currency}') or a price for every hardware")
     if len(table):
         # The recommendation (the cheapest robust candidate, PlanResult.recommendation) is the first row.
         table = table.assign(_nocost=~np.isfinite(table["cost_per_m_output_tok"].astype(float)),

@@ -518,3 +518,18 @@ def test_a_predicted_candidate_runs_the_framework_its_hardware_ran() -> None:
     # hardware without any run takes the chosen framework
     res = plan(inputs(slo={}, models=["llama-3.1-8b"], hardware=["l40s"]), runs, predictor=_FakePredictor())
     assert res.table["framework"].tolist() == ["vllm"]
+
+
+def test_another_currency_converts_the_catalogs_usd_prices_or_says_it_did_not() -> None:
+    """Currency EUR relabelled the catalog's USD prices as EUR without a word."""
+    runs = synthetic_runs()
+    usd = plan(inputs(prices={}), runs)
+    eur = plan(inputs(prices={}, currency="EUR"), runs)
+    assert eur.table["cost_per_hour"].tolist() == usd.table["cost_per_hour"].tolist()
+    assert any("catalog's prices are in USD" in n and "1 USD = 1 EUR" in n for n in eur.notes)
+    assert not any("catalog's prices are in USD" in n for n in usd.notes)
+    rate = plan(inputs(prices={}, currency="EUR", usd_to_currency=0.9), runs)
+    assert rate.table["cost_per_hour"].iloc[0] == pytest.approx(0.9 * usd.table["cost_per_hour"].iloc[0])
+    assert not any("catalog's prices are in USD" in n for n in rate.notes)
+    # every price given: nothing to convert, nothing to say
+    assert not any("catalog's" in n for n in plan(inputs(currency="EUR"), runs).notes)

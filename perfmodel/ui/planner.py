@@ -22,11 +22,12 @@ KEYS = {
     "tpot": "planner.tpot_s", "percentile": "planner.percentile", "models": "planner.models",
     "hardware": "planner.hardware", "headroom": "planner.headroom", "currency": "planner.currency",
     "prices": "planner.prices", "predict": "planner.predict", "framework": "planner.predicted_framework",
-    "devices": "planner.device_counts",
+    "devices": "planner.device_counts", "usd_rate": "planner.usd_to_currency",
 }
 DEFAULTS: dict[str, Any] = {"rate": 10.0, "input_len": 1024.0, "output_len": 1024.0, "e2e": 60.0, "ttft": 0.0,
                             "tpot": 0.0, "percentile": "p90", "models": [], "hardware": [], "headroom": 0.2,
-                            "currency": "USD", "prices": "", "predict": False, "framework": "", "devices": []}
+                            "currency": "USD", "prices": "", "predict": False, "framework": "", "devices": [],
+                            "usd_rate": 1.0}
 
 
 URL_SPEC = {"dataset": (KEYS["dataset"], ""), **{k: (KEYS[k], v) for k, v in DEFAULTS.items()}}
@@ -247,6 +248,8 @@ def inputs_dict() -> dict[str, Any]:
            "slo": slo, "models": list(g("models")), "hardware": list(g("hardware")),
            "headroom": float(g("headroom")), "currency": str(g("currency")) or "USD",
            "prices": _prices(str(g("prices")))}
+    if out["currency"].upper() != "USD" and float(g("usd_rate")) != 1.0:
+        out["usd_to_currency"] = float(g("usd_rate"))
     if g("devices"):
         out["device_counts"] = sorted({int(d) for d in g("devices")})
     if g("predict"):
@@ -281,6 +284,7 @@ def apply_inputs(dataset_id: str, plan: dict[str, Any]) -> None:
     s[KEYS["hardware"]] = list(plan.get("hardware") or [])
     s[KEYS["headroom"]] = float(plan.get("headroom", DEFAULTS["headroom"]))
     s[KEYS["currency"]] = plan.get("currency", "USD")
+    s[KEYS["usd_rate"]] = float(plan.get("usd_to_currency", 1.0))
     s[KEYS["prices"]] = "\n".join(f"{k}={v:g}" for k, v in (plan.get("prices") or {}).items())
     s[KEYS["devices"]] = [str(d) for d in plan.get("device_counts") or []]
     s[KEYS["predict"]] = bool(plan.get("predict", False))
