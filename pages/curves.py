@@ -26,6 +26,8 @@ from perfmodel.ui.widgets import labelled_columns
 
 N_DEFAULT_CONFIGS = 3
 N_BOOT_DEFAULT = 200
+CONFIGS_FOR = "curves._configs_for"
+"""The dataset and grouping (JSON) the overlay was last chosen for."""
 #: The chart's options in the URL (grouping, selection, shape and intervals are written by links.write_curves_link).
 VIEW = {"y": (K.CURVES_Y, THROUGHPUT_METRICS[0]), "log_x": (K.CURVES_LOG_X, True),
         "n_boot": (K.CURVES_N_BOOT, N_BOOT_DEFAULT), "r2_min": (K.CURVES_R2_MIN, R2_POOR)}
@@ -108,8 +110,13 @@ except PerfmodelError as exc:
 labels = view.summary["configuration"].tolist()
 fitted = view.summary.loc[view.summary["n_batches"] >= MIN_BATCHES, "configuration"].tolist()
 ui.keep_valid(K.CURVES_CONFIGS, labels)
-if not st.session_state.get(K.CURVES_CONFIGS):
+# The default overlay for a new dataset or grouping (whose labels the old choice lacks); a selection the user
+# emptied stays empty (it came straight back as the default, so the chart could never be cleared).
+overlay_for = json.dumps([selected, list(by)])
+if K.CURVES_CONFIGS not in st.session_state or (
+        not st.session_state[K.CURVES_CONFIGS] and st.session_state.get(CONFIGS_FOR) != overlay_for):
     st.session_state[K.CURVES_CONFIGS] = default_overlay(view.summary, N_DEFAULT_CONFIGS)
+st.session_state[CONFIGS_FOR] = overlay_for
 configs = st.multiselect(f"Configurations to overlay ({len(labels):,})", labels, key=K.CURVES_CONFIGS,
                          placeholder="choose configurations")
 links.write_curves_link(selected, by, configs, shape, chosen_intervals)
@@ -121,7 +128,10 @@ if not fitted:
     st.warning(f"Not enough points for a curve: every configuration has fewer than {MIN_BATCHES} distinct "
                "batch sizes, so nothing was fitted. Measure more batch sizes, or group by fewer columns.",
                icon=":material/scatter_plot:")
-if configs:
+if not configs:
+    st.info("No configuration chosen: pick some under *Configurations to overlay* to draw their curves.",
+            icon=":material/show_chart:")
+else:
     chart, n_suspect = whatif_ui.curves_with_suspects(
         cached.curve_chart(home, selected, stamp, options, json.dumps(configs), log_x), view.table, home,
         selected, stamp, list(by), configs, y)
@@ -130,9 +140,15 @@ if configs:
         st.caption("Throughput axis: logarithmic, as the chosen curves' largest values lie more than "
                    f"{WIDE_SPAN:g} times apart (on a linear axis the smaller ones would lie flat along zero).")
     failed = [c for c in configs if c in view.fits and not view.fits[c].success]
-    if failed:
-        st.caption(f"Dashed: {len(failed)} fit(s) failed ({', '.join(failed)}); their line is not a usable "
+    # A configuration with too few batch sizes gets no line at all (plots.curve_figure), only its points.
+    dashed = [c for c in failed if view.fits[c].shape != "none"]
+    bare = [c for c in failed if view.fits[c].shape == "none"]
+    if dashed:
+        st.caption(f"Dashed: {len(dashed)} fit(s) failed ({', '.join(dashed)}); their line is not a usable "
                    "curve and has no band or knee. See *Curves to review* for why.")
+    if bare:
+        st.caption(f"Points only: {len(bare)} configuration(s) with fewer than {MIN_BATCHES} batch sizes "
+                   f"({', '.join(bare)}), too few for a curve.")
     if n_suspect:
         st.caption(f"x: {n_suspect} run(s) faster than the roofline bound (suspect data; the curve fits still "
                    "include them).")

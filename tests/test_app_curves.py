@@ -326,3 +326,18 @@ def test_a_cpu_curve_beside_a_gpu_curve_gets_a_log_throughput_axis(monkeypatch: 
     _no_exception(at)
     assert _figure(at)["layout"]["yaxis"]["type"] == "log"
     assert any("logarithmic" in c.value for c in at.caption)
+
+
+def test_an_emptied_overlay_stays_empty_until_the_grouping_changes() -> None:
+    # A reviewer removed the last overlaid configuration and the three defaults came straight back.
+    at = _curves()
+    at.multiselect(key=K.CURVES_CONFIGS).set_value([]).run()
+    _no_exception(at)
+    assert at.multiselect(key=K.CURVES_CONFIGS).value == []
+    assert not at.get("plotly_chart") and any("No configuration chosen" in i.value for i in at.info)
+    at.run()
+    assert at.multiselect(key=K.CURVES_CONFIGS).value == []
+    by = at.multiselect(key=K.CURVES_BY)
+    by.set_value(list(by.value)[:-1]).run()  # another grouping: its own default overlay
+    _no_exception(at)
+    assert at.multiselect(key=K.CURVES_CONFIGS).value
