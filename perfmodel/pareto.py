@@ -141,6 +141,10 @@ def fronts(points: pd.DataFrame, *, feasible_only: bool = True) -> dict[str, pd.
     return out
 
 
+_LABELLED = 8
+"""Up to this many points of a Pareto front are named on the chart (more would overlap)."""
+
+
 def front_figure(points: pd.DataFrame, name: str, *, title: str | None = None,
                  currency: str | None = None) -> go.Figure:
     """Scatter of every operating point with the named front drawn as a line.
@@ -182,9 +186,11 @@ def front_figure(points: pd.DataFrame, name: str, *, title: str | None = None,
                         minimize_y=miny)
         f = points[m].sort_values(xc)
         fl = labels[m].reindex(f.index)
-        fig.add_trace(go.Scatter(x=f[xc], y=f[yc], mode="lines+markers", name="Pareto front", text=fl,
-                                 hovertemplate=hover,
-                                 line={"color": "#d62728", "shape": "hv"}, marker={"size": 9}))
+        # The front's points are named on the chart, not only on hover: a printed report has no hover.
+        fig.add_trace(go.Scatter(x=f[xc], y=f[yc], mode="lines+markers+text" if len(f) <= _LABELLED else
+                                 "lines+markers", name="Pareto front", text=fl, hovertemplate=hover,
+                                 textposition="top right", textfont={"size": 10, "color": "#7a1f1f"},
+                                 line={"color": "#d62728", "shape": "hv"}, marker={"size": 9}, cliponaxis=False))
 
     def titled(col: str) -> str:  # axis_title knows no currency: the plan's is added to a cost
         return f"{axis_title(col)} ({currency})" if currency and col.startswith("cost_") else axis_title(col)

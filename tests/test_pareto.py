@@ -208,6 +208,15 @@ def test_front_axes_are_labelled_with_units_not_column_names() -> None:
     assert "e+" not in fig.data[0].hovertemplate and ":,.4~r}" in fig.data[0].hovertemplate
 
 
+def test_the_front_s_points_are_named_on_the_chart_for_a_printed_report() -> None:
+    # A reviewer could not read a printed cost-vs-latency front: its points were named on hover only.
+    fig = front_figure(_points(), "cost_vs_latency")
+    front = next(t for t in fig.data if t.name == "Pareto front")
+    assert "text" in front.mode and len(front.text) == len(front.x) > 0
+    assert all(" x" in str(t) and " b" in str(t) for t in front.text)
+    assert "text" not in next(t for t in fig.data if t.name == "operating points").mode
+
+
 def test_comparison_title_wraps_long_side_labels_instead_of_running_off_the_chart() -> None:
     # Guards: "output throughput (tok/s): sample runs [model=perfmodel-large-llama] (solid) vs sample runs
     # [model=perfmodel-medium-llama] (da" — one title line wider than the chart, cut off at its edge.
