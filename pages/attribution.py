@@ -214,11 +214,18 @@ if protocol in done:
     else:
         shown = table.assign(set=[X.kind_label(s) if s in ("physical", "framework", "identity") else s
                                   for s in table["set"]])
-        st.dataframe(shown.drop(columns=["note"]), hide_index=True, key=P + "table",
+        scored, unscored, failing = X.split_comparison(shown)
+        st.dataframe(scored.drop(columns=["note"]), hide_index=True, key=P + "table",
                      column_config=X.COMPARISON_COLUMNS)
+        if len(unscored):
+            st.caption("Not scored: " + "; ".join(f"{r['set']} / {r['learner']} ({r['note'] or 'no test rows'})"
+                                                  for _, r in unscored.iterrows()) + ".")
+        if failing:
+            st.caption(f"R² below {X.FAILING_R2:g} (far worse than predicting the mean: the learner does not "
+                       f"carry over to the held-out rows on this set): {', '.join(failing)}.")
         if (shown["set"].astype(str).str.contains("framework|all")).any():
             st.caption(X.FRAMEWORK_SCORE_CAVEAT)
-        for note in sorted({n for n in table["note"] if n}):
+        for note in sorted({n for n in scored["note"] if n}):
             st.info(note, icon=":material/info:")
 else:
     st.caption("Training every learner on every set takes from seconds to a few minutes: press the button.")

@@ -117,3 +117,17 @@ def test_all_results_golden(bench_runs: pd.DataFrame) -> None:
     ex = E.explain(model, sub, sample_size=300, engine="xgboost", cache=False)
     assert ex.additivity_ok and ex.sample_size == 300 and ex.n_total == 1193
     assert not any(k == "framework" for k in ex.kinds)
+
+
+def test_the_page_sets_unscored_and_failing_comparison_rows_apart() -> None:
+    # A reviewer saw "framework" rows of None with 0 test rows, and a polynomial R² of -691.7, in the table
+    # without a word.
+    from perfmodel.ui.explain import split_comparison
+
+    t = pd.DataFrame({"set": ["physical", "framework", "all"], "learner": ["gbdt", "gbdt", "poly"],
+                      "n_test": [10, 0, 10], "r2_random": [0.9, None, -34.4], "r2_transfer": [0.5, None, -691.7],
+                      "note": ["", "the data has no framework metric", ""]})
+    scored, unscored, failing = split_comparison(t)
+    assert scored["set"].tolist() == ["physical", "all"] and unscored["set"].tolist() == ["framework"]
+    assert failing == ["all / poly"]
+    assert split_comparison(t.iloc[:1])[2] == []

@@ -32,6 +32,8 @@ from .whatif import DEFAULT_PREDICTOR, rate
 
 __all__ = [
     "COMPARISON_COLUMNS",
+    "FAILING_R2",
+    "split_comparison",
     "FRAMEWORK_SCORE_CAVEAT",
     "KIND_STYLE",
     "FEATURE_SET_CHOICES",
@@ -285,6 +287,33 @@ def model_note(features: str, dataset_name: str, prediction_tok_s: float, *, fro
 
 def _num(label: str, fmt: str) -> Any:
     return st.column_config.NumberColumn(label, format=fmt)
+
+
+FAILING_R2 = -1.0
+"""An R² below this in the feature-set comparison is named as a failure under the table."""
+
+
+def split_comparison(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """The comparison's rows with scores, those without (no test rows, a set the data has no feature of: they
+    showed as None and 0 test rows), and the scored rows whose R² fails (:data:`FAILING_R2`), named.
+
+    Parameters
+    ----------
+    table
+        :func:`comparison`'s table.
+
+    Returns
+    -------
+    (DataFrame, DataFrame, list of str)
+    """
+    r2 = [c for c in table.columns if c.startswith("r2")]
+    n_test = pd.to_numeric(table["n_test"], errors="coerce").fillna(0) if "n_test" in table.columns else None
+    has = table[r2].apply(pd.to_numeric, errors="coerce").notna().any(axis=1) if r2 else pd.Series(True, table.index)
+    ok = has & (n_test > 0) if n_test is not None else has
+    scored = table[ok]
+    low = scored[r2].apply(pd.to_numeric, errors="coerce").lt(FAILING_R2).any(axis=1) if r2 else []
+    failing = [f"{r['set']} / {r['learner']}" for _, r in scored[low].iterrows()] if len(scored) else []
+    return scored, table[~ok], failing
 
 
 COMPARISON_COLUMNS: dict[str, Any] = {
