@@ -39,7 +39,7 @@ with importer:
             st.session_state[K.LAST_IMPORT] = info.id
             ui.select_dataset(info.id)
             # the old filters and the auto-chosen colour mean nothing in the new dataset
-            for key in (*K.FILTER.values(), K.COLOR):
+            for key in (*K.FILTER.values(), K.COLOR, K.X_AXIS, K.COLUMNS):
                 st.session_state.pop(key, None)
             st.rerun()  # so that the sidebar, drawn before this page, counts the new dataset
 
@@ -65,7 +65,8 @@ PS.restore("data", VIEW)
 st.dataframe(datasets, hide_index=True, column_order=("name", "rows", "issues", "formats", "created", "id"),
              column_config={"created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
 
-selected = ui.dataset_selectbox(ds, K.DATASET_WIDGET, on_change=lambda: st.session_state.pop(K.COLOR, None))
+selected = ui.dataset_selectbox(ds, K.DATASET_WIDGET, on_change=lambda: [st.session_state.pop(k, None) for k in (
+    K.COLOR, K.X_AXIS, K.COLUMNS)])  # the dataset's own defaults
 runs = ui.dataset_runs(home, selected, stamp)
 
 choices = ui.filter_choices(home, selected, stamp)

@@ -16,7 +16,8 @@ KIND = "planner"
 home = ui.home()
 st.title("Planner", anchor=False)
 st.caption("How many of which device, at what batch, to serve this traffic within these latency targets, and "
-           "at what cost. Bands come from the throughput curves' bootstrap intervals.")
+           "at what cost. Bands come from the measured throughput curves' bootstrap intervals, and for a candidate "
+           "sized by prediction (source: predicted) from the predictor's calibrated band.")
 
 ds = ui.available_datasets(home)
 stamp, ids, names = ds.stamp, ds.ids, ds.names

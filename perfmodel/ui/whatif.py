@@ -953,6 +953,9 @@ def table_config(level: float) -> dict[str, Any]:
     def sec(label: str, text: str) -> Any:  # shown in ms (display_table)
         return cc.NumberColumn(f"{label} (ms)", format="%,.3g", help=text)
 
+    def e2e(label: str, text: str) -> Any:  # kept in seconds (display_table)
+        return cc.NumberColumn(f"{label} (s)", format="%,.3g", help=text)
+
     return {
         "batch_size": cc.NumberColumn("Batch", format="%g"),
         "pred_throughput_tok_s": tok_s("Output throughput", "Predicted output tokens per second."),
@@ -963,9 +966,9 @@ def table_config(level: float) -> dict[str, Any]:
         "in_domain": cc.CheckboxColumn("In domain", help="Inside the predictor's training domain."),
         "roofline_tok_s": tok_s("Roofline bound", "Physical upper bound on output throughput (catalogs)."),
         "pred_total_throughput_tok_s": tok_s("Total throughput", "Input and output tokens per second."),
-        "pred_e2e_latency_s": sec("E2E latency", "Per request, by Little's law."),
-        "pred_e2e_lower_s": sec("E2E low", f"Low end of the {band} of the end-to-end latency."),
-        "pred_e2e_upper_s": sec("E2E high", f"High end of the {band} of the end-to-end latency."),
+        "pred_e2e_latency_s": e2e("E2E latency", "Per request, by Little's law."),
+        "pred_e2e_lower_s": e2e("E2E low", f"Low end of the {band} of the end-to-end latency."),
+        "pred_e2e_upper_s": e2e("E2E high", f"High end of the {band} of the end-to-end latency."),
         "pred_ttft_s": sec("TTFT", "Time to first token."),
         "pred_ttft_lower_s": sec("TTFT low", f"Low end of the {band} of TTFT."),
         "pred_ttft_upper_s": sec("TTFT high", f"High end of the {band} of TTFT."),
@@ -977,11 +980,17 @@ def table_config(level: float) -> dict[str, Any]:
     }
 
 
+_E2E_COLUMNS = ("pred_e2e_latency_s", "pred_e2e_lower_s", "pred_e2e_upper_s")
+"""End-to-end latencies stay in seconds on the page (a 1024-token answer at batch 256 read 1,660,000 ms)."""
+
+
 def display_table(table: pd.DataFrame) -> pd.DataFrame:
-    """The predictions table as the page shows it: latencies in milliseconds (the CSV keeps seconds)."""
+    """The predictions table as the page shows it: TTFT and TPOT in milliseconds, end-to-end latency in seconds
+    (the CSV keeps seconds)."""
     out = table.copy()
     for c in out.columns:
-        if (c.startswith("pred_") or c == "ttft_floor_s") and c.endswith("_s") and not c.endswith("_tok_s"):
+        if (c.startswith("pred_") or c == "ttft_floor_s") and c.endswith("_s") and not c.endswith("_tok_s") \
+                and c not in _E2E_COLUMNS:
             out[c] = out[c] * 1e3
     return out
 
