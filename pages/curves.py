@@ -6,7 +6,7 @@ import streamlit as st
 
 from perfmodel import curves as curves_core
 from perfmodel import ui
-from perfmodel.curve_tables import BATCH_ESTIMATE_HELP, NO_PLATEAU_HELP
+from perfmodel.curve_tables import BATCH_ESTIMATE_HELP, NO_PLATEAU_HELP, SHORT_REASON, fit_counts_words
 from perfmodel.curves import INTERVAL_METHODS, MIN_BATCHES, R2_POOR, SHAPES, default_interval_method
 from perfmodel.errors import PerfmodelError
 from perfmodel.plots import (
@@ -122,7 +122,7 @@ configs = st.multiselect(f"Configurations to overlay ({len(labels):,})", labels,
 links.write_curves_link(selected, by, configs, shape, chosen_intervals)
 
 n_ok = int(view.summary["success"].sum())
-st.caption(f"{len(labels):,} configuration(s), {n_ok:,} fitted successfully; {axis_title(y)} vs batch size; "
+st.caption(f"{fit_counts_words(view.summary)}; {axis_title(y)} vs batch size; "
            f"intervals: {intervals}.")
 if not fitted:
     st.warning(f"Not enough points for a curve: every configuration has fewer than {MIN_BATCHES} distinct "
@@ -190,6 +190,8 @@ review = poor_fits(view.summary, float(r2_min))
 if review.empty:
     st.success(f"Every curve fitted with R² ≥ {r2_min:g}.", icon=":material/check_circle:")
 else:
-    st.caption(f"{len(review):,} curve(s) failed or fit with R² below {r2_min:g}.")
+    n_short = int((review["reason"] == SHORT_REASON).sum())
+    st.caption(f"{len(review) - n_short:,} curve(s) failed or fit with R² below {r2_min:g}"
+               + (f"; {n_short:,} configuration(s) had {SHORT_REASON} to fit (listed last)." if n_short else "."))
     st.dataframe(review, hide_index=True, placeholder="—", column_config=labelled_columns(
         review.columns, r2=cc.NumberColumn(format="%.3f"), message=cc.TextColumn(width="large")))

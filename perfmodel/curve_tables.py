@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CURVE_GROUP_COLUMNS",
+    "SHORT_REASON",
+    "fit_counts_words",
     "lengths_label",
     "with_lengths",
     "config_label",
@@ -562,8 +564,44 @@ def poor_fits(summary: pd.DataFrame, r2_min: float) -> pd.DataFrame:
     failed = ~summary["success"].astype(bool)
     low = ~failed & ~(r2 >= r2_min)
     out = summary.loc[failed | low, ["configuration", "r2", "n_batches", "message"]].copy()
-    out.insert(1, "reason", np.where(failed[failed | low], "failed", f"R² < {r2_min:g}"))
-    return out.sort_values("reason", key=lambda s: s != "failed", kind="stable").reset_index(drop=True)
+    from .curves import MIN_BATCHES
+
+    short = (pd.to_numeric(out["n_batches"], errors="coerce") < MIN_BATCHES).to_numpy()
+    out.insert(1, "reason", np.where(failed[failed | low], np.where(short, SHORT_REASON, "failed"),
+                                     f"R² < {r2_min:g}"))
+    order = {"failed": 0, SHORT_REASON: 2}
+    return out.sort_values("reason", key=lambda s: s.map(order).fillna(1), kind="stable").reset_index(drop=True)
+
+
+SHORT_REASON = "too few batch sizes"
+""":func:`poor_fits`' reason for a configuration measured at fewer than ``MIN_BATCHES`` batch sizes (nothing to
+fit, not a failed fit: most of LLM-Inference-Bench's llama.cpp ``n_batch`` settings ran at one batch)."""
+
+
+def fit_counts_words(summary: pd.DataFrame) -> str:
+    """How many configurations were fitted, had too few batch sizes for a curve, or failed, in words.
+
+    Parameters
+    ----------
+    summary
+        :func:`fits_summary` (or :func:`perfmodel.curves.fit_curves`' table): ``success`` and ``n_batches``.
+
+    Returns
+    -------
+    str
+        E.g. "2,363 configuration(s): 695 fitted, 1,668 with fewer than 3 batch sizes (too few for a curve)".
+    """
+    from .curves import MIN_BATCHES
+
+    ok = summary["success"].astype(bool)
+    short = ~ok & (pd.to_numeric(summary["n_batches"], errors="coerce") < MIN_BATCHES)
+    failed = ~ok & ~short
+    parts = [f"{int(ok.sum()):,} fitted"]
+    if short.any():
+        parts.append(f"{int(short.sum()):,} with fewer than {MIN_BATCHES} batch sizes (too few for a curve)")
+    if failed.any():
+        parts.append(f"{int(failed.sum()):,} failed")
+    return f"{len(summary):,} configuration(s): " + ", ".join(parts)
 
 
 def default_overlay(summary: pd.DataFrame, n: int, *, r2_min: float | None = None) -> list[str]:

@@ -159,9 +159,9 @@ def test_fits_summary_and_poor_fits() -> None:
     assert ok["plateau_tok_s"] == pytest.approx(1000.0, rel=0.05) and ok["plateau_ci"].startswith("[")
     assert ok["knees"] and ok["success"]
     review = poor_fits(summary, 0.5)
-    assert review["configuration"].tolist() == ["a100"] and review["reason"].tolist() == ["failed"]
+    assert review["configuration"].tolist() == ["a100"] and review["reason"].tolist() == ["too few batch sizes"]
     assert "not enough" in review["message"].iloc[0]
-    assert poor_fits(summary, 1.0)["configuration"].tolist() == ["a100", "h100-sxm"]
+    assert poor_fits(summary, 1.0)["configuration"].tolist() == ["h100-sxm", "a100"]  # too few batch sizes last
 
 
 def test_fits_summary_shows_piecewise_b90_b95_intervals() -> None:
@@ -425,3 +425,14 @@ def test_default_overlay_prefers_good_fits_with_the_most_batch_sizes_in_table_or
     assert default_overlay(summary, 5) == ["poor", "few", "many-a", "many-b", "many-c"]  # then the poor fit
     assert default_overlay(summary, 6)[-1] == "many-c" and len(default_overlay(summary, 6)) == 6
     assert default_overlay(summary.iloc[:0], 3) == []
+
+
+def test_fit_counts_tell_too_few_batch_sizes_from_failed_fits() -> None:
+    # A reviewer read "695 of 2,363 fitted" and "1,682 curve(s) failed" on LLM-Inference-Bench: most of those were
+    # llama.cpp n_batch settings measured at one batch, not failed fits.
+    from perfmodel.curve_tables import fit_counts_words
+
+    summary = pd.DataFrame({"success": [True, True, False, False, False], "n_batches": [4, 5, 1, 2, 6]})
+    assert fit_counts_words(summary) == ("5 configuration(s): 2 fitted, 2 with fewer than 3 batch sizes (too few "
+                                         "for a curve), 1 failed")
+    assert fit_counts_words(summary.iloc[:2]) == "2 configuration(s): 2 fitted"

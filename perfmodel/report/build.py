@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..curve_tables import batch_estimate_text, compact_number, compact_seconds
+from ..curve_tables import batch_estimate_text, compact_number, compact_seconds, fit_counts_words
 from ..errors import PerfmodelError
 from ..models.base import DEFAULT_TARGET, cannot_run_reasons
 from ..planner import PlanInputs, PlanResult, nearest_lengths, plan
@@ -240,9 +240,9 @@ def _curves_section(runs: pd.DataFrame, res: PlanResult | None) -> Section:
     by = default_curve_by(usable)
     overall = fit_curves(usable, by=by, intervals="none")
     n_ok = int(overall["success"].sum())
-    paras = [f"{len(overall)} configuration(s); {n_ok} fitted successfully (no intervals in this count); the "
-             f"median R\u00b2 of those is {overall.loc[overall['success'], 'r2'].median():.3f}."
-             if n_ok else f"{len(overall)} configuration(s); none could be fitted."]
+    paras = [f"{fit_counts_words(overall)}; the median R\u00b2 of the fitted ones is "
+             f"{overall.loc[overall['success'], 'r2'].median():.3f}."
+             if n_ok else f"{fit_counts_words(overall)}; none could be fitted."]
     if res is not None and len(res.table):
         keys = res.table[["hardware", "model", "framework", "device_count", "lengths"]].head(MAX_CURVES)
         chosen: list[dict[str, Any]] = []
