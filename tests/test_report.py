@@ -3,6 +3,7 @@ PDF with the expected sections whose pages render to PNG."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -301,3 +302,16 @@ def test_a_predicted_candidate_has_one_answer_in_the_predictions_table() -> None
     meas = table.loc[[s for s in table.index if not s.startswith("predicted")]]
     assert len(pred) == 1 and len(meas) == 1
     assert pred[name].tolist() == ["the planner's (predicted)"] and meas[name].iloc[0][0].isdigit()
+
+
+def test_the_candidates_long_texts_are_numbered_notes_below_the_table(report) -> None:  # noqa: ANN001
+    # Printed, the candidates table took 5 of 14 pages at four rows a page: its "sized from", latency basis,
+    # price source and note texts wrapped into tall cells.
+    cand = report.section("Candidates")
+    table = cand.tables[0][1]
+    title, notes = cand.tables[-1]
+    assert title.startswith("Notes to the candidates")
+    refs = {v for c in ("sized from", "latency basis", "price source", "note") for v in table[c] if v}
+    assert refs and all(re.fullmatch(r"\[\d+\]", v) for v in refs)
+    assert set(notes["note"]) == refs and notes["text"].is_unique and len(notes) == len(refs)
+    assert any(t.startswith("measured") or "curve" in t for t in notes["text"])

@@ -168,6 +168,40 @@ def _candidate_table(res: PlanResult) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+_FOOTNOTED = ("sized from", "latency basis", "price source", "note")
+"""Columns of the candidates table whose long, repeated texts become numbered notes below it (printed, the table
+took 5 of 14 pages at four rows a page, and on screen it ran wider than the page)."""
+
+
+def _footnoted(table: pd.DataFrame, columns: Sequence[str] = _FOOTNOTED) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``table`` with each text of ``columns`` replaced by its note number ("[2]"), and the notes, each once.
+
+    Parameters
+    ----------
+    table
+        A table of the report.
+    columns
+        The columns to move into notes (absent ones are skipped).
+
+    Returns
+    -------
+    (DataFrame, DataFrame)
+        The table, and the notes (``note``, ``text``), numbered in order of first appearance.
+    """
+    out = table.copy()
+    texts: dict[str, int] = {}
+    for col in [c for c in columns if c in out.columns]:
+        refs = []
+        for v in out[col].astype(str):
+            if not v.strip() or v == "nan":
+                refs.append("")
+                continue
+            refs.append(f"[{texts.setdefault(v, len(texts) + 1)}]")
+        out[col] = refs
+    notes = pd.DataFrame({"note": [f"[{n}]" for n in texts.values()], "text": list(texts)})
+    return out, notes
+
+
 def _plan_sections(res: PlanResult) -> tuple[Section, Section, Section]:
     from ..pareto import FRONTS, front_figure
 
@@ -193,11 +227,15 @@ def _plan_sections(res: PlanResult) -> tuple[Section, Section, Section]:
                                                            for b in w.lengths)))
     wl = Section("Workload and SLOs", paragraphs=tuple(res.notes),
                  tables=(("Workload, SLOs and assumptions", pd.DataFrame(workload_rows, columns=["item", "value"])),))
+    table, notes = _footnoted(_candidate_table(res))
     tables: list[tuple[str, pd.DataFrame]] = [
-        ("Feasible candidates at their best operating point, cheapest first ([low, high] from the throughput band)",
-         _candidate_table(res))]
+        ("Feasible candidates at their best operating point, cheapest first ([low, high] from the throughput band; "
+         "[n]: a note below)", table)]
     if len(res.infeasible):
         tables.append(("Infeasible candidates", res.infeasible.copy()))
+    if len(notes):
+        tables.append(("Notes to the candidates: what each was sized from, its latency basis, price source and "
+                       "notes", notes))
     feas = res.points[res.points["memory_ok"].astype(bool) & res.points["slo_ok"].astype(bool)] \
         if len(res.points) else res.points
     figs = tuple(front_figure(feas, name, currency=res.currency) for name in FRONTS) if len(feas) else ()
