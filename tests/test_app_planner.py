@@ -130,6 +130,9 @@ def test_table_names_the_model_formats_numbers_and_shows_the_lengths_caveat(tmp_
     assert config["tok/s per device"]["type_config"]["format"] == "%,.0f"
     assert config["batch"]["type_config"]["format"] == "%,.0f"
     assert table.proto.placeholder == P.MISSING  # unknown prices show as a dash, not "None"
+    # The price each cost uses and its public source are on the page, not only in the report (the catalog
+    # has no public H200 price: none).
+    assert set(df["price source"]) == {"none"} and df["USD/device-hour"].isna().all()
 
 
 def test_cost_columns_come_before_the_bands_and_infeasible_rows_use_the_same_headers(dataset_id: str) -> None:

@@ -455,6 +455,7 @@ def display_table(table: pd.DataFrame, currency: str, lengths: str | None = None
             "cost_per_m_output_tok": f"{currency}/M output tok", "status": "status", "source": SOURCE_HEADER,
             "throughput_per_device_tok_s": "tok/s per device", "batch_size": "batch", "e2e_s": "e2e s",
             "devices_lo": "devices (low)", "devices_hi": "devices (high)",
+            "price_per_device_hour": f"{currency}/device-hour", "price_source": "price source",
             "energy_j_per_output_tok": "J/output tok", "energy_basis": "energy basis", "note": "note"}
     out = table[[c for c in cols if c in table.columns]].rename(columns=cols)
     if "devices (high)" in out.columns:  # the planner's -1: the band's low end is 0 tok/s, so no upper bound
@@ -528,6 +529,8 @@ def display_column_config(currency: str) -> dict[str, Any]:
                                                    "tok/s (no upper bound)"),
         f"{currency}/h": num(format="%,.2f", help=_NO_PRICE),
         f"{currency}/M output tok": num(format="%,.3f", help=_NO_PRICE),
+        f"{currency}/device-hour": num(format="%,.2f", help="The price per device-hour the cost uses: yours "
+                                        "(price source: user) or the hardware catalog's, with its public source."),
         "J/output tok": num(format="%,.3f"),
         "e2e s": num(format="%,.2f"),
     }
