@@ -26,8 +26,9 @@ from perfmodel.ui.widgets import labelled_columns
 
 N_DEFAULT_CONFIGS = 3
 N_BOOT_DEFAULT = 200
+#: The dataset and grouping (JSON) the overlay was last chosen for. (A comment: a bare string in a page script is
+#: drawn on the page.)
 CONFIGS_FOR = "curves._configs_for"
-"""The dataset and grouping (JSON) the overlay was last chosen for."""
 #: The chart's options in the URL (grouping, selection, shape and intervals are written by links.write_curves_link).
 VIEW = {"y": (K.CURVES_Y, THROUGHPUT_METRICS[0]), "log_x": (K.CURVES_LOG_X, True),
         "n_boot": (K.CURVES_N_BOOT, N_BOOT_DEFAULT), "r2_min": (K.CURVES_R2_MIN, R2_POOR)}
@@ -113,8 +114,9 @@ ui.keep_valid(K.CURVES_CONFIGS, labels)
 # The default overlay for a new dataset or grouping (whose labels the old choice lacks); a selection the user
 # emptied stays empty (it came straight back as the default, so the chart could never be cleared).
 overlay_for = json.dumps([selected, list(by)])
-if K.CURVES_CONFIGS not in st.session_state or (
-        not st.session_state[K.CURVES_CONFIGS] and st.session_state.get(CONFIGS_FOR) != overlay_for):
+emptied_by_link = st.session_state.pop(links.CURVES_EMPTY_FROM_LINK, False)  # a link of none, not of unknown ones
+if K.CURVES_CONFIGS not in st.session_state or (not st.session_state[K.CURVES_CONFIGS] and not emptied_by_link
+                                                and st.session_state.get(CONFIGS_FOR) != overlay_for):
     st.session_state[K.CURVES_CONFIGS] = default_overlay(view.summary, N_DEFAULT_CONFIGS)
 st.session_state[CONFIGS_FOR] = overlay_for
 configs = st.multiselect(f"Configurations to overlay ({len(labels):,})", labels, key=K.CURVES_CONFIGS,

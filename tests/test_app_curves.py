@@ -337,6 +337,12 @@ def test_an_emptied_overlay_stays_empty_until_the_grouping_changes() -> None:
     assert not at.get("plotly_chart") and any("No configuration chosen" in i.value for i in at.info)
     at.run()
     assert at.multiselect(key=K.CURVES_CONFIGS).value == []
+    # and its link reopens it empty (without config in the URL the default overlay came back)
+    query = {k: v for k, v in at.query_params.items()}
+    assert query["config"] in ("(none)", ["(none)"])
+    again = _curves(**{k: v for k, v in query.items()})
+    _no_exception(again)
+    assert again.multiselect(key=K.CURVES_CONFIGS).value == [] and not again.get("plotly_chart")
     by = at.multiselect(key=K.CURVES_BY)
     by.set_value(list(by.value)[:-1]).run()  # another grouping: its own default overlay
     _no_exception(at)

@@ -84,3 +84,12 @@ def test_the_sweeps_page_does_not_import_httpx_until_a_sweep_runs() -> None:
             "      http_backend.LENGTH_CONTROLS is plan.LENGTH_CONTROLS)\n")
     out = _python(code)
     assert out.stdout.splitlines() == ["[]", "True True True"], out.stdout
+
+
+def test_page_scripts_have_no_bare_strings_streamlit_would_draw() -> None:
+    # Streamlit's "magic" draws a bare expression of a page script: a constant's docstring under it showed as a
+    # line of text above the Curves page's title.
+    for path in sorted((Path(__file__).resolve().parents[1] / "pages").glob("*.py")):
+        body = ast.parse(path.read_text()).body
+        bare = [n.lineno for n in body[1:] if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)]
+        assert not bare, f"{path.name}: bare string(s) at line(s) {bare} would be drawn on the page"

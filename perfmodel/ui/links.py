@@ -111,6 +111,12 @@ def write_link(dataset_id: str | None, filters: Mapping[str, Sequence[str]]) -> 
         st.query_params[k] = vals if len(vals) > 1 else vals[0]
 
 
+NO_CONFIG = "(none)"
+"""The Curves link's ``config`` when no configuration is overlaid (no label is this)."""
+CURVES_EMPTY_FROM_LINK = "ui.curves_empty_from_link"
+"""Set when the Curves link asked for no configuration: the page then keeps the overlay empty."""
+
+
 def restore_curves_from_link() -> None:
     """On the session's first run of the Curves page, take its grouping, selection and options from the URL.
 
@@ -127,7 +133,10 @@ def restore_curves_from_link() -> None:
     if by:
         st.session_state[K.CURVES_BY] = list(by)
     configs = st.query_params.get_all(qp["config"])
-    if configs:
+    if configs == [NO_CONFIG]:
+        st.session_state[K.CURVES_CONFIGS] = []
+        st.session_state[CURVES_EMPTY_FROM_LINK] = True
+    elif configs:
         st.session_state[K.CURVES_CONFIGS] = list(configs)
     for name, key in (("shape", K.CURVES_SHAPE), ("intervals", K.CURVES_INTERVALS)):
         value = st.query_params.get(qp[name])
@@ -157,7 +166,8 @@ def write_curves_link(dataset_id: str | None, by: Sequence[str], configs: Sequen
     wanted: dict[str, list[str]] = {}
     if dataset_id:
         wanted[K.QP_DATASET] = [dataset_id]
-    for name, vals in (("by", list(by)), ("config", list(configs)), ("shape", [shape]),
+    # None chosen is written too (a link without ``config`` reopens the default overlay)
+    for name, vals in (("by", list(by)), ("config", list(configs) or [NO_CONFIG] if by else []), ("shape", [shape]),
                        ("intervals", [intervals] if intervals else [])):
         if vals:
             wanted[qp[name]] = [str(v) for v in vals]
