@@ -188,7 +188,7 @@ else:
 
 st.subheader("Predictions", anchor=False)
 st.dataframe(W.display_table(res.table), hide_index=True, column_config=W.table_config(res.level),
-             column_order=[c for c in W.TABLE_ORDER if c in res.table.columns], placeholder="—")
+             column_order=[W.shown_name(c) for c in W.TABLE_ORDER if c in res.table.columns], placeholder="—")
 st.download_button("Download predictions (CSV)", W.result_csv(res),
                    file_name=f"whatif-{values['hardware']}-{values['model']}.csv", mime="text/csv",
                    icon=":material/download:", on_click="ignore")

@@ -63,6 +63,7 @@ __all__ = [
     "TABLE_ORDER",
     "table_config",
     "display_table",
+    "shown_name",
     "options_json",
     "model_dir",
     "DEFAULT_OPTIONS",
@@ -969,12 +970,12 @@ def table_config(level: float) -> dict[str, Any]:
         "pred_e2e_latency_s": e2e("E2E latency", "Per request, by Little's law."),
         "pred_e2e_lower_s": e2e("E2E low", f"Low end of the {band} of the end-to-end latency."),
         "pred_e2e_upper_s": e2e("E2E high", f"High end of the {band} of the end-to-end latency."),
-        "pred_ttft_s": sec("TTFT", "Time to first token."),
-        "pred_ttft_lower_s": sec("TTFT low", f"Low end of the {band} of TTFT."),
-        "pred_ttft_upper_s": sec("TTFT high", f"High end of the {band} of TTFT."),
-        "ttft_floor_s": sec("TTFT floor", "The shortest TTFT physics allows: the prompts' FLOPs at peak, or "
+        "pred_ttft_ms": sec("TTFT", "Time to first token."),
+        "pred_ttft_lower_ms": sec("TTFT low", f"Low end of the {band} of TTFT."),
+        "pred_ttft_upper_ms": sec("TTFT high", f"High end of the {band} of TTFT."),
+        "ttft_floor_ms": sec("TTFT floor", "The shortest TTFT physics allows: the prompts' FLOPs at peak, or "
                             "one read of the weights, whichever is longer (catalogs)."),
-        "pred_tpot_s": sec("TPOT", "Time per output token after the first."),
+        "pred_tpot_ms": sec("TPOT", "Time per output token after the first."),
         "kv_fit_batch": cc.NumberColumn("KV-cache-full batch", format="%,.0f",
                                         help="The largest batch whose KV cache at full length fits in memory."),
     }
@@ -984,15 +985,26 @@ _E2E_COLUMNS = ("pred_e2e_latency_s", "pred_e2e_lower_s", "pred_e2e_upper_s")
 """End-to-end latencies stay in seconds on the page (a 1024-token answer at batch 256 read 1,660,000 ms)."""
 
 
+def _in_ms(c: str) -> bool:
+    """Whether the page shows column ``c`` (seconds) in milliseconds: TTFT, TPOT and the TTFT floor."""
+    return (c.startswith("pred_") or c == "ttft_floor_s") and c.endswith("_s") and not c.endswith("_tok_s") \
+        and c not in _E2E_COLUMNS
+
+
+def shown_name(c: str) -> str:
+    """A predictions-table column's name as the page shows it: ``pred_ttft_s`` in milliseconds is ``pred_ttft_ms``
+    (the table's own CSV download keeps the page's units, under names that say them)."""
+    return c[:-2] + "_ms" if _in_ms(c) else c
+
+
 def display_table(table: pd.DataFrame) -> pd.DataFrame:
-    """The predictions table as the page shows it: TTFT and TPOT in milliseconds, end-to-end latency in seconds
-    (the CSV keeps seconds)."""
+    """The predictions table as the page shows it: TTFT and TPOT in milliseconds (columns renamed ``_ms``),
+    end-to-end latency in seconds (the page's CSV download keeps seconds throughout)."""
     out = table.copy()
     for c in out.columns:
-        if (c.startswith("pred_") or c == "ttft_floor_s") and c.endswith("_s") and not c.endswith("_tok_s") \
-                and c not in _E2E_COLUMNS:
+        if _in_ms(c):
             out[c] = out[c] * 1e3
-    return out
+    return out.rename(columns=shown_name)
 
 
 def figure(res: W.WhatIfResult, log_x: bool) -> go.Figure:
