@@ -141,8 +141,8 @@ def fronts(points: pd.DataFrame, *, feasible_only: bool = True) -> dict[str, pd.
     return out
 
 
-_LABELLED = 8
-"""Up to this many points of a Pareto front are named on the chart (more would overlap)."""
+_LABELLED = 16
+"""Up to this many points of a Pareto front are named on the chart (more would cover it)."""
 
 
 def front_figure(points: pd.DataFrame, name: str, *, title: str | None = None,
@@ -187,9 +187,12 @@ def front_figure(points: pd.DataFrame, name: str, *, title: str | None = None,
         f = points[m].sort_values(xc)
         fl = labels[m].reindex(f.index)
         # The front's points are named on the chart, not only on hover: a printed report has no hover.
+        # Neighbours alternate above and below the line, so that close points' names do not print over each other.
         fig.add_trace(go.Scatter(x=f[xc], y=f[yc], mode="lines+markers+text" if len(f) <= _LABELLED else
                                  "lines+markers", name="Pareto front", text=fl, hovertemplate=hover,
-                                 textposition="top right", textfont={"size": 10, "color": "#7a1f1f"},
+                                 textposition=[("top right", "bottom left", "top left", "bottom right")[i % 4]
+                                               for i in range(len(f))],
+                                 textfont={"size": 10, "color": "#7a1f1f"},
                                  line={"color": "#d62728", "shape": "hv"}, marker={"size": 9}, cliponaxis=False))
 
     def titled(col: str) -> str:  # axis_title knows no currency: the plan's is added to a cost
