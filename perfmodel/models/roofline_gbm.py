@@ -2660,26 +2660,27 @@ class RooflineGBM(Predictor):
         physics.check_query(runs, columns=(*physics.QUERY_COLUMNS, "framework"))
         done, _ = _complete_query(runs, self.anchors_)
         _, log_prior, kind, _, _ = self._design(done)
-        table = getattr(self, "step_overhead_", {})
-        per_layer = np.array([table.get(_norm(f) or "", table.get("*", math.nan)) for f in _values(done, "framework")],
-                             dtype=float)
-        layers = _dense_layers(done)
+        per_layer, layers = self._per_layer_overhead(done), _dense_layers(done)
         bound = np.exp(self._overhead_bound(done, log_prior, kind))
         ok = np.isfinite(bound)
         return pd.DataFrame({"overhead_s_per_layer": np.where(ok, per_layer, np.nan),
                              "layers": np.where(ok, layers, np.nan), "bound_tok_s": bound}, index=runs.index)
 
+    def _per_layer_overhead(self, runs: pd.DataFrame) -> np.ndarray:
+        """Each row's framework's least time per layer and step (:func:`_step_overheads`; ``"*"`` for one the
+        training data never ran; NaN without the bound)."""
+        table = getattr(self, "step_overhead_", {})
+        return np.array([table.get(_norm(f) or "", table.get("*", math.nan)) for f in _values(runs, "framework")],
+                        dtype=float)
+
     def _overhead_bound(self, runs: pd.DataFrame, log_prior: np.ndarray, kind: np.ndarray) -> np.ndarray:
         """Log of the throughput the framework's least step overhead (:func:`_step_overheads`) allows on top of
         the roofline; NaN where there is none (no roofline, no layer count, a model saved without it)."""
-        table = getattr(self, "step_overhead_", {})
-        if not table:
+        if not getattr(self, "step_overhead_", {}):
             return np.full(len(runs), np.nan)
-        fw = _values(runs, "framework")
-        per_layer = np.array([table.get(_norm(f) or "", table.get("*", math.nan)) for f in fw], dtype=float)
         bb, oo = _floats(runs, "batch_size"), _floats(runs, "output_len_tok")
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            e2e = bb * oo * np.exp(-log_prior) + oo * _dense_layers(runs) * per_layer
+            e2e = bb * oo * np.exp(-log_prior) + oo * _dense_layers(runs) * self._per_layer_overhead(runs)
             out = np.log(bb * oo / e2e)
         return np.where(kind == 0, out, np.nan)
 
