@@ -16,6 +16,14 @@ VIEW = {"x": (K.X_AXIS, ""), "y": (K.Y_AXIS, THROUGHPUT_METRICS[0]), "color": (K
         "columns": (K.COLUMNS, [])}
 
 ALL_COLUMNS = "(all)"
+#: Inputs whose default comes from the dataset: forgotten when another dataset is chosen or imported.
+PER_DATASET = (K.COLOR, K.X_AXIS, K.COLUMNS)
+
+
+def _forget_per_dataset() -> None:
+    for key in PER_DATASET:
+        st.session_state.pop(key, None)
+
 
 home = ui.home()
 st.title("Data", anchor=False)
@@ -39,7 +47,7 @@ with importer:
             st.session_state[K.LAST_IMPORT] = info.id
             ui.select_dataset(info.id)
             # the old filters and the auto-chosen colour mean nothing in the new dataset
-            for key in (*K.FILTER.values(), K.COLOR, K.X_AXIS, K.COLUMNS):
+            for key in (*K.FILTER.values(), *PER_DATASET):
                 st.session_state.pop(key, None)
             st.rerun()  # so that the sidebar, drawn before this page, counts the new dataset
 
@@ -65,8 +73,7 @@ PS.restore("data", VIEW)
 st.dataframe(datasets, hide_index=True, column_order=("name", "rows", "issues", "formats", "created", "id"),
              column_config={"created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
 
-selected = ui.dataset_selectbox(ds, K.DATASET_WIDGET, on_change=lambda: [st.session_state.pop(k, None) for k in (
-    K.COLOR, K.X_AXIS, K.COLUMNS)])  # the dataset's own defaults
+selected = ui.dataset_selectbox(ds, K.DATASET_WIDGET, on_change=_forget_per_dataset)
 runs = ui.dataset_runs(home, selected, stamp)
 
 choices = ui.filter_choices(home, selected, stamp)
