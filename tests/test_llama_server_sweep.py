@@ -4,9 +4,9 @@ The server (tests/llama_server.py) serves the random-weight
 ``perfmodel-tiny-llama`` (12.6 M parameters) converted to GGUF, with ``--metrics``, 4 parallel slots
 and one thread. A small sweep over concurrency 1, 2, 4 and two output lengths
 runs through the real runner into the store (``server_type: llama.cpp``: the
-output length is forced with ``ignore_eos``). Checks: throughput rises with
-concurrency, throughput agrees with the latencies, the requested lengths were
-honoured (from ``usage``), TTFT < E2E, the Prometheus ``/metrics`` counters and
+output length is forced with ``ignore_eos``). Checks: the server decoded the
+concurrent requests together and throughput rises with concurrency, throughput
+agrees with the latencies, the requested lengths were honoured (from ``usage``), TTFT < E2E, the Prometheus ``/metrics`` counters and
 gauges became ``fw_`` columns whose values agree with what the client measured,
 and the points are in the store.
 
@@ -64,18 +64,29 @@ def test_requested_lengths_honoured_from_usage(sweep_runs) -> None:
     assert (runs["fw_server_predicted_n_mean"] == runs["output_len_tok"]).all()
 
 
+def test_concurrent_requests_are_decoded_together(sweep_runs) -> None:
+    _, runs, _ = sweep_runs
+    # The server's own counters say whether the client's concurrency reached the engine: llama-server decodes
+    # the busy slots in one llama_decode call, so tokens generated per decode call is the batch it ran.
+    # Measured 1.00 / 1.97 / 3.82-3.92 at concurrency 1 / 2 / 4 (the stragglers of a point decode alone).
+    # A client that serialised its requests, or a server that ran one slot at a time, reads 1.0 everywhere.
+    per_decode = runs["fw_llamacpp_tokens_predicted_per_s"] / runs["fw_llamacpp_n_decode_per_s"]
+    for c, out_len, v in zip(runs["batch_size"], runs["output_len_tok"], per_decode, strict=True):
+        # a point's requests start and finish a little apart, so a few decode calls run fewer slots
+        assert (v == pytest.approx(1.0) if c == 1 else 0.6 * c <= v <= c + 1e-9), (c, out_len, v)
+
+
 def test_throughput_rises_with_concurrency(sweep_runs) -> None:
     _, runs, _ = sweep_runs
     for out_len in OUTPUT_LENS:
         tp = runs[runs["output_len_tok"] == out_len].set_index("batch_size")["output_throughput_tok_s"]
-        # llama-server decodes the busy slots in one llama_decode batch. One server thread on the
-        # shared 2-vCPU machine: 257 / 330 / 461 tok/s at 1 / 2 / 4 (16 output tokens) and
-        # 278 / 305 / 485 (48); the client shares the cores, so the rise is real but not linear. On a quiet
-        # host one slot runs much faster and four gain less: 539 / 594 / 693 in CI on 2026-12-02 (1.28x), which
-        # failed a 1.3x bound. Batching paying at all (a fifth more) is what holds across hosts.
-        assert tp[4.0] > 1.2 * tp[1.0], tp.to_dict()
-        # Two slots gain least (about 1.1-1.3x) and each point is one measurement on a shared machine: once in
-        # CI 286 against 326 tok/s at one slot (then 640 at four). "Does not collapse" is what holds.
+        # How much batching pays on one CPU thread depends on the host, and each point is one measurement:
+        # 1 / 2 / 4 slots gave 253 / 380 / 491 tok/s here (16 output tokens, 1.9x), 539 / 594 / 693 in CI
+        # (1.28x) and once 497 / 478 / 588 in CI (1.18x). The amount is not a property of the code, so this
+        # asserts only that four slots decoded together beat one; the batching itself is asserted above
+        # from the server's counters.
+        assert tp[4.0] > tp[1.0], tp.to_dict()
+        # two slots gain least and once read 286 against 326 tok/s at one slot: "does not collapse" holds
         assert tp[2.0] > 0.75 * tp[1.0], tp.to_dict()
 
 
