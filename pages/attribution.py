@@ -154,7 +154,7 @@ else:
                f"in ln(tok/s) (base {wf.base_value:.3f} + contributions {wf.output - wf.base_value:+.3f}), so a "
                "SHAP value of +0.2 multiplies the throughput by ×1.22 and -0.2 by ×0.82. Each bar's label is its "
                "factor, its colour the feature's kind; a hatched bar lowers the throughput, a solid one raises "
-               f"it. Link to this view: `{X.attribution_link(point, selected, view=view_params)}`")
+               f"it. Link to this view: `{ui.absolute_link(X.attribution_link(point, selected, view=view_params))}`")
     # The What-if page's number for the same point, beside this model's (and a measurement where one exists).
     n_rows = int(dict(zip(ds.ids, ds.table["rows"], strict=True))[selected])
     m1, m2, m3 = st.columns(3)

@@ -139,3 +139,16 @@ def test_bad_id_warns(page: str | None) -> None:
     at = _open(page, analysis="not-a-real-id")
     _ok(at)
     assert any("no saved analysis" in w.value for w in at.warning)
+
+
+@pytest.mark.parametrize(("page_url", "relative", "expected"), [
+    ("http://gpu-box:8501/curves?by=model", "./?analysis=ab12", "http://gpu-box:8501/?analysis=ab12"),
+    ("http://gpu-box:8501/", "./?analysis=ab12", "http://gpu-box:8501/?analysis=ab12"),
+    ("https://lab.example/perfmodel/attribution?batch=4", "attribution?batch=16",
+     "https://lab.example/perfmodel/attribution?batch=16"),  # a server.baseUrlPath is kept
+    ("", "attribution?batch=16", "attribution?batch=16"),  # no browser session: left relative
+])
+def test_links_shown_to_copy_are_full_urls(page_url: str, relative: str, expected: str) -> None:
+    from perfmodel.ui.links import absolute
+
+    assert absolute(relative, page_url) == expected

@@ -60,9 +60,12 @@ def test_saved_curves_analysis_reopens_after_restart(_isolated_home: Path, tmp_p
                 sidebar = page.locator('[data-testid="stSidebar"]')
                 sidebar.get_by_label("Save this view as").fill("by input length")
                 sidebar.get_by_role("button", name="Save analysis").click()
-                expect(sidebar.locator('[data-testid="stAlertContentSuccess"]')).to_contain_text("?analysis=")
+                saved = sidebar.locator('[data-testid="stAlertContentSuccess"]')
+                expect(saved).to_contain_text("?analysis=")
                 page.wait_for_function("() => new URLSearchParams(location.search).has('analysis')")
                 aid = parse_qs(urlsplit(page.url).query)["analysis"][0]
+                # the link shown is the full URL to paste elsewhere, at the app's root
+                shown_link = saved.locator("code").text_content()
                 page.close()
             # The server is gone: the link is served by a new process reading the same store.
             with pytest.raises(OSError):
@@ -82,6 +85,7 @@ def test_saved_curves_analysis_reopens_after_restart(_isolated_home: Path, tmp_p
                 page.screenshot(path=str(tmp_path / "reopened.png"))
         finally:
             browser.close()
+    assert shown_link == f"{url}/?analysis={aid}"
     assert saved_query["by"] == ["input_len_tok"] and saved_query["shape"] == ["exp"]
     assert reopened_query == saved_query  # dataset, grouping, selection, fit options
     assert reopened_chips == saved_chips and "input length (tokens)" in saved_chips[0]  # the chip in words

@@ -25,6 +25,7 @@ from .cached import (
     store_stamp,
 )
 from .forms import AS_IN_FILE, AUTO_FORMAT, UploadForm, import_uploads, to_meta
+from .links import absolute as absolute_link
 from .links import link_warning, restore_from_link, select_dataset, selected_dataset, write_link
 from .pickers import NO_DATASET, Datasets, available_datasets, dataset_selectbox, restore_dataset_link
 from .samples import SAMPLE_DATASET_NAME, ensure_sample_data, sample_files
@@ -53,6 +54,7 @@ __all__ = [
     "UploadForm",
     "import_uploads",
     "to_meta",
+    "absolute_link",
     "link_warning",
     "restore_from_link",
     "select_dataset",

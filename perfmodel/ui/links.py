@@ -8,17 +8,39 @@ and written back on every run (``?dataset=<id>&hardware=...``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from urllib.parse import urljoin
 
 import streamlit as st
 
 from . import state as K
 
-__all__ = ["restore_from_link", "write_link", "selected_dataset", "select_dataset", "link_warning",
+__all__ = ["absolute", "restore_from_link", "write_link", "selected_dataset", "select_dataset", "link_warning",
            "restore_curves_from_link", "write_curves_link"]
 
 _CHECKED = "ui.link_checked"
 _BAD_LINK = "ui.bad_link"
 _CURVES_CHECKED = "ui.curves_link_checked"
+
+
+def absolute(relative: str, page_url: str | None = None) -> str:
+    """A link the app writes relative to its pages as the full URL a user can paste into a message.
+
+    Parameters
+    ----------
+    relative
+        e.g. ``attribution?batch=16`` or ``./?analysis=ID`` (the root page).
+    page_url
+        The address of the page showing it; default the browser's (``st.context.url``). Resolving against
+        it keeps the host and any ``server.baseUrlPath``.
+
+    Returns
+    -------
+    str
+        e.g. ``http://gpu-box:8501/attribution?batch=16``; ``relative`` unchanged where the address is
+        unknown (no browser session).
+    """
+    url = st.context.url if page_url is None else page_url
+    return urljoin(url, relative) if url else relative
 
 
 def selected_dataset() -> str | None:
