@@ -249,6 +249,20 @@ def test_waterfall_values_read_without_e_notation_and_a_missing_one_says_so() ->
 
     assert _step_label("pcie_contention", float("nan")).endswith("= n/a (no value here)")
     assert "n/a" not in _step_label("pcie_contention", 0.5)
+    # another engine's setting on this run (llama.cpp's n_batch on a vLLM point) is not a missing figure
+    assert _step_label("fw_n_batch", float("nan")) == "framework setting: llama.cpp n_batch: not set in this run"
+    assert _step_label("fw_n_batch", 512.0).endswith("= 512 tok")
+
+
+def test_dependence_axis_is_log_over_the_values_there_are() -> None:
+    from perfmodel.ui.explain import wide_positive
+
+    l2_reuse = pd.Series([0.5, 3.0, 80.0, 4_000.0])
+    assert wide_positive(l2_reuse)
+    assert wide_positive(pd.concat([l2_reuse, pd.Series([float("nan")])]))  # a CPU row has none
+    assert not wide_positive(pd.Series([1.0, 50.0, float("nan")]))  # narrow
+    assert not wide_positive(pd.Series([0.0, 10.0, 4_000.0]))  # a zero has no place on a log axis
+    assert not wide_positive(pd.Series([float("nan")]))
 
 
 # --------------------------------------------------------------------------- review: two numbers, raw names, no glossary

@@ -722,9 +722,20 @@ def dependence_figure(ex: E.Explanation, feature: str, color: str | None) -> go.
     fig.update_layout(title=f"{marker} {name}: {feature} ({kind})", xaxis_title=name,
                       yaxis_title="SHAP value (ln throughput)",
                       margin={"l": 10, "r": 10, "t": 50, "b": 40})
-    if dep["value"].gt(0).all() and dep["value"].max() / max(dep["value"].min(), 1e-300) > 100:
+    if wide_positive(dep["value"]):
         fig.update_xaxes(type="log")
     return fig
+
+
+def wide_positive(values: pd.Series, span: float = 100.0) -> bool:
+    """Whether a feature's values call for a log axis: all positive and more than ``span`` apart.
+
+    Judged over the values there are: a CPU has no L2 reuse or PCIe lanes in the catalog (NaN, not drawn),
+    and one such point kept L2 reuse, spanning 10^4, on a linear axis.
+    """
+    v = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
+    v = v[np.isfinite(v)]
+    return bool(len(v)) and bool((v > 0).all()) and float(v.max()) / float(v.min()) > span
 
 
 def _step_label(name: str, value: float) -> str:
@@ -736,6 +747,8 @@ def _step_label(name: str, value: float) -> str:
     if not math.isfinite(float(value)):
         # The trees send a missing value down a branch of its own: the bar is what lacking the figure does
         # (a CPU has no PCIe lanes in the catalog), not the effect of a size, so the label says so.
+        if name in VARYING_BY:  # a setting of another engine (llama.cpp's n_batch on a vLLM run)
+            return f"{doc.label}: not set in this run"
         return f"{doc.label}{sep}n/a (no value here)"
     return f"{doc.label}{sep}{format_feature_value(name, value)}"
 
