@@ -83,6 +83,8 @@ else:
     st.plotly_chart(X.importance_figure(imp, title="mean |SHAP| per feature"), key=P + "importance")
 shares = imp.groupby("kind", sort=False)["share"].sum()
 st.caption("Share of the attribution by kind: " + ", ".join(f"{X.kind_label(k)} {v:.0%}" for k, v in shares.items()))
+for note in X.read_together_notes(ex, imp):
+    st.caption(note)
 
 st.subheader("Dependence", anchor=False)
 ranked = imp["feature"].tolist()

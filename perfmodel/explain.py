@@ -46,7 +46,7 @@ import math
 import os
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,6 +68,8 @@ from .features import (
 from .schema import FRAMEWORK_PREFIX
 
 __all__ = [
+    "READ_TOGETHER_RHO",
+    "ReadTogether",
     "KINDS",
     "ENGINES",
     "LEARNERS",
@@ -501,6 +503,33 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     return a
 
 
+READ_TOGETHER_RHO = 0.99
+"""Spearman |ρ| at which :meth:`Explanation.read_together` counts two features as one ordering of the rows."""
+
+
+@dataclass(frozen=True)
+class ReadTogether:
+    """Features whose attributions are one effect divided among them (:meth:`Explanation.read_together`).
+
+    Attributes
+    ----------
+    features
+        The group, the feature asked about first.
+    min_rho
+        The smallest Spearman |ρ| between two members (over the rows where both have a value).
+    n_rows
+        Rows explained.
+    missing
+        Member -> rows where it has no value (a CPU has no PCIe lanes), only for members missing somewhere:
+        there the member carries something the others do not.
+    """
+
+    features: tuple[str, ...]
+    min_rho: float
+    n_rows: int
+    missing: Mapping[str, int]
+
+
 @dataclass(frozen=True)
 class Explanation:
     """SHAP attributions of a model on a sample of rows.
@@ -581,6 +610,51 @@ class Explanation:
         df = df.sort_values("mean_abs_shap", ascending=False, kind="stable").reset_index(drop=True)
         df["rank"] = np.arange(1, len(df) + 1)
         return df
+
+    def read_together(self, features: Sequence[str], *, min_rho: float = READ_TOGETHER_RHO,
+                      min_rows: int = 10) -> list[ReadTogether]:
+        """Groups of features that carry the same ordering of the explained rows, with one of ``features``.
+
+        Trees split on whichever of several such features comes first, so SHAP divides one effect among them
+        arbitrarily (the sample data's PCIe contention is batch / 16 on the GPU rows, and it outranked the
+        batch size). A feature joins a group when its Spearman |ρ| with every member is at least ``min_rho``
+        over the rows where both have a value (at least ``min_rows`` of them, neither constant there).
+
+        Parameters
+        ----------
+        features
+            The features to find companions for (e.g. the top of :meth:`importance`), in order.
+        min_rho, min_rows
+            The bar for "the same ordering".
+
+        Returns
+        -------
+        list of ReadTogether
+            One per group that holds one of ``features``, in the order of its first member among them.
+        """
+        frame = pd.DataFrame(self.data, columns=list(self.feature_names)).astype("float64")
+        frame = frame.loc[:, frame.nunique(dropna=True) > 1]
+        if frame.shape[1] < 2:
+            return []
+        rho = frame.corr(method="spearman", min_periods=min_rows).abs()
+        groups: list[ReadTogether] = []
+        seen: set[str] = set()
+        for f in features:
+            if f not in rho.index or f in seen:
+                continue
+            members = [f]
+            for h in rho.loc[f].sort_values(ascending=False).index:  # closest first
+                # with every member, not a chain (a ~ b and b ~ c with a and c at 0.8 is not one ordering)
+                if h not in members and h not in seen and bool((rho.loc[members, h] >= min_rho).all()):
+                    members.append(h)
+            if len(members) < 2:
+                continue
+            seen.update(members)
+            sub = rho.loc[members, members].to_numpy(dtype=float)
+            missing = {m: int(frame[m].isna().sum()) for m in members if frame[m].isna().any()}
+            groups.append(ReadTogether(features=tuple(members), min_rho=float(np.nanmin(sub)), n_rows=len(frame),
+                                       missing=missing))
+        return groups
 
     def _col(self, feature: str) -> int:
         try:

@@ -60,6 +60,9 @@ def test_page_shows_importance_dependence_and_waterfall_by_kind() -> None:
     assert {"physical", "framework"} <= kinds  # the swatch shows the kind: no "●" glyph beside it
     assert dep["layout"]["title"]["text"].split()[0] in {"●", "◆", "■", "▲", "✕"}
     assert "batch " in wf["layout"]["title"]["text"]  # defaults without a link (see the test below)
+    # the sample's PCIe contention is batch / 16 on its GPU rows and missing on its CPU rows: said under the ranking
+    together = [c.value for c in at.caption if "order the rows alike" in c.value]
+    assert together and any("batch size" in c and "PCIe contention" in c and "has no value on" in c for c in together)
     # rerun: everything comes from the caches
     t0 = time.perf_counter()
     at.run()

@@ -76,6 +76,35 @@ def test_one_physical_driver_is_ranked_first(kv_model: E.TreeModel, kv_runs: pd.
     assert imp.loc[imp["feature"] == "fw_step_s", "share"].iloc[0] < 0.02
 
 
+def test_features_that_order_the_rows_alike_are_grouped_to_be_read_together(kv_model: E.TreeModel,
+                                                                             kv_runs: pd.DataFrame) -> None:
+    import dataclasses
+
+    ex = E.explain(kv_model, kv_runs, sample_size=200, engine="xgboost", cache=False)
+    rng = np.random.default_rng(3)
+    bb = rng.integers(1, 257, 200).astype(float)
+    noise = rng.normal(size=200)
+    per_lane = np.where(np.arange(200) < 50, np.nan, bb / 16)  # no lanes on a quarter of the rows
+    data = np.column_stack([bb, np.log2(bb), per_lane,
+                            bb + 40 * noise,  # correlated but not the same ordering
+                            noise, np.ones(200)])
+    names = ("batch_size", "log2_bb", "pcie_contention", "rough", "other", "const")
+    ex = dataclasses.replace(ex, feature_names=names, kinds=("raw",) * 6, data=data)
+    groups = ex.read_together(["pcie_contention", "other", "batch_size"])
+    assert len(groups) == 1  # batch size is in the first group; "other" orders the rows like nothing else
+    g = groups[0]
+    assert g.features[0] == "pcie_contention" and set(g.features) == {"pcie_contention", "batch_size", "log2_bb"}
+    assert g.min_rho == pytest.approx(1.0) and g.n_rows == 200
+    assert dict(g.missing) == {"pcie_contention": 50}
+    # every member must order the rows like every other one: a looser bar admits "rough" only when it holds
+    # against all three
+    rho = pd.Series(bb).corr(pd.Series(bb + 40 * noise), method="spearman")
+    assert 0.5 < rho < 0.99
+    loose = ex.read_together(["batch_size"], min_rho=rho - 0.01)[0]
+    assert "rough" in loose.features and loose.min_rho == pytest.approx(rho, abs=0.02)
+    assert ex.read_together(["const"]) == [] and ex.read_together(["other"]) == []
+
+
 def test_a_model_without_framework_columns_attributes_nothing_to_them() -> None:
     runs = make_runs(target="fw", seed=1)  # throughput is a pure function of fw_step_s
     with_fw = E.explain(E.fit_gbdt(runs, "all", n_estimators=40), runs, engine="xgboost", cache=False)

@@ -463,6 +463,42 @@ def feature_labels(names: Sequence[str]) -> list[str]:
     return [f"{lab} [{n}]" if seen[lab] > 1 else lab for lab, n in zip(labels, names, strict=True)]
 
 
+def read_together_notes(ex: E.Explanation, imp: pd.DataFrame, top: int = 8) -> list[str]:
+    """One sentence per group of features among the ``top`` of the ranking that order the rows alike
+    (:meth:`perfmodel.explain.Explanation.read_together`): their shares are one effect, divided arbitrarily.
+
+    Parameters
+    ----------
+    ex
+        The explanation.
+    imp
+        Its :meth:`~perfmodel.explain.Explanation.importance` (``feature``, ``share``).
+    top
+        How far down the ranking to look.
+
+    Returns
+    -------
+    list of str
+        e.g. "PCIe contention (sequences/lane), batch size (sequences) and log2(batch) order the rows alike
+        (Spearman |ρ| ≥ 1.00): add their shares, 47 % together. PCIe contention has no value on 244 of 337
+        rows ...".
+    """
+    share = dict(zip(imp["feature"], imp["share"], strict=True))
+    notes = []
+    for g in ex.read_together(imp["feature"].head(top).tolist()):
+        names = feature_labels(g.features)
+        listed = ", ".join(names[:-1]) + f" and {names[-1]}"
+        text = (f"{listed} order the rows alike (Spearman |ρ| ≥ {g.min_rho:.2f} where both have a value): the "
+                "trees could split on any of them and SHAP divides one effect among them arbitrarily, so read "
+                f"their shares together ({sum(share.get(f, 0.0) for f in g.features):.0%}).")
+        for f, n in g.missing.items():
+            text += (f" {feature_labels([f])[0]} has no value on {n:,} of {g.n_rows:,} rows (a figure the catalogs "
+                     "or the runs lack there): on those its bar is what lacking it separates, such as other "
+                     "hardware, not its own effect.")
+        notes.append(text)
+    return notes
+
+
 @st.cache_data(show_spinner=False, max_entries=16)
 def feature_glossary(home: str, dataset_id: str, stamp: int) -> pd.DataFrame:
     """The glossary of the dataset's ``all`` feature set (:func:`perfmodel.features.glossary`), with kinds.
