@@ -315,3 +315,24 @@ def test_the_candidates_long_texts_are_numbered_notes_below_the_table(report) ->
     assert refs and all(re.fullmatch(r"\[\d+\]", v) for v in refs)
     assert set(notes["note"]) == refs and notes["text"].is_unique and len(notes) == len(refs)
     assert any(t.startswith("measured") or "curve" in t for t in notes["text"])
+
+
+def test_a_plan_that_predicts_unmeasured_hardware_is_scored_holding_hardware_out() -> None:
+    # The accuracy section held out configurations only, which keeps every hardware in training: a report
+    # recommending an L40S the data never ran quoted that figure for it.
+    from _predict_data import synthetic_runs as curve_runs
+
+    runs = curve_runs(noise=0.03)  # H100 and A100-40GB, two models, two lengths
+    plan = {**PLAN, "hardware": ["h100-sxm", "l40s"], "predict": True}
+    acc = build_report(runs, dataset_name="d", plan_inputs=plan, accuracy=True, predictions=True).section(
+        "Measured accuracy on held-out data")
+    table = acc.tables[0][1]
+    assert table["held out by"].tolist() == ["config", "hardware"]
+    assert all(pd.to_numeric(table["held-out points"]) > 0)
+    [why] = [p for p in acc.paragraphs if "no runs of" in p]
+    assert "l40s" in why and "holds out each hardware in turn (2 of them)" in why and "h100" not in why
+    # every candidate measured: the configuration holdout alone, as before
+    plain = build_report(runs, dataset_name="d", plan_inputs={**plan, "hardware": ["h100-sxm"]}, accuracy=True,
+                         predictions=True).section("Measured accuracy on held-out data")
+    assert plain.tables[0][1]["held out by"].tolist() == ["config"]
+    assert not any("no runs of" in p for p in plain.paragraphs)

@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 from ..curve_tables import batch_estimate_text, compact_number, compact_seconds, fit_counts_words
 from ..errors import PerfmodelError
 from ..models.base import DEFAULT_TARGET, cannot_run_reasons
-from ..planner import PlanInputs, PlanResult, nearest_lengths, plan
+from ..planner import PlanInputs, PlanResult, nearest_lengths, plan, unmatched_candidates
 from ..plots import wide_span
 
 __all__ = ["Report", "Section", "build_report", "SECTION_TITLES", "MAX_CURVES", "ACCURACY_PREDICTOR"]
@@ -484,12 +484,29 @@ def _provenance_section(name: str, info: Any, runs: pd.DataFrame) -> Section:
                                               ("Runs per hardware and framework", counts)))
 
 
-def _accuracy_section(runs: pd.DataFrame, name: str) -> Section:
+def _unmeasured(res: PlanResult | None, runs: pd.DataFrame) -> dict[str, list[str]]:
+    """The hardware and models a predicting plan names that the dataset never ran (matched through the
+    catalog's aliases, :func:`perfmodel.planner.unmatched_candidates`): "hardware" / "model" -> names."""
+    if res is None or not res.inputs.predict:
+        return {}
+    bad = unmatched_candidates(res.inputs, runs)
+    return {col: sorted(bad[field_][0]) for field_, col in (("hardware", "hardware"), ("models", "model"))
+            if field_ in bad}
+
+
+_UNMEASURED_PROTOCOL = {"hardware": "each hardware in turn", "model": "each model in turn"}
+"""The protocol that scores a prediction for a hardware (model) the data never ran, in words."""
+
+
+def _accuracy_section(runs: pd.DataFrame, name: str, res: PlanResult | None = None) -> Section:
     from ..evaluate import config_key, evaluate, folds
 
     title = "Measured accuracy on held-out data"
+    # A plan that predicts hardware (a model) the dataset never ran is scored the way that prediction is made:
+    # the configuration holdout keeps every hardware in training and says nothing about a new one.
+    unmeasured = {k: v for k, v in _unmeasured(res, runs).items() if runs[k].nunique() >= 2}
     try:
-        ev = evaluate(runs, [name], ["config"], seeds=[0], measure_latency=False)
+        ev = evaluate(runs, [name], ["config", *unmeasured], seeds=[0], measure_latency=False)
         # The rows evaluate scores (a positive throughput), so the counts describe the split it made.
         yv = pd.to_numeric(runs[DEFAULT_TARGET], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
         scored = runs.loc[np.isfinite(yv) & (yv > 0)].reset_index(drop=True)
@@ -511,6 +528,11 @@ def _accuracy_section(runs: pd.DataFrame, name: str) -> Section:
         f"{name} trained on {n_all - n_held} of the {n_all} configurations and scored on the other {n_held} (no "
         "configuration on both sides, one seed): median and 90th-percentile absolute percentage error, R\u00b2 of "
         "log throughput, and the share of held-out points inside the 90% band (coverage)."]
+    for col, names in unmeasured.items():
+        paragraphs.append(
+            f"The plan predicts {', '.join(names)}, which this dataset has no runs of, so the table also holds "
+            f"out {_UNMEASURED_PROTOCOL[col]} ({runs[col].nunique()} of them) and scores it from the others: "
+            f"that row is the accuracy to expect for those candidates, not the configuration holdout's.")
     if n_held < _FEW_HELD_OUT:
         paragraphs.append(
             f"With {n_held} configurations held out these figures are rough: the points of one configuration "
@@ -607,7 +629,7 @@ def build_report(runs: pd.DataFrame, *, dataset_name: str, info: Any = None,
     timings["predictions+attributions"] = time.perf_counter() - t0
     if accuracy:
         t0 = step("accuracy")
-        acc = _accuracy_section(runs, pname)
+        acc = _accuracy_section(runs, pname, res)
         timings["accuracy"] = time.perf_counter() - t0
     else:
         acc = Section("Measured accuracy on held-out data", paragraphs=("Not measured in this report.",))
