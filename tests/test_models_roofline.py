@@ -515,6 +515,35 @@ def test_query_without_parallelism_and_dtype_columns_is_anchored_like_a_full_one
     np.testing.assert_allclose(m.predict(q_blank.iloc[[0]]).pred_throughput_tok_s.to_numpy(), p_full[:1], rtol=1e-9)
 
 
+def test_a_short_query_at_new_lengths_takes_the_columns_its_configurations_agree_on(biased: pd.DataFrame) -> None:
+    # The What-if page's H100 x 4 / Llama-2-70B / vLLM at 2048 / 512 (lengths never measured) read 1,149 tok/s
+    # [574, 2,298] at batch 64, and the planner's query of the same point, with load_kind and tp_size from the
+    # measured configuration, 1,165 [1,019, 1,332]: without the columns the query was no relative of the
+    # measured curves at other lengths.
+    full = biased.assign(tp_size=biased.device_count, pp_size=1, weight_dtype="bf16", kv_cache_dtype="bf16",
+                         load_kind="static_batch")
+    m = RooflineGBM(n_estimators=60, min_child_weight=20.0, calibration_folds=2).fit(full)
+    cols = ["hardware", "model", "framework", "device_count", "batch_size"]
+    q_short = full[_in_group(full)][cols].drop_duplicates().assign(input_len_tok=384.0, output_len_tok=1024.0)
+    assert not (full.input_len_tok == 384.0).any()
+    q_full = q_short.assign(tp_size=q_short.device_count, pp_size=1, weight_dtype="bf16", kv_cache_dtype="bf16",
+                            load_kind="static_batch")
+    short, whole = m.predict(q_short), m.predict(q_full)
+    for c in ("pred_throughput_tok_s", "pred_lower", "pred_upper", "confidence"):
+        np.testing.assert_allclose(short[c].to_numpy(), whole[c].to_numpy(), rtol=1e-9, err_msg=c)
+    from perfmodel.models.roofline_gbm import _complete_query
+
+    done, _ = _complete_query(q_short, m.anchors_)
+    assert set(done["load_kind"]) == {"static_batch"} and (done["tp_size"] == done["device_count"]).all()
+    # Where the configurations disagree on a column (two load kinds), it stays empty: the short query is then
+    # answered as one of neither kind, not silently as one of them; the columns they agree on are still filled.
+    mixed = full.assign(load_kind=np.where(full.input_len_tok == 512.0, "static_batch", "closed_loop"))
+    m2 = RooflineGBM(n_estimators=60, min_child_weight=20.0, calibration_folds=0).fit(mixed)
+    done, _ = _complete_query(q_short, m2.anchors_)
+    assert "load_kind" not in done.columns and (done["tp_size"] == done["device_count"]).all()
+    assert np.isfinite(m2.predict(q_short).pred_throughput_tok_s.to_numpy()).all()
+
+
 def test_small_query_column_cache_lives_for_one_call(fitted: tuple[RooflineGBM, pd.DataFrame]) -> None:
     # One-row predictions read each column once per call (a cache reset when predict returns):
     # a query frame changed in place between two calls must be read afresh, and the one-row answer
@@ -1119,10 +1148,10 @@ def test_a_blank_cell_is_completed_only_where_training_never_leaves_it_blank() -
                           {**base, "input_len_tok": 512.0, "quantization": None, "tp_size": 1.0}])
     known = dict.fromkeys(_config_keys(train).tolist())
     # Unquantised configurations exist: a blank quantization is "none", not the AWQ sibling's, so this row
-    # is a configuration nobody measured (and its tp_size stays as given).
+    # is a configuration nobody measured at these lengths; its tp_size is the unquantised one's at 512.
     q = pd.DataFrame([{**base, "quantization": None, "tp_size": np.nan}])
     done, keys = _complete_query(q, known)
-    assert done["quantization"].isna().all() and done["tp_size"].isna().all() and keys[0] not in known
+    assert done["quantization"].isna().all() and done["tp_size"].tolist() == [1.0] and keys[0] not in known
     # tp_size is never blank in training: a blank there is "not given", filled from the one match.
     done, keys = _complete_query(q.assign(quantization="awq"), known)
     assert done["tp_size"].tolist() == [1.0] and keys[0] in known

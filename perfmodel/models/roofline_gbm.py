@@ -388,6 +388,8 @@ def _complete_query(runs: pd.DataFrame, known: dict[str, Any]) -> tuple[pd.DataF
         hits = _completion_index(known, blank, bare).get(tuple(p for i, p in enumerate(parts) if i not in blank), [])
         if len(hits) == 1:
             resolved[key] = hits[0]
+        elif not hits and (filled := _complete_at_other_lengths(known, parts, blank, bare)) is not None:
+            resolved[key] = filled
     if not resolved:
         return runs, keys
     full_keys = [resolved.get(k, k) for k in keys.tolist()]
@@ -431,6 +433,33 @@ def _complete_query(runs: pd.DataFrame, known: dict[str, Any]) -> tuple[pd.DataF
             store[(col, "float" if numeric else "list")] = v if numeric else v.tolist()
         cache[id(done)] = (done, store)
     return done, np.array(full_keys, dtype=object)
+
+
+_LENGTH_POSITIONS = (CONFIG_COLUMNS.index("input_len_tok"), CONFIG_COLUMNS.index("output_len_tok"))
+
+
+def _complete_at_other_lengths(known: dict[str, Any], parts: list[str], blank: tuple[int, ...],
+                               bare: bool) -> str | None:
+    """A query's key at lengths no trained configuration has, its empty columns filled with the values every
+    trained configuration of its other columns agrees on (at any lengths), or None where they fill nothing.
+
+    The What-if page asks for H100 x 4, vLLM, Llama-2-70B at 2048 / 512 without ``load_kind`` or
+    ``tp_size``; the planner asked for the same point with them, from the measured configuration. Every
+    LLM-Inference-Bench configuration of that hardware, model and framework is a static batch at TP 4, yet the
+    two read 1,149 tok/s [574, 2,298] and 1,165 [1,019, 1,332] at batch 64: without the columns the query
+    was no relative of the measured curves at other lengths.
+    """
+    loose = tuple(sorted({*blank, *_LENGTH_POSITIONS}))
+    near = _completion_index(known, loose, bare).get(tuple(p for i, p in enumerate(parts) if i not in loose), [])
+    if not near:
+        return None
+    split = [k.split("|") for k in near]
+    filled = list(parts)
+    for i in (*blank, *((_FRAMEWORK_OF_KEY,) if bare else ())):
+        values = {k[i] for k in split}
+        if len(values) == 1:  # a column the configurations disagree on stays empty
+            filled[i] = values.pop()
+    return "|".join(filled) if filled != parts else None
 
 
 _NEVER_BLANK: dict[int, tuple[dict[str, Any], frozenset[int]]] = {}
