@@ -76,7 +76,7 @@ if not ex.additivity_ok:
 imp = ex.importance()
 
 st.subheader("Global importance", anchor=False)
-view = st.segmented_control("View", ["bar", "beeswarm"], key=P + "view")
+view = st.segmented_control("View", ["bar", "beeswarm"], key=P + "view", required=True)
 if view == "beeswarm":
     st.plotly_chart(X.beeswarm_figure(ex), key=P + "beeswarm")
 else:
@@ -204,7 +204,7 @@ st.subheader("Feature-set comparison and transfer", anchor=False)
 st.caption("The same learners (GBDT on log throughput; degree-2 polynomial ridge) trained on each feature set. "
            "Transfer: leave one framework (or accelerator) out, train on the rest, test on it; the drop is "
            "random-split R² minus transfer R² (log throughput). A model that learned physics should lose little.")
-protocol = st.segmented_control("Protocol", COMPARE_PROTOCOLS, key=P + "protocol")
+protocol = st.segmented_control("Protocol", COMPARE_PROTOCOLS, key=P + "protocol", required=True)
 done = st.session_state.setdefault(P + "compared", [])
 if st.button("Run the comparison", key=P + "compare", icon=":material/play_arrow:") and protocol not in done:
     done.append(protocol)

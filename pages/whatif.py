@@ -78,7 +78,7 @@ c1.selectbox("Predictor", W.PREDICTOR_CHOICES, key=K["predictor"],
                   "ala: the published hybrid (per-configuration exponential fits, XGBoost of their parameters, "
                   "simulated annealing over training subsets; trains for minutes). xgboost, random-forest, "
                   "linear: the published baselines, straight on the features.")
-c2.segmented_control("Band level", WHATIF_LEVELS, key=K["level"], format_func=lambda v: f"{v:.0%}")
+c2.segmented_control("Band level", WHATIF_LEVELS, key=K["level"], format_func=lambda v: f"{v:.0%}", required=True)
 c3.checkbox("Keep suspect points in training", key=K["keep_suspect"],
             help="Points faster than the physical bound (reading the weights once per output token at peak "
                  "memory bandwidth) are left out of training by default.")

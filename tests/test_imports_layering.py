@@ -93,3 +93,24 @@ def test_page_scripts_have_no_bare_strings_streamlit_would_draw() -> None:
         body = ast.parse(path.read_text()).body
         bare = [n.lineno for n in body[1:] if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)]
         assert not bare, f"{path.name}: bare string(s) at line(s) {bare} would be drawn on the page"
+
+
+def test_single_choice_toggles_cannot_be_emptied() -> None:
+    # A segmented control or pills of one choice returns None when its selected option is clicked again: the
+    # Attribution page then raised AttributeError ('NoneType' object has no attribute 'removeprefix') on "Run the
+    # comparison". Every one in the app is required (a multi-selection may be empty).
+    found = 0
+    for path in sorted([*(REPO / "pages").glob("*.py"), REPO / "app.py", *(PACKAGE / "ui").glob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("segmented_control", "pills")):
+                continue
+            kw = {k.arg: k.value for k in node.keywords}
+            mode = kw.get("selection_mode")
+            if isinstance(mode, ast.Constant) and mode.value == "multi":
+                continue
+            found += 1
+            req = kw.get("required")
+            assert isinstance(req, ast.Constant) and req.value is True, \
+                f"{path.name}:{node.lineno}: {node.func.attr} without required=True can return None"
+    assert found >= 3
