@@ -66,6 +66,8 @@ s1.number_input("End-to-end target (s, 0 = none)", min_value=0.0, key=P.KEYS["e2
 s2.number_input("TTFT target (s, 0 = none)", min_value=0.0, key=P.KEYS["ttft"])
 s3.number_input("TPOT target (s, 0 = none)", min_value=0.0, key=P.KEYS["tpot"], format="%g", step=0.005)
 s4.selectbox("Percentile", ["mean", "p50", "p90", "p99"], key=P.KEYS["percentile"])
+if (hint := P.slo_unit_hint(st.session_state)) is not None:
+    st.warning(hint, icon=":material/timer:")
 m1, m2, m3 = st.columns([2, 2, 1])
 m1.multiselect("Models (empty: all, as alternatives)", model_opts, key=P.KEYS["models"],
                format_func=lambda k: WUI.choice_label(k, model_names),
@@ -96,9 +98,13 @@ p0.number_input(f"USD to {currency or 'USD'}", key=P.KEYS["usd_rate"], min_value
                 disabled=(currency or "USD").upper() == "USD",
                 help="How many units of the currency one US dollar buys: the catalog's prices are in USD. "
                      "Overrides are taken as given, in the currency.")
-p2.text_area("Price overrides per device-hour (hardware=price, one per line)", key=P.KEYS["prices"], height=68)
+p2.text_area(P.PRICES_LABEL, key=P.KEYS["prices"], height=68)
 
-inputs = P.inputs_dict()
+try:
+    inputs = P.inputs_dict()
+except PerfmodelError as exc:
+    ui.show_error(exc, what="Cannot plan")
+    st.stop()
 PS.write(P.URL_SPEC)
 model = ("", 0)
 if inputs.get("predict"):

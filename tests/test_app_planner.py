@@ -302,3 +302,25 @@ def test_inputs_survive_a_visit_to_another_page(dataset_id: str) -> None:
     assert at.number_input(key=P.KEYS["rate"]).value == 25.0
     assert at.toggle(key=P.KEYS["predict"]).value is True
     assert at.multiselect(key=P.KEYS["hardware"]).value == ["h100-sxm", "l40s"]
+
+
+def test_a_price_that_is_not_a_number_is_an_error_and_a_tpot_in_ms_gets_a_hint(dataset_id: str) -> None:
+    # "h100-sxm=abc" fell back to the catalog's $2.99/h without a word, and a TPOT of 50 (ms, typed into the
+    # seconds box) was taken as 50 s per token.
+    at = _page("pages/planner.py")
+    at.session_state[P.KEYS["dataset"]] = dataset_id
+    at.text_area(key=P.KEYS["prices"]).set_value("h100-sxm=abc\na100-40gb=1.5").run()
+    _ok(at)
+    [err] = [e.value for e in at.error]
+    assert "entry 1 'h100-sxm=abc'" in err and P.PRICES_LABEL in err and not at.dataframe
+    at.text_area(key=P.KEYS["prices"]).set_value("h100-sxm=2.5, ").run()
+    _ok(at)
+    assert not at.error and at.dataframe
+    assert not any("TPOT target" in w.value for w in at.warning)
+    at.number_input(key=P.KEYS["tpot"]).set_value(50.0).run()
+    assert any("50 ms is 0.05" in w.value for w in at.warning)
+    with pytest.raises(Exception, match="entry 2 'l40s 2'"):
+        P.prices_from_text("h100-sxm=2\nl40s 2")
+    with pytest.raises(Exception, match="entry 1 '=-1'"):
+        P.prices_from_text("=-1")
+    assert P.prices_from_text("h100-sxm = 2.5,a100-40gb=0") == {"h100-sxm": 2.5, "a100-40gb": 0.0}

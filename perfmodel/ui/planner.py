@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from .. import planner
+from ..errors import Problem, ValidationError
 from . import cached
 
 __all__ = ["KEYS", "DEFAULTS", "URL_SPEC", "URL_READ", "MODELS_FOR", "inputs_dict", "apply_inputs", "default_models", "page_notes",
@@ -218,16 +220,47 @@ def front_missing(points: pd.DataFrame, name: str) -> str | None:
     return None
 
 
-def _prices(text: str) -> dict[str, float]:
+PRICES_LABEL = "Price overrides per device-hour (hardware=price, one per line)"
+"""The price box's label, which its errors name."""
+
+
+def prices_from_text(text: str) -> dict[str, float]:
+    """The price box's ``hardware=price`` entries (one per line or comma-separated; blank ones skipped).
+
+    Raises
+    ------
+    ValidationError
+        An entry without ``=``, without a hardware name, or whose price is not a non-negative number, each
+        named with its position (``h100-sxm=abc`` fell back to the catalog's $2.99 without a word).
+    """
     out: dict[str, float] = {}
-    for part in text.replace(",", "\n").splitlines():
+    problems: list[Problem] = []
+    for i, part in enumerate((p.strip() for p in text.replace(",", "\n").splitlines()), start=1):
+        if not part:
+            continue
         hw, sep, v = part.partition("=")
-        if sep and hw.strip():
-            try:
-                out[hw.strip()] = float(v)
-            except ValueError:
-                continue
+        try:
+            price = float(v) if sep and hw.strip() else math.nan
+        except ValueError:
+            price = math.nan
+        if not (math.isfinite(price) and price >= 0):
+            problems.append(Problem(f"entry {i} {part!r} is not hardware=price with a price of 0 or more "
+                                    "(e.g. h100-sxm=2.5)", column=PRICES_LABEL))
+        else:
+            out[hw.strip()] = price
+    if problems:
+        raise ValidationError("the price overrides are not valid:", problems)
     return out
+
+
+def slo_unit_hint(state: Any) -> str | None:
+    """A warning for a TPOT target that reads like milliseconds typed into the seconds box (50 for 50 ms:
+    a target of 50 s per output token is met by any server), else None."""
+    tpot = float(state.get(KEYS["tpot"]) or 0.0)
+    if tpot < 1.0:
+        return None
+    return (f"The TPOT target is {tpot:g} s per output token (a pace of {1 / tpot:.2g} tokens/s), which any "
+            f"server meets. The targets are in seconds: {tpot:g} ms is {tpot / 1000:g}.")
 
 
 def inputs_dict() -> dict[str, Any]:
@@ -247,7 +280,7 @@ def inputs_dict() -> dict[str, Any]:
                         "output_len_tok": float(g("output_len"))},
            "slo": slo, "models": list(g("models")), "hardware": list(g("hardware")),
            "headroom": float(g("headroom")), "currency": str(g("currency")) or "USD",
-           "prices": _prices(str(g("prices")))}
+           "prices": prices_from_text(str(g("prices")))}
     if out["currency"].upper() != "USD" and float(g("usd_rate")) != 1.0:
         out["usd_to_currency"] = float(g("usd_rate"))
     if g("devices"):
