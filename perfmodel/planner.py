@@ -550,6 +550,8 @@ class _Curve:
     confidence: float
     r2: float
     note: str = ""
+    confidence_at: np.ndarray | None = None
+    """Per batch, where the source gives one (a predictor): the row's confidence is the chosen batch's."""
 
 
 def _measured_curve(sub: pd.DataFrame, level: float, seed: int) -> _Curve:
@@ -584,6 +586,34 @@ def _stat_at(sub: pd.DataFrame, col: str | None, batches: np.ndarray) -> np.ndar
         return np.full(len(batches), np.nan)
     g = sub.groupby("batch_size")[col].mean()
     return np.array([float(g.get(b, np.nan)) for b in batches])
+
+
+def _ttft_floor(cand: Mapping[str, Any], probe: pd.DataFrame, lengths: tuple[float, float],
+                batches: np.ndarray) -> np.ndarray:
+    """Per batch, the roofline's floor of the time to first token (:func:`perfmodel.physics.roofline`'s
+    ``ttft_s_min``) for the candidate at the workload's mean lengths, at the dtypes of its runs (``probe``);
+    NaN where the catalogs cannot say.
+
+    A static batch (the runs' ``load_kind``, or none recorded) prefills its prompts together, as the throughput
+    it was sized from did: the floor is the whole batch's prefill. Under a server's own scheduling
+    (``concurrency``, ``request_rate``) a request may be prefilled alone: one prompt's prefill.
+    """
+    from .physics import roofline
+
+    kind = probe["load_kind"].iloc[0] if "load_kind" in probe.columns and len(probe) else None
+    together = kind is None or pd.isna(kind) or kind in ("static_batch", "offline")
+    bb = np.asarray(batches, dtype=float) if together else np.ones(len(batches))
+    q = pd.DataFrame({"hardware": str(cand["hardware"]), "model": str(cand["model"]),
+                      "framework": str(cand["framework"]), "device_count": float(cand["device_count"]),
+                      "input_len_tok": float(lengths[0]), "output_len_tok": float(lengths[1]),
+                      "batch_size": bb})
+    for c in ("weight_dtype", "kv_cache_dtype", "quantization"):
+        if c in probe.columns and len(probe) and pd.notna(probe[c].iloc[0]):
+            q[c] = probe[c].iloc[0]
+    try:
+        return roofline(q)["ttft_s_min"].to_numpy(dtype=float)
+    except PerfmodelError:
+        return np.full(len(q), np.nan)
 
 
 def _slo_ok(slo: SLO, e2e: np.ndarray, ttft: np.ndarray, tpot: np.ndarray) -> np.ndarray:
@@ -804,9 +834,18 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
     with np.errstate(divide="ignore"):  # a predictor's band may reach 0 far from its data
         scale_lo = curve.mid / curve.lo  # pessimistic: lower throughput, longer latency
     scale_hi = curve.mid / curve.hi
-    ok_mid = _slo_ok(slo, lat["e2e"], lat["ttft"], lat["tpot"])
-    ok_lo = _slo_ok(slo, lat["e2e"] * scale_lo, lat["ttft"] * scale_lo, lat["tpot"] * scale_lo)
-    ok_hi = _slo_ok(slo, lat["e2e"] * scale_hi, lat["ttft"] * scale_hi, lat["tpot"] * scale_hi)
+    # Where no TTFT is known the target is still held to physics: no batch's first token comes sooner than its
+    # prefill at the devices' peak (a 2 s target passed 70 B on H100s whose floor there was 4.6 s).
+    ttft_known = np.isfinite(lat["ttft"])
+    floor = (_ttft_floor(cand, probe, w.mean_lengths, b) if slo.ttft_s is not None and not ttft_known.all()
+             else np.full(len(b), np.nan))
+
+    def ttft_at(scale: np.ndarray | float) -> np.ndarray:
+        return np.where(ttft_known, lat["ttft"] * scale, floor)
+
+    ok_mid = _slo_ok(slo, lat["e2e"], ttft_at(1.0), lat["tpot"])
+    ok_lo = _slo_ok(slo, lat["e2e"] * scale_lo, ttft_at(scale_lo), lat["tpot"] * scale_lo)
+    ok_hi = _slo_ok(slo, lat["e2e"] * scale_hi, ttft_at(scale_hi), lat["tpot"] * scale_hi)
     # No band (a predictor trained without calibration gives none): the ends are unknown, not met. Read as
     # met, an unknown latency made such a candidate "robust", and one that misses centrally "optimistic only".
     no_band = ~(np.isfinite(curve.lo) & np.isfinite(curve.hi))
@@ -849,10 +888,16 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
                                     ("ttft", slo.ttft_s, "TTFT")):
             if target is None:
                 continue
-            vals = np.where(mem_ok, lat[name] * np.where(no_band, 1.0, scale_hi), np.inf)
+            at_best = ttft_at(np.where(no_band, 1.0, scale_hi)) if name == "ttft" else \
+                lat[name] * np.where(no_band, 1.0, scale_hi)
+            vals = np.where(mem_ok, at_best, np.inf)
             best = float(np.nanmin(vals)) if np.isfinite(vals).any() else math.nan
             checks.append((label, best, target, bool(np.isfinite(best) and best > target * (1 + 1e-12))))
+        floor_only = not ttft_known[mem_ok].any()
         missed = [f"best {pct} {label} {compact_seconds(best)} > {compact_seconds(target)}"
+                  if not (label == "TTFT" and floor_only) else
+                  f"TTFT at least {compact_seconds(best)} (prefill at the devices' peak FLOPS) > "
+                  f"{compact_seconds(target)}"
                   for label, best, target, miss in checks if miss]
         # The cause first: a table cell shows the reason's first 60 characters or so.
         if missed:
@@ -879,7 +924,7 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
         return ch, ch / per_h * 1e6, ch / (per_h * w.demand_total_tok_s / w.demand_output_tok_s) * 1e6
 
     c, c_lo, c_hi = costs(dev), costs(dev_lo), costs(dev_hi)
-    ttft_known = slo.ttft_s is None or np.isfinite(lat["ttft"][j])
+    ttft_checked = slo.ttft_s is None or bool(ttft_known[j])
     lat_basis = ", ".join(f"{k}: {basis[k]}" for k in ("e2e", "ttft", "tpot")
                           if not (k == "ttft" and not np.isfinite(lat["ttft"][j])))
     extra = []
@@ -889,8 +934,10 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
         extra.append("no throughput band: the SLOs were checked at the central estimate only")
     elif not bool(ok_lo[j]):
         extra.append("SLO missed at the pessimistic end of the throughput band")
-    if not ttft_known:
-        extra.append("TTFT not measured: TTFT target not checked")
+    if not ttft_checked:
+        extra.append(f"TTFT not measured: checked only against its physical floor, "
+                     f"{compact_seconds(float(floor[j]))} at this batch" if np.isfinite(floor[j])
+                     else "TTFT not measured: TTFT target not checked")
     if basis["e2e"] == "derived" or basis["tpot"] == "derived":
         extra.append("latency derived from throughput and batch where not measured")
     e_basis = "measured" if np.isfinite(power[j]) else ("tdp" if np.isfinite(tdp_w) else "none")
@@ -910,7 +957,8 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
                  "e2e_s": float(lat["e2e"][j]), "ttft_s": float(lat["ttft"][j]), "tpot_s": float(lat["tpot"][j]),
                  "latency_basis": lat_basis, "memory_need_gb": float(need[j]), "memory_gb": mem_gb,
                  "lengths": f"{lengths[0]:g}/{lengths[1]:g}", "source": curve.source,
-                 "confidence": curve.confidence, "note": "; ".join(filter(None, [note, *extra]))})
+                 "confidence": (curve.confidence if curve.confidence_at is None else float(curve.confidence_at[j])),
+                 "note": "; ".join(filter(None, [note, *extra]))})
 
 
 def _name(predictor: Any) -> str:
@@ -1002,7 +1050,7 @@ def _predicted_curve(predictor: Any, q: pd.DataFrame, level: float) -> tuple[_Cu
     dom = g["dom"].all().to_numpy(dtype=bool)
     ttft = avg["ttft"] if "pred_ttft_s" in pred.columns else None
     curve = _Curve(b, mid, lo, hi, f"predicted ({_name(predictor)})", float(np.nanmean(avg["conf"])), math.nan,
-                   "" if dom.all() else "outside the training domain")
+                   "" if dom.all() else "outside the training domain", confidence_at=avg["conf"])
     return curve, ttft
 
 

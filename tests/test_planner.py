@@ -533,3 +533,42 @@ def test_another_currency_converts_the_catalogs_usd_prices_or_says_it_did_not() 
     assert not any("catalog's prices are in USD" in n for n in rate.notes)
     # every price given: nothing to convert, nothing to say
     assert not any("catalog's" in n for n in plan(inputs(currency="EUR"), runs).notes)
+
+
+def test_a_ttft_target_without_measured_ttft_is_held_to_the_prefill_floor() -> None:
+    # A 2 s TTFT target passed Llama-2-70B on 4 x H100 at batch 64, where the prefill of 64 prompts of 2,048
+    # tokens at the devices' peak takes 4.6 s: the runs had no TTFT, and the target was "not checked".
+    from perfmodel.physics import roofline
+
+    runs = synthetic_runs(noise=0.02)  # no TTFT column; a static batch of 1,000-token prompts
+    q = pd.DataFrame({"hardware": "h100-sxm", "model": "llama-3-8b", "device_count": 1.0, "input_len_tok": 1000.0,
+                      "output_len_tok": 1000.0, "batch_size": [float(b) for b in BATCHES]})
+    floor = dict(zip(BATCHES, roofline(q)["ttft_s_min"], strict=True))
+    assert floor[64] > 10 * floor[4] > 0  # the whole batch's prefill
+    target = (floor[4] + floor[8]) / 2
+    free = plan(inputs(slo={}), runs).table.iloc[0]
+    held = plan(inputs(slo={"ttft_s": target}), runs).table.iloc[0]
+    assert free["batch_size"] == 64 and held["batch_size"] == 4
+    assert held["devices"] > free["devices"]
+    assert "checked only against its physical floor" in held["note"]
+    # below even one batch's floor at batch 1: infeasible, and the reason says why
+    res = plan(inputs(slo={"ttft_s": floor[1] / 2}), runs)
+    assert res.table.empty
+    assert "TTFT at least" in res.infeasible["reason"].iloc[0] and "peak FLOPS" in res.infeasible["reason"].iloc[0]
+    # a server scheduling requests itself (concurrency) may prefill a request alone: one prompt's floor
+    conc = plan(inputs(slo={"ttft_s": target}), runs.assign(load_kind="concurrency")).table.iloc[0]
+    assert conc["batch_size"] == 64
+
+
+def test_a_predicted_candidate_s_confidence_is_the_chosen_batch_s() -> None:
+    class _Confident(_FakePredictor):
+        def predict(self, q: pd.DataFrame, level: float = 0.9) -> pd.DataFrame:  # noqa: D102
+            out = super().predict(q, level)
+            return out.assign(confidence=1.0 / (1.0 + q["batch_size"].to_numpy(dtype=float)))
+
+    runs = synthetic_runs(noise=0.02)
+    res = plan(inputs(workload={"request_rate_rps": 1, "input_len_tok": 400, "output_len_tok": 100}, slo={}),
+               runs, predictor=_Confident())
+    row = res.table.iloc[0]
+    assert row["source"].startswith("predicted")
+    assert row["confidence"] == pytest.approx(1.0 / (1.0 + row["batch_size"]))
