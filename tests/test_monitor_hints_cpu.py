@@ -26,3 +26,25 @@ def test_newly_saturated_host_cpu_is_a_cause() -> None:
 def test_cpu_already_saturated_or_below_90_is_not_a_cause() -> None:
     assert explain(_frame(95.0, 99.0), 30, 39, "output_throughput_tok_s").codes == []  # no rise of 10 points
     assert explain(_frame(50.0, 85.0), 30, 39, "output_throughput_tok_s").codes == []  # not saturated
+
+
+def _gpu_frame(mean_before: float, mean_during: float, max_all: float = 100.0) -> pd.DataFrame:
+    n = 40
+    tp = np.r_[np.full(30, 2700.0), np.full(10, 1700.0)]
+    return pd.DataFrame({"timestamp_s": np.arange(n, dtype=float), "output_throughput_tok_s": tp,
+                         "hw_gpu_util_pct_mean": np.r_[np.full(30, mean_before), np.full(10, mean_during)],
+                         "hw_gpu_util_pct_max": np.full(n, max_all)})
+
+
+def test_gpu_saturation_is_read_from_the_mean_and_needs_a_rise() -> None:
+    # The H200 sample: utilisation peaked at 100% in every run while its mean fell from 54% to 34%; the hint
+    # read the peak and said "GPU utilisation rose to 100%".
+    assert "compute_saturated" not in explain(_gpu_frame(54.0, 34.0), 30, 39, "output_throughput_tok_s").codes
+    rose = explain(_gpu_frame(60.0, 99.0), 30, 39, "output_throughput_tok_s")
+    assert rose.codes == ["compute_saturated"] and "rose to 99% (from 60%)" in rose.sentence
+    # no reference before the anomaly: nothing to say it rose from
+    assert "compute_saturated" not in explain(_gpu_frame(99.0, 99.0), 0, 39, "output_throughput_tok_s").codes
+    # a recorder with the peak only still has it read
+    only_max = _gpu_frame(60.0, 99.0).drop(columns="hw_gpu_util_pct_mean").assign(
+        hw_gpu_util_pct_max=np.r_[np.full(30, 60.0), np.full(10, 99.0)])
+    assert explain(only_max, 30, 39, "output_throughput_tok_s").codes == ["compute_saturated"]

@@ -184,8 +184,12 @@ def explain(group_frame: pd.DataFrame, start: int, end: int, metric: str, *,
                                 "exceeds capacity; add replicas or shed load", {"before": b, "during": a}))
             break
 
-    # Telemetry that saturated or moved.
-    for c in [c for c in group_frame.columns if c.startswith("hw_") and c not in (metric,)]:
+    # Telemetry that saturated or moved, read from the means where a recorder kept per-run aggregates: the
+    # H200 sample's GPU utilisation peaked at 100% in a fast repeat and a slow one alike (hw_gpu_util_pct_max),
+    # while its mean fell from 54% to 34%, and the hint said "GPU utilisation rose to 100%".
+    tele = [c for c in group_frame.columns if c.startswith("hw_") and c not in (metric,)]
+    tele = [c for c in tele if not (c.endswith(("_max", "_min")) and c.rsplit("_", 1)[0] + "_mean" in tele)]
+    for c in tele:
         a = _mean(group_frame, c, ev)
         b = _mean(group_frame, c, ref) if has_ref else math.nan
         low = c.lower()
@@ -203,8 +207,10 @@ def explain(group_frame: pd.DataFrame, start: int, end: int, metric: str, *,
                                 "decode is memory-bound; a smaller batch or quantised KV cache helps",
                                 {"during": a}))
         elif "util" in low and "gpu" in low and "mem" not in low and math.isfinite(a) and a >= SATURATION_PCT \
-                and not (math.isfinite(b) and b >= SATURATION_PCT):
-            causes.append(Cause("compute_saturated", f"GPU utilisation rose to {a:.0f}%", {"during": a}))
+                and math.isfinite(b) and b < SATURATION_PCT:
+            # a rise to saturation, against a reference: busy all along (or no reference) explains no change
+            causes.append(Cause("compute_saturated", f"GPU utilisation rose to {a:.0f}% (from {b:.0f}%)",
+                                {"before": b, "during": a}))
         elif "cpu" in low and ("util" in low or "pct" in low) and "gpu" not in low and math.isfinite(a) \
                 and a >= SATURATION_PCT and math.isfinite(b) and a - b >= HOST_CPU_RISE_PCT:
             # CPU-side serving (tokenisation, scheduling, a CPU engine) slows when another process takes its cores.
