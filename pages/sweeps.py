@@ -29,7 +29,9 @@ def _start(plan: SweepPlan) -> None:
 
 
 # --- new sweep ----------------------------------------------------------------------------------
-with st.expander("New sweep", icon=":material/play_circle:", expanded=not st.session_state.get(S.SELECTED)):
+table = S.sweeps_table(home, ui.store_stamp(home))
+st.session_state.setdefault(S.NEW_OPEN, table.empty)  # open on a first visit while there is no sweep to show
+with st.expander("New sweep", icon=":material/play_circle:", key=S.NEW_OPEN, on_change="rerun"):
     form_tab, upload_tab = st.tabs(["Form", "Upload a plan (YAML/JSON)"])
     with form_tab:
         f = S.FIELD
@@ -114,7 +116,7 @@ with st.expander("New sweep", icon=":material/play_circle:", expanded=not st.ses
 PS.write(S.URL_SPEC)  # the form as last submitted and the selected sweep, for links and saved analyses
 
 # --- past and running sweeps --------------------------------------------------------------------
-table = S.sweeps_table(home, ui.store_stamp(home))
+table = S.sweeps_table(home, ui.store_stamp(home))  # again: a sweep may have started above
 st.header("Sweeps", anchor=False)
 if table.empty:
     st.info("No sweep yet: fill the form above and press Start.", icon=":material/info:")

@@ -90,6 +90,17 @@ def test_sweep_against_real_server_draws_the_curve(_isolated_home: Path, tmp_pat
                 expect(page.get_by_label("Sweep", exact=True)).to_have_value(
                     re.compile(rf"^browser sweep · done · {n}/{n} \("))
                 page.screenshot(path=str(tmp_path / "sweeps-page.png"))
+                # A new visit with a sweep stored: the "New sweep" panel starts closed, opens on one click and
+                # stays open through a rerun ("Check plan" closed it again, hiding its own answer).
+                page.goto(f"{url}/sweeps")
+                expect(page.get_by_label("Sweep", exact=True)).to_have_value(re.compile(r"^browser sweep"))
+                check = page.get_by_role("button", name="Check plan")
+                expect(check).to_be_hidden()
+                page.locator('[data-testid="stExpander"] summary', has_text="New sweep").click()
+                expect(check).to_be_visible()
+                check.click()
+                expect(page.locator('[data-testid="stAlertContentSuccess"]')).to_contain_text("Plan valid")
+                expect(check).to_be_visible()
         finally:
             browser.close()
 

@@ -50,6 +50,9 @@ PREFIX = "sweeps."
 SELECTED = "sweeps.selected"
 SELECT_WIDGET = "sweeps.select"
 FORM = "sweeps.form"
+#: Whether the "New sweep" panel is open (keyed, so that a rerun (Check plan, Enter in a field) keeps it as the
+#: user left it; unkeyed, each rerun closed it again once a sweep existed).
+NEW_OPEN = "sweeps.new_open"
 FIELD = {name: f"sweeps.form.{name}" for name in (
     "backend", "engine_size", "engine_threads", "target", "server_type", "model", "hardware", "framework",
     "batch_sizes", "input_lens", "output_lens", "repeats", "warmup", "timeout_s", "n_requests", "retries", "name",
