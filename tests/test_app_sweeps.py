@@ -165,6 +165,7 @@ def test_sweep_whose_dataset_was_deleted_says_so_and_shows_the_rest() -> None:
     assert not at.get("plotly_chart")
     assert [s.value for s in at.subheader] == ["All sweeps"]
     assert at.dataframe[-1].value.loc[0, "id"] == info.id
+    assert at.dataframe[-1].value.loc[0, "error"] == ""  # no error: an empty cell, not the word None
 
 
 def test_a_stopped_sweep_whose_dataset_was_deleted_offers_run_again_not_resume() -> None:

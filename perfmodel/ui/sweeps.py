@@ -111,7 +111,7 @@ def sweeps_table(home: str, stamp: int) -> pd.DataFrame:
     """
     rows = [{"id": i.id, "name": i.name, "status": i.state, "backend": i.backend, "done": i.n_done,
              "failed": i.n_failed, "points": i.n_points, "created": pd.Timestamp(i.created_at),
-             "updated": pd.Timestamp(i.updated_at), "dataset_id": i.dataset_id, "error": i.error}
+             "updated": pd.Timestamp(i.updated_at), "dataset_id": i.dataset_id, "error": i.error or ""}
             for i in cached.open_store(home).sweeps()]
     cols = ["id", "name", "status", "backend", "done", "failed", "points", "created", "updated", "dataset_id",
             "error"]
