@@ -31,6 +31,7 @@ from .curve_tables import (
     significant,
     with_lengths,
 )
+from .curves import VARYING_BY
 from .schema import column
 
 if TYPE_CHECKING:
@@ -83,8 +84,10 @@ COLOR_OPTIONS: tuple[str, ...] = ("hardware", "model", "framework", "lengths", "
 SERIES_COLUMNS: tuple[str, ...] = ("hardware", "model", "framework", "framework_version", "device_count",
                                    "tp_size", "pp_size", "weight_dtype", "kv_cache_dtype", "quantization",
                                    "input_len_tok", "output_len_tok", "load_kind", "repeat_idx",
-                                   "source_format", "source_file")
-"""Columns that identify one curve: points agreeing on all of them are joined by a line."""
+                                   "source_format", "source_file", *VARYING_BY)
+"""Columns that identify one curve: points agreeing on all of them are joined by a line (a measurement
+setting too: LLM-Inference-Bench's llama.cpp rows at four n_batch values were one zig-zag line per
+configuration, drawn as a filled blob)."""
 
 HOVER_COLUMNS: tuple[str, ...] = ("hardware", "model", "framework", "device_count", "tp_size", "pp_size",
                                   "weight_dtype", "lengths", "load_kind", "batch_size", "request_rate_rps",
@@ -199,7 +202,8 @@ def throughput_figure(runs: pd.DataFrame, *, x: str = "batch_size", y: str = "ou
     color
         Column to colour by, one of :data:`COLOR_OPTIONS` (``lengths`` is derived).
     log_x
-        Logarithmic x axis (batch sizes are usually powers of two).
+        Logarithmic x axis (batch sizes are usually powers of two). The y axis is logarithmic by itself
+        where the colours' largest values lie more than :data:`WIDE_SPAN` apart (:func:`wide_span`).
     title
         Figure title; a note on points left out is appended.
     hover
@@ -275,6 +279,9 @@ def throughput_figure(runs: pd.DataFrame, *, x: str = "batch_size", y: str = "ou
                       margin={"l": 60, "r": 20, "t": 70, "b": 50})
     if log_x:
         fig.update_xaxes(type="log", **_log_ticks(df["_x"]))
+    if wide_span(df.groupby("_color")["_y"].max()) and bool((df["_y"] > 0).all()):
+        # a CPU beside an H200: on a linear axis the CPU's runs were a line along zero
+        fig.update_yaxes(type="log", title_text=f"{axis_title(y)} (log scale)", tickformat=",~g")
     return fig
 
 
@@ -470,8 +477,27 @@ def curve_figure(fits: Sequence[CurveFit], points: pd.DataFrame, labels: Sequenc
         drawn = points[points["configuration"].isin(labels)] if "configuration" in points.columns else points.iloc[:0]
         log_y = wide_span(drawn.groupby("configuration")["y_mean"].max())
     if log_y:
-        fig.update_yaxes(type="log", title_text=f"{y_title} (log scale)")
+        fig.update_yaxes(type="log", title_text=f"{y_title} (log scale)", tickformat=",~g",
+                         **_log_y_range(fig))
     return fig
+
+
+def _log_y_range(fig: go.Figure) -> dict[str, object]:
+    """The y range of a log axis from the measured points and the fitted lines, not the bands' lower edges:
+    an H200 curve's band dipping towards zero at batch 1 stretched the axis down to 0.5 tok/s, squeezing every
+    curve into the top third. The bands' upper edges count (they are drawn above the lines)."""
+    lows, highs = [], []
+    for t in fig.data:
+        y = np.asarray([v for v in (t.y or ()) if v is not None], dtype=float)
+        y = y[np.isfinite(y) & (y > 0)]
+        if not len(y):
+            continue
+        if t.meta in ("measured", "fit", FAILED_FIT_META):
+            lows.append(y.min())
+        highs.append(y.max())
+    if not lows:
+        return {}
+    return {"range": [math.log10(min(lows) / 1.5), math.log10(max(highs) * 1.15)]}
 
 
 WIDE_SPAN = 30.0

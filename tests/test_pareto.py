@@ -111,6 +111,14 @@ def test_compare_overlay_and_verdicts() -> None:
     assert metas == ["a", "b", "significant"]
     assert list(fig.data[2].x) == [8.0] and list(fig.data[2].y) == [600.0]
     assert list(fig.data[1].error_y.array) == pytest.approx([2.0, 10.0, 7.0710678])
+    assert fig.layout.yaxis.type is None  # 100 to 960: linear
+    # a configuration 100x slower beside it (a CPU beside a GPU) would be a line along zero: a log axis
+    cpu_a, cpu_b = (d.assign(hardware="cpu-x86-2vcpu", output_throughput_tok_s=lambda x: x["output_throughput_tok_s"]
+                             / 100) for d in (a, b))
+    wide = compare(pd.concat([a, cpu_a]), pd.concat([b, cpu_b]), ignore=["framework"], label_a="vllm",
+                   label_b="sglang")
+    fig = comparison_figure(wide)
+    assert fig.layout.yaxis.type == "log" and "(log scale)" in fig.layout.yaxis.title.text
     with pytest.raises(ValidationError, match="no row has 'tgi'; valid: sglang, vllm"):
         select_runs(both, {"framework": ["tgi"]}, label="mixed")
     assert len(select_runs(both, {"hardware": ["H100 SXM"]})) == len(both)  # catalog alias

@@ -40,6 +40,21 @@ def test_one_trace_per_colour_with_gaps_between_configurations() -> None:
     assert "1 run(s) without batch_size" in fig.layout.title.text
 
 
+def test_a_setting_splits_the_line_and_far_apart_colours_get_a_log_axis() -> None:
+    # LLM-Inference-Bench's llama.cpp rows at four n_batch values zig-zagged as one line per configuration,
+    # and the sample's CPU runs lay flat along zero beside the H200's 21,000 tok/s.
+    runs = _runs().iloc[:3]
+    both = pd.concat([runs.assign(fw_n_batch=64.0), runs.assign(fw_n_batch=512.0, output_throughput_tok_s=lambda d:
+                                                                d["output_throughput_tok_s"] * 2)])
+    (trace,) = throughput_figure(both, color="hardware").data
+    assert list(trace.x) == [1.0, 2.0, 4.0, None, 1.0, 2.0, 4.0]
+    assert throughput_figure(_runs(), color="hardware").layout.yaxis.type is None  # within 30x: linear
+    far = pd.concat([_runs(), _runs().assign(hardware="cpu", output_throughput_tok_s=lambda d:
+                                             d["output_throughput_tok_s"] / 100)])
+    fig = throughput_figure(far, color="hardware")
+    assert fig.layout.yaxis.type == "log" and "(log scale)" in fig.layout.yaxis.title.text
+
+
 def test_colour_by_lengths_and_hover_names_the_configuration() -> None:
     fig = throughput_figure(_runs(), color="lengths", log_x=True)
     assert {t.name for t in fig.data} == {"128/128", "128/2048"}

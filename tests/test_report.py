@@ -268,6 +268,12 @@ def test_curves_far_apart_share_a_log_axis_and_close_ones_a_linear_one() -> None
     far = build_report(pd.concat([gpu, cpu], ignore_index=True), dataset_name="far", plan_inputs=None,
                        accuracy=False, predictions=False).section("Saturation curves and knees")
     assert far.figures[0].layout.yaxis.type == "log"
+    # the range is the points' and lines', not the bands' lower edges (which stretched it to 0.5 tok/s)
+    fig = far.figures[0]
+    lo_shown = 10 ** fig.layout.yaxis.range[0]
+    measured = [y for t in fig.data if t.meta == "measured" for y in t.y]
+    assert min(measured) / 2 < lo_shown < min(measured)
+    assert all(min(t.y) >= lo_shown for t in fig.data if t.meta == "fit")  # a band may be cut, a line not
     assert any("logarithmic" in p and "about 100×" in p for p in far.paragraphs)
     near = build_report(pd.concat([gpu, cpu.assign(output_throughput_tok_s=lambda d: d["output_throughput_tok_s"] * 50)],
                                   ignore_index=True), dataset_name="near", plan_inputs=None, accuracy=False,
