@@ -68,7 +68,7 @@ s3.number_input("TPOT target (s, 0 = none)", min_value=0.0, key=P.KEYS["tpot"], 
 s4.selectbox("Percentile", ["mean", "p50", "p90", "p99"], key=P.KEYS["percentile"])
 if (hint := P.slo_unit_hint(st.session_state)) is not None:
     st.warning(hint, icon=":material/timer:")
-m1, m2, m3 = st.columns([2, 2, 1])
+m1, m2, m4, m3 = st.columns([2, 2, 2, 1])
 m1.multiselect("Models (empty: all, as alternatives)", model_opts, key=P.KEYS["models"],
                format_func=lambda k: WUI.choice_label(k, model_names),
                help="The plan's candidates serve these models. Several (or none: all) are compared as "
@@ -80,6 +80,9 @@ m2.multiselect("Hardware (empty: all)", hw_opts, key=P.KEYS["hardware"],
                help="With prediction on, any catalog accelerator can be chosen: one with no runs is predicted "
                     "(with the models chosen, or, none chosen, the dataset's)." if predict else
                     "Accelerators with runs in the dataset; turn on prediction to size others from the catalog.")
+m4.multiselect("Frameworks (empty: all)", fw_opts, key=P.KEYS["frameworks"],
+               help="The serving frameworks of the measured candidates, for a plan that keeps its stack; "
+                    "empty compares every framework the runs used.")
 m3.multiselect("Devices per replica (empty: all)", dev_opts, key=P.KEYS["devices"],
                help="Measured candidates: the device counts their runs used. A predicted candidate without runs "
                     "takes these, or (none chosen) the fewest of 1, 2, 4, 8 whose memory holds the model.")

@@ -324,3 +324,22 @@ def test_a_price_that_is_not_a_number_is_an_error_and_a_tpot_in_ms_gets_a_hint(d
     with pytest.raises(Exception, match="entry 1 '=-1'"):
         P.prices_from_text("=-1")
     assert P.prices_from_text("h100-sxm = 2.5,a100-40gb=0") == {"h100-sxm": 2.5, "a100-40gb": 0.0}
+
+
+def test_frameworks_can_be_narrowed_to_the_stack_the_plan_keeps(tmp_path: Path) -> None:
+    # Asking about vLLM, the recommendation led with TensorRT-LLM and there was no way to leave it out.
+    path = tmp_path / "two_frameworks.csv"
+    pd.concat([synthetic_runs(noise=0.02),
+               synthetic_runs(noise=0.02).assign(framework="tensorrt-llm",
+                                                 output_throughput_tok_s=lambda d: d["output_throughput_tok_s"] * 1.3)]
+              ).to_csv(path, index=False)
+    info = import_files([path], name="two frameworks")[0]
+    at = _page("pages/planner.py")
+    at.session_state[P.KEYS["dataset"]] = info.id
+    at.run()
+    _ok(at)
+    assert set(at.dataframe[0].value["framework"]) == {"vllm", "tensorrt-llm"}
+    at.multiselect(key=P.KEYS["frameworks"]).set_value(["vllm"]).run()
+    _ok(at)
+    assert set(at.dataframe[0].value["framework"]) == {"vllm"}
+    assert at.query_params["frameworks"] in ("vllm", ["vllm"])  # in the link

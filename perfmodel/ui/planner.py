@@ -24,12 +24,12 @@ KEYS = {
     "tpot": "planner.tpot_s", "percentile": "planner.percentile", "models": "planner.models",
     "hardware": "planner.hardware", "headroom": "planner.headroom", "currency": "planner.currency",
     "prices": "planner.prices", "predict": "planner.predict", "framework": "planner.predicted_framework",
-    "devices": "planner.device_counts", "usd_rate": "planner.usd_to_currency",
+    "devices": "planner.device_counts", "usd_rate": "planner.usd_to_currency", "frameworks": "planner.frameworks",
 }
 DEFAULTS: dict[str, Any] = {"rate": 10.0, "input_len": 1024.0, "output_len": 1024.0, "e2e": 60.0, "ttft": 0.0,
                             "tpot": 0.0, "percentile": "p90", "models": [], "hardware": [], "headroom": 0.2,
                             "currency": "USD", "prices": "", "predict": False, "framework": "", "devices": [],
-                            "usd_rate": 1.0}
+                            "usd_rate": 1.0, "frameworks": []}
 
 
 URL_SPEC = {"dataset": (KEYS["dataset"], ""), **{k: (KEYS[k], v) for k, v in DEFAULTS.items()}}
@@ -129,6 +129,7 @@ def settle_choices(runs: pd.DataFrame, home: str, predict: bool) -> tuple[list[s
     devices = [str(d) for d in sorted(counts | (set(PREDICTED_DEVICE_COUNTS) if predict else set()))]
     s = st.session_state
     stash = s.setdefault(CATALOG_STASH, {"models": [], "hardware": [], "devices": []})
+    s[KEYS["frameworks"]] = [f for f in s.get(KEYS["frameworks"], []) if f in fws]
     for k, opts in (("models", models), ("hardware", hardware), ("devices", devices)):
         cur = [str(v) for v in s.get(KEYS[k], [])]
         if predict:
@@ -285,6 +286,8 @@ def inputs_dict() -> dict[str, Any]:
         out["usd_to_currency"] = float(g("usd_rate"))
     if g("devices"):
         out["device_counts"] = sorted({int(d) for d in g("devices")})
+    if g("frameworks"):
+        out["frameworks"] = list(g("frameworks"))
     if g("predict"):
         out["predict"] = True
         if g("framework"):
@@ -320,6 +323,7 @@ def apply_inputs(dataset_id: str, plan: dict[str, Any]) -> None:
     s[KEYS["usd_rate"]] = float(plan.get("usd_to_currency", 1.0))
     s[KEYS["prices"]] = "\n".join(f"{k}={v:g}" for k, v in (plan.get("prices") or {}).items())
     s[KEYS["devices"]] = [str(d) for d in plan.get("device_counts") or []]
+    s[KEYS["frameworks"]] = list(plan.get("frameworks") or [])
     s[KEYS["predict"]] = bool(plan.get("predict", False))
     s[KEYS["framework"]] = str(plan.get("predicted_framework") or "") if plan.get("predict") else ""
 
