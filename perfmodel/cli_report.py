@@ -266,7 +266,10 @@ def plan_cmd(ctx: click.Context, dataset: str, plan_file: Path | None, output: P
     if len(res.infeasible):
         click.echo("\ninfeasible:")
         for _, r in res.infeasible.iterrows():
-            click.echo(f"  {r['hardware']} {r['framework']} x{r['device_count']} {r['model']}: {r['reason']}")
+            d = r["device_count"]
+            devices = "" if d is None or (isinstance(d, float) and math.isnan(d)) else f"x{float(d):g}"
+            who = " ".join(str(p) for p in (r["hardware"], r["framework"], devices, r["model"]) if p)
+            click.echo(f"  {who}: {r['reason']}")
     if output is not None:
         click.echo(f"wrote {output}")
     if saved is not None:

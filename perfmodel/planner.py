@@ -733,16 +733,20 @@ def plan(inputs: PlanInputs | Mapping[str, Any], runs: pd.DataFrame | None = Non
     elif inputs.models and inputs.hardware:
         from . import catalog
 
+        pairs = {(h, m) for h, m, _ in seen}
         for m in inputs.models:
             for h in inputs.hardware:
                 mk, hk = catalog.resolve_model(m).key, catalog.resolve_hardware(h).key
-                for d in inputs.device_counts or [1]:
+                # Device counts chosen: each one unmeasured. None chosen: the pair only where it ran at no device
+                # count (A100 and H100 were listed "at 1 device" beside their measured 4-device candidates).
+                for d in inputs.device_counts or ([math.nan] if (hk, mk) not in pairs else []):
                     if (hk, mk, d) not in seen:
                         bad.append({"hardware": hk, "model": mk, "framework": "", "device_count": d,
-                                    "reason": "no measurements and no predictor given"})
+                                    "reason": "no measurements and no predictor given (turn prediction on to "
+                                              "size it from the catalog)"})
     if slo.ttft_s is not None and rows and any("TTFT not measured" in r["note"] for r in rows):
-        notes.append("the TTFT target could not be checked where TTFT was not measured (it cannot be derived "
-                     "from throughput)")
+        notes.append("where TTFT was not measured the TTFT target was checked only against its physical floor, "
+                     "the prefill at the devices' peak FLOPS (a measured TTFT cannot be derived from throughput)")
     table = pd.DataFrame(rows, columns=_TABLE_COLUMNS)
     if inputs.currency.upper() != "USD" and inputs.usd_to_currency == 1.0 \
             and table["price_source"].astype(str).str.startswith("catalog").any():

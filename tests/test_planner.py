@@ -572,3 +572,16 @@ def test_a_predicted_candidate_s_confidence_is_the_chosen_batch_s() -> None:
     row = res.table.iloc[0]
     assert row["source"].startswith("predicted")
     assert row["confidence"] == pytest.approx(1.0 / (1.0 + row["batch_size"]))
+
+
+def test_without_prediction_only_pairs_never_measured_are_listed_as_unmeasured() -> None:
+    # A100 and H100 were listed "at 1 device per replica: no measurements" beside their measured 4-device
+    # candidates, a device count nobody chose.
+    runs = synthetic_runs(noise=0.02).assign(device_count=4, tp_size=4)
+    res = plan(inputs(models=["llama-3-8b"], hardware=["h100-sxm", "a100-40gb"]), runs)
+    assert res.table["device_count"].tolist() == [4]
+    (row,) = res.infeasible.itertuples()
+    assert row.hardware == "a100-40gb" and math.isnan(row.device_count) and "turn prediction on" in row.reason
+    # device counts chosen: each one that was not measured is named
+    res = plan(inputs(models=["llama-3-8b"], hardware=["h100-sxm"], device_counts=[1, 4]), runs)
+    assert res.infeasible["device_count"].tolist() == [1]

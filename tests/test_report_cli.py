@@ -159,7 +159,7 @@ def test_plan_with_no_candidate_left_says_why(two_models: str) -> None:
     r = CliRunner().invoke(main, ["plan", two_models, "--rate", "1", "--input-len", "1000", "--output-len", "1000",
                                   "--hardware", "cpu-x86-2vcpu", "--model", "llama-3-8b"])
     assert r.exit_code == 0 and "1 rejected; see the reasons" in r.output
-    assert "x1 llama-3-8b: no measurements and no predictor given" in r.output
+    assert "cpu-x86-2vcpu llama-3-8b: no measurements and no predictor given" in r.output  # at no device count
 
 
 def test_plan_predict_sizes_at_the_workload_lengths_and_predicts_catalog_hardware(two_models: str,
