@@ -150,7 +150,8 @@ def test_a_candidate_without_a_band_is_neither_robust_nor_optimistically_feasibl
     res = plan(inputs(slo={"e2e_s": 8}, **kw), None, predictor=_NoBandPredictor())
     assert res.table.empty  # 10 s centrally; no optimistic end to fall back on
     why = res.infeasible.iloc[0]["reason"]
-    assert why.startswith("SLO unreachable: best p90 e2e 10") and why.endswith("(the predictor gives no band)")
+    assert why.startswith("SLO unreachable: best e2e 10") and why.endswith("(the predictor gives no band)")
+    assert "(a mean, derived from throughput)" in why  # the p90 target judged against a derived mean, said so
 
 
 class _Fp32Predictor(_FakePredictor):
@@ -313,7 +314,7 @@ def test_unreachable_slo_names_only_the_targets_missed() -> None:
     res = plan(inputs(slo={"e2e_s": 60, "tpot_s": 0.0001, "percentile": "p90"}), synthetic_runs())
     reason = res.infeasible.iloc[0]["reason"]
     assert "SLO unreachable" in reason
-    assert reason.startswith("SLO unreachable: best p90 TPOT 5.13 ms > 0.1 ms")  # the cause first: cells cut
+    assert reason.startswith("SLO unreachable: best TPOT 5.13 ms > 0.1 ms")  # the cause first: cells cut
     assert "e2e" not in reason and "> 60 s" not in reason
 
 

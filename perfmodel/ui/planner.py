@@ -181,8 +181,9 @@ def page_notes(table: pd.DataFrame, inputs: dict[str, Any]) -> list[str]:
                        "so those candidates may miss the target.")
         derived = basis.str.contains("derived")
         if derived.any() and any(k in targets for k in ("e2e_s", "tpot_s")):
-            out.append(f"Where latency was not measured ({int(derived.sum())} of {len(table)} candidates) it is "
-                       "derived from throughput and batch, which gives a mean: the "
+            out.append(f"Where no latency was measured at the workload's lengths ({int(derived.sum())} of "
+                       f"{len(table)} candidates: sized from runs at other lengths, or predicted) it is derived from "
+                       "throughput and batch, which gives a mean: the "
                        f"{pct} end-to-end and TPOT targets are judged against that mean there.")
     return out
 
