@@ -464,7 +464,44 @@ def domain_reasons(train: pd.DataFrame, point: Mapping[str, Any], batches: Seque
             within = (f", but within {_factor_words(tol)} of it" if math.isfinite(tol)
                       else " (the range alone puts nothing out of this predictor's domain)")
             out.append(f"{label} {_listed(near)} beyond the trained range {lo:g}-{hi:g}{within}: extrapolated")
+    if (ratio := _ratio_reason(train, point)) is not None:
+        out.append(ratio)
     return out
+
+
+RATIO_TOLERANCE = 1.5
+"""A query's input/output length ratio this factor beyond the trained ratios is named by :func:`_ratio_reason`."""
+
+
+def _ratio_reason(train: pd.DataFrame, point: Mapping[str, Any]) -> str | None:
+    """The sentence for an input/output length ratio the training data never had (of the point's hardware,
+    model and framework where those were measured, else of every row); None within :data:`RATIO_TOLERANCE`.
+
+    LLM-Inference-Bench measured input = output only: 2048 / 512 lies inside both length ranges, and the page
+    said nothing, although how the time splits between prefill and decode is then the roofline's alone.
+    """
+    if not all(c in train.columns for c in ("input_len_tok", "output_len_tok")):
+        return None
+    try:
+        q = float(point.get("input_len_tok")) / float(point.get("output_len_tok"))
+    except (TypeError, ValueError, ZeroDivisionError):
+        return None
+    rows = train
+    if all(c in train.columns for c in _COMBINATION) and (same := _same_combination(train, point)).any():
+        rows = train.loc[same]
+    r = (pd.to_numeric(rows["input_len_tok"], errors="coerce")
+         / pd.to_numeric(rows["output_len_tok"], errors="coerce")).to_numpy(dtype=float)
+    r = r[np.isfinite(r) & (r > 0)]
+    if not len(r) or not math.isfinite(q) or q <= 0:
+        return None
+    lo, hi = float(r.min()), float(r.max())
+    if lo / RATIO_TOLERANCE <= q <= hi * RATIO_TOLERANCE:
+        return None
+    trained = f"{lo:.3g}" if math.isclose(lo, hi) else f"{lo:.3g}-{hi:.3g}"
+    whose = "its runs" if rows is not train else "the training runs"
+    return (f"input/output length ratio {q:.3g} ({float(point['input_len_tok']):g} / "
+            f"{float(point['output_len_tok']):g}) beyond the {trained} of {whose}: how the time splits between "
+            "prefill and decode comes from the roofline alone, not from measurements: extrapolated")
 
 
 def _listed(values: Sequence[float], most: int = 6) -> str:

@@ -871,3 +871,19 @@ def test_a_combination_the_data_never_ran_is_named() -> None:
                for c in at.caption)
     at.selectbox(key=K["framework"]).set_value("transformers").run()
     assert not any("never ran on" in c.value for c in at.caption)
+
+
+def test_a_length_ratio_the_runs_never_had_is_named_as_extrapolated() -> None:
+    # LLM-Inference-Bench measured input = output only: 2048 / 512 lies inside both length ranges and the page
+    # said nothing, though the prefill/decode split is then the roofline's alone.
+    runs = pd.concat([_runs().assign(input_len_tok=float(n), output_len_tok=float(n)) for n in (128, 2048)])
+    point = {"hardware": "h100-sxm", "model": "llama-3-8b", "framework": "vllm", "input_len_tok": 2048.0,
+             "output_len_tok": 512.0, "device_count": 1.0}
+    [why] = core.domain_reasons(runs, point, [1.0, 8.0])
+    assert why.startswith("input/output length ratio 4 (2048 / 512) beyond the 1 of its runs") and \
+        why.endswith("extrapolated")
+    assert core.domain_reasons(runs, {**point, "output_len_tok": 2048.0}, [1.0]) == []
+    assert core.domain_reasons(runs, {**point, "input_len_tok": 700.0}, [1.0]) == []  # within 1.5x of 1
+    # the combination's own runs decide: another hardware's 4:1 runs do not cover this one
+    other = _runs().assign(hardware="a100-40gb", input_len_tok=2048.0, output_len_tok=512.0)
+    assert core.domain_reasons(pd.concat([runs, other]), point, [1.0])[0].startswith("input/output length ratio 4")
