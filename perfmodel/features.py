@@ -82,6 +82,7 @@ __all__ = [
     "IDENTITY_PREFIXES",
     "LEGACY_IDENTITY_PREFIXES",
     "CLIENT_FW_COLUMNS",
+    "is_token_rate",
     "FeatureDoc",
     "FEATURE_DOCS",
     "DYNAMIC_DOCS",
@@ -397,10 +398,20 @@ the requested lengths, the length checks and the measured window. They are not f
 ``framework`` set leaves them out."""
 
 
+def is_token_rate(column: str) -> bool:
+    """Whether an ``fw_`` column is a server's rate of tokens (``fw_llamacpp_tokens_predicted_per_s``,
+    ``fw_vllm_generation_tokens_per_s``, the prompt tokens'): the throughput itself, counted by the server.
+    Explaining throughput by it explains nothing (it topped the sample's Attribution ranking), so no feature set
+    takes it; it stays in the runs table beside the client's figure, as a check of it."""
+    name = str(column).lower()
+    return name.startswith(FRAMEWORK_PREFIX) and "token" in name and name.endswith("_per_s")
+
+
 def _framework_columns(runs: pd.DataFrame) -> list[str]:
     return sorted(c for c in runs.columns
                   if str(c).startswith(FRAMEWORK_PREFIX) and str(c) not in CLIENT_FW_COLUMNS
-                  and str(c) not in VARYING_BY and pd.api.types.is_numeric_dtype(runs[c]))
+                  and str(c) not in VARYING_BY and not is_token_rate(str(c))
+                  and pd.api.types.is_numeric_dtype(runs[c]))
 
 
 def _setting_columns(runs: pd.DataFrame) -> list[str]:

@@ -31,3 +31,19 @@ def test_server_metrics_stay_framework_features() -> None:
                                                          "fw_server_prompt_ms_mean"]
     x = features.build_features(runs, "framework")
     assert list(x.columns) == ["fw_llamacpp_requests_processing_mean", "fw_server_prompt_ms_mean"]
+
+
+def test_a_server_s_token_rate_is_the_target_and_no_feature() -> None:
+    # The llama-server sample's fw_llamacpp_tokens_predicted_per_s is the output throughput counted by the
+    # server (within a few percent of the client's): it topped the sample's Attribution ranking.
+    runs = read_file(REPO / "sample_runs" / "perfmodel-tiny-llama_cpu-x86-2vcpu_llama-server.csv").runs
+    rates = {"fw_llamacpp_tokens_predicted_per_s", "fw_llamacpp_prompt_tokens_per_s"}
+    assert rates <= set(runs.columns)
+    assert all(features.is_token_rate(c) for c in rates)
+    for name in ("framework", "all"):
+        names = features.feature_names(runs, name)
+        assert not rates & set(names)
+    # the server's other metrics stay: decode calls per second, requests in flight
+    assert {"fw_llamacpp_n_decode_per_s", "fw_llamacpp_requests_processing_mean"} <= set(
+        features.feature_names(runs, "framework"))
+    assert not features.is_token_rate("fw_server_prompt_ms_mean") and not features.is_token_rate("tokens_per_s")

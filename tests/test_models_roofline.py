@@ -331,7 +331,8 @@ def test_beyond_the_trained_batches_a_device_sibling_s_drop_caps_the_gain(biased
 def test_the_prior_and_the_extrapolation_stop_where_the_kv_cache_is_full(biased: pd.DataFrame) -> None:
     # llama-2-7b keeps 32 KV heads: at 2048 + 2048 tokens an A100 40 GB (binary) holds 11 sequences beside
     # the weights (25.2e9 B / 2.1e9 B each), so nothing past batch 11 runs at once.
-    m = RooflineGBM(n_estimators=40, calibration_folds=0).fit(biased)
+    # (The synthetic truth knows no KV cache: the answer's own cap, kv_cap, is tested below.)
+    m = RooflineGBM(n_estimators=40, calibration_folds=0, kv_cap=False).fit(biased)
     assert m.batch_range_[1] == 64.0
     cfg = biased[(biased.hardware == "a100-40gb") & (biased.model == "llama-2-7b") & (biased.framework == "vllm")
                  & (biased.device_count == 1) & (biased.input_len_tok == 2048.0)]
@@ -373,6 +374,34 @@ def test_the_prior_and_the_extrapolation_stop_where_the_kv_cache_is_full(biased:
     far = roomy.drop(columns="output_throughput_tok_s").assign(batch_size=512.0)
     assert float(m.predict(far).pred_throughput_tok_s.iloc[0]) > 1.05 * float(np.exp(
         m.anchors_[_config_keys(far).iloc[0]][1][-1]))
+
+
+def test_past_the_kv_full_batch_the_answer_is_held_to_the_answer_there(biased: pd.DataFrame,
+                                                                       tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # What-if showed Llama-2-70B on 4 x A100-40GB at 2048 / 512 rising from 85 tok/s at batch 16 to 227 at
+    # 256, where 20 sequences fit: no more run at once, the rest wait.
+    m = RooflineGBM(n_estimators=40, calibration_folds=2).fit(biased)
+    cfg = biased[(biased.hardware == "a100-40gb") & (biased.model == "llama-2-7b") & (biased.framework == "vllm")
+                 & (biased.device_count == 1) & (biased.input_len_tok == 2048.0)]
+    q = cfg.iloc[[0] * 6].drop(columns="output_throughput_tok_s").assign(
+        batch_size=[4.0, 8.0, 11.0, 16.0, 64.0, 256.0])
+    capped = m.predict(q)
+    m.kv_cap = False
+    free = m.predict(q)
+    m.kv_cap = True
+    at_cap = float(capped["pred_throughput_tok_s"].iloc[2])  # batch 11, the KV-full one (11.9 floored)
+    pd.testing.assert_frame_equal(capped.iloc[:3], free.iloc[:3])  # up to it: untouched
+    past = capped.iloc[3:]
+    np.testing.assert_allclose(past["pred_throughput_tok_s"],
+                               np.fmin(free["pred_throughput_tok_s"].iloc[3:], at_cap), rtol=1e-12)
+    assert (free["pred_throughput_tok_s"].iloc[4:] > at_cap).all()  # the trees went on rising
+    np.testing.assert_allclose(past["pred_upper"], free["pred_upper"].iloc[3:], rtol=1e-12)  # the top is kept
+    assert (past["pred_lower"] <= past["pred_throughput_tok_s"]).all()
+    assert (past["pred_lower"] <= free["pred_lower"].iloc[3:]).all()
+    # saved and loaded, the setting holds
+    m.kv_cap = False
+    m.save(tmp_path / "free")
+    pd.testing.assert_frame_equal(load_predictor(tmp_path / "free").predict(q), free)
 
 
 def test_a_batch_past_the_kv_cache_full_one_widens_the_band_twice_as_fast() -> None:
