@@ -418,7 +418,7 @@ def test_a_batch_past_the_kv_cache_full_one_widens_the_band_twice_as_fast() -> N
 def test_unseen_hardware_uses_the_hardware_blind_transfer_model(biased: pd.DataFrame) -> None:
     train = biased[biased.hardware != "a100-40gb"]
     q = biased[biased.hardware == "a100-40gb"].drop(columns="output_throughput_tok_s")
-    m = RooflineGBM(n_estimators=60, calibration_folds=0, sister_weight=0.0).fit(train)
+    m = RooflineGBM(n_estimators=60, calibration_folds=0, sister_weight=0.0, kv_cap=False).fit(train)
     mat, log_prior = m._design(q)[:2]
     blind = np.exp(_Booster.predict(m.transfer_booster_, mat[:, m._hw_blind()]) + log_prior)
     np.testing.assert_allclose(m.predict(q).pred_throughput_tok_s.to_numpy(), blind, rtol=1e-9)
@@ -1109,7 +1109,8 @@ def test_prediction_with_ttft_band_builds_the_query_once_and_agrees_with_the_two
 
     df = _synthetic()
     df["ttft_s"] = df.batch_size * df.input_len_tok / 25_000.0
-    m = RooflineGBM(n_estimators=40, calibration_folds=2).fit(df)
+    # (kv_cap adds a design of the rows past their KV-full batch, at that batch)
+    m = RooflineGBM(n_estimators=40, calibration_folds=2, kv_cap=False).fit(df)
     calls = []
     real = RooflineGBM._design
 
