@@ -6,7 +6,13 @@ import streamlit as st
 
 from perfmodel import curves as curves_core
 from perfmodel import ui
-from perfmodel.curve_tables import BATCH_ESTIMATE_HELP, NO_PLATEAU_HELP, SHORT_REASON, fit_counts_words
+from perfmodel.curve_tables import (
+    BATCH_ESTIMATE_HELP,
+    NO_PLATEAU_HELP,
+    SHORT_REASON,
+    fit_counts_words,
+    overlaid_first,
+)
 from perfmodel.curves import INTERVAL_METHODS, MIN_BATCHES, R2_POOR, SHAPES, default_interval_method
 from perfmodel.errors import PerfmodelError
 from perfmodel.plots import (
@@ -156,12 +162,15 @@ else:
                    "include them).")
 
 st.subheader("Fits", anchor=False)
-if (view.summary["shape"] == "loglin").any():
+fits, n_on_chart = overlaid_first(view.summary, configs)  # every configuration: 2,363 on LLM-Inference-Bench
+if n_on_chart and len(fits) > n_on_chart:
+    st.caption(f"Every configuration, the {n_on_chart} on the chart first.")
+if (fits["shape"] == "loglin").any():
     st.caption("— in knees, b90 and b95: a log-linear curve has no plateau, so it has no knee and never reaches "
                "90%/95% of one.")
 cc = st.column_config
-st.dataframe(view.summary, hide_index=True, placeholder="—", column_config=labelled_columns(
-    view.summary.columns,
+st.dataframe(fits, hide_index=True, placeholder="—", column_config=labelled_columns(
+    fits.columns,
     plateau_tok_s=cc.NumberColumn(format="%,.1f", help="Exponential plateau c; empty for shapes without one, and "
                                   "where the plateau is not reached and lies far above the largest measured "
                                   "throughput (an extrapolation: see the plateau interval)."),

@@ -21,6 +21,7 @@ __all__ = [
     "CURVE_GROUP_COLUMNS",
     "SHORT_REASON",
     "fit_counts_words",
+    "overlaid_first",
     "lengths_label",
     "with_lengths",
     "config_label",
@@ -542,6 +543,27 @@ def kv_full_batches(table: pd.DataFrame) -> pd.Series:
         except PerfmodelError:
             continue
     return out
+
+
+def overlaid_first(summary: pd.DataFrame, configs: Sequence[str]) -> tuple[pd.DataFrame, int]:
+    """The fits table with the configurations drawn on the chart first (in the table's order), and how many
+    those are.
+
+    Parameters
+    ----------
+    summary
+        :func:`fits_summary` (``configuration``).
+    configs
+        The configurations on the chart.
+
+    Returns
+    -------
+    (pandas.DataFrame, int)
+    """
+    if not len(configs) or "configuration" not in summary.columns:
+        return summary, 0
+    on = summary["configuration"].isin(list(configs)).to_numpy(dtype=bool)
+    return pd.concat([summary[on], summary[~on]], ignore_index=True), int(on.sum())
 
 
 def poor_fits(summary: pd.DataFrame, r2_min: float) -> pd.DataFrame:

@@ -82,6 +82,8 @@ def test_page_renders_sample_curves_with_knees_and_table() -> None:
     assert any(t.get("fill") == "tonexty" for t in fig["data"])
     table = at.dataframe[0].value
     assert len(table) == 4 and table["success"].all()
+    assert table["configuration"].tolist()[:3] == ["64/32", "64/128", "256/32"]  # the overlaid ones first
+    assert any(c.value == "Every configuration, the 3 on the chart first." for c in at.caption)
     assert {"configuration", "shape", "plateau_tok_s", "knees", "b90", "b95", "r2"} <= set(table.columns)
     assert at.get("download_button")
     assert at.query_params["config"] == ["64/32", "64/128", "256/32"]
