@@ -399,12 +399,18 @@ the requested lengths, the length checks and the measured window. They are not f
 
 
 def is_token_rate(column: str) -> bool:
-    """Whether an ``fw_`` column is a server's rate of tokens (``fw_llamacpp_tokens_predicted_per_s``,
-    ``fw_vllm_generation_tokens_per_s``, the prompt tokens'): the throughput itself, counted by the server.
-    Explaining throughput by it explains nothing (it topped the sample's Attribution ranking), so no feature set
-    takes it; it stays in the runs table beside the client's figure, as a check of it."""
-    name = str(column).lower()
-    return name.startswith(FRAMEWORK_PREFIX) and "token" in name and name.endswith("_per_s")
+    """Whether an ``fw_`` column is a server's rate of tokens or its inverse, the throughput counted by the server:
+    a counter of tokens per second (``fw_llamacpp_tokens_predicted_per_s``, ``fw_vllm_generation_tokens_per_s``),
+    a tokens-per-second gauge (llama-server's ``predicted_tokens_seconds``) or a per-request speed (its
+    ``predicted_per_second``, ``predicted_per_token_ms``). Explaining throughput by it explains nothing (it topped
+    the sample's Attribution ranking), so no feature set takes it; it stays in the runs table beside the client's
+    figure, as a check of it. A share of time (``tokens_predicted_seconds_per_s``), decode calls per second,
+    queue depths and busy slots stay features."""
+    n = str(column).lower()
+    if not n.startswith(FRAMEWORK_PREFIX):
+        return False
+    counter = "token" in n and n.endswith("_per_s") and not n.endswith("seconds_per_s")
+    return counter or "tokens_seconds" in n or "per_second" in n or "per_token" in n
 
 
 def _framework_columns(runs: pd.DataFrame) -> list[str]:

@@ -129,7 +129,7 @@ def test_link_restores_grouping_selection_and_shape() -> None:
     assert at.selectbox(key=K.CURVES_SHAPE).value == "exp"
     assert at.selectbox(key=K.CURVES_INTERVALS).value == "asymptotic"
     table = at.dataframe[0].value
-    assert table["configuration"].tolist() == ["in 64", "in 256"]
+    assert table["configuration"].tolist() == ["in 256", "in 64"]  # the linked overlay first
     assert set(table["shape"]) == {"exp"} and (table["n_points"] == 48).all()
     fig = _figure(at)
     assert [t["name"] for t in fig["data"] if t.get("meta") == "measured"] == ["in 256"]
@@ -221,8 +221,8 @@ def test_default_overlay_skips_failed_fits_and_draws_a_chosen_one_dashed(
     at = _curves()
     _no_exception(at)
     table = at.dataframe[0].value
-    assert table["success"].tolist() == [False, True, True, True]
-    assert table["message"].iloc[0].startswith("exp fit failed: repeats disagree by more than 3x")
+    assert table["success"].tolist() == [True, True, True, False]  # the three overlaid first
+    assert table["message"].iloc[3].startswith("exp fit failed: repeats disagree by more than 3x")
     assert at.multiselect(key=K.CURVES_CONFIGS).value == ["512/64", "512/128", "512/256"]
     assert sum(t.get("meta") == "fit" for t in _figure(at)["data"]) == 3
     at.multiselect(key=K.CURVES_CONFIGS).select("512/32").run()

@@ -843,14 +843,18 @@ def test_the_page_says_why_ttft_is_missing_and_warns_above_the_bound() -> None:
     [cap] = [c.value for c in at.caption if c.value.startswith("TTFT and TPOT: n/a")]
     assert cap.startswith("TTFT and TPOT: n/a, as the linear predictor has no TTFT model")
     assert metrics["TTFT"].help == cap and "calibrated" not in metrics["TTFT"].help
-    # roofline-gbm, trained on the samples' H200 and CPU runs, keeps growing past batch 10, where 2 x 80 GB hold
-    # no more KV cache of 4096-token sequences beside 141 GB of weights.
+    # roofline-gbm, trained on the samples' H200 and CPU runs, kept growing past batch 10, where 2 x 80 GB hold
+    # no more KV cache of 4096-token sequences beside 141 GB of weights, to 1.01x and more the bound at batch 64
+    # (the page warned). Its answer is now held there: flat past batch 10, under the bound, no warning.
     at = _train(at.selectbox(key=K["predictor"]).set_value("roofline-gbm").run())
     _no_exception(at)
     table = at.dataframe[0].value.set_index("batch_size")
-    assert table.loc[64.0, "pred_throughput_tok_s"] > 1.01 * table.loc[64.0, "roofline_tok_s"]
-    [warning] = [w.value for w in at.warning if "exceeds the physical (roofline) bound" in w.value]
-    assert "Beyond batch 10 the KV cache no longer fits beside the weights" in warning
+    past = table.loc[[16.0, 32.0, 64.0], "pred_throughput_tok_s"].to_numpy()
+    np.testing.assert_allclose(past, past[0], rtol=1e-9)
+    assert (past <= table.loc[[16.0, 32.0, 64.0], "roofline_tok_s"].to_numpy()).all()
+    assert not [w.value for w in at.warning if w.value.startswith("The prediction exceeds the physical")]
+    # (the band's top is kept past the KV-full batch, and this far from the data it is wide: said as such)
+    assert any(w.value.startswith("The band's upper end exceeds the physical (roofline) bound") for w in at.warning)
     assert not [c for c in at.caption if c.value.startswith("TTFT and TPOT: n/a")]  # the samples measured TTFT
 
 

@@ -53,12 +53,16 @@ def test_llama_server_sample_carries_scraped_server_metrics(runs) -> None:
 
 def test_framework_set_is_the_server_metrics_and_predicts(runs) -> None:
     names = features.feature_names(runs, "framework")
-    assert len(names) == 29 and not set(names) & features.CLIENT_FW_COLUMNS
+    assert len(names) == 15 and not set(names) & features.CLIENT_FW_COLUMNS
     assert all(n.startswith(("fw_llamacpp_", "fw_server_")) for n in names)
+    # The server's token counters and speeds are the output rate itself: with them the framework set scored
+    # R^2 0.98, led by fw_llamacpp_tokens_predicted_per_s. Without them it is what the server's state says.
+    assert not [n for n in names if features.is_token_rate(n)]
+    assert "fw_llamacpp_tokens_predicted_per_s" in runs.columns  # kept in the table, as a check of the client
     df = E.compare_feature_sets(runs, sets=("physical", "framework"), learners=("gbdt",), n_estimators=100,
                                 max_depth=4).set_index("set")
-    # the server's counters measure the output rate itself: near-perfect; the physical set (measured CPU
-    # bandwidth and fp32 peak from the catalog) explains part of it, under the shared VM's repeat noise
-    assert df.loc["framework", "r2"] > 0.95
-    assert 0.3 < df.loc["physical", "r2"] < df.loc["framework", "r2"] - 0.2
-    assert df.loc["framework", "top_features"].startswith("fw_llamacpp_tokens_predicted_per_s")
+    # measured 2026-12-02: framework 0.77 (prompt sizes, requests in flight, decode time share), physical 0.60
+    # (measured CPU bandwidth and fp32 peak from the catalog), under the shared VM's repeat noise
+    assert 0.5 < df.loc["framework", "r2"] < 0.95
+    assert 0.3 < df.loc["physical", "r2"] < 0.9
+    assert not any(features.is_token_rate(f.strip()) for f in df.loc["framework", "top_features"].split(","))
