@@ -31,7 +31,8 @@ if "monitor.metrics" in st.session_state:
 c1, c2, c3, c4, c5 = st.columns(5)
 for name, default in M.DEFAULTS.items():
     st.session_state.setdefault(f"monitor.{name}", default)
-detector = c1.selectbox("Detector", DETECTORS, key="monitor.detector")
+M.apply_detector_switch()
+detector = c1.selectbox("Detector", DETECTORS, key="monitor.detector", on_change=M.detector_chosen)
 uses = M.USES[detector]
 
 
@@ -80,6 +81,10 @@ try:
     ui.keep_valid("monitor.metrics", list(stream.metrics))
     metrics = st.multiselect("Metrics", list(stream.metrics), key="monitor.metrics", format_func=axis_title)
     if source != "Recorded file":
+        M.switch_if_nothing_judged(stream, detector, int(window))
+        if st.session_state.get(M.AUTO_THRESHOLD) and detector == "threshold":
+            st.caption("Detector: **threshold**, chosen for this dataset, since no configuration has the repeats "
+                       "a baseline detector needs; choose another above to use it.")
         st.info(M.replay_note(stream, detector, int(window)), icon=":material/info:")
     rep = M.report(stream, key, json.dumps({**settings, "metrics": metrics}))
 except PerfmodelError as exc:

@@ -33,15 +33,26 @@ def test_upload_prompt_and_settings_from_the_link() -> None:
 
 
 def test_replay_of_the_sample_dataset_marks_alerts_with_hints() -> None:
-    at = _monitor()
+    # The default window detector judges nothing on a sweep of 3 repeats. Chosen (here by the link), the page
+    # says so and offers the detector that does; not chosen, the page takes that detector itself (it opened on
+    # "Nothing was judged").
+    at = _monitor(detector="window")
     at.radio(key="monitor.source").set_value("Stored dataset (replay)").run()
-    # The default window detector judges nothing on a sweep of 3 repeats: the page says so, and offers the
-    # detector that does (it had only said "Choose the threshold detector").
     assert any(i.value.startswith("Nothing was judged") for i in at.info)
     assert any("baseline window, 1,000, is the most it keeps" in i.value for i in at.info)
     at.button(key="monitor.to_threshold").click().run()
     assert at.selectbox(key="monitor.detector").value == "threshold"
     assert not at.exception, [e.value for e in at.exception]
+    fresh = _monitor()
+    fresh.radio(key="monitor.source").set_value("Stored dataset (replay)").run()
+    assert not fresh.exception, [e.value for e in fresh.exception]
+    assert fresh.selectbox(key="monitor.detector").value == "threshold"
+    assert any(c.value.startswith("Detector: **threshold**, chosen for this dataset") for c in fresh.caption)
+    assert not any(i.value.startswith("Nothing was judged") for i in fresh.info) and len(fresh.dataframe[0].value)
+    # a detector chosen by the user afterwards stays, even where it judges nothing
+    fresh.selectbox(key="monitor.detector").set_value("point").run()
+    assert fresh.selectbox(key="monitor.detector").value == "point"
+    assert any(i.value.startswith("Nothing was judged") for i in fresh.info)
     assert not at.error
     fig = json.loads(at.get("plotly_chart")[0].proto.spec)
     metas = [tr.get("meta") for tr in fig["data"]]

@@ -21,7 +21,8 @@ from .widgets import labelled_columns
 
 __all__ = ["QP", "DEFAULTS", "USES", "SETTING_LABELS", "REPLAY_LOAD", "replay_columns", "REPLAY_GROUP", "restore_settings", "write_settings",
            "stream_from_upload", "configuration_of", "stream_from_dataset", "judged_configurations", "replay_note", "report",
-           "series_figure", "alerts_view"]
+           "series_figure", "alerts_view", "DETECTOR_CHOSEN", "AUTO_THRESHOLD", "detector_chosen",
+           "apply_detector_switch", "switch_if_nothing_judged"]
 
 #: URL parameters of the page's detector settings.
 QP = {"detector": "detector", "window": "window", "w": "w", "z": "z", "threshold": "threshold"}
@@ -57,6 +58,39 @@ def restore_settings() -> None:
         if name == "detector" and value not in DETECTORS:
             continue
         st.session_state[f"monitor.{name}"] = value
+        if name == "detector":
+            st.session_state[DETECTOR_CHOSEN] = True  # a link's detector is a choice: never switched for it
+
+
+DETECTOR_CHOSEN = "monitor.detector_chosen"
+"""Set once the user (or a link) has chosen the detector: the page then never switches it by itself."""
+_DETECTOR_SWITCH = "monitor._detector_switch"
+AUTO_THRESHOLD = "monitor.auto_threshold"
+"""Set when the page chose the threshold detector for a replayed dataset the default judges nothing of."""
+
+
+def detector_chosen() -> None:
+    """The detector widget's ``on_change``: the user chose it."""
+    st.session_state[DETECTOR_CHOSEN] = True
+    st.session_state.pop(AUTO_THRESHOLD, None)
+
+
+def apply_detector_switch() -> None:
+    """Before the detector widget is drawn: put a switch asked for by :func:`switch_if_nothing_judged` in place."""
+    if (new := st.session_state.pop(_DETECTOR_SWITCH, None)) is not None:
+        st.session_state["monitor.detector"] = new
+        st.session_state[AUTO_THRESHOLD] = True
+
+
+def switch_if_nothing_judged(stream: MetricStream, detector: str, window: int) -> None:
+    """Rerun with the threshold detector where the detector was not chosen and judges no configuration of a
+    replayed dataset while the threshold detector judges some (the sample's sweeps: 3 repeats a configuration,
+    and the default window detector showed "Nothing was judged" on opening)."""
+    if st.session_state.get(DETECTOR_CHOSEN) or detector == "threshold":
+        return
+    if judged_configurations(stream, detector, window) == 0 and judged_configurations(stream, "threshold", window):
+        st.session_state[_DETECTOR_SWITCH] = "threshold"
+        st.rerun()
 
 
 def write_settings(settings: dict[str, Any]) -> None:
