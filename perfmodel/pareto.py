@@ -338,15 +338,15 @@ def compare(runs_a: pd.DataFrame, runs_b: pd.DataFrame, *, keys: Sequence[str] |
         if not ks:  # every matched column differs between the sides (batch_size was left out)
             raise ValidationError("compare: nothing left to match points on", [Problem(
                 f"the sides differ in every column matched on ({', '.join(contrast)}): leave fewer out (ignore)")])
-    a, b = (d.groupby(ks, dropna=False, sort=True)[metric].agg(mean="mean", std="std", n="count").reset_index()
-            for d in (da, db))
+    (a, mixed_a), (b, mixed_b) = (_aggregate(d, runs, ks, metric) for d, runs in ((da, runs_a), (db, runs_b)))
     m = a.merge(b, on=ks, how="outer", suffixes=("_a", "_b"), indicator=True)
     only_a = int((m["_merge"] == "left_only").sum())
     only_b = int((m["_merge"] == "right_only").sum())
     m = m[m["_merge"] == "both"].drop(columns="_merge").reset_index(drop=True)
     diff = m["mean_b"] - m["mean_a"]
     se = np.sqrt(m["std_a"].fillna(np.nan) ** 2 / m["n_a"] + m["std_b"] ** 2 / m["n_b"])
-    judged = (m["n_a"] >= 2) & (m["n_b"] >= 2)
+    mixed = m["mixed_a"].fillna(False).astype(bool) | m["mixed_b"].fillna(False).astype(bool)
+    judged = (m["n_a"] >= 2) & (m["n_b"] >= 2) & ~mixed
     sig = pd.array([bool(abs(d) > NOISE_Z * s) if j else pd.NA for d, s, j in zip(diff, se, judged, strict=True)],
                    dtype="boolean")
     table = pd.DataFrame({**{k: m[k] for k in ks}, "mean_a": m["mean_a"], "mean_b": m["mean_b"],
@@ -360,8 +360,12 @@ def compare(runs_a: pd.DataFrame, runs_b: pd.DataFrame, *, keys: Sequence[str] |
         med = float(np.nanmedian(table["diff_pct"]))
         msg = (f"{len(table)} matched point(s): median {label_b} vs {label_a} {med:+.1f}%; {n_sig} of {n_judged} "
                f"with repeats on both sides differ beyond run-to-run noise ({NOISE_Z:g} standard errors)")
-        if n_judged < len(table):
-            msg += f"; {len(table) - n_judged} without repeats cannot be judged"
+        n_mixed = int(mixed.sum())
+        if n_judged + n_mixed < len(table):
+            msg += f"; {len(table) - n_judged - n_mixed} without repeats cannot be judged"
+        if n_mixed:
+            msg += (f"; {n_mixed} average runs at several {' / '.join(sorted({*mixed_a, *mixed_b}))} settings on "
+                    "a side that the other does not record: those runs are not repeats, so they are not judged")
     else:
         msg = f"no point of {label_a} matches one of {label_b} on {', '.join(ks)}"
     if contrast:
@@ -369,6 +373,28 @@ def compare(runs_a: pd.DataFrame, runs_b: pd.DataFrame, *, keys: Sequence[str] |
                                                  for k, (va, vb) in contrast.items())
     return Comparison(table=table, label_a=label_a, label_b=label_b, metric=metric, n_only_a=only_a,
                       n_only_b=only_b, message=msg, keys=tuple(ks), contrast=contrast)
+
+
+def _aggregate(d: pd.DataFrame, runs: pd.DataFrame, ks: Sequence[str], metric: str) -> tuple[pd.DataFrame, list[str]]:
+    """One side's mean, standard deviation and count per matched point, and the measurement settings
+    (:data:`perfmodel.curves.VARYING_BY`, not matched on) that vary within a point of it.
+
+    Runs at different settings are not repeats: LLM-Inference-Bench's llama.cpp rows at four n_batch values (29.5
+    to 57.2 tok/s) were averaged into one point with a "run-to-run" spread of 13 tok/s. Such a point keeps its
+    mean and count (column ``mixed`` true) and has no spread, so it is not judged against noise.
+    """
+    out = d.groupby(list(ks), dropna=False, sort=True)[metric].agg(mean="mean", std="std", n="count").reset_index()
+    cols = [c for c in VARYING_BY if c in runs.columns and c not in ks and runs[c].notna().any()]
+    out["mixed"] = False
+    varying: list[str] = []
+    for c in cols:
+        n_values = d.assign(_s=runs.loc[d.index, c].astype("string").fillna("(none)")).groupby(
+            list(ks), dropna=False, sort=True)["_s"].nunique().to_numpy()
+        if (n_values > 1).any():
+            out["mixed"] |= n_values > 1
+            varying.append(c)
+    out["std"] = out["std"].where(~out["mixed"])
+    return out, varying
 
 
 def _shown(v: Any) -> str:

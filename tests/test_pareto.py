@@ -240,3 +240,17 @@ def test_comparison_title_wraps_long_side_labels_instead_of_running_off_the_char
     assert lines[0].startswith("A (solid): sample runs") and lines[-1].startswith("B (dashed): sample runs")
     assert "&lt;b&gt;sglang&lt;/b&gt;" in lines[-1]  # user text, not markup
     assert fig.layout.margin.t >= 50 + 18 * len(lines)  # room for every line above the plot
+
+
+def test_runs_at_several_settings_on_one_side_are_not_repeats() -> None:
+    # LLM-Inference-Bench's llama.cpp rows at four n_batch values (29.5 to 57.2 tok/s) were averaged into one
+    # point drawn with a run-to-run spread of 13 tok/s against vLLM, which records no n_batch.
+    a = _runs({1.0: [100, 102, 98], 8.0: [500, 510, 490]}, "vllm")
+    b = _runs({1.0: [30, 57], 8.0: [600, 610, 590]}, "llama.cpp")
+    b["fw_n_batch"] = [64.0, 512.0, 512.0, 512.0, 512.0]
+    c = compare(a, b, ignore=["framework"], label_a="vllm", label_b="llama.cpp")
+    t = c.table.set_index("batch_size")
+    assert t.loc[1.0, "n_b"] == 2 and pd.isna(t.loc[1.0, "std_b"]) and pd.isna(t.loc[1.0, "significant"])
+    assert t.loc[8.0, "std_b"] == pytest.approx(10.0) and bool(t.loc[8.0, "significant"])  # one setting: repeats
+    assert "1 average runs at several fw_n_batch settings" in c.message
+    assert "1 of 1 with repeats on both sides" in c.message
