@@ -68,12 +68,13 @@ def test_concurrent_requests_are_decoded_together(sweep_runs) -> None:
     _, runs, _ = sweep_runs
     # The server's own counters say whether the client's concurrency reached the engine: llama-server decodes
     # the busy slots in one llama_decode call, so tokens generated per decode call is the batch it ran.
-    # Measured 1.00 / 1.97 / 3.82-3.92 at concurrency 1 / 2 / 4 (the stragglers of a point decode alone).
+    # Measured 1.00 / 1.97 / 3.82-3.92 at concurrency 1 / 2 / 4 on a quiet host.
     # A client that serialised its requests, or a server that ran one slot at a time, reads 1.0 everywhere.
     per_decode = runs["fw_llamacpp_tokens_predicted_per_s"] / runs["fw_llamacpp_n_decode_per_s"]
     for c, out_len, v in zip(runs["batch_size"], runs["output_len_tok"], per_decode, strict=True):
-        # a point's requests start and finish a little apart, so a few decode calls run fewer slots
-        assert (v == pytest.approx(1.0) if c == 1 else 0.6 * c <= v <= c + 1e-9), (c, out_len, v)
+        # A point's requests start and finish apart, so some decode calls run fewer slots: on a host loaded by
+        # other work, 2.23 at concurrency 4 with 16 output tokens. Serialised requests would read 1.0.
+        assert (v == pytest.approx(1.0) if c == 1 else 1 + 0.3 * (c - 1) <= v <= c + 1e-9), (c, out_len, v)
 
 
 def test_throughput_rises_with_concurrency(sweep_runs) -> None:
