@@ -559,7 +559,7 @@ def comparison_figure(comp: Comparison, configurations: Sequence[str] | None = N
     -------
     plotly.graph_objects.Figure
     """
-    from .plots import axis_title, wide_span
+    from .plots import axis_title, log_y_axis, wide_span
 
     t = comp.table
     keys = list(comp.keys) or [c for c in t.columns if c in COMPARE_KEYS]
@@ -604,5 +604,5 @@ def comparison_figure(comp: Comparison, configurations: Sequence[str] | None = N
     lows = [v for t in fig.data if t.meta in ("a", "b") for v in t.y if v is not None and np.isfinite(v)]
     if wide_span(tops) and min(lows, default=0.0) > 0:
         # 37 against 85 tok/s at batch 1 on a CPU was a flat line at zero beside an H200's thousands
-        fig.update_yaxes(type="log", title_text=f"{axis_title(comp.metric)} (log scale)", tickformat=",~g")
+        log_y_axis(fig, axis_title(comp.metric))
     return fig

@@ -47,6 +47,7 @@ __all__ = [
     "with_lengths",
     "axis_title",
     "WIDE_SPAN",
+    "log_y_axis",
     "wide_span",
     "COLUMN_LABELS",
     "significant",
@@ -281,7 +282,7 @@ def throughput_figure(runs: pd.DataFrame, *, x: str = "batch_size", y: str = "ou
         fig.update_xaxes(type="log", **_log_ticks(df["_x"]))
     if wide_span(df.groupby("_color")["_y"].max()) and bool((df["_y"] > 0).all()):
         # a CPU beside an H200: on a linear axis the CPU's runs were a line along zero
-        fig.update_yaxes(type="log", title_text=f"{axis_title(y)} (log scale)", tickformat=",~g")
+        log_y_axis(fig, axis_title(y))
     return fig
 
 
@@ -477,8 +478,7 @@ def curve_figure(fits: Sequence[CurveFit], points: pd.DataFrame, labels: Sequenc
         drawn = points[points["configuration"].isin(labels)] if "configuration" in points.columns else points.iloc[:0]
         log_y = wide_span(drawn.groupby("configuration")["y_mean"].max())
     if log_y:
-        fig.update_yaxes(type="log", title_text=f"{y_title} (log scale)", tickformat=",~g",
-                         **_log_y_range(fig))
+        log_y_axis(fig, y_title, **_log_y_range(fig))
     return fig
 
 
@@ -502,6 +502,12 @@ def _log_y_range(fig: go.Figure) -> dict[str, object]:
 
 WIDE_SPAN = 30.0
 """Largest values further apart than this ratio share a chart only on a log axis (:func:`wide_span`)."""
+
+
+def log_y_axis(fig: go.Figure, title: str, **layout: object) -> None:
+    """Make a throughput chart's y axis logarithmic, its title saying so and its ticks plain numbers (1,000, 2,000,
+    5,000 rather than plotly's 1k and bare minor digits); ``layout``: further axis settings (a range)."""
+    fig.update_yaxes(type="log", title_text=f"{title} (log scale)", tickformat=",~g", **layout)
 
 
 def wide_span(values: Sequence[float] | pd.Series, ratio: float = WIDE_SPAN) -> bool:

@@ -22,7 +22,7 @@ from ..curve_tables import batch_estimate_text, compact_number, compact_seconds,
 from ..errors import PerfmodelError
 from ..models.base import DEFAULT_TARGET, cannot_run_reasons
 from ..planner import PlanInputs, PlanResult, nearest_lengths, plan, unmatched_candidates
-from ..plots import wide_span
+from ..plots import log_y_axis, wide_span
 
 __all__ = ["Report", "Section", "build_report", "SECTION_TITLES", "MAX_CURVES", "ACCURACY_PREDICTOR"]
 
@@ -415,7 +415,7 @@ def _predictions_section(res: PlanResult | None, predictor: Any, name: str, erro
                       yaxis_title="output throughput (tok/s)", height=420,
                       margin={"l": 60, "r": 20, "t": 50, "b": 120})
     if wide_span(t["throughput_tok_s"]):
-        fig.update_yaxes(type="log", title_text="output throughput (tok/s, log scale)")
+        log_y_axis(fig, "output throughput (tok/s)")
         paras.append(f"The chart's axis is logarithmic: the candidates lie {_span(t['throughput_tok_s'])} apart.")
     return Section(title, paragraphs=tuple(paras), tables=(("Operating-point throughput", table),), figures=(fig,))
 

@@ -26,6 +26,7 @@ from .. import explain as E
 from .. import whatif as W
 from ..curves import VARYING_BY
 from ..features import feature_doc, feature_label, feature_names, format_feature_value, glossary
+from ..plots import wide_span
 from . import cached
 from . import whatif as WUI
 from .whatif import DEFAULT_PREDICTOR, rate
@@ -764,14 +765,15 @@ def dependence_figure(ex: E.Explanation, feature: str, color: str | None) -> go.
 
 
 def wide_positive(values: pd.Series, span: float = 100.0) -> bool:
-    """Whether a feature's values call for a log axis: all positive and more than ``span`` apart.
+    """Whether a feature's values call for a log axis: all positive and more than ``span`` apart
+    (:func:`perfmodel.plots.wide_span`).
 
     Judged over the values there are: a CPU has no L2 reuse or PCIe lanes in the catalog (NaN, not drawn),
     and one such point kept L2 reuse, spanning 10^4, on a linear axis.
     """
     v = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
     v = v[np.isfinite(v)]
-    return bool(len(v)) and bool((v > 0).all()) and float(v.max()) / float(v.min()) > span
+    return bool(len(v)) and bool((v > 0).all()) and wide_span(v, span)
 
 
 def _step_label(name: str, value: float) -> str:
