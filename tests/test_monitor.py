@@ -296,6 +296,37 @@ def test_noisy_neighbour_on_the_same_gpu() -> None:
     assert "noisy_neighbour" not in explain(me, 60, 99, "e2e_latency_s", others={"c": far}).codes
 
 
+def test_groups_judged_without_peers_match_each_group_on_its_own() -> None:
+    # A replayed sweep's groups are configurations measured one after the other: judged together with
+    # peers=False, each must read exactly as when it is the stream's only group, and no other group may feed
+    # its hint. With peers (GPUs of one tensor-parallel server) the same slow-down names the straggler.
+    import dataclasses
+
+    import pandas as pd
+
+    from perfmodel.monitor import MetricStream
+
+    n = 200
+    t = np.arange(n, dtype=float)
+    lat = np.full(n, 0.02)
+    lat[150:] = 0.03
+    frames = [pd.DataFrame({"timestamp_s": t, "group": "gpu0", "tpot_s": lat})]
+    frames += [pd.DataFrame({"timestamp_s": t, "group": f"gpu{i}", "tpot_s": np.full(n, 0.02)}) for i in (1, 2, 3)]
+    frame = pd.concat(frames, ignore_index=True)
+    stream = MetricStream(frame, ("tpot_s",), "tp.csv", "csv")
+    together = monitor_stream(stream, detector="window", peers=False)
+    alone = [monitor_stream(dataclasses.replace(stream, frame=frame[frame.group == g]), detector="window")
+             for g in stream.groups]
+    pd.testing.assert_frame_equal(together.alerts, pd.concat([a.alerts for a in alone], ignore_index=True),
+                                  check_dtype=False)
+    assert list(together.hints) == [h for a in alone for h in a.hints]
+    for (g, m), d in together.detections.items():
+        np.testing.assert_array_equal(d.center, alone[int(g[-1])].detections[(g, m)].center)
+    assert len(together.alerts) == 1 and "tp_imbalance" not in together.alerts.causes[0]
+    with_peers = monitor_stream(stream, detector="window")
+    assert "tp_imbalance" in with_peers.alerts.causes[0].split(",")
+
+
 # ------------------------------------------------------------------ benchmark
 
 def test_benchmark_generator_on_real_series(shared_data: Path) -> None:

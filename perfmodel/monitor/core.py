@@ -81,7 +81,8 @@ def _learnt_expectation(x: np.ndarray, n: int) -> float:
 def monitor_stream(stream: MetricStream, *, detector: str = "window", metrics: Sequence[str] | None = None,
                    groups: Sequence[str] | None = None, window: int = DEFAULT_WINDOW, w: int = DEFAULT_W,
                    z: float = DEFAULT_Z, threshold_rel: float = DEFAULT_THRESHOLD_REL, robust: bool = False,
-                   expected: Mapping[str, Expected] | None = None, max_gap: int = 1) -> MonitorReport:
+                   expected: Mapping[str, Expected] | None = None, max_gap: int = 1,
+                   peers: bool = True) -> MonitorReport:
     """Judge every (group, metric) series of a stream and explain each anomaly.
 
     Parameters
@@ -103,6 +104,10 @@ def monitor_stream(stream: MetricStream, *, detector: str = "window", metrics: S
         series (and the dynamic detectors have no cold-start expectation).
     max_gap
         Alerts at most this many samples apart form one anomaly.
+    peers
+        Whether the groups ran alongside each other (GPUs of one server), so that a group's samples are
+        evidence for another's hints (tensor-parallel straggler, noisy neighbour). False for a replayed sweep,
+        whose groups are configurations measured one after the other: each is then judged on its own.
 
     Returns
     -------
@@ -124,16 +129,28 @@ def monitor_stream(stream: MetricStream, *, detector: str = "window", metrics: S
     if bad:
         raise PerfmodelError(f"{stream.source}: no group {bad[0]!r}; the stream has: " + ", ".join(all_groups[:40]))
     expected = dict(expected or {})
-    frames = {g: stream.group_frame(g) for g in all_groups}
+    # Positions of each group's samples, in one pass over the frame (a replayed sweep has thousands of groups):
+    # the series are read from whole-frame arrays, and a group's frame is cut only where an anomaly needs a hint.
+    frame = stream.frame
+    where = {str(k): v for k, v in frame.groupby("group", sort=False).indices.items()}
+    t_all = frame["timestamp_s"].to_numpy(dtype="float64")
+    x_all = {m: frame[m].to_numpy(dtype="float64") for m in metrics}
+    cut: dict[str, pd.DataFrame] = {}
+
+    def frame_of(g: str) -> pd.DataFrame:
+        if g not in cut:
+            cut[g] = frame.iloc[where[g]].reset_index(drop=True)
+        return cut[g]
+
     detections: dict[tuple[str, str], Detection] = {}
     rows: list[dict[str, Any]] = []
     hints: list[dict[str, Any]] = []
     settings: dict[str, Any] = {}
     for g in groups:
-        f = frames[g]
-        t = f["timestamp_s"].to_numpy(dtype="float64")
+        idx = where[g]
+        t = t_all[idx]
         for m in metrics:
-            x = f[m].to_numpy(dtype="float64")
+            x = x_all[m][idx]
             exp = expected.get(f"{m}@{g}", expected.get(m))
             if exp is None and detector == "threshold":
                 exp = _learnt_expectation(x, DEFAULT_MIN_BASELINE)
@@ -142,8 +159,9 @@ def monitor_stream(stream: MetricStream, *, detector: str = "window", metrics: S
             settings = det.settings()
             res = det.run(t, x)
             detections[(g, m)] = res
-            others = {k: v for k, v in frames.items() if k != g}
             for ev in res.events(max_gap=max_gap):
+                f = frame_of(g)
+                others = {k: frame_of(k) for k in all_groups if k != g} if peers else {}
                 h = explain(f, ev.start_index, ev.end_index, m, others=others)
                 k = ev.start_index
                 rows.append({"group": g, "metric": m, "detector": detector, "start_timestamp_s": ev.start_t,

@@ -254,10 +254,14 @@ def replay_note(stream: MetricStream, detector: str, window: int) -> str:
     return text
 
 
-@st.cache_data(show_spinner=False, max_entries=16, hash_funcs={MetricStream: lambda s: (s.source, s.kind,
-                                                                                         len(s.frame))})
+@st.cache_resource(show_spinner=False, max_entries=16, hash_funcs={MetricStream: lambda s: (s.source, s.kind,
+                                                                                             len(s.frame))})
 def report(stream: MetricStream, key: str, settings_json: str) -> MonitorReport:
     """Run the detector over the stream (cached on the stream's key and the settings as JSON).
+
+    Shared, not copied, between reruns and sessions (``cache_resource``): a replayed sweep's report holds a
+    detection per configuration and metric, and pickling it for ``cache_data`` cost more than a second on
+    each run. Nothing downstream changes a report.
 
     A replayed dataset (one group per configuration, measured one after the other) is judged one
     configuration at a time: the other configurations are not peers running alongside it, so they
@@ -266,16 +270,7 @@ def report(stream: MetricStream, key: str, settings_json: str) -> MonitorReport:
     s = json.loads(settings_json)
     kw = {"detector": s["detector"], "metrics": s["metrics"] or None, "window": int(s["window"]), "w": int(s["w"]),
           "z": float(s["z"]), "threshold_rel": float(s["threshold"])}
-    if stream.kind != "replay":
-        return monitor_stream(stream, **kw)
-    by_group = dict(tuple(stream.frame.groupby("group", sort=False)))  # one pass, not one scan per group
-    parts = [monitor_stream(replace(stream, frame=by_group[g]), **kw) for g in stream.groups if g in by_group]
-    alerts = pd.concat([p.alerts for p in parts], ignore_index=True)
-    hints = [h for p in parts for h in p.hints]
-    order = np.argsort(alerts["start_timestamp_s"].to_numpy(), kind="stable")
-    return MonitorReport(stream, s["detector"], parts[0].settings, {k: v for p in parts for k, v in
-                                                                    p.detections.items()},
-                         alerts.iloc[order].reset_index(drop=True), tuple(hints[i] for i in order))
+    return monitor_stream(stream, **kw, peers=stream.kind != "replay")
 
 
 def series_figure(rep: MonitorReport, group: str, metric: str) -> go.Figure:
