@@ -1,8 +1,10 @@
 """First page loads of the app: for each page, a fresh Python process renders it headless with AppTest.
 
-Usage: ``python benchmarks/bench_page_load.py [--repeats 1] [--pages whatif,curves] [--profile DIR]``.
+Usage: ``python benchmarks/bench_page_load.py [--repeats 1] [--pages whatif,curves] [--profile DIR] [--data FILE]``.
 
-A store holding the sample data (``sample_runs/``) is prepared once in a temporary data directory; each
+A store holding the sample data (``sample_runs/``), or with ``--data`` one imported file (for example
+``../shared/data/llm-inference-bench/All_results.csv``, 4,772 runs; Monitor then replays it, as its link
+``?source=Stored dataset (replay)`` asks), is prepared once in a temporary data directory; each
 measurement copies it to its own directory (so nothing a page writes, a fitted model or a cache file,
 helps the next one) and starts a new interpreter, which
 
@@ -43,6 +45,15 @@ names = ensure_sample_data(Store())
 assert names, "no sample data imported"
 """
 
+_PREPARE_FILE = """
+import sys
+from perfmodel.api import import_files
+import_files([sys.argv[1]])
+"""
+
+#: Query strings a page is opened with when the store holds a --data file (the monitor page replays it).
+DATA_QUERY = {"monitor": {"source": "Stored dataset (replay)"}}
+
 _USE = f"""
 import sys
 from streamlit.testing.v1 import AppTest
@@ -57,12 +68,14 @@ for page in sys.argv[1:]:
 
 _CHILD = f"""
 import json, sys, time
-page, profile = sys.argv[1], sys.argv[2]
+page, profile, query = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 from streamlit.testing.v1 import AppTest
 t0 = time.perf_counter()
 import perfmodel.ui
 import_s = time.perf_counter() - t0
 at = AppTest.from_file("app.py", default_timeout={TIMEOUT_S})
+for k, v in query.items():
+    at.query_params[k] = v
 at.switch_page(page)  # the first run lands on the page, as a request for its URL does
 # A server scans the installed packages for components once, at start; AppTest does it on its first run
 # (0.7-1.9 s here). Do it before the clock starts so the first render is the page's own cost.
@@ -116,11 +129,11 @@ def _prepare(home: Path, argv: list[str]) -> None:
         raise SystemExit(f"preparing the store failed (rc {out.returncode}):\n{out.stderr[-4000:]}")
 
 
-def _measure(page: str, template: Path, work: Path, profile: Path | None) -> dict:
+def _measure(page: str, template: Path, work: Path, profile: Path | None, query: dict[str, str]) -> dict:
     home = work / "home"
     shutil.rmtree(home, ignore_errors=True)
     shutil.copytree(template, home)
-    out = subprocess.run([sys.executable, "-c", _CHILD, page, str(profile or "")], capture_output=True,
+    out = subprocess.run([sys.executable, "-c", _CHILD, page, str(profile or ""), json.dumps(query)], capture_output=True,
                          text=True, cwd=REPO, env=_env(home), timeout=TIMEOUT_S * 3)
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("BENCH")]
     if out.returncode != 0 or not lines:
@@ -141,6 +154,8 @@ def main() -> None:
     ap.add_argument("--used-store", action="store_true",
                     help="open every page once in the template store first and train the What-if page's default "
                          "model, so the on-disk caches (trained models, SHAP values) exist: a restarted server")
+    ap.add_argument("--data", type=Path, default=None,
+                    help="a result file to import into the store instead of the sample data")
     args = ap.parse_args()
     pages = [s.path for s in PAGE_SPECS]
     if args.pages:
@@ -152,10 +167,14 @@ def main() -> None:
         template = Path(tmp) / "template"
         template.mkdir()
         t0 = time.perf_counter()
-        _prepare(template, [_PREPARE])
+        if args.data is not None:
+            _prepare(template, [_PREPARE_FILE, str(args.data.resolve())])
+        else:
+            _prepare(template, [_PREPARE])
         if args.used_store:
             _prepare(template, [_USE, *[s.path for s in PAGE_SPECS]])
-        store = "used sample store (models trained)" if args.used_store else "fresh sample store"
+        what = f"{args.data.name}" if args.data is not None else "sample"
+        store = f"used {what} store (models trained)" if args.used_store else f"fresh {what} store"
         print(f"{store} prepared in {time.perf_counter() - t0:.1f} s; {os.cpu_count()} CPU(s); "
               f"median of {args.repeats} fresh process(es) per page\n")
         print("| page | import s | first render s | second render s |")
@@ -165,7 +184,8 @@ def main() -> None:
             runs = []
             for i in range(args.repeats):
                 prof = args.profile / f"{Path(page).stem}.prof" if args.profile is not None and i == 0 else None
-                runs.append(_measure(page, template, Path(tmp), prof))
+                query = DATA_QUERY.get(Path(page).stem, {}) if args.data is not None else {}
+                runs.append(_measure(page, template, Path(tmp), prof, query))
             cells = [statistics.median(r[k] for r in runs) for k in ("import_s", "first_s", "second_s")]
             totals = [a + b for a, b in zip(totals, cells, strict=True)]
             errors = sorted({e for r in runs for e in r["errors"]})

@@ -255,18 +255,17 @@ def throughput_figure(runs: pd.DataFrame, *, x: str = "batch_size", y: str = "ou
     df["_hover"] = ["<br>".join(f"{c}: {hover_text[c][i]}" for c in hover_cols) for i in range(len(df))]
 
     fig = go.Figure()
+    df = df.sort_values(["_series", "_x"], kind="stable")
     for colour_value, grp in sorted(df.groupby("_color", sort=False), key=lambda kv: str(kv[0])):
-        xs: list[float | None] = []
-        ys: list[float | None] = []
-        texts: list[str | None] = []
-        for _, ser in grp.sort_values(["_series", "_x"]).groupby("_series", sort=False):
-            if xs:  # a gap so that separate configurations are not joined
-                xs.append(None)
-                ys.append(None)
-                texts.append(None)
-            xs += ser["_x"].tolist()
-            ys += ser["_y"].tolist()
-            texts += ser["_hover"].tolist()
+        # One pass per colour, not one per configuration (LLM-Inference-Bench has 2,400): a gap (None) before
+        # each configuration but the first, so that separate configurations are not joined.
+        s = grp["_series"].to_numpy()
+        gaps = np.flatnonzero(s[1:] != s[:-1]) + 1
+
+        def _gapped(col: str, grp: pd.DataFrame = grp, gaps: np.ndarray = gaps) -> list:
+            return np.insert(grp[col].to_numpy(dtype=object), gaps, None).tolist()
+
+        xs, ys, texts = _gapped("_x"), _gapped("_y"), _gapped("_hover")
         fig.add_trace(go.Scatter(
             x=xs, y=ys, mode="lines+markers", name=str(colour_value), text=texts,
             connectgaps=False, marker={"size": 7}, line={"width": 1.5},

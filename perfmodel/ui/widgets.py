@@ -155,8 +155,9 @@ def issues_table(issues: pd.DataFrame, *, key: str) -> None:
     if not len(issues):
         st.caption("No import issues.")
         return
-    present = [s for s in tables.SEVERITIES if counts[s]]
-    chosen = st.multiselect("Severity", tables.SEVERITIES, default=present, key=key, placeholder="all",
+    if key not in st.session_state:  # set here, not as default=: the router keeps widget values across pages
+        st.session_state[key] = [s for s in tables.SEVERITIES if counts[s]]
+    chosen = st.multiselect("Severity", tables.SEVERITIES, key=key, placeholder="all",
                             format_func=lambda s: f"{s} ({counts[s]})",
                             help="error: the row was dropped; warning: the row was kept but something was "
                                  "assumed or looks wrong; info: a note. Empty shows all.")
