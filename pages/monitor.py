@@ -16,7 +16,8 @@ SOURCES = ["Recorded file", "Stored dataset (replay)"]
 #: The stream choice in the URL (the detector settings are written by M.write_settings). An uploaded file
 #: cannot be in a link: its analysis reopens the settings and asks for the file again.
 VIEW = {"source": ("monitor.source", SOURCES[0]), "dataset": ("monitor.dataset", ""),
-        "metrics": ("monitor.metrics", []), "group": ("monitor.group", ""), "shown": ("monitor.metric_shown", "")}
+        "metrics": ("monitor.metrics", []), "group": ("monitor.group", ""), "shown": ("monitor.metric_shown", ""),
+        "per_metric": ("monitor.per_metric", False)}
 
 home = ui.home()
 st.title("Monitor", anchor=False)
@@ -117,5 +118,9 @@ elif rep.alerts.empty:
     st.success("No anomaly with these settings.", icon=":material/check_circle:")
 else:
     st.caption(M.alerts_summary(rep))
-    alerts, alert_columns = M.alerts_view(rep)
-    st.dataframe(alerts, hide_index=True, column_config=alert_columns)
+    per_metric = st.toggle("One row per metric", key="monitor.per_metric",
+                           help="By default the alerts of one group whose samples overlap are one incident (a slow "
+                                "run's TTFT, TPOT and latency together), its metrics listed by the size of their "
+                                "score; on, each metric's alert is its own row with its value and expectation.")
+    alerts, alert_columns = M.alerts_view(rep, incidents=not per_metric)
+    st.dataframe(alerts, hide_index=True, column_config=alert_columns, key="monitor.alerts")

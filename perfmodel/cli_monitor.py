@@ -116,7 +116,7 @@ def _score_file(file: Path, detector: str, metrics: tuple[str, ...], group_col: 
         return
     n = sum(len(stream.group_frame(g)) for g in stream.groups)
     click.echo(f"{file.name}: {n} samples, {len(stream.groups)} group(s), detector {detector}: "
-               f"{len(recs)} alert(s)")
+               f"{len(recs)} alert(s) in {len(rep.incidents())} incident(s)")
     for m, v in exp.items():
         click.echo(f"expected {m}: {v:,.4g}")
     for r in recs:

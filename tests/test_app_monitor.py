@@ -57,11 +57,20 @@ def test_replay_of_the_sample_dataset_marks_alerts_with_hints() -> None:
     fig = json.loads(at.get("plotly_chart")[0].proto.spec)
     metas = [tr.get("meta") for tr in fig["data"]]
     assert metas.count("band") == 1 and "series" in metas and "alerts" in metas
+    # One row per incident by default: a slow repeat's TPOT, ITL and latency alerts are one row, metrics
+    # listed; the toggle (kept in the link) shows one row per metric.
+    incidents = at.dataframe[0].value
+    assert len(incidents) > 0 and {"group", "metrics", "changes", "n_metrics", "hint"} <= set(incidents.columns)
+    assert "tpot_s" not in " ".join(incidents["metrics"]) and (incidents["n_metrics"] > 1).any()
+    at.toggle(key="monitor.per_metric").set_value(True).run()
     alerts = at.dataframe[0].value
-    assert len(alerts) > 0 and {"group", "metric", "start_timestamp_s", "hint"} <= set(alerts.columns)
-    [summary] = [c.value for c in at.caption if "alert(s) on" in c.value]
-    assert summary.startswith(f"{len(alerts):,} alert(s) on {alerts['group'].nunique():,} group(s)")
+    assert len(alerts) == incidents["n_metrics"].sum() > len(incidents)
+    assert {"group", "metric", "start_timestamp_s", "hint"} <= set(alerts.columns)
+    [summary] = [c.value for c in at.caption if "incident(s) on" in c.value]
+    assert summary.startswith(f"{len(alerts):,} alert(s) in {len(incidents):,} incident(s) on "
+                              f"{alerts['group'].nunique():,} group(s)")
     assert at.query_params["detector"] in ("threshold", ["threshold"])
+    assert at.query_params["per_metric"] in ("true", ["true"])
 
 
 def test_recorded_stream_upload_shows_the_alert_and_its_hint() -> None:
@@ -72,7 +81,7 @@ def test_recorded_stream_upload_shows_the_alert_and_its_hint() -> None:
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error
     at.multiselect(key="monitor.metrics").set_value(["tpot_s"]).run()
-    alerts = at.dataframe[0].value
+    alerts = at.dataframe[0].value  # incidents, here one metric each
     hit = alerts[(alerts.start_index >= 295) & (alerts.start_index <= 305)]
     assert len(hit) == 1 and "KV-cache usage reached 98%" in hit.iloc[0]["hint"]
     fig = json.loads(at.get("plotly_chart")[0].proto.spec)
@@ -104,6 +113,7 @@ def test_a_replayed_sweep_is_judged_one_configuration_at_a_time() -> None:
     # every group is one configuration: one batch size and one pair of lengths
     per = runs.assign(g=labels).groupby("g")[["batch_size", "input_len_tok", "output_len_tok", "load_kind"]]
     assert (per.nunique(dropna=False) == 1).all().all()
+    at.toggle(key="monitor.per_metric").set_value(True).run()
     alerts = at.dataframe[0].value
     assert len(alerts) > 0 and set(alerts["group"]) <= set(groups)
     # each run is judged against its own configuration's repeats, not against another batch size

@@ -327,6 +327,40 @@ def test_groups_judged_without_peers_match_each_group_on_its_own() -> None:
     assert "tp_imbalance" in with_peers.alerts.causes[0].split(",")
 
 
+def test_alerts_that_overlap_in_one_group_are_one_incident() -> None:
+    import pandas as pd
+
+    from perfmodel.monitor import INCIDENT_COLUMNS, MetricStream
+
+    n = 60
+    t = np.arange(n, dtype=float)
+    tpot = np.full(n, 0.020)
+    tpot[30:33] = 0.030  # samples 30-32: decode slows, the latency follows for 30-34
+    e2e = np.full(n, 2.0)
+    e2e[30:35] = 2.6
+    ttft = np.full(n, 0.1)
+    ttft[50] = 0.2  # later, on its own
+    a = pd.DataFrame({"timestamp_s": t, "group": "a", "tpot_s": tpot, "e2e_latency_s": e2e, "ttft_s": ttft})
+    b = pd.DataFrame({"timestamp_s": t, "group": "b", "tpot_s": tpot, "e2e_latency_s": np.full(n, 2.0),
+                      "ttft_s": np.full(n, 0.1)})
+    stream = MetricStream(pd.concat([a, b], ignore_index=True), ("tpot_s", "e2e_latency_s", "ttft_s"), "s", "csv")
+    rep = monitor_stream(stream, detector="threshold", threshold_rel=0.15, peers=False,
+                         expected={"tpot_s": 0.02, "e2e_latency_s": 2.0, "ttft_s": 0.1})
+    assert len(rep.alerts) == 4
+    inc = rep.incidents()
+    assert list(inc.columns) == list(INCIDENT_COLUMNS)
+    # a's decode slow-down and its latency are one incident (tpot's +50% first); b's own slow-down is another
+    # (groups never merge); a's later TTFT is a third
+    assert inc[["group", "start_index", "end_index", "n_metrics"]].values.tolist() == [
+        ["a", 30, 34, 2], ["b", 30, 32, 1], ["a", 50, 50, 1]]
+    assert inc.loc[0, "metrics"] == "tpot_s, e2e_latency_s" and inc.loc[0, "changes"] == "tpot_s +50%, e2e_latency_s +30%"
+    assert inc.loc[0, "score"] == pytest.approx(0.5) and inc.loc[0, "hint"].startswith("tpot_s")
+    assert rep.incidents().equals(inc) and monitor_stream(
+        MetricStream(a, ("tpot_s",), "s", "csv"), expected={"tpot_s": 0.02}, detector="threshold").incidents().shape[0] == 1
+    empty = monitor_stream(stream, detector="threshold", threshold_rel=4.0).incidents()
+    assert empty.empty and list(empty.columns) == list(INCIDENT_COLUMNS)
+
+
 # ------------------------------------------------------------------ benchmark
 
 def test_benchmark_generator_on_real_series(shared_data: Path) -> None:

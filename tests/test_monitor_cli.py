@@ -63,7 +63,7 @@ def test_monitor_file_text_and_threshold_expectation() -> None:
     res = CliRunner().invoke(main, ["monitor", str(DATA / "stream.csv"), "--detector", "threshold",
                                     "--metric", "output_throughput_tok_s", "--expected", "output_throughput_tok_s=1200"])
     assert res.exit_code == 0, res.output
-    assert res.output.startswith("stream.csv: 400 samples, 1 group(s), detector threshold: 1 alert(s)")
+    assert res.output.startswith("stream.csv: 400 samples, 1 group(s), detector threshold: 1 alert(s) in 1 incident(s)")
     assert "output_throughput_tok_s changed -3" in res.output or "decode time per token" in res.output
 
 

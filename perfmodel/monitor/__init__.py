@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from .core import ALERT_COLUMNS, MonitorReport, expected_for_replay, monitor_stream
+from .core import ALERT_COLUMNS, INCIDENT_COLUMNS, MonitorReport, expected_for_replay, monitor_stream
 from .detectors import (
     DETECTORS,
     Alert,
@@ -40,7 +40,7 @@ from .streams import (
 )
 
 __all__ = [
-    "ALERT_COLUMNS", "MonitorReport", "expected_for_replay", "monitor_stream",
+    "ALERT_COLUMNS", "INCIDENT_COLUMNS", "MonitorReport", "expected_for_replay", "monitor_stream",
     "DETECTORS", "Alert", "Detection", "Detector", "DetectorSettingsError", "Event", "PointDetector",
     "ThresholdDetector", "WindowDetector", "make_detector",
     "ExpectationError", "curve_for_query", "expectation_from_curve", "expectation_from_predictor",

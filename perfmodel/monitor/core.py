@@ -24,10 +24,13 @@ from .detectors import (
 from .hints import explain, hint_dict
 from .streams import MetricStream
 
-__all__ = ["ALERT_COLUMNS", "MonitorReport", "monitor_stream", "expected_for_replay"]
+__all__ = ["ALERT_COLUMNS", "INCIDENT_COLUMNS", "MonitorReport", "monitor_stream", "expected_for_replay"]
 
 ALERT_COLUMNS = ("group", "metric", "detector", "start_timestamp_s", "end_timestamp_s", "start_index",
                  "end_index", "n_alerts", "score", "value", "expected", "direction", "hint", "causes")
+#: One row per incident: the alerts of one group whose sample ranges overlap, whatever their metric.
+INCIDENT_COLUMNS = ("group", "start_timestamp_s", "end_timestamp_s", "start_index", "end_index", "n_metrics",
+                    "metrics", "changes", "score", "hint", "causes")
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,50 @@ class MonitorReport:
             r["hint"] = h
             out.append(r)
         return out
+
+    def incidents(self) -> pd.DataFrame:
+        """The alerts merged into incidents: one slow run shows in its TTFT, TPOT, ITL and end-to-end latency
+        at once, which is one thing to look at, not four.
+
+        Alerts of the same group whose sample ranges overlap form one incident (alerts of different groups
+        never merge: a replayed sweep's groups are configurations, a server's are its GPUs, and those have
+        their own tensor-parallel and neighbour hints).
+
+        Returns
+        -------
+        pandas.DataFrame
+            :data:`INCIDENT_COLUMNS`, in time order: ``metrics`` lists the metrics by the size of their score,
+            largest first, ``changes`` each one's change from its expectation (``"tpot_s +19%"``), ``score``
+            and ``hint`` are the largest alert's, ``causes`` joins the hints' causes without repeats.
+        """
+        a = self.alerts
+        if a.empty:
+            return pd.DataFrame(columns=list(INCIDENT_COLUMNS))
+        a = a.assign(_abs=a["score"].abs().fillna(0.0), _pos=np.arange(len(a)))
+        a = a.sort_values(["group", "start_index", "_pos"], kind="stable")
+        # a new incident where a group starts, or where an alert starts after every earlier one of its group ended
+        same = a["group"].eq(a["group"].shift()).to_numpy()
+        reach = a.groupby("group", sort=False)["end_index"].cummax().shift().to_numpy()
+        new = ~same | (a["start_index"].to_numpy() > np.nan_to_num(reach.astype("float64"), nan=-1.0))
+        a["_incident"] = np.cumsum(new)
+        rows = []
+        for _, inc in a.groupby("_incident", sort=False):
+            inc = inc.sort_values("_abs", ascending=False, kind="stable")
+            top = inc.iloc[0]
+            changes = []
+            for m, v, e in zip(inc["metric"], inc["value"], inc["expected"], strict=True):
+                rel = v / e - 1 if np.isfinite(v) and np.isfinite(e) and e != 0 else math.nan
+                changes.append(f"{m} {rel:+.0%}" if math.isfinite(rel) else str(m))
+            causes = list(dict.fromkeys(c for cs in inc["causes"] for c in str(cs).split(",") if c))
+            rows.append({"group": top["group"], "start_timestamp_s": float(inc["start_timestamp_s"].min()),
+                         "end_timestamp_s": float(inc["end_timestamp_s"].max()),
+                         "start_index": int(inc["start_index"].min()), "end_index": int(inc["end_index"].max()),
+                         "n_metrics": int(inc["metric"].nunique()),
+                         "metrics": ", ".join(dict.fromkeys(inc["metric"].astype(str))),
+                         "changes": ", ".join(changes), "score": float(top["score"]), "hint": top["hint"],
+                         "causes": ",".join(causes)})
+        out = pd.DataFrame(rows, columns=list(INCIDENT_COLUMNS))
+        return out.sort_values("start_timestamp_s", kind="stable").reset_index(drop=True)
 
 
 def _learnt_expectation(x: np.ndarray, n: int) -> float:

@@ -265,12 +265,15 @@ def explain(group_frame: pd.DataFrame, start: int, end: int, metric: str, *,
                                         {"neighbour_change_rel": r}))
                     break
 
-    sentence = _sentence(metric, change, causes)
+    sentence = _sentence(metric, change, causes, ref.stop - ref.start)
     return Hint(tuple(causes), sentence)
 
 
-def _sentence(metric: str, change: float, causes: list[Cause]) -> str:
-    head = f"{metric} changed {_pct(change)}" if math.isfinite(change) else f"{metric} left its band"
+def _sentence(metric: str, change: float, causes: list[Cause], n_ref: int) -> str:
+    # The change is against the samples just before (the evidence the causes compare), which need not be the
+    # detector's expectation: say which, so that "+18%" beside an alert's value and expected of +15% reads right.
+    head = (f"{metric} changed {_pct(change)} from the mean of the {n_ref:,} sample(s) before it" if math.isfinite(change)
+            else f"{metric} left its band")
     if not causes:
         return f"{head}; no telemetry moved with it (look at the client, the network or the workload mix)."
     return f"{head}: " + "; ".join(c.message for c in causes[:3]) + "."

@@ -335,8 +335,11 @@ def _clock(rep: MonitorReport, t: np.ndarray) -> tuple[str, bool]:
     return "time (s)", False
 
 
-def alerts_view(rep: MonitorReport) -> tuple[pd.DataFrame, dict[str, Any]]:
+def alerts_view(rep: MonitorReport, *, incidents: bool = False) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The alerts table as the page shows it, and its ``st.dataframe`` column configuration.
+
+    With ``incidents``, one row per incident (:meth:`MonitorReport.incidents`: the alerts of one group whose
+    samples overlap, a slow run's TTFT, TPOT and latency together) instead of one per metric.
 
     Start and end are on the chart's clock: date-times (UTC) where the stream's timestamps are epoch
     seconds (a recorded file, a replayed dataset with timestamps), not 1700000022.5; seconds, or the run's
@@ -347,14 +350,19 @@ def alerts_view(rep: MonitorReport) -> tuple[pd.DataFrame, dict[str, Any]]:
     ----------
     rep
         The report.
+    incidents
+        Incidents instead of alerts.
 
     Returns
     -------
     (pandas.DataFrame, dict)
     """
-    table = rep.alerts.drop(columns=["causes"], errors="ignore").copy()
+    table = (rep.incidents() if incidents else rep.alerts).drop(columns=["causes"], errors="ignore").copy()
     if "metric" in table.columns:  # "TTFT (s)", not ttft_s
         table["metric"] = [axis_title(str(m)) for m in table["metric"]]
+    if "metrics" in table.columns:
+        table["metrics"] = [", ".join(axis_title(m) for m in str(ms).split(", ")) for ms in table["metrics"]]
+        table["changes"] = [", ".join(_titled_change(c) for c in str(cs).split(", ")) for cs in table["changes"]]
     t = pd.to_numeric(rep.stream.frame["timestamp_s"], errors="coerce").to_numpy(dtype="float64")
     _, epoch = _clock(rep, t[np.isfinite(t)])
     cc = st.column_config
@@ -371,6 +379,12 @@ def alerts_view(rep: MonitorReport) -> tuple[pd.DataFrame, dict[str, Any]]:
         clock = {c: cc.NumberColumn(f"{c.split('_')[0]} (s)", format="%,.1f") for c in ends}
     return table, labelled_columns(table.columns, **clock, hint=cc.TextColumn(width="large"),
                                    score=cc.NumberColumn(format="%.2f"))
+
+
+def _titled_change(change: str) -> str:
+    """``"tpot_s +19%"`` as ``"TPOT (s) +19%"``."""
+    metric, _, rel = change.partition(" ")
+    return f"{axis_title(metric)} {rel}".strip()
 
 
 def _gaps(t: np.ndarray) -> np.ndarray:
@@ -401,7 +415,10 @@ def alerts_summary(rep: MonitorReport) -> str:
     a = rep.alerts
     if a.empty or not {"group", "metric"} <= set(a.columns):
         return ""
+    n_inc = len(rep.incidents())
     per = a.groupby(["group", "metric"], sort=False).size().sort_values(ascending=False, kind="stable")
     (g, m), n = per.index[0], int(per.iloc[0])
-    return (f"{len(a):,} alert(s) on {a['group'].nunique():,} group(s) and {a['metric'].nunique():,} metric(s); the "
-            f"most: {n:,} on {axis_title(str(m))} of {g}.")
+    text = (f"{len(a):,} alert(s) in {n_inc:,} incident(s) on {a['group'].nunique():,} group(s) and "
+            f"{a['metric'].nunique():,} metric(s)")
+    # the busiest series only where one stands out; "the most: 2" among hundreds of ones says nothing
+    return text + (f"; the most: {n:,} on {axis_title(str(m))} of {g}." if n > 2 and n > 2 * per.median() else ".")
