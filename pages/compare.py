@@ -47,11 +47,11 @@ for side, col in zip(("a", "b"), st.columns(2), strict=True):
         by_options = [C.NO_SUBSET, *[c for c in C.SUBSET_COLUMNS if c in runs.columns and runs[c].notna().any()]]
         if st.session_state.get(K[f"by_{side}"]) not in by_options:
             st.session_state[K[f"by_{side}"]] = C.NO_SUBSET
-        by = st.selectbox("Only the rows where", by_options, key=K[f"by_{side}"])
+        by = st.selectbox("Only the rows where", by_options, key=K[f"by_{side}"], format_func=C.column_label)
         values = sorted(runs[by].dropna().astype(str).unique()) if by != C.NO_SUBSET else []
         ui.keep_valid(K[f"in_{side}"], values)
         chosen = st.multiselect(C.values_label(by), values, key=K[f"in_{side}"], disabled=by == C.NO_SUBSET,
-                                placeholder="any value")
+                                placeholder="any value", format_func=C.value_label)
         label = ds.names[dataset] + (f" [{by}={','.join(chosen)}]" if by != C.NO_SUBSET and chosen else "")
         sides[side] = {"dataset": dataset, "runs": runs, "by": by, "in": chosen, "label": label}
 

@@ -136,3 +136,22 @@ def test_per_point_table_shows_the_results_before_the_keys_that_never_change() -
     assert cols.index("hardware") > cols.index("std_b")  # one hardware on every row: at the end, still there
     config = json.loads(df.proto.columns)
     assert config["n_a"]["label"] == "repeats A" and config["n_b"]["label"] == "repeats B"
+
+
+def test_one_sweep_at_two_thread_counts_compares_with_itself() -> None:
+    # The sample's tiny Llama was swept at 1 and 2 torch threads in one dataset; a measurement setting is a
+    # column a side can be cut by, shown in words, its values without ".0", and not matched on once it is what
+    # the sides contrast.
+    at = _open("pages/compare.py")
+    _ok(at)
+    for side, threads in (("a", "1.0"), ("b", "2.0")):
+        at.selectbox(key=KEYS[f"by_{side}"]).set_value("fw_num_threads").run()
+        at.multiselect(key=KEYS[f"in_{side}"]).set_value([threads]).run()
+    _ok(at)
+    box = at.multiselect(key=KEYS["in_a"])
+    assert box.label == "threads is one of" and [box.format_func(o) for o in box.options] == ["1", "2"]
+    table = at.dataframe[0].value
+    assert len(table) == 6 and set(table["input_len_tok"]) == {128.0} and set(table["output_len_tok"]) == {32.0}
+    assert "fw_num_threads" not in table.columns
+    assert {m.label: m.value for m in at.metric}["Matched points"] == "6"
+    assert at.query_params["by_b"] in ("fw_num_threads", ["fw_num_threads"])

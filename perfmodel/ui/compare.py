@@ -18,6 +18,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from ..curves import VARYING_BY
 from ..errors import PerfmodelError
 from ..pareto import (
     COMPARE_KEYS,
@@ -30,9 +31,10 @@ from ..pareto import (
 )
 from ..plots import axis_title
 from . import cached
+from .tables import column_words
 
 __all__ = ["P", "KEYS", "QP", "SUBSET_COLUMNS", "NO_SUBSET", "restore_from_link", "write_link", "options_json",
-           "comparison", "table_with_verdicts", "per_point_view", "metric_choices", "key_choices", "default_split", "same_rows", "contained", "values_label",
+           "comparison", "table_with_verdicts", "per_point_view", "metric_choices", "key_choices", "default_split", "same_rows", "contained", "values_label", "column_label", "value_label",
            "figure"]
 
 P = "compare."
@@ -43,8 +45,9 @@ QP = {"a": "a", "b": "b", "by_a": "by_a", "in_a": "in_a", "by_b": "by_b", "in_b"
       "ignore": "ignore", "config": "config"}
 _LISTS = ("in_a", "in_b", "ignore", "config")
 SUBSET_COLUMNS = ("framework", "framework_version", "model", "hardware", "load_kind", "weight_dtype",
-                  "kv_cache_dtype", "quantization", "device_count")
-"""Columns a side can be cut by."""
+                  "kv_cache_dtype", "quantization", "device_count", *VARYING_BY)
+"""Columns a side can be cut by; a measurement setting (torch threads, llama.cpp's n_batch) too, so that one
+sweep at two settings (the sample's threads 1 vs 2) compares with itself."""
 NO_SUBSET = "(all rows)"
 _CHECKED = P + "link_checked"
 
@@ -305,7 +308,22 @@ def values_label(by: str) -> str:
     -------
     str
     """
-    return "Values (choose a column first)" if by == NO_SUBSET else f"{by} is one of"
+    return "Values (choose a column first)" if by == NO_SUBSET else f"{column_label(by)} is one of"
+
+
+def column_label(col: str) -> str:
+    """A subset column in words (``KV-cache dtype``, ``threads``), :data:`NO_SUBSET` as it is."""
+    return col if col == NO_SUBSET else column_words(col)
+
+
+def value_label(value: str) -> str:
+    """A subset value as the page shows it: a whole number stored as a float without its ``.0`` (threads 2,
+    not 2.0); the value itself stays what the link and the filter use."""
+    try:
+        f = float(value)
+    except ValueError:
+        return value
+    return f"{f:.0f}" if f.is_integer() and value.endswith(".0") else value
 
 
 def _powers_of_two(x: pd.Series) -> list[float]:
