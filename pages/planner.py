@@ -48,6 +48,9 @@ if st.session_state.get(P.MODELS_FOR) != dataset:
     st.session_state[P.MODELS_FOR] = dataset
     if not st.session_state[P.KEYS["models"]]:
         st.session_state[P.KEYS["models"]] = P.default_models(runs)
+    # lengths still at the page's defaults: the models' most measured ones, so that the first plan is sized
+    # from measurements, not from runs at other lengths (the sample opened on an unmeasured 1024/1024)
+    P.default_lengths(st.session_state, runs, st.session_state[P.KEYS["models"]])
 if not predict:
     st.session_state[P.KEYS["framework"]] = ""
 elif fw_opts and st.session_state.get(P.KEYS["framework"]) not in fw_opts:

@@ -347,12 +347,18 @@ class PlanResult:
                         "matches the chosen models, hardware, frameworks and device counts together.")
             return f"{head}: no candidate is feasible ({len(self.infeasible)} rejected; see the reasons)."
         cost = rec["cost_per_hour"]
-        cost_txt = (f" for {cost:,.2f} {self.currency}/h ({rec['cost_per_hour_lo']:,.2f}-"
-                    f"{rec['cost_per_hour_hi']:,.2f}), {rec['cost_per_m_output_tok']:,.3f} {self.currency} "
-                    "per million output tokens") if np.isfinite(cost) else " (no price known)"
-        spread = (f"{rec['devices_lo']}-{rec['devices_hi']} across the band" if rec["devices_hi"] >= 0 else
-                  f"{rec['devices_lo']} or more across the band, whose low end is 0 tok/s")
-        dev = f"{rec['devices']} x {rec['hardware']} ({spread})"
+        lo_c, hi_c = f"{rec['cost_per_hour_lo']:,.2f}", f"{rec['cost_per_hour_hi']:,.2f}"
+        # a range only where the band moves it ("3.50 USD/h (3.50-3.50)" said nothing)
+        cost_range = f" ({lo_c}-{hi_c})" if (lo_c, hi_c) != (f"{cost:,.2f}",) * 2 else ""
+        cost_txt = (f" for {cost:,.2f} {self.currency}/h{cost_range}, {rec['cost_per_m_output_tok']:,.3f} "
+                    f"{self.currency} per million output tokens") if np.isfinite(cost) else " (no price known)"
+        if rec["devices_hi"] < 0:
+            spread = f" ({rec['devices_lo']} or more across the band, whose low end is 0 tok/s)"
+        elif rec["devices_lo"] == rec["devices_hi"] == rec["devices"]:
+            spread = " (the same across the band)"
+        else:
+            spread = f" ({rec['devices_lo']}-{rec['devices_hi']} across the band)"
+        dev = f"{rec['devices']} x {rec['hardware']}{spread}"
         extra = "" if rec["status"] == "ok" else " Only works at the optimistic end of the throughput band."
         if rec["status"] == "ok" and not rec["robust"]:
             extra = (" Not robust: at the low end of the throughput band the latency targets are missed (the "

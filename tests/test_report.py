@@ -32,7 +32,8 @@ def test_sections_and_content(report) -> None:  # noqa: ANN001
     summary = report.section("Executive summary").paragraphs[0]
     assert "4 x h100-sxm" in summary and "8.00 USD/h" in summary
     cand = report.section("Candidates")
-    assert cand.tables[0][1].iloc[0]["devices [band]"].startswith("4 [")
+    # the band does not move the device count here: "4", not "4 [4, 4]"; the summary says so in words
+    assert cand.tables[0][1].iloc[0]["devices [band]"] == "4" and "4 x h100-sxm (the same across the band)" in summary
     assert "memory does not fit" in cand.tables[1][1].iloc[0]["reason"]
     assert len(cand.figures) == 3  # the three Pareto fronts
     assert report.section("Saturation curves and knees").figures
@@ -234,7 +235,10 @@ def test_next_cheapest_names_its_model_and_the_price_hint_names_both_clients() -
     plan = {**PLAN, "prices": {"h100-sxm": 2.0}}
     paras = build_report(runs, dataset_name="d", plan_inputs=plan, accuracy=False,
                          predictions=False).section("Executive summary").paragraphs
-    (alt,) = [p for p in paras if p.startswith("Next cheapest")]
+    # each model is priced on one device only: the other candidate is another model, and says so (it read
+    # "Next cheapest", which a reader takes for a cheaper way to serve the same model)
+    (alt,) = [p for p in paras if p.startswith(("Next cheapest", "Cheapest with another model"))]
+    assert alt.startswith("Cheapest with another model: ")
     assert "llama-3.1-8b on vllm" in alt or "llama-3-8b on vllm" in alt
     (hint,) = [p for p in paras if "no price" in p]
     assert "--price HW=VALUE on the command line" in hint and "Price overrides on the Planner page" in hint
@@ -342,3 +346,16 @@ def test_a_plan_that_predicts_unmeasured_hardware_is_scored_holding_hardware_out
                          predictions=True).section("Measured accuracy on held-out data")
     assert plain.tables[0][1]["held out by"].tolist() == ["config"]
     assert not any("no runs of" in p for p in plain.paragraphs)
+
+
+def test_bands_that_round_to_their_value_and_times_are_written_plainly() -> None:
+    # "0.152 [0.152, 0.152]", "1 [1, 1]", "optimistic_only" and "2026-11-29 20:57:08.050443+00:00" in a report
+    # for a manager
+    from perfmodel.report.build import STATUS_WORDS, _band, _when
+
+    assert _band(0.1521, 0.1519, 0.1522, "{:,.3f}".format) == "0.152"
+    assert _band(0.152, 0.14, 0.16, "{:,.3f}".format) == "0.152 [0.140, 0.160]"
+    assert _band(1.0, float("nan"), 2.0) == "1"
+    assert STATUS_WORDS["optimistic_only"] == "optimistic only"
+    assert _when("2026-11-29 20:57:08.050443+00:00") == "2026-11-29 20:57:08 UTC"
+    assert _when("2026-12-02T08:05:32.255293Z") == "2026-12-02 08:05:32 UTC" and _when("n/a") == "n/a"

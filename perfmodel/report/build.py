@@ -128,9 +128,13 @@ def _span(values: pd.Series) -> str:
 def _band(v: float, lo: float, hi: float, fmt: Callable[[float], str] = compact_number) -> str:
     if not np.isfinite(v):
         return "n/a"
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        return fmt(v)
+    if not (np.isfinite(lo) and np.isfinite(hi)) or fmt(lo) == fmt(hi) == fmt(v):
+        return fmt(v)  # no band, or one that rounds to the value ("0.152 [0.152, 0.152]")
     return f"{fmt(v)} [{fmt(lo)}, {fmt(hi)}]"
+
+
+#: The planner's statuses in words.
+STATUS_WORDS = {"ok": "ok", "optimistic_only": "optimistic only"}
 
 
 _money = "{:,.2f}".format
@@ -150,11 +154,13 @@ def _candidate_table(res: PlanResult) -> pd.DataFrame:
         rows.append({
             "hardware": r["hardware"], "framework": r["framework"], "model": r["model"],
             "devices/replica": int(r["device_count"]), "batch": f"{r['batch_size']:g}",
-            "status": r["status"] + ("" if r["robust"] or r["status"] != "ok" else " (not robust)"),
+            "status": STATUS_WORDS.get(r["status"], r["status"])
+            + ("" if r["robust"] or r["status"] != "ok" else " (not robust)"),
             "sized from": f"{r['source']} at {r['lengths']}",
             "tok/s per device [band]": _band(r["throughput_per_device_tok_s"], r["throughput_per_device_tok_s_lo"],
                                              r["throughput_per_device_tok_s_hi"]),
-            "devices [band]": f"{r['devices']} [{r['devices_lo']}, {_devices(r['devices_hi'])}]",
+            "devices [band]": str(r["devices"]) if r["devices_lo"] == r["devices_hi"] == r["devices"]
+            else f"{r['devices']} [{r['devices_lo']}, {_devices(r['devices_hi'])}]",
             f"{cur}/h [band]": _band(r["cost_per_hour"], r["cost_per_hour_lo"], r["cost_per_hour_hi"], _money),
             f"{cur}/M output tok": _band(r["cost_per_m_output_tok"], r["cost_per_m_output_tok_lo"],
                                          r["cost_per_m_output_tok_hi"], _money_per_m),
@@ -240,7 +246,7 @@ def _plan_sections(res: PlanResult) -> tuple[Section, Section, Section]:
         if len(res.points) else res.points
     figs = tuple(front_figure(feas, name, currency=res.currency) for name in FRONTS) if len(feas) else ()
     cand = Section("Candidates", paragraphs=(
-        "Status ok: the SLOs hold at the central throughput; optimistic_only: they hold only at the optimistic end "
+        "Status ok: the SLOs hold at the central throughput; optimistic only: they hold only at the optimistic end "
         "of the band; not robust: they are missed at the pessimistic end. Energy basis tdp means TDP x devices "
         "over throughput (an upper bound); measured means the recorded power.",), tables=tuple(tables), figures=figs)
     return wl, cand, _summary_section(res)
@@ -252,9 +258,13 @@ def _summary_section(res: PlanResult) -> Section:
     if len(t) > 1:
         priced = t[np.isfinite(t["cost_per_m_output_tok"].astype(float))]
         if len(priced) > 1:
-            alt = priced.iloc[1]
-            # The model too: two models on one device read as the recommendation twice without it.
-            paras.append(f"Next cheapest: {alt['devices']} x {alt['hardware']} ({alt['model']} on {alt['framework']}, "
+            # The next cheapest way to serve the recommended model; another model is not an alternative to it
+            # but a different choice, and says so.
+            top = priced.iloc[0]
+            same = priced.iloc[1:][priced.iloc[1:]["model"] == top["model"]]
+            alt = same.iloc[0] if len(same) else priced.iloc[1]
+            lead = f"Next cheapest for {top['model']}" if len(same) else "Cheapest with another model"
+            paras.append(f"{lead}: {alt['devices']} x {alt['hardware']} ({alt['model']} on {alt['framework']}, "
                          f"{alt['device_count']} per replica) at {alt['cost_per_hour']:,.2f} {res.currency}/h.")
         unpriced = t[~np.isfinite(t["cost_per_m_output_tok"].astype(float))]
         if len(unpriced):
@@ -454,12 +464,19 @@ def _attribution_tables(imp: pd.DataFrame) -> tuple[tuple[str, pd.DataFrame], ..
             ("What these features mean (ii = input length, oo = output length, bb = batch size)", terms))
 
 
+def _when(stamp: Any) -> str:
+    """A stored time to the second, in UTC ("2026-12-02 08:05:32 UTC"), not the store's ISO text with its
+    microseconds; a text that is not a time stays as it is."""
+    t = pd.to_datetime(str(stamp), utc=True, errors="coerce")
+    return str(stamp) if pd.isna(t) else t.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def _provenance_section(name: str, info: Any, runs: pd.DataFrame) -> Section:
     from .. import __version__
 
     rows: list[tuple[str, str]] = [("dataset", name)]
     if info is not None:
-        rows += [("dataset id", str(info.id)), ("imported", str(info.created_at)),
+        rows += [("dataset id", str(info.id)), ("imported", _when(info.created_at)),
                  ("files", ", ".join(info.files)), ("formats", ", ".join(sorted(set(info.formats)))),
                  ("rows", f"{info.n_runs:,}"), ("import issues", f"{info.n_issues:,}")]
         prov = dict(info.provenance)
@@ -476,7 +493,7 @@ def _provenance_section(name: str, info: Any, runs: pd.DataFrame) -> Section:
             vals = sorted({str(v) for v in runs[col].dropna().unique()})
             rows.append((label, ", ".join(vals[:12]) + (" ..." if len(vals) > 12 else "") if vals else "not recorded"))
     if "timestamp" in runs.columns and runs["timestamp"].notna().any():
-        rows.append(("measured", f"{runs['timestamp'].min()} to {runs['timestamp'].max()}"))
+        rows.append(("measured", f"{_when(runs['timestamp'].min())} to {_when(runs['timestamp'].max())}"))
     rows.append(("report generated by perfmodel", __version__))
     counts = runs.groupby(["hardware", "framework"], dropna=False).size().reset_index(name="runs") \
         if len(runs) else pd.DataFrame()

@@ -45,15 +45,17 @@ table { border-collapse: collapse; margin: .6rem 0 1.2rem; font-size: .8rem; wid
 th, td { border: 1px solid #d8dee6; padding: .25rem .45rem; text-align: left; vertical-align: top; }
 th { background: #f1f4f8; } caption { text-align: left; font-weight: 600; padding: .3rem 0; }
 .pm-plot { width: 100%; min-height: 420px; page-break-inside: avoid; }
+tr, caption { break-inside: avoid; page-break-inside: avoid; } thead { display: table-header-group; }
+caption { break-after: avoid; page-break-after: avoid; }
 nav ol { columns: 2; font-size: .9rem; }
 section { page-break-inside: auto; }
-@media print { body { margin: 0; max-width: none; } nav { display: none; } }
+@media print { body { margin: 0; max-width: none; } nav, .screen-only { display: none; } }
 </style>
 <script>{{ plotly_js }}</script>
 </head>
 <body>
 <h1>{{ report.title }}</h1>
-<p class="meta">Generated {{ report.generated_at }} by perfmodel {{ version }}. Self-contained: charts are embedded and work offline.</p>
+<p class="meta">Generated {{ report.generated_at }} by perfmodel {{ version }}.<span class="screen-only"> Self-contained: charts are embedded and work offline.</span></p>
 <nav><ol>{% for s in report.sections %}<li><a href="#s{{ loop.index }}">{{ s.title }}</a></li>{% endfor %}</ol></nav>
 {% for s in report.sections %}{% set si = loop.index %}
 <section id="s{{ si }}">

@@ -481,7 +481,7 @@ def read_together_notes(ex: E.Explanation, imp: pd.DataFrame, top: int = 8) -> l
     -------
     list of str
         e.g. "PCIe contention (sequences/lane), batch size (sequences) and log2(batch) order the rows alike
-        (Spearman |ρ| ≥ 1.00): add their shares, 47 % together. PCIe contention has no value on 244 of 337
+        (Spearman |ρ| ≥ 0.99): add their shares, 47 % together. PCIe contention has no value on 244 of 337
         rows ...".
     """
     share = dict(zip(imp["feature"], imp["share"], strict=True))
@@ -489,7 +489,7 @@ def read_together_notes(ex: E.Explanation, imp: pd.DataFrame, top: int = 8) -> l
     for g in ex.read_together(imp["feature"].head(top).tolist()):
         names = feature_labels(g.features)
         listed = ", ".join(names[:-1]) + f" and {names[-1]}"
-        text = (f"{listed} order the rows alike (Spearman |ρ| ≥ {g.min_rho:.2f} where both have a value): the "
+        text = (f"{listed} order the rows alike (Spearman |ρ| ≥ {math.floor(g.min_rho * 100) / 100:.2f} where both have a value): the "
                 "trees could split on any of them and SHAP divides one effect among them arbitrarily, so read "
                 f"their shares together ({sum(share.get(f, 0.0) for f in g.features):.0%}).")
         for f, n in g.missing.items():
@@ -759,8 +759,8 @@ def dependence_figure(ex: E.Explanation, feature: str, color: str | None) -> go.
     fig.update_layout(title=f"{marker} {name}: {feature} ({kind})", xaxis_title=name,
                       yaxis_title="SHAP value (ln throughput)",
                       margin={"l": 10, "r": 10, "t": 50, "b": 40})
-    if wide_positive(dep["value"]):
-        fig.update_xaxes(type="log")
+    if wide_positive(dep["value"]):  # plain numbers, not plotly's bare minor digits ("5 0.1 2 5 1 2")
+        fig.update_xaxes(type="log", title_text=f"{name} (log scale)", tickformat=",~g")
     return fig
 
 

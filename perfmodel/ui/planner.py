@@ -6,6 +6,7 @@ import json
 import math
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -13,7 +14,7 @@ from .. import planner
 from ..errors import Problem, ValidationError
 from . import cached
 
-__all__ = ["KEYS", "DEFAULTS", "URL_SPEC", "URL_READ", "MODELS_FOR", "inputs_dict", "apply_inputs", "default_models", "page_notes",
+__all__ = ["KEYS", "DEFAULTS", "URL_SPEC", "URL_READ", "MODELS_FOR", "inputs_dict", "apply_inputs", "default_models", "default_lengths", "page_notes",
            "front_missing", "choices", "settle_choices", "CATALOG_STASH", "PREDICT_HELP", "SOURCE_HEADER", "plan_model", "plan_tables", "report_html", "report_pdf", "display_table", "display_column_config",
            "infeasible_table", "lengths_caveat", "MISSING"]
 
@@ -62,6 +63,35 @@ def default_models(runs: pd.DataFrame) -> list[str]:
         return []
     top = counts[counts == counts.max()].index
     return [sorted(top)[0]]
+
+
+def default_lengths(state: Any, runs: pd.DataFrame, models: list[str]) -> None:
+    """Set the workload's input and output lengths to the most measured pair of the given models' runs (all
+    runs where none is given), where both are still the page's defaults; a pair the user or a link chose stays.
+
+    Parameters
+    ----------
+    state
+        The session state (a mapping).
+    runs
+        Runs table.
+    models
+        The plan's models.
+    """
+    keys = (KEYS["input_len"], KEYS["output_len"])
+    if any(state.get(k) != DEFAULTS[n] for k, n in zip(keys, ("input_len", "output_len"), strict=True)):
+        return
+    cols = ["input_len_tok", "output_len_tok"]
+    if not set(cols) <= set(runs.columns):
+        return
+    sub = runs[runs["model"].astype(str).isin(models)] if models and "model" in runs.columns else runs
+    pairs = sub[cols].apply(pd.to_numeric, errors="coerce").dropna()
+    pairs = pairs[(pairs > 0).all(axis=1)]
+    if pairs.empty:
+        return
+    counts = pairs.value_counts(sort=False)
+    top = counts[counts == counts.max()].index.min()  # ties to the shortest prompt
+    state[keys[0]], state[keys[1]] = float(top[0]), float(top[1])
 
 
 PREDICT_HELP = ("Size what the runs do not cover with roofline-gbm (the What-if page's model, trained on this "
@@ -492,10 +522,14 @@ def display_table(table: pd.DataFrame, currency: str, lengths: str | None = None
             "lengths": LENGTHS_HEADER, "devices": "devices", "cost_per_hour": f"{currency}/h",
             "cost_per_m_output_tok": f"{currency}/M output tok", "status": "status", "source": SOURCE_HEADER,
             "throughput_per_device_tok_s": "tok/s per device", "batch_size": "batch", "e2e_s": "e2e s",
+            "ttft_s": "TTFT s", "tpot_s": "TPOT s",
             "devices_lo": "devices (low)", "devices_hi": "devices (high)",
             "price_per_device_hour": f"{currency}/device-hour", "price_source": "price source",
             "energy_j_per_output_tok": "J/output tok", "energy_basis": "energy basis", "note": "note"}
-    out = table[[c for c in cols if c in table.columns]].rename(columns=cols)
+    # TTFT and TPOT beside e2e, so that the margin to each target shows; not where no candidate has one
+    shown = [c for c in cols if c in table.columns
+             and not (c in ("ttft_s", "tpot_s") and not np.isfinite(pd.to_numeric(table[c], errors="coerce")).any())]
+    out = table[shown].rename(columns=cols)
     if "devices (high)" in out.columns:  # the planner's -1: the band's low end is 0 tok/s, so no upper bound
         out["devices (high)"] = out["devices (high)"].where(out["devices (high)"] >= 0)
     if "robust" in table.columns and "status" in out.columns:
