@@ -29,7 +29,7 @@ import plotly.graph_objects as go
 from .curves import DEFAULT_BY, OPTIONAL_BY, VARYING_BY
 from .errors import Problem, ValidationError
 
-__all__ = ["FRONTS", "NOISE_Z", "COMPARE_KEYS", "COMPARE_METRICS", "pareto_mask", "fronts", "front_figure", "Comparison",
+__all__ = ["FRONTS", "NOISE_Z", "COMPARE_KEYS", "COMPARE_METRICS", "pareto_mask", "fronts", "front_figure", "candidate_labels", "Comparison",
            "compare", "noise_verdicts", "VERDICTS", "select_runs", "configuration_labels", "comparison_figure"]
 
 FRONTS: dict[str, tuple[str, bool, str, bool]] = {
@@ -145,6 +145,27 @@ _LABELLED = 16
 """Up to this many points of a Pareto front are named on the chart (more would cover it)."""
 
 
+def candidate_labels(table: pd.DataFrame) -> pd.Series:
+    """Short names of plan candidates for charts and tables: ``h200 transformers x1``, with the model in front
+    where the rows serve more than one (two models on one H200 read as the same candidate twice).
+
+    Parameters
+    ----------
+    table
+        Rows with ``hardware``, ``framework``, ``device_count`` and, optionally, ``model``.
+
+    Returns
+    -------
+    pandas.Series
+        Aligned with ``table``.
+    """
+    out = (table["hardware"].astype(str) + " " + table["framework"].astype(str) + " x"
+           + table["device_count"].astype(str))
+    if "model" in table.columns and table["model"].nunique() > 1:
+        out = table["model"].astype(str) + " · " + out
+    return out
+
+
 def front_figure(points: pd.DataFrame, name: str, *, title: str | None = None,
                  currency: str | None = None) -> go.Figure:
     """Scatter of every operating point with the named front drawn as a line.
@@ -176,8 +197,7 @@ def front_figure(points: pd.DataFrame, name: str, *, title: str | None = None,
 
     fig = go.Figure()
     if len(points):
-        labels = (points["hardware"].astype(str) + " " + points["framework"].astype(str) + " x"
-                  + points["device_count"].astype(str) + " b" + points["batch_size"].map("{:g}".format))
+        labels = candidate_labels(points) + " b" + points["batch_size"].map("{:g}".format)
         hover = f"%{{text}}<br>{axis_title(xc)}: %{{x:,.4~r}}<br>{axis_title(yc)}: %{{y:,.4~r}}<extra></extra>"
         fig.add_trace(go.Scatter(x=points[xc], y=points[yc], mode="markers", name="operating points",
                                  text=labels, hovertemplate=hover,

@@ -359,3 +359,19 @@ def test_bands_that_round_to_their_value_and_times_are_written_plainly() -> None
     assert STATUS_WORDS["optimistic_only"] == "optimistic only"
     assert _when("2026-11-29 20:57:08.050443+00:00") == "2026-11-29 20:57:08 UTC"
     assert _when("2026-12-02T08:05:32.255293Z") == "2026-12-02 08:05:32 UTC" and _when("n/a") == "n/a"
+
+
+def test_candidates_of_several_models_are_named_by_their_model() -> None:
+    # Two models on one H200 read "h200 transformers x1" twice in the report's tables and on the Pareto charts.
+    from perfmodel.pareto import candidate_labels
+
+    t = pd.DataFrame({"hardware": ["h200", "h200"], "framework": ["transformers"] * 2, "device_count": [1, 1],
+                      "model": ["medium-llama", "large-llama"]})
+    assert candidate_labels(t).tolist() == ["medium-llama · h200 transformers x1", "large-llama · h200 transformers x1"]
+    assert candidate_labels(t.iloc[:1]).tolist() == ["h200 transformers x1"]
+    runs = pd.concat([synthetic_runs(model="llama-3-8b"), synthetic_runs(model="llama-3.1-8b")], ignore_index=True)
+    rep = build_report(runs, dataset_name="d", plan_inputs={**PLAN, "models": []}, accuracy=False, predictions=False)
+    cands = rep.section("Predictions with bands and confidence").tables[0][1]["candidate"].tolist()
+    assert len(cands) == 2 and len(set(cands)) == 2 and all(" · h100-sxm vllm x" in c for c in cands)
+    front = rep.section("Candidates").figures[0]
+    assert all(" · " in str(x) for tr in front.data for x in (tr.text if tr.text is not None else []))

@@ -21,6 +21,7 @@ import plotly.graph_objects as go
 from ..curve_tables import batch_estimate_text, compact_number, compact_seconds, fit_counts_words
 from ..errors import PerfmodelError
 from ..models.base import DEFAULT_TARGET, cannot_run_reasons
+from ..pareto import candidate_labels
 from ..planner import PlanInputs, PlanResult, nearest_lengths, plan, unmatched_candidates
 from ..plots import log_y_axis, wide_span
 
@@ -377,10 +378,11 @@ def _predictions_section(res: PlanResult | None, predictor: Any, name: str, erro
              f"{res.inputs.level:.0%} band. For a measured candidate that is the fitted curve with its bootstrap "
              "band, and its confidence the curve's R\u00b2 (1 = the curve explains every point); for a predicted "
              "one (source 'predicted') the predictor's answer, band and confidence (0-1)."]
-    rows = [{"candidate": f"{r['hardware']} {r['framework']} x{r['device_count']}", "batch": f"{r['batch_size']:g}",
+    names = candidate_labels(t)
+    rows = [{"candidate": names[i], "batch": f"{r['batch_size']:g}",
              "planner tok/s [band]": _band(r["throughput_tok_s"], r["throughput_tok_s_lo"], r["throughput_tok_s_hi"]),
              "planner confidence": f"{r['confidence']:.3f}" if np.isfinite(r["confidence"]) else "n/a",
-             "source": r["source"]} for _, r in t.iterrows()]
+             "source": r["source"]} for i, r in t.iterrows()]
     table = pd.DataFrame(rows)
     if predictor is not None and predicted.all():
         paras.append("Every candidate was sized by the predictor, so the planner's columns are its answers.")
