@@ -339,6 +339,13 @@ def test_a_plan_that_predicts_unmeasured_hardware_is_scored_holding_hardware_out
     table = acc.tables[0][1]
     assert table["held out by"].tolist() == ["config", "hardware"]
     assert all(pd.to_numeric(table["held-out points"]) > 0)
+    # each row is also said in words a manager can act on, with the table's own (3-digit) figures
+    said = [p for p in acc.paragraphs if "half the held-out points were predicted within" in p]
+    assert [p.split(":")[0] for p in said] == ["Configurations held out", "Hardware held out"]
+    for p, (_, row) in zip(said, table.iterrows(), strict=True):
+        assert f"within {row['median error (%)']:.3g}%" in p
+        cov = row["inside the 90% band (%)"]
+        assert (f"band held {cov:.0f}%" in p or f"held only {cov:.0f}%" in p) if np.isfinite(cov) else "90% band" not in p
     [why] = [p for p in acc.paragraphs if "no runs of" in p]
     assert "l40s" in why and "holds out each hardware in turn (2 of them)" in why and "h100" not in why
     # every candidate measured: the configuration holdout alone, as before
@@ -375,3 +382,18 @@ def test_candidates_of_several_models_are_named_by_their_model() -> None:
     assert len(cands) == 2 and len(set(cands)) == 2 and all(" · h100-sxm vllm x" in c for c in cands)
     front = rep.section("Candidates").figures[0]
     assert all(" · " in str(x) for tr in front.data for x in (tr.text if tr.text is not None else []))
+
+
+def test_hold_out_figures_in_words() -> None:
+    from perfmodel.report.build import _accuracy_words
+
+    close = _accuracy_words({"protocol": "config", "median_ape_pct": 2.0, "p90_ape_pct": 9.0, "coverage": 91.0,
+                             "median_rel_width": 12.0})
+    assert "close enough to size capacity from" in close and "about as it should" in close
+    far = _accuracy_words({"protocol": "hardware", "median_ape_pct": 29.73, "p90_ape_pct": 452.9,
+                           "coverage": 100.0, "median_rel_width": 304.4})
+    assert far.startswith("Hardware held out: half the held-out points were predicted within 29.7% of their "
+                          "measurement and nine in ten within 453%.")
+    assert "too far off to size capacity from" in far and "wider than needed (typically 304% of" in far
+    tail = _accuracy_words({"protocol": "model", "median_ape_pct": 7.0, "p90_ape_pct": 49.0, "coverage": 70.0})
+    assert "one in ten is off by more than 49%" in tail and "held only 70%" in tail

@@ -542,11 +542,15 @@ def _accuracy_section(runs: pd.DataFrame, name: str, res: PlanResult | None = No
             t[c] = 100 * pd.to_numeric(t[c], errors="coerce")
     if "n_test" in t.columns:
         t["n_test"] = pd.to_numeric(t["n_test"], errors="coerce").round().astype("Int64")
+    verdicts = [_accuracy_words(r) for r in t.to_dict("records")]
+    for c in ("median_ape_pct", "p90_ape_pct", "r2_log", "coverage", "median_rel_width"):  # 29.7, not 29.73
+        if c in t.columns:
+            t[c] = [float(f"{v:.3g}") if np.isfinite(v) else v for v in pd.to_numeric(t[c], errors="coerce")]
     t = t.rename(columns=_ACCURACY_HEADERS)
     paragraphs = [
         f"{name} trained on {n_all - n_held} of the {n_all} configurations and scored on the other {n_held} (no "
         "configuration on both sides, one seed): median and 90th-percentile absolute percentage error, R\u00b2 of "
-        "log throughput, and the share of held-out points inside the 90% band (coverage)."]
+        "log throughput, and the share of held-out points inside the 90% band (coverage).", *verdicts]
     for col, names in unmeasured.items():
         paragraphs.append(
             f"The plan predicts {', '.join(names)}, which this dataset has no runs of, so the table also holds "
@@ -559,6 +563,40 @@ def _accuracy_section(runs: pd.DataFrame, name: str, res: PlanResult | None = No
             "figure (on the command line: perfmodel evaluate DATASET --protocols config --seeds 3).")
     return Section(title, paragraphs=tuple(paragraphs), tables=(("Hold-out accuracy", t),))
 
+
+def _accuracy_words(row: Mapping[str, Any]) -> str:
+    """One hold-out row in plain words, with what it means for sizing from predictions."""
+    m, q = float(row.get("median_ape_pct", np.nan)), float(row.get("p90_ape_pct", np.nan))
+    c, w = float(row.get("coverage", np.nan)), float(row.get("median_rel_width", np.nan))
+    how = _PROTOCOL_WORDS.get(str(row.get("protocol")), f"held out by {row.get('protocol')}")
+    if not (np.isfinite(m) and np.isfinite(q)):
+        return f"{how.capitalize()}: not scored."
+    text = (f"{how.capitalize()}: half the held-out points were predicted within {m:.3g}% of their measurement "
+            f"and nine in ten within {q:.3g}%. ")
+    if q <= _CLOSE_PCT:
+        text += "That is close enough to size capacity from."
+    elif m <= _CLOSE_PCT:
+        text += (f"Typical points are close, but one in ten is off by more than {q:.3g}%: size from a prediction "
+                 "with its band, not its central value alone.")
+    else:
+        text += ("That is too far off to size capacity from: rely on the measured candidates, or measure the "
+                 "predicted ones before buying.")
+    if np.isfinite(c):
+        if c < 80:
+            text += f" The 90% band held only {c:.0f}% of the points: it is narrower than it should be."
+        elif c > 97 and np.isfinite(w):
+            text += (f" The 90% band held {c:.0f}% of the points, more than 90%: it is wider than needed "
+                     f"(typically {w:.0f}% of the prediction), so it over-states the uncertainty.")
+        else:
+            text += f" The 90% band held {c:.0f}% of the points, about as it should."
+    return text
+
+
+_CLOSE_PCT = 25.0
+"""A 90th-percentile error under which the report calls predictions close enough to size capacity from."""
+_PROTOCOL_WORDS = {"config": "configurations held out", "hardware": "hardware held out",
+                   "model": "models held out"}
+"""The protocols the report scores, in words."""
 
 _ACCURACY_HEADERS = {"protocol": "held out by", "n_test": "held-out points", "median_ape_pct": "median error (%)",
                      "p90_ape_pct": "90th-percentile error (%)", "r2_log": "R\u00b2 of log throughput",
