@@ -397,3 +397,19 @@ def test_hold_out_figures_in_words() -> None:
     assert "too far off to size capacity from" in far and "wider than needed (typically 304% of" in far
     tail = _accuracy_words({"protocol": "model", "median_ape_pct": 7.0, "p90_ape_pct": 49.0, "coverage": 70.0})
     assert "one in ten is off by more than 49%" in tail and "held only 70%" in tail
+
+
+def test_attributions_are_over_the_plan_candidates_runs() -> None:
+    # The sample's report ranked torch threads first (its CPU runs) in a report about an H200 plan.
+    from _predict_data import synthetic_runs as curve_runs
+
+    runs = curve_runs(noise=0.03)  # H100 and A100-40GB, two models, two lengths
+    plan = {**PLAN, "hardware": ["h100-sxm"]}
+    attrs = build_report(runs, dataset_name="d", plan_inputs=plan, accuracy=False, predictions=True).section(
+        "Top feature attributions")
+    which = attrs.paragraphs[0]
+    n_h100 = int((runs["hardware"] == "h100-sxm").sum())
+    assert which.startswith(f"Over the {n_h100:,} runs of the plan's candidates (h100-sxm ")
+    assert f"not the dataset's other {len(runs) - n_h100:,}" in which and attrs.tables
+    every = build_report(runs, dataset_name="d", accuracy=False, predictions=True).section("Top feature attributions")
+    assert every.paragraphs[0] == "Over every run of the dataset."

@@ -432,7 +432,35 @@ def _predictions_section(res: PlanResult | None, predictor: Any, name: str, erro
     return Section(title, paragraphs=tuple(paras), tables=(("Operating-point throughput", table),), figures=(fig,))
 
 
-def _attribution_section(runs: pd.DataFrame, predictor: Any) -> Section:
+def _attribution_rows(runs: pd.DataFrame, res: PlanResult | None) -> tuple[pd.DataFrame, str]:
+    """The runs whose attributions the report shows, and a sentence saying which: a plan's candidates' own
+    (their hardware, model and framework), where they have at least :data:`_FEW_ATTRIBUTED` runs, not the whole
+    dataset's (the sample's CPU runs ranked torch threads first in a report about an H200)."""
+    ok = runs[pd.to_numeric(runs["output_throughput_tok_s"], errors="coerce") > 0]
+    if res is None or res.table.empty:
+        return ok, "Over every run of the dataset."
+    keys = [k for k in ("hardware", "model", "framework") if k in ok.columns and k in res.table.columns]
+    cand = res.table[keys].astype(str).drop_duplicates()
+    mine = ok[pd.MultiIndex.from_frame(ok[keys].astype(str)).isin(pd.MultiIndex.from_frame(cand))]
+    if len(mine) < _FEW_ATTRIBUTED:
+        return ok, (f"Over every run of the dataset: the plan's candidates have {len(mine)} run(s), too few to "
+                    "rank features on.")
+    if len(mine) == len(ok):
+        return ok, "Over every run of the dataset (all of them are the plan's candidates')."
+    return mine, (f"Over the {len(mine):,} runs of the plan's candidates ({', '.join(_candidate_words(cand))}), "
+                  f"not the dataset's other {len(ok) - len(mine):,}: what drives the throughput of what is planned.")
+
+
+def _candidate_words(cand: pd.DataFrame) -> list[str]:
+    """``hardware model framework`` of each candidate, for a sentence."""
+    return [" ".join(r) for r in cand.astype(str).itertuples(index=False)]
+
+
+_FEW_ATTRIBUTED = 10
+"""Fewer runs of the plan's candidates than this and the report attributes over the whole dataset."""
+
+
+def _attribution_section(runs: pd.DataFrame, predictor: Any, res: PlanResult | None = None) -> Section:
     title = "Top feature attributions"
     try:
         from .. import explain as ex
@@ -440,13 +468,13 @@ def _attribution_section(runs: pd.DataFrame, predictor: Any) -> Section:
         return Section(title, paragraphs=("Omitted: perfmodel.explain is not available in this installation.",))
     if predictor is None:
         return Section(title, paragraphs=("Omitted: no predictor could be trained to attribute.",))
+    rows, which = _attribution_rows(runs, res)
     try:
-        e = ex.explain(predictor, runs[runs["output_throughput_tok_s"] > 0], sample_size=300, engine="xgboost",
-                       cache=False)
+        e = ex.explain(predictor, rows, sample_size=300, engine="xgboost", cache=False)
         imp = e.importance().head(10)
     except (PerfmodelError, ImportError, AttributeError, TypeError, ValueError) as exc:
         return Section(title, paragraphs=(f"Omitted: attributions could not be computed ({exc}).",))
-    return Section(title, paragraphs=(e.message,), tables=_attribution_tables(imp))
+    return Section(title, paragraphs=(which, e.message), tables=_attribution_tables(imp))
 
 
 def _attribution_tables(imp: pd.DataFrame) -> tuple[tuple[str, pd.DataFrame], ...]:
@@ -682,7 +710,7 @@ def build_report(runs: pd.DataFrame, *, dataset_name: str, info: Any = None,
     timings["curves"] = time.perf_counter() - t0
     t0 = step("predictions")
     preds = _predictions_section(res, predictor, pname, perr)
-    attrs = _attribution_section(runs, predictor)
+    attrs = _attribution_section(runs, predictor, res)
     timings["predictions+attributions"] = time.perf_counter() - t0
     if accuracy:
         t0 = step("accuracy")
