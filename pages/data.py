@@ -41,9 +41,11 @@ with importer:
         try:
             info, _ = ui.import_uploads(files, form, ui.open_store(home))
         except PerfmodelError as exc:
+            st.session_state.pop(K.LAST_IMPORT, None)  # the last import's green banner is not this one's
             ui.show_error(exc, what="Nothing was imported")
         else:
             ui.clear_store_caches()
+            ui.reset_upload_form()
             st.session_state[K.LAST_IMPORT] = info.id
             ui.select_dataset(info.id)
             # the old filters and the auto-chosen colour mean nothing in the new dataset
@@ -57,8 +59,12 @@ with importer:
     last = st.session_state.get(K.LAST_IMPORT)
     if last in set(datasets["id"]):
         row = datasets.set_index("id").loc[last]
-        st.success(f"Imported **{row['rows']:,}** run(s) into dataset **{row['name']}** (`{last}`) with "
-                   f"**{row['issues']:,}** issue(s).", icon=":material/check_circle:")
+        if row["rows"]:
+            st.success(f"Imported **{row['rows']:,}** run(s) into dataset **{row['name']}** (`{last}`) with "
+                       f"**{row['issues']:,}** issue(s).", icon=":material/check_circle:")
+        else:  # a file whose every request failed: stored as a record of the failure, with nothing to plot
+            st.warning(f"Dataset **{row['name']}** (`{last}`) holds **no run**: nothing in the file could be "
+                       f"measured (see its **{row['issues']:,}** issue(s) below).", icon=":material/warning:")
         last_issues = ui.dataset_issues(home, last, stamp)
         st.dataframe(tables.per_file_counts(ui.dataset_runs(home, last, stamp), last_issues),
                      hide_index=True, width="content")

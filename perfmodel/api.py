@@ -66,6 +66,11 @@ def import_files(paths: Sequence[str | Path], *, format: str | None = None, meta
     if not paths:
         raise ImportFormatError("no file to import: give at least one result file")
     meta = meta or ImportMeta()
+    # An optimum-benchmark config given beside its report (`perfmodel import run/*.json`) is read with the
+    # report, which finds it on disk; imported on its own it is refused as holding no measurement.
+    names = {Path(p).name for p in paths}
+    paths = [p for p in paths if not ("benchmark_config" in Path(p).name
+                                      and Path(p).name.replace("benchmark_config", "benchmark_report") in names)]
     results = [read_file(p, format=format, meta=meta) for p in paths]
     if strict:
         _refuse_errors(results)
@@ -104,11 +109,52 @@ def import_bytes(files: Sequence[tuple[str, bytes]], *, format: str | None = Non
         raise ImportFormatError("no file to import: upload at least one result file")
     meta = meta or ImportMeta()
     results = []
-    for file_name, data in files:
-        base = Path(str(file_name)).name or "upload"
-        results.append(read_file(Path(base), format=format, meta=meta, data=bytes(data), name=base))
+    named = [(Path(str(file_name)).name or "upload", bytes(data)) for file_name, data in files]
+    rest, pairs = _optimum_pairs(named) if format in (None, "optimum-benchmark") else (named, [])
+    for (report, r_data), (config, c_data) in pairs:
+        from .importers.optimum_benchmark import read_report_with_config
+
+        results.append(read_report_with_config(report, config, meta=meta, report_data=r_data, config_data=c_data))
+    for base, data in rest:
+        results.append(read_file(Path(base), format=format, meta=meta, data=data, name=base))
     info = _store(store).add_dataset(results, name=name, meta=meta)
     return info, results
+
+
+def _optimum_pairs(files: list[tuple[str, bytes]]) -> tuple[list[tuple[str, bytes]],
+                                                               list[tuple[tuple[str, bytes], tuple[str, bytes]]]]:
+    """Uploaded optimum-benchmark reports paired with their configs (which an upload cannot find beside it on
+    disk): by optimum-benchmark's own naming (``benchmark_report`` -> ``benchmark_config``), or the one report
+    with the one config. Returns the other files and the pairs; a file not read as JSON stays with the others."""
+    from .importers.base import loads_lenient
+    from .importers.optimum_benchmark import _split
+
+    kinds: dict[int, str] = {}
+    for i, (_name, data) in enumerate(files):
+        if len(data) > 50_000_000 or not (b'"decode"' in data or b'"backend"' in data):
+            continue
+        try:
+            rep, cfg = _split(loads_lenient(data.decode("utf-8")))
+        except (UnicodeDecodeError, ValueError):
+            continue
+        if rep is not None and cfg is None:
+            kinds[i] = "report"
+        elif rep is None and cfg is not None:
+            kinds[i] = "config"
+    reports = [i for i, k in kinds.items() if k == "report"]
+    configs = [i for i, k in kinds.items() if k == "config"]
+    pairs: list[tuple[int, int]] = []
+    for r in reports:
+        twin = files[r][0].replace("benchmark_report", "benchmark_config")
+        match = [c for c in configs if files[c][0] == twin and twin != files[r][0]]
+        if match:
+            pairs.append((r, match[0]))
+            configs.remove(match[0])
+    left = [r for r in reports if r not in {p[0] for p in pairs}]
+    if len(left) == 1 and len(configs) == 1:
+        pairs.append((left[0], configs[0]))
+    used = {i for p in pairs for i in p}
+    return [f for i, f in enumerate(files) if i not in used], [(files[r], files[c]) for r, c in pairs]
 
 
 def load_runs(ref: str, *, store: Store | None = None) -> pd.DataFrame:

@@ -101,6 +101,43 @@ def test_form_metadata_fills_what_the_file_does_not_say(formats_dir: Path) -> No
     assert set(runs["hardware"]) == {"h100-sxm"} and info.formats == (results[0].format,)
 
 
+def test_the_form_gives_what_a_file_does_not_record(formats_dir: Path) -> None:
+    # Four formats could not be imported from the browser: the errors sent the user to form fields that did not
+    # exist (an AIPerf CSV's concurrency, a throughput benchmark's lengths, a generic CSV's column mapping), and
+    # an optimum-benchmark report was read apart from its config.
+    aiperf = formats_dir / "aiperf" / "anud18-qwen36-aiperf__h100_chatbot_c8_profile_export_aiperf.csv"
+    with pytest.raises(ImportFormatError, match="does not say which hardware or model it ran on; supply the "
+                                                "hardware with --hardware NAME and the model with --model NAME"):
+        import_uploads([(aiperf.name, aiperf.read_bytes())], UploadForm(batch_size=8), Store())
+    with pytest.raises(ImportFormatError, match="the upload form's Batch size / concurrency"):
+        import_uploads([(aiperf.name, aiperf.read_bytes())], UploadForm(hardware="h100-sxm"), Store())
+    form = UploadForm.from_values({"hardware": "h100-sxm", "model": "qwen2.5-7b", "batch_size": 8.0,
+                                   "load_kind": "as in file"})
+    info, _ = import_uploads([(aiperf.name, aiperf.read_bytes())], form, Store())
+    run = Store().runs(info.id).iloc[0]
+    assert (run["load_kind"], run["batch_size"]) == ("concurrency", 8.0)
+
+    thr = formats_dir / "vllm-benchmark-throughput" / "vllm-ascend-nightly-nv-action__throughput_llama8B_tp1.json"
+    form = UploadForm(hardware="h100-sxm", model="llama-3.1-8b", input_len_tok=1024.0, output_len_tok=512.0)
+    info, _ = import_uploads([(thr.name, thr.read_bytes())], form, Store())
+    runs = Store().runs(info.id)
+    assert set(runs["input_len_tok"]) == {1024.0} and set(runs["output_len_tok"]) == {512.0}
+
+    pair = sorted((formats_dir / "optimum-benchmark").glob("*llama_awq*"))
+    assert [p.name.endswith("config.json") for p in pair] == [True, False]
+    info, results = import_uploads([(p.name, p.read_bytes()) for p in pair], UploadForm(), Store())
+    assert info.n_runs == 1 and [r.file for r in results] == [pair[1].name]
+
+    csv = b"gpu,model,conc,tps,lat_ms\nh100-sxm,llama-3.1-8b,1,100,50\nh100-sxm,llama-3.1-8b,4,320,60\n"
+    form = UploadForm(format="csv", column_map="hardware=gpu, model=model\nbatch_size=conc,output_throughput_tok_s=tps",
+                      framework="vllm", input_len_tok=128.0, output_len_tok=128.0, load_kind="concurrency")
+    info, _ = import_uploads([("mine.csv", csv)], form, Store())
+    assert Store().runs(info.id)["output_throughput_tok_s"].tolist() == [100.0, 320.0]
+    with pytest.raises(ValidationError, match="'batch_size conc' is not canonical=source") as err:
+        to_meta(UploadForm(column_map="hardware=gpu, batch_size conc"))
+    assert "Column mapping (generic CSV)" in str(err.value)
+
+
 def test_table_helpers() -> None:
     runs = import_bytes([("ui_runs.csv", UI_RUNS.read_bytes())], store=Store())[0]
     df = Store().runs(runs.id)
@@ -207,6 +244,36 @@ def test_upload_import_shows_counts_and_issues() -> None:
     at.multiselect(key=K.IMPORT_ISSUE_SEVERITY).set_value(["warning", "info"]).run()
     frames = [d.value for d in at.dataframe if list(d.value.columns) == list(tables.ISSUE_COLUMNS)]
     assert [len(f) for f in frames] == [0, 1]  # the dataset's own Issues tab keeps its selection
+
+
+def test_after_an_import_the_form_starts_empty_and_a_failure_drops_the_old_banner() -> None:
+    # The uploader kept the imported file and the form its hardware: adding a second file and pressing Import
+    # stored the first again, with the second file's rows labelled with the first one's hardware.
+    at = _app()
+    at.file_uploader(key=K.UPLOAD_FILES).set_value([("ui_runs.csv", UI_RUNS.read_bytes(), "text/csv")])
+    at.selectbox(key=K.FORM_FIELD["weight_dtype"]).set_value("fp8")
+    at.button(key=K.UPLOAD_SUBMIT).click().run()
+    _no_exception(at)
+    assert at.success and len(Store().datasets()) == 1
+    assert [u.key for u in at.file_uploader] == [f"{K.UPLOAD_FILES}.1"]
+    fresh = at.file_uploader(key=f"{K.UPLOAD_FILES}.1")
+    assert fresh.value in (None, []) and at.selectbox(key=K.FORM_FIELD["weight_dtype"]).value == "as in file"
+    fresh.set_value([("notes.txt", b"hello, this is not a benchmark\n", "text/plain")])
+    at.button(key=K.UPLOAD_SUBMIT).click().run()
+    _no_exception(at)
+    assert at.error and "Nothing was imported" in at.error[0].value
+    assert not at.success and len(Store().datasets()) == 1  # the earlier import's banner is gone, its data kept
+
+
+def test_a_file_whose_every_request_failed_is_not_a_green_import(formats_dir: Path) -> None:
+    # It read "Imported 0 run(s)" in green: a dataset with nothing to plot.
+    path = formats_dir / "vllm-bench-serve" / "er0080-vllm-benchmarking__bench_serve_all_requests_failed_v0.25.1.json"
+    at = _app()
+    at.file_uploader(key=K.UPLOAD_FILES).set_value([(path.name, path.read_bytes(), "application/json")])
+    at.selectbox(key=K.FORM_FIELD["hardware"]).set_value("h100-sxm")
+    at.button(key=K.UPLOAD_SUBMIT).click().run()
+    _no_exception(at)
+    assert not at.success and any("holds **no run**" in w.value for w in at.warning)
 
 
 def test_upload_error_is_shown_and_nothing_is_stored() -> None:

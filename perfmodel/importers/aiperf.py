@@ -220,6 +220,11 @@ def metrics_row(metrics: dict[str, dict[str, Any]], file: str, issues: list[Issu
     return row
 
 
+SUPPLY_CONCURRENCY = ("supply the concurrency: --batch-size N (CLI, read as the concurrency) or the upload form's "
+                      "Batch size / concurrency")
+"""How a user gives an AIPerf or genai-perf CSV its load setting, in both clients."""
+
+
 def load_from_meta(meta: ImportMeta) -> dict[str, Any]:
     """The load setting the user supplied, if the shared ImportMeta carries one.
 
@@ -374,8 +379,7 @@ class AIPerfImporter(Importer):
                 f"{file}: an AIPerf CSV export does not record the load setting (concurrency or request "
                 "rate), so its point cannot be placed on a load curve and nothing is guessed from the file "
                 "name. Import the profile_export_aiperf.json written beside it (its input_config has the "
-                "setting), or supply the concurrency (ImportMeta 'concurrency', CLI --concurrency) once "
-                "available.")
+                "setting), or " + SUPPLY_CONCURRENCY + ".")
         row.update(load)
         prov["load_from"] = "user"
         return Parsed(runs=records_frame([row]), issues=issues, provenance=prov)

@@ -699,6 +699,16 @@ def finalize(parsed: Parsed, *, meta: ImportMeta, fmt: str, file: str, sha256: s
 
     if n:
         # --- names through the catalogs (unique values only: fast on a million rows)
+        absent = [(kind, opt) for raw_col, kind, opt in (("hardware_raw", "hardware", "--hardware"),
+                                                         ("model_raw", "model", "--model"))
+                  if raw_col not in runs.columns or runs[raw_col].isna().all()]
+        if absent:  # both at once, not one per attempt
+            raise ImportFormatError(
+                f"{file}: the file does not say which {' or '.join(k for k, _ in absent)} it ran on; supply "
+                + " and ".join(f"it with {o} NAME" if len(absent) == 1 else f"the {k} with {o} NAME"
+                               for k, o in absent)
+                + " (CLI) or the " + " and ".join(k for k, _ in absent)
+                + (" fields" if len(absent) > 1 else " field") + " of the upload form")
         for raw_col, col, kind, opt in (("hardware_raw", "hardware", "hardware", "--hardware"),
                                         ("model_raw", "model", "model", "--model")):
             if raw_col not in runs.columns or runs[raw_col].isna().all():

@@ -32,6 +32,7 @@ from typing import Any
 
 from ..errors import ImportFormatError
 from .aiperf import (
+    SUPPLY_CONCURRENCY,
     csv_blocks,
     is_aiperf_json,
     is_metrics_json,
@@ -124,7 +125,6 @@ class GenAIPerfImporter(Importer):
             raise ImportFormatError(
                 f"{file}: the genai-perf export does not record the load setting (concurrency or request "
                 "rate), so its point cannot be placed on a load curve. Import profile_export_genai_perf.json "
-                "(its input_config has the setting) or supply the concurrency (ImportMeta 'concurrency', "
-                "CLI --concurrency) once available.")
+                "(its input_config has the setting) or " + SUPPLY_CONCURRENCY + ".")
         row.update(load)
         return Parsed(runs=records_frame([row]), issues=issues, provenance=prov)

@@ -273,7 +273,8 @@ class GenericCsvImporter(Importer):
         if not cmap:
             raise ImportFormatError(
                 f"{sample.name}: format 'csv' needs a column mapping (--map canonical=source, e.g. "
-                f"--map output_throughput_tok_s=tput). Columns in the file: {avail_txt}")
+                f"--map output_throughput_tok_s=tput; in the app, the upload form's Column mapping). Columns in "
+                f"the file: {avail_txt}")
         problems: list[str] = []
         unknown = [c for c in cmap if c not in COLUMN_NAMES and not is_extra_column(c)]
         if unknown:

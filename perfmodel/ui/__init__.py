@@ -30,7 +30,15 @@ from .links import link_warning, restore_from_link, select_dataset, selected_dat
 from .pickers import NO_DATASET, Datasets, available_datasets, dataset_selectbox, restore_dataset_link
 from .samples import SAMPLE_DATASET_NAME, ensure_sample_data, sample_files
 from .shell import PAGE_SPECS, PAGE_TITLE, PageSpec, home, pages, routed, sidebar, startup
-from .widgets import issues_table, keep_valid, sample_notice, show_error, upload_form
+from .widgets import (
+    issues_table,
+    keep_valid,
+    reset_upload_form,
+    sample_notice,
+    show_error,
+    upload_files_key,
+    upload_form,
+)
 
 __all__ = [
     "state",
@@ -80,4 +88,6 @@ __all__ = [
     "sample_notice",
     "show_error",
     "upload_form",
+    "upload_files_key",
+    "reset_upload_form",
 ]

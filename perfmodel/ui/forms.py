@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from ..importers import ImportMeta, ImportResult
     from ..store import DatasetInfo, Store
 
-__all__ = ["AUTO_FORMAT", "AS_IN_FILE", "UploadForm", "to_meta", "import_uploads"]
+__all__ = ["AUTO_FORMAT", "AS_IN_FILE", "LOAD_KINDS", "COLUMN_MAP_LABEL", "UploadForm", "to_meta", "parse_column_map",
+           "import_uploads"]
 
 AUTO_FORMAT = "auto"
 """Format choice meaning: detect each file's format from its content."""
@@ -27,7 +28,12 @@ AS_IN_FILE = "as in file"
 """Choice meaning: take the value from the file itself."""
 
 _META_FIELDS = ("hardware", "model", "framework", "framework_version", "device_count", "tp_size", "pp_size",
-                "weight_dtype", "kv_cache_dtype", "quantization")
+                "weight_dtype", "kv_cache_dtype", "quantization", "input_len_tok", "output_len_tok", "batch_size",
+                "load_kind", "latency_unit")
+LOAD_KINDS = ("static_batch", "concurrency", "request_rate", "offline")
+"""Load kinds a file that does not record one can be given (:class:`perfmodel.importers.ImportMeta`)."""
+COLUMN_MAP_LABEL = "Column mapping (generic CSV)"
+"""The form's column-mapping field, named in its errors."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,10 @@ class UploadForm:
         Free text; blank means as in the file.
     device_count, tp_size, pp_size
         Positive integers.
+    input_len_tok, output_len_tok, batch_size, load_kind, latency_unit
+        For files that do not record them (a throughput benchmark's lengths, an AIPerf CSV's concurrency).
+    column_map
+        A generic CSV's columns, ``canonical=source`` per line or comma-separated.
     name
         Dataset name; blank lets the store choose one from the file names.
     """
@@ -59,6 +69,12 @@ class UploadForm:
     weight_dtype: str | None = None
     kv_cache_dtype: str | None = None
     quantization: str | None = None
+    input_len_tok: float | None = None
+    output_len_tok: float | None = None
+    batch_size: float | None = None
+    load_kind: str | None = None
+    latency_unit: str | None = None
+    column_map: str | None = None
     name: str | None = None
 
     @classmethod
@@ -111,6 +127,8 @@ def to_meta(form: UploadForm) -> ImportMeta | None:
     from ..importers import ImportMeta
 
     given = {k: getattr(form, k) for k in _META_FIELDS if getattr(form, k) is not None}
+    if form.column_map:
+        given["column_map"] = parse_column_map(form.column_map)
     if not given:
         return None
     try:
@@ -119,6 +137,40 @@ def to_meta(form: UploadForm) -> ImportMeta | None:
         problems = [Problem(f"{err['msg']} (got {err.get('input')!r})",
                             column=".".join(str(p) for p in err["loc"])) for err in exc.errors()]
         raise ValidationError("the upload form has invalid values:", problems) from None
+
+
+def parse_column_map(text: str) -> dict[str, str]:
+    """A column mapping typed in the form: ``canonical=source`` pairs, one per line or comma-separated.
+
+    Parameters
+    ----------
+    text
+        The field's text.
+
+    Returns
+    -------
+    dict
+        Canonical column -> the file's column.
+
+    Raises
+    ------
+    ValidationError
+        An entry is not ``canonical=source``; the message names it.
+    """
+    out: dict[str, str] = {}
+    problems = []
+    for entry in (e.strip() for line in text.splitlines() for e in line.split(",")):
+        if not entry:
+            continue
+        canon, sep, source = entry.partition("=")
+        if not sep or not canon.strip() or not source.strip():
+            problems.append(Problem(f"{entry!r} is not canonical=source (e.g. batch_size=concurrency)",
+                                    column=COLUMN_MAP_LABEL))
+            continue
+        out[canon.strip()] = source.strip()
+    if problems:
+        raise ValidationError("the upload form has invalid values:", problems)
+    return out
 
 
 def import_uploads(files: Sequence[tuple[str, bytes]], form: UploadForm, store: Store,

@@ -15,10 +15,10 @@ from ..errors import PerfmodelError
 from ..plots import axis_title
 from . import cached, tables
 from . import state as K
-from .forms import AS_IN_FILE, AUTO_FORMAT, UploadForm
+from .forms import AS_IN_FILE, AUTO_FORMAT, COLUMN_MAP_LABEL, LOAD_KINDS, UploadForm
 from .samples import sample_notice_text
 
-__all__ = ["show_error", "upload_form", "issues_table", "sample_notice", "keep_valid", "labelled_columns",
+__all__ = ["show_error", "upload_form", "upload_files_key", "reset_upload_form", "issues_table", "sample_notice", "keep_valid", "labelled_columns",
            "DTYPE_CHOICES"]
 
 DTYPE_CHOICES = ("bf16", "fp16", "fp32", "fp8", "int8", "int4")
@@ -85,6 +85,21 @@ def keep_valid(key: str, options: Sequence[Any]) -> None:
             st.session_state[key] = [v for v in cur if v in allowed]
 
 
+def upload_files_key() -> str:
+    """The file uploader's key: a new one after each import, so that the next upload starts empty (Streamlit
+    cannot clear an uploader; it kept the last import's files, which the next Import stored again)."""
+    n = int(st.session_state.get(K.UPLOAD_COUNT, 0))
+    return K.UPLOAD_FILES if n == 0 else f"{K.UPLOAD_FILES}.{n}"
+
+
+def reset_upload_form() -> None:
+    """After an import: an empty uploader and every form field back to "as in file", so that the next file
+    does not take this one's hardware or model (it stored an MI300X file as GH200)."""
+    st.session_state[K.UPLOAD_COUNT] = int(st.session_state.get(K.UPLOAD_COUNT, 0)) + 1
+    for key in K.FORM_FIELD.values():
+        st.session_state.pop(key, None)
+
+
 def upload_form(home: str) -> tuple[bool, list[tuple[str, bytes]], UploadForm]:
     """Draw the upload form: files, format, metadata, dataset name, Import button.
 
@@ -105,7 +120,7 @@ def upload_form(home: str) -> tuple[bool, list[tuple[str, bytes]], UploadForm]:
     f = K.FORM_FIELD
     with st.form(K.UPLOAD_FORM, border=True):
         uploaded = st.file_uploader(
-            "Benchmark result files", accept_multiple_files=True, key=K.UPLOAD_FILES,
+            "Benchmark result files", accept_multiple_files=True, key=upload_files_key(),
             help="CSV, JSON, JSONL, YAML or text reports of benchmark clients (vLLM, SGLang, GuideLLM, "
                  "genai-perf/AIPerf, llmperf, TensorRT-LLM, LLM-Inference-Bench, ...). All files of one "
                  "upload become one dataset.")
@@ -134,6 +149,24 @@ def upload_form(home: str) -> tuple[bool, list[tuple[str, bytes]], UploadForm]:
             values[field] = col.number_input(label, min_value=1, value=None, step=1, key=f[field],
                                              placeholder=AS_IN_FILE)
         values["quantization"] = c4.text_input("Quantization", key=f["quantization"], placeholder=AS_IN_FILE)
+        with st.expander("What the file does not record (lengths, load, a generic CSV's columns)"):
+            c1, c2, c3, c4, c5 = st.columns(5)
+            for col, field, label in ((c1, "input_len_tok", "Input tokens"), (c2, "output_len_tok", "Output tokens"),
+                                      (c3, "batch_size", "Batch size / concurrency")):
+                values[field] = col.number_input(label, min_value=0.0 if field == "input_len_tok" else 1.0,
+                                                 value=None, step=1.0, format="%g", key=f[field],
+                                                 placeholder=AS_IN_FILE)
+            values["load_kind"] = c4.selectbox(
+                "Load kind", [AS_IN_FILE, *LOAD_KINDS], key=f["load_kind"],
+                help="static_batch: a batch of this size at once; concurrency: this many requests kept in "
+                     "flight; request_rate: requests per second; offline: all prompts at once.")
+            values["latency_unit"] = c5.selectbox("Latency unit", [AS_IN_FILE, "s", "ms"], key=f["latency_unit"],
+                                                  help="The unit of a generic CSV's latency columns.")
+            values["column_map"] = st.text_area(
+                COLUMN_MAP_LABEL, key=f["column_map"], height=68,
+                placeholder="batch_size=concurrency, output_throughput_tok_s=tps (canonical=the file's column)",
+                help="For a CSV of your own (format: generic CSV): which of its columns holds each canonical "
+                     "one, as `perfmodel import --map` takes them.")
         values["name"] = st.text_input("Dataset name", key=f["name"], placeholder="from the file names")
         submitted = st.form_submit_button("Import", type="primary", icon=":material/upload:",
                                           key=K.UPLOAD_SUBMIT)

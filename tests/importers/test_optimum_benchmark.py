@@ -103,3 +103,21 @@ def test_truncated_and_wrong_type(tmp_path: Path, formats_dir: Path) -> None:
     g.write_text(json.dumps({"config": cfg, "report": rep}))
     with pytest.raises(ImportFormatError, match="decode.throughput.unit is 'samples/s'"):
         read_file(g, meta=META)
+
+
+def test_a_folder_imports_with_its_configs_read_beside_their_reports(formats_dir: Path) -> None:
+    # `perfmodel import run/*.json` passed each config on its own, which is refused as holding no measurement;
+    # uploads (no folder to look in) pair a report with its config by optimum-benchmark's naming.
+    from perfmodel.api import import_bytes, import_files
+    from perfmodel.store import Store
+
+    files = sorted((formats_dir / "optimum-benchmark").glob("*.json"))
+    info, results = import_files(files, store=Store())
+    assert info.n_runs == 2 and all(r.file.endswith("benchmark_report.json") for r in results)
+    uploads = [(p.name, p.read_bytes()) for p in reversed(files)]
+    again, results = import_bytes(uploads, name="uploaded", store=Store())
+    assert again.n_runs == 2 and sorted(r.file for r in results) == sorted(r.file for r in import_files(
+        files, store=Store())[1])
+    config = next(u for u in uploads if u[0].endswith("benchmark_config.json"))
+    with pytest.raises(ImportFormatError, match="not a result"):
+        import_bytes([config], store=Store())  # a config alone is still refused
