@@ -4,7 +4,7 @@ import streamlit as st
 
 from perfmodel import ui
 from perfmodel.errors import PerfmodelError
-from perfmodel.plots import COLOR_OPTIONS, LOAD_AXES, THROUGHPUT_METRICS, axis_title
+from perfmodel.plots import COLOR_OPTIONS, THROUGHPUT_METRICS, X_AXES, axis_title
 from perfmodel.ui import analyses, tables
 from perfmodel.ui import pagestate as PS
 from perfmodel.ui import state as K
@@ -113,11 +113,11 @@ for flagged, label, why, key, config in (
 chart_tab, runs_tab, issues_tab = st.tabs(["Chart", "Runs", f"Issues ({len(issues):,})"])
 with chart_tab:
     c1, c2, c3, c4 = st.columns([2, 2, 2, 1], vertical_alignment="bottom")
-    PS.settle(K.X_AXIS, LOAD_AXES, tables.default_x(shown))
+    PS.settle(K.X_AXIS, X_AXES, tables.default_x(shown))
     PS.settle(K.Y_AXIS, THROUGHPUT_METRICS, THROUGHPUT_METRICS[0])
     PS.settle(K.COLOR, COLOR_OPTIONS, tables.default_color(shown))
     PS.defaults({"log_x": VIEW["log_x"]})
-    x = c1.selectbox("x", LOAD_AXES, key=K.X_AXIS, format_func=axis_title)
+    x = c1.selectbox("x", X_AXES, key=K.X_AXIS, format_func=axis_title)
     y = c2.selectbox("y", THROUGHPUT_METRICS, key=K.Y_AXIS, format_func=axis_title)
     color = c3.selectbox("Colour by", COLOR_OPTIONS, key=K.COLOR)
     log_x = c4.toggle("log x", key=K.LOG_X)

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LOAD_AXES",
+    "X_AXES",
     "THROUGHPUT_METRICS",
     "COLOR_OPTIONS",
     "SERIES_COLUMNS",
@@ -73,6 +74,9 @@ __all__ = [
 
 LOAD_AXES: tuple[str, ...] = ("batch_size", "measured_concurrency", "request_rate_rps")
 """Columns that can go on the x axis of a throughput curve."""
+X_AXES: tuple[str, ...] = (*LOAD_AXES, "input_len_tok", "output_len_tok")
+"""Columns that can go on the x axis of the Data page's chart: the load, or a length (offline runs, an ISL x OSL
+sweep, record no load: with the load axes only, their chart was empty)."""
 
 THROUGHPUT_METRICS: tuple[str, ...] = ("output_throughput_tok_s", "total_throughput_tok_s",
                                        "request_throughput_rps")
@@ -197,7 +201,7 @@ def throughput_figure(runs: pd.DataFrame, *, x: str = "batch_size", y: str = "ou
     runs
         A canonical runs table (any subset of rows).
     x
-        Load column, one of :data:`LOAD_AXES`.
+        Load or length column, one of :data:`X_AXES`.
     y
         Throughput column, one of :data:`THROUGHPUT_METRICS`.
     color
@@ -221,8 +225,8 @@ def throughput_figure(runs: pd.DataFrame, *, x: str = "batch_size", y: str = "ou
         ``x``, ``y`` or ``color`` is not one of the allowed options (a
         programming error: the app offers only allowed options).
     """
-    if x not in LOAD_AXES:
-        raise ValueError(f"x must be one of {LOAD_AXES}, got {x!r}")
+    if x not in X_AXES:
+        raise ValueError(f"x must be one of {X_AXES}, got {x!r}")
     if y not in THROUGHPUT_METRICS:
         raise ValueError(f"y must be one of {THROUGHPUT_METRICS}, got {y!r}")
     if color not in COLOR_OPTIONS:
@@ -240,8 +244,8 @@ def throughput_figure(runs: pd.DataFrame, *, x: str = "batch_size", y: str = "ou
     n_left_out = int((~ok).sum())
     df = df.loc[ok.to_numpy()].copy()
     df["_x"], df["_y"] = xv[ok], yv[ok]
-    note = f"{n_left_out} run(s) without {x}" + (" > 0" if log_x else "") + f" or {y} not shown" \
-        if n_left_out else ""
+    note = (f"{n_left_out:,} run(s) not shown: no finite {axis_title(x)}{' > 0' if log_x else ''} or no "
+            f"{axis_title(y)}") if n_left_out else ""
     if df.empty:
         return _empty_figure(note or "No runs to plot", x=x, y=y)
 

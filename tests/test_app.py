@@ -456,6 +456,21 @@ def test_a_run_without_a_batch_size_does_not_break_the_pages(formats_dir: Path) 
         _no_exception(at.switch_page(page).run())
 
 
+def test_offline_runs_are_drawn_against_their_lengths(formats_dir: Path) -> None:
+    # trtllm-bench's offline ISL x OSL runs record no load (request rate inf): the chart defaulted to the request
+    # rate and drew nothing, "63 run(s) without request_rate_rps > 0 ... not shown".
+    path = formats_dir / "trtllm-bench" / "trtllm-benchmarks-etched__throughput_summary.csv"
+    info, _ = import_uploads([(path.name, path.read_bytes())], UploadForm(hardware="h100-sxm", model="llama-3.1-70b"),
+                             Store())
+    runs = Store().runs(info.id)
+    assert tables.default_x(runs) == "input_len_tok"
+    at = _app(dataset=info.id)
+    _no_exception(at)
+    assert at.selectbox(key=K.X_AXIS).value == "input_len_tok"
+    fig = _figure(at)
+    assert fig["data"] and "not shown" not in fig["layout"]["title"]["text"]
+
+
 def test_runs_columns_read_in_words() -> None:
     """The Runs table, its column chooser and the Curves grouping showed raw names (output_throughput_tok_s)."""
     words = {c: tables.column_words(c) for c in ("output_throughput_tok_s", "device_count", "fw_num_threads",

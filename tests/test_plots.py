@@ -37,7 +37,7 @@ def test_one_trace_per_colour_with_gaps_between_configurations() -> None:
     assert by_name["a100"].connectgaps is False
     # The h100 point without a batch size is left out, and the title says so.
     assert list(by_name["h100"].x) == [1.0, 2.0]
-    assert "1 run(s) without batch_size" in fig.layout.title.text
+    assert "1 run(s) not shown: no finite batch size" in fig.layout.title.text
 
 
 def test_a_setting_splits_the_line_and_far_apart_colours_get_a_log_axis() -> None:
@@ -69,7 +69,7 @@ def test_empty_and_unplottable_runs_give_an_annotated_empty_figure() -> None:
     assert len(fig.data) == 0 and fig.layout.annotations[0].text == "No runs to plot"
     rate_only = _runs().assign(batch_size=np.nan)
     fig = throughput_figure(rate_only)
-    assert len(fig.data) == 0 and "9 run(s) without batch_size" in fig.layout.annotations[0].text
+    assert len(fig.data) == 0 and "9 run(s) not shown: no finite batch size" in fig.layout.annotations[0].text
 
 
 def test_bad_option_is_a_programming_error() -> None:

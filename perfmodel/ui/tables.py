@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
-from ..plots import COLOR_OPTIONS, LOAD_AXES, with_lengths
+from ..plots import COLOR_OPTIONS, X_AXES, with_lengths
 from ..schema import COLUMN_NAMES
 
 if TYPE_CHECKING:
@@ -305,7 +306,9 @@ def default_color(runs: pd.DataFrame) -> str:
 
 
 def default_x(runs: pd.DataFrame) -> str:
-    """The load axis to plot first: the first of :data:`~perfmodel.plots.LOAD_AXES` with values.
+    """The x axis to plot first: the first of :data:`~perfmodel.plots.X_AXES` (the load axes, then the
+    lengths) with a finite, positive value (an offline run's request rate is ``inf``: chosen for it, the chart
+    showed nothing).
 
     Parameters
     ----------
@@ -317,10 +320,12 @@ def default_x(runs: pd.DataFrame) -> str:
     str
         ``batch_size`` when no load column has a value.
     """
-    for col in LOAD_AXES:
-        if col in runs.columns and runs[col].notna().any():
-            return col
-    return LOAD_AXES[0]
+    for col in X_AXES:
+        if col in runs.columns:
+            v = pd.to_numeric(runs[col], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+            if (np.isfinite(v) & (v > 0)).any():
+                return col
+    return X_AXES[0]
 
 
 def per_file_counts(runs: pd.DataFrame, issues: pd.DataFrame) -> pd.DataFrame:
