@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -43,6 +44,8 @@ from .errors import PerfmodelError, Problem, UnknownNameError, ValidationError, 
 
 __all__ = [
     "BOUND_KINDS",
+    "PREFILLED_TOGETHER",
+    "prefills_together",
     "QUERY_COLUMNS",
     "DTYPE_BYTES",
     "ROOFLINE_COLUMNS",
@@ -528,11 +531,34 @@ def flag_suspect(runs: pd.DataFrame, *, tolerance: float = 1.0, basis: str = "we
     return flag.astype(bool).rename("suspect")
 
 
+PREFILLED_TOGETHER = ("static_batch", "offline")
+"""Load kinds whose prompts are prefilled together (the batch's TTFT floor is the whole batch's prefill); under a
+server's own scheduling (``concurrency``, ``request_rate``) a request may be prefilled alone."""
+
+
+def prefills_together(load_kind: Any) -> bool:
+    """Whether a run's prompts are prefilled together: a static batch, an offline run, or no load kind recorded.
+
+    Parameters
+    ----------
+    load_kind
+        A run's ``load_kind`` (missing allowed).
+
+    Returns
+    -------
+    bool
+    """
+    return load_kind is None or bool(pd.isna(load_kind)) or str(load_kind) in PREFILLED_TOGETHER
+
+
 def flag_fast_ttft(runs: pd.DataFrame, *, tolerance: float = 1.0, bounds: pd.DataFrame | None = None) -> pd.Series:
     """Flag measured times to first token shorter than physics allows (:func:`roofline`'s ``ttft_s_min``).
 
     No prefill of ``batch x input length`` prompt tokens finishes before its FLOPs at the devices' peak
-    rate, nor before one read of the weights: a TTFT below that floor is a data problem (a client that
+    rate, nor before one read of the weights; under a server's own scheduling (``concurrency``,
+    ``request_rate``: :func:`prefills_together` is false) a request may be prefilled alone, so the floor is one
+    prompt's (a closed loop of 1,024 requests was flagged against 1,024 prompts prefilled at once). A TTFT
+    below its floor is a data problem (a client that
     timed the response headers, a prompt cache that skipped the prefill, a miscounted batch), and the TTFT
     model leaves such rows out of training unless told to keep suspect points. Rows without a measured
     ``ttft_s`` or without a floor (catalog figure unknown) are not flagged. The 30 published TTFTs of
@@ -562,6 +588,12 @@ def flag_fast_ttft(runs: pd.DataFrame, *, tolerance: float = 1.0, bounds: pd.Dat
     if "ttft_s" not in runs.columns or len(runs) == 0:
         return pd.Series(False, index=runs.index, name="suspect_ttft", dtype=bool)
     floor = (bounds if bounds is not None else roofline(runs))["ttft_s_min"].astype("float64")
+    if "load_kind" in runs.columns:
+        alone = ~runs["load_kind"].map(prefills_together).astype(bool)
+        if alone.any():
+            one = runs.loc[alone].assign(batch_size=1.0)
+            floor = floor.copy()
+            floor.loc[alone] = roofline(one)["ttft_s_min"].astype("float64").to_numpy()
     t = pd.to_numeric(runs["ttft_s"], errors="coerce").astype("float64")
     flag = (t < tolerance * floor).fillna(False) & floor.notna() & (t > 0)
     return flag.astype(bool).rename("suspect_ttft")

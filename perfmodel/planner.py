@@ -604,10 +604,10 @@ def _ttft_floor(cand: Mapping[str, Any], probe: pd.DataFrame, lengths: tuple[flo
     it was sized from did: the floor is the whole batch's prefill. Under a server's own scheduling
     (``concurrency``, ``request_rate``) a request may be prefilled alone: one prompt's prefill.
     """
-    from .physics import roofline
+    from .physics import prefills_together, roofline
 
     kind = probe["load_kind"].iloc[0] if "load_kind" in probe.columns and len(probe) else None
-    together = kind is None or pd.isna(kind) or kind in ("static_batch", "offline")
+    together = prefills_together(kind)
     bb = np.asarray(batches, dtype=float) if together else np.ones(len(batches))
     q = pd.DataFrame({"hardware": str(cand["hardware"]), "model": str(cand["model"]),
                       "framework": str(cand["framework"]), "device_count": float(cand["device_count"]),
