@@ -11,6 +11,7 @@ from perfmodel.curve_tables import (
     NO_PLATEAU_HELP,
     SHORT_REASON,
     fit_counts_words,
+    has_load,
     overlaid_first,
 )
 from perfmodel.curves import INTERVAL_METHODS, MIN_BATCHES, R2_POOR, SHAPES, default_interval_method
@@ -132,7 +133,11 @@ links.write_curves_link(selected, by, configs, shape, chosen_intervals)
 n_ok = int(view.summary["success"].sum())
 st.caption(f"{fit_counts_words(view.summary)}; {axis_title(y)} vs batch size; "
            f"intervals: {intervals}.")
-if not fitted:
+if not fitted and not has_load(runs):
+    st.warning("These runs record no batch size or concurrency (offline runs, or a request rate), so there is no "
+               "saturation curve to fit: a curve is throughput against the number of sequences in flight. The Data "
+               "page draws them against their lengths or request rate.", icon=":material/scatter_plot:")
+elif not fitted:
     st.warning(f"Not enough points for a curve: every configuration has fewer than {MIN_BATCHES} distinct "
                "batch sizes, so nothing was fitted. Measure more batch sizes, or group by fewer columns.",
                icon=":material/scatter_plot:")

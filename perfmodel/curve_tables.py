@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CURVE_GROUP_COLUMNS",
+    "has_load",
     "SHORT_REASON",
     "fit_counts_words",
     "overlaid_first",
@@ -661,3 +662,22 @@ def default_overlay(summary: pd.DataFrame, n: int, *, r2_min: float | None = Non
                         index=summary.index).sort_values(["tier", "nb", "r2"], kind="stable")
     chosen = set(rank.index[:n])
     return [str(c) for i, c in summary["configuration"].items() if i in chosen]
+
+
+def has_load(runs: pd.DataFrame) -> bool:
+    """Whether any run records a batch size (or concurrency) a saturation curve can be fitted against: a finite,
+    positive ``batch_size``. Offline runs and request-rate runs without a concurrency limit have none.
+
+    Parameters
+    ----------
+    runs
+        A runs table.
+
+    Returns
+    -------
+    bool
+    """
+    if "batch_size" not in runs.columns:
+        return False
+    b = pd.to_numeric(runs["batch_size"], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+    return bool((np.isfinite(b) & (b > 0)).any())

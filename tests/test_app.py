@@ -469,6 +469,11 @@ def test_offline_runs_are_drawn_against_their_lengths(formats_dir: Path) -> None
     assert at.selectbox(key=K.X_AXIS).value == "input_len_tok"
     fig = _figure(at)
     assert fig["data"] and "not shown" not in fig["layout"]["title"]["text"]
+    # Curves says why there is no curve, not "measure more batch sizes"
+    at.switch_page("pages/curves.py").run()
+    _no_exception(at)
+    [why] = [w.value for w in at.warning if "no saturation curve" in w.value]
+    assert why.startswith("These runs record no batch size or concurrency") and "Measure more" not in why
 
 
 def test_runs_columns_read_in_words() -> None:
