@@ -89,7 +89,8 @@ def with_lengths(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 CURVE_GROUP_COLUMNS: tuple[str, ...] = ("hardware", "device_count", "framework", "model", "input_len_tok",
-                                        "output_len_tok", "weight_dtype", "kv_cache_dtype", "tp_size", "pp_size",
+                                        "output_len_tok", "weight_dtype", "kv_cache_dtype", "quantization",
+                                        "tp_size", "pp_size",
                                         "fw_num_threads", "fw_n_batch")
 """Columns a saturation curve can be grouped by (the configuration keys offered by the app)."""
 

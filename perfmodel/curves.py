@@ -151,7 +151,7 @@ LOSSES = ("soft_l1", "huber", "cauchy", "linear")
 
 DEFAULT_BY = ("hardware", "device_count", "framework", "model", "input_len_tok", "output_len_tok")
 """Columns that always identify a configuration."""
-OPTIONAL_BY = ("weight_dtype", "kv_cache_dtype", "tp_size", "pp_size")
+OPTIONAL_BY = ("weight_dtype", "kv_cache_dtype", "quantization", "tp_size", "pp_size")
 """Added to the default grouping when present with at least one value."""
 VARYING_BY = ("fw_num_threads", "fw_n_batch")
 """Added to the default grouping when they take more than one value: measurement settings outside the

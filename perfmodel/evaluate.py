@@ -102,7 +102,7 @@ def config_key(runs: pd.DataFrame) -> list[str]:
         :data:`~perfmodel.curves.VARYING_BY` settings that take more than one value, as the Curves
         page groups them (so a sweep at two thread counts is two configurations on every page).
     """
-    optional = [*OPTIONAL_BY, "quantization"]
+    optional = list(OPTIONAL_BY)
     return (list(DEFAULT_BY) + [c for c in optional if c in runs.columns and runs[c].notna().any()]
             + [c for c in VARYING_BY if c in runs.columns and runs[c].nunique() > 1])
 

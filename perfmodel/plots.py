@@ -83,7 +83,7 @@ THROUGHPUT_METRICS: tuple[str, ...] = ("output_throughput_tok_s", "total_through
 """Columns that can go on the y axis of a throughput curve."""
 
 COLOR_OPTIONS: tuple[str, ...] = ("hardware", "model", "framework", "lengths", "load_kind", "device_count",
-                                  "tp_size", "weight_dtype", "source_file")
+                                  "tp_size", "weight_dtype", "quantization", "source_file")
 """Columns a throughput curve can be coloured by (``lengths`` is derived: ``input/output``)."""
 
 SERIES_COLUMNS: tuple[str, ...] = ("hardware", "model", "framework", "framework_version", "device_count",

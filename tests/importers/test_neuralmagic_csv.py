@@ -55,3 +55,19 @@ def test_odd_offline_row_reported(tmp_path: Path) -> None:
     rows = {i.row: i.message for i in res.issues if i.severity == "error"}
     assert "neither a decode" in rows[2] and "expected a number" in rows[3]
     assert not math.isnan(res.runs["output_throughput_tok_s"].iloc[0])
+
+
+def test_quantization_schemes_are_separate_curves(formats_dir: Path) -> None:
+    # GPTQ and Marlin runs of one model were pooled into one configuration, whose fit failed with "repeats
+    # disagree by more than 3x".
+    from perfmodel.curve_tables import default_curve_by
+    from perfmodel.curves import fit_curves
+
+    p = formats_dir / "vllm-offline-batch-csv" / "neuralmagic-vllm-benchmarking__a100_model_benchmarking_results.csv"
+    runs = read_file(p, meta=ImportMeta(hardware="A100")).runs
+    by = default_curve_by(runs)
+    assert "quantization" in by
+    decode = runs[runs["throughput_basis"] == "output"]
+    fits = fit_curves(decode, by=by)
+    assert len(fits) == 3 and not fits["message"].astype(str).str.contains("disagree").any()
+    assert set(fits["quantization"].dropna()) == {"gptq", "marlin"} and fits["quantization"].isna().sum() == 1
