@@ -274,6 +274,9 @@ def test_a_file_whose_every_request_failed_is_not_a_green_import(formats_dir: Pa
     at.button(key=K.UPLOAD_SUBMIT).click().run()
     _no_exception(at)
     assert not at.success and any("holds **no run**" in w.value for w in at.warning)
+    # an issue of the whole file has no row or column: shown as a dash, not "None"
+    [issues] = [d for d in at.dataframe if list(d.value.columns) == list(tables.ISSUE_COLUMNS)][:1]
+    assert issues.proto.placeholder == "—"
 
 
 def test_upload_error_is_shown_and_nothing_is_stored() -> None:

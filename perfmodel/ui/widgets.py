@@ -195,7 +195,7 @@ def issues_table(issues: pd.DataFrame, *, key: str) -> None:
                             help="error: the row was dropped; warning: the row was kept but something was "
                                  "assumed or looks wrong; info: a note. Empty shows all.")
     shown = tables.issues_frame(issues, chosen)
-    st.dataframe(shown, hide_index=True, width="stretch",
+    st.dataframe(shown, hide_index=True, width="stretch", placeholder="—",  # a file-level issue has no row
                  column_config={"message": st.column_config.TextColumn(width="large")})
 
 
