@@ -38,6 +38,7 @@ importer = st.expander("Import benchmark result files", icon=":material/upload_f
 with importer:
     submitted, files, form = ui.upload_form(home)
     if submitted:
+        known = set(ui.datasets_table(home, ui.store_stamp(home))["id"])
         try:
             info, _ = ui.import_uploads(files, form, ui.open_store(home))
         except PerfmodelError as exc:
@@ -47,6 +48,7 @@ with importer:
             ui.clear_store_caches()
             ui.reset_upload_form()
             st.session_state[K.LAST_IMPORT] = info.id
+            st.session_state[K.LAST_IMPORT_KNOWN] = info.id in known  # the same content was stored before
             ui.select_dataset(info.id)
             # the old filters and the auto-chosen colour mean nothing in the new dataset
             for key in (*K.FILTER.values(), *PER_DATASET):
@@ -59,7 +61,10 @@ with importer:
     last = st.session_state.get(K.LAST_IMPORT)
     if last in set(datasets["id"]):
         row = datasets.set_index("id").loc[last]
-        if row["rows"]:
+        if st.session_state.get(K.LAST_IMPORT_KNOWN):
+            st.info(f"Already stored: these files, with these settings, are dataset **{row['name']}** (`{last}`, "
+                    f"{row['rows']:,} run(s)); nothing was added.", icon=":material/info:")
+        elif row["rows"]:
             st.success(f"Imported **{row['rows']:,}** run(s) into dataset **{row['name']}** (`{last}`) with "
                        f"**{row['issues']:,}** issue(s).", icon=":material/check_circle:")
         else:  # a file whose every request failed: stored as a record of the failure, with nothing to plot

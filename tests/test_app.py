@@ -263,6 +263,13 @@ def test_after_an_import_the_form_starts_empty_and_a_failure_drops_the_old_banne
     _no_exception(at)
     assert at.error and "Nothing was imported" in at.error[0].value
     assert not at.success and len(Store().datasets()) == 1  # the earlier import's banner is gone, its data kept
+    # the same file again: nothing new is stored, and the page says so rather than "Imported 12 run(s)"
+    at.file_uploader(key=f"{K.UPLOAD_FILES}.1").set_value([("ui_runs.csv", UI_RUNS.read_bytes(), "text/csv")])
+    at.selectbox(key=K.FORM_FIELD["weight_dtype"]).set_value("fp8")
+    at.button(key=K.UPLOAD_SUBMIT).click().run()
+    _no_exception(at)
+    assert not at.success and any(i.value.startswith("Already stored") for i in at.info)
+    assert len(Store().datasets()) == 1
 
 
 def test_a_file_whose_every_request_failed_is_not_a_green_import(formats_dir: Path) -> None:

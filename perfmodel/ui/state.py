@@ -20,6 +20,7 @@ __all__ = [
     "ISSUE_SEVERITY",
     "IMPORT_ISSUE_SEVERITY",
     "LAST_IMPORT",
+    "LAST_IMPORT_KNOWN",
     "UPLOAD_FORM",
     "UPLOAD_FILES",
     "UPLOAD_SUBMIT",
@@ -62,6 +63,8 @@ ISSUE_SEVERITY = "data.issue_severity"
 IMPORT_ISSUE_SEVERITY = "data.import_issue_severity"
 #: Id of the dataset the last Import in this session created (to show its counts and issues).
 LAST_IMPORT = "data.last_import"
+#: Whether that dataset was already in the store (the same content imported before: nothing was added).
+LAST_IMPORT_KNOWN = "data.last_import_known"
 DELETE_CONFIRM = "data.delete_confirm"
 
 # --- upload form
