@@ -94,9 +94,10 @@ def test_upload_import_and_plot(app_url: str, all_results_csv: Path) -> None:
             page.set_default_timeout(60_000)
             page.goto(app_url)
             expect(page.get_by_role("heading", name="Data", exact=True)).to_be_visible()
-            expander = page.locator('[data-testid="stExpander"]').filter(has_text="Import benchmark result files")
-            if expander.locator("details").get_attribute("open") is None:
-                expander.locator("summary").click()
+            # the import expander holds the form's own expander ("What the file does not record"): its first
+            expander = page.locator('[data-testid="stExpander"]').filter(has_text="Import benchmark result files").first
+            if expander.locator("details").first.get_attribute("open") is None:
+                expander.locator("summary").first.click()
             page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(
                 str(all_results_csv))
             expect(page.get_by_text(all_results_csv.name).first).to_be_visible()
