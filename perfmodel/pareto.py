@@ -207,19 +207,24 @@ def front_figure(points: pd.DataFrame, name: str, *, title: str | None = None,
         f = points[m].sort_values(xc)
         fl = labels[m].reindex(f.index)
         # The front's points are named on the chart, not only on hover: a printed report has no hover.
-        # Neighbours alternate above and below the line, so that close points' names do not print over each other.
+        # Neighbours alternate to the two sides of the staircase (above-left and below-right of a rising front,
+        # above-right and below-left of a falling one), so that close points' names do not print over each other.
+        rising = len(f) < 2 or float(f[yc].iloc[-1]) >= float(f[yc].iloc[0])
+        sides = ("bottom right", "top left") if rising else ("top right", "bottom left")  # the first to the right
         fig.add_trace(go.Scatter(x=f[xc], y=f[yc], mode="lines+markers+text" if len(f) <= _LABELLED else
                                  "lines+markers", name="Pareto front", text=fl, hovertemplate=hover,
-                                 textposition=[("top right", "bottom left", "top left", "bottom right")[i % 4]
-                                               for i in range(len(f))],
+                                 textposition=[sides[i % 2] for i in range(len(f))],
                                  textfont={"size": 10, "color": "#7a1f1f"},
                                  line={"color": "#d62728", "shape": "hv"}, marker={"size": 9}, cliponaxis=False))
 
     def titled(col: str) -> str:  # axis_title knows no currency: the plan's is added to a cost
         return f"{axis_title(col)} ({currency})" if currency and col.startswith("cost_") else axis_title(col)
 
+    # The legend above the plot, not at its right: the front's last point names itself to the right, and the
+    # legend cut it off ("h200 transfo").
     fig.update_layout(title=title or name.replace("_", " "), xaxis_title=titled(xc), yaxis_title=titled(yc),
-                      template="plotly_white", height=420, margin={"l": 60, "r": 20, "t": 50, "b": 50})
+                      template="plotly_white", height=440, margin={"l": 60, "r": 90, "t": 80, "b": 50},
+                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "right", "x": 1})
     return fig
 
 

@@ -52,6 +52,20 @@ def test_fronts_of_plan_points() -> None:
         front_figure(_points(), "nope")
 
 
+def test_front_labels_alternate_across_the_staircase_and_the_legend_leaves_them_room() -> None:
+    # Neighbours' names printed over each other ("h200 transformers x1 b1" on "...b16") and the legend at the
+    # right cut the last one ("h200 transfo").
+    pts = pd.DataFrame({"hardware": "h200", "framework": "transformers", "device_count": 1, "model": "m",
+                        "batch_size": [1.0, 16.0, 128.0, 256.0], "e2e_s": [1.5, 1.7, 1.9, 2.3],
+                        "throughput_per_device_tok_s": [60.0, 1200.0, 8500.0, 14000.0],
+                        "cost_per_m_output_tok": [25.0, 1.0, 0.2, 0.1], "memory_ok": True, "slo_ok": True})
+    rising = front_figure(pts, "throughput_vs_latency")
+    assert list(rising.data[1].textposition) == ["bottom right", "top left"] * 2
+    falling = front_figure(pts, "cost_vs_latency")
+    assert list(falling.data[1].textposition)[:2] == ["top right", "bottom left"]
+    assert rising.layout.legend.orientation == "h" and list(rising.data[1].text)[0] == "h200 transformers x1 b1"
+
+
 def _runs(values: dict[float, list[float]], framework: str) -> pd.DataFrame:
     rows = [{"hardware": "h100-sxm", "model": "llama-3-8b", "device_count": 1, "input_len_tok": 128.0,
              "output_len_tok": 128.0, "batch_size": b, "framework": framework, "output_throughput_tok_s": v}
