@@ -14,6 +14,7 @@ import pandas as pd
 
 from .errors import ImportFormatError, PerfmodelError, Problem, ValidationError
 from .importers.base import ImportMeta, ImportResult, read_file
+from .importers.lengths import common_mean_lengths
 from .store import DatasetInfo, Store
 
 __all__ = ["import_files", "import_bytes", "load_runs", "export_runs", "EXPORT_SUFFIXES"]
@@ -71,7 +72,7 @@ def import_files(paths: Sequence[str | Path], *, format: str | None = None, meta
     names = {Path(p).name for p in paths}
     paths = [p for p in paths if not ("benchmark_config" in Path(p).name
                                       and Path(p).name.replace("benchmark_config", "benchmark_report") in names)]
-    results = [read_file(p, format=format, meta=meta) for p in paths]
+    results = common_mean_lengths([read_file(p, format=format, meta=meta) for p in paths])
     if strict:
         _refuse_errors(results)
     info = _store(store).add_dataset(results, name=name, meta=meta)
@@ -117,6 +118,7 @@ def import_bytes(files: Sequence[tuple[str, bytes]], *, format: str | None = Non
         results.append(read_report_with_config(report, config, meta=meta, report_data=r_data, config_data=c_data))
     for base, data in rest:
         results.append(read_file(Path(base), format=format, meta=meta, data=data, name=base))
+    results = common_mean_lengths(results)
     info = _store(store).add_dataset(results, name=name, meta=meta)
     return info, results
 

@@ -38,6 +38,7 @@ import yaml
 
 from ..errors import ImportFormatError
 from .base import Importer, ImportMeta, Issue, Parsed, Sample, dig, loads_lenient, records_frame, register
+from .lengths import MEAN_LENGTHS
 
 __all__ = ["GuideLLMImporter", "STRATEGY_LOAD_KINDS"]
 
@@ -200,6 +201,7 @@ class GuideLLMImporter(Importer):
             issues.append(Issue(file, None, "model_raw", "the report's backend model is missing or "
                                 "anonymised; supply the model", "info"))
         runs = records_frame(rows)
+        prov[MEAN_LENGTHS] = True  # each benchmark's lengths are its requests' means
         return Parsed(runs=runs, issues=issues, provenance=prov)
 
     def _row(self, b: dict[str, Any], i: int, file: str, issues: list[Issue],

@@ -25,6 +25,7 @@ import pandas as pd
 
 from .base import Importer, ImportMeta, Issue, Parsed, Sample, register
 from .generic_csv import csv_header_has, numeric_columns, read_csv_rows, row_checks
+from .lengths import MEAN_LENGTHS
 
 __all__ = ["GuidellmCsvImporter", "PROFILE_LOAD_KINDS"]
 
@@ -133,4 +134,5 @@ class GuidellmCsvImporter(Importer):
                                 "rounding (rps to 0.01, lengths to whole tokens)", "info"))
         provenance = {"benchmarks": rows.col(lower["source_file"]).astype("string").tolist()} \
             if "source_file" in lower else {}
+        provenance[MEAN_LENGTHS] = True  # prompt_tokens_mean, output_tokens_mean
         return Parsed(runs=runs.loc[keep].reset_index(drop=True), issues=issues, provenance=provenance)

@@ -35,6 +35,7 @@ from typing import Any
 
 from ..errors import ImportFormatError
 from .base import Importer, ImportMeta, Issue, Parsed, Sample, records_frame, register, stat_columns
+from .lengths import MEAN_LENGTHS
 
 __all__ = ["InferencePerfImporter", "LATENCY_KEYS", "PROMETHEUS_FW_COLUMNS"]
 
@@ -143,6 +144,7 @@ class InferencePerfImporter(Importer):
         row["throughput_basis"] = "output+total"
         row["input_len_tok"] = (succ.get("prompt_len") or {}).get("mean")
         row["output_len_tok"] = (succ.get("output_len") or {}).get("mean")
+        prov[MEAN_LENGTHS] = True
         lat = succ["latency"]
         for stem, key in LATENCY_KEYS.items():
             st = lat.get(key)
