@@ -122,7 +122,9 @@ cc = st.column_config
 unit = f" ({u})" if (u := axis_title(metric).rpartition("(")[2].rstrip(")")) != axis_title(metric) else ""
 st.dataframe(shown_table, hide_index=True, key=C.P + "table", column_config=labelled_columns(
     shown_table.columns, diff_pct=cc.NumberColumn("diff %", format="%+.1f"),
-    **{c: cc.NumberColumn(label + unit, format="localized", help=f"{what}, {axis_title(metric)}")  # 14,321.5
+    # a throughput to one decimal (14,321.5, not 1,232.789); a latency as localized, whose digits matter
+    **{c: cc.NumberColumn(label + unit, format="%,.1f" if metric.endswith(("_tok_s", "_rps")) else "localized",
+                          help=f"{what}, {axis_title(metric)}")
        for c, label, what in (("mean_a", "A", "Side A's mean"), ("mean_b", "B", "Side B's mean"),
                               ("diff", "B − A", "Difference of the means"),
                               ("noise_se", "noise (std. error)", "Run-to-run noise of the difference"),

@@ -154,4 +154,6 @@ def test_one_sweep_at_two_thread_counts_compares_with_itself() -> None:
     assert len(table) == 6 and set(table["input_len_tok"]) == {128.0} and set(table["output_len_tok"]) == {32.0}
     assert "fw_num_threads" not in table.columns
     assert {m.label: m.value for m in at.metric}["Matched points"] == "6"
+    config = json.loads(at.dataframe[0].proto.columns)  # throughput to one decimal, not 1,232.789
+    assert config["mean_a"]["type_config"]["format"] == "%,.1f"
     assert at.query_params["by_b"] in ("fw_num_threads", ["fw_num_threads"])
