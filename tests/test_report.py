@@ -32,6 +32,9 @@ def test_sections_and_content(report) -> None:  # noqa: ANN001
     summary = report.section("Executive summary").paragraphs[0]
     assert "4 x h100-sxm" in summary and "8.00 USD/h" in summary
     cand = report.section("Candidates")
+    row = cand.tables[0][1].iloc[0]  # energy also as a bill reads it: J per token / 3.6 = kWh per million tokens
+    j, kwh = (float(str(row[c]).split()[0]) for c in ("J/output tok", "kWh/M output tok"))
+    assert kwh == pytest.approx(j / 3.6, rel=0.01)
     # the band does not move the device count here: "4", not "4 [4, 4]"; the summary says so in words
     assert cand.tables[0][1].iloc[0]["devices [band]"] == "4" and "4 x h100-sxm (the same across the band)" in summary
     assert "memory does not fit" in cand.tables[1][1].iloc[0]["reason"]

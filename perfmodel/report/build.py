@@ -138,6 +138,8 @@ def _band(v: float, lo: float, hi: float, fmt: Callable[[float], str] = compact_
 STATUS_WORDS = {"ok": "ok", "optimistic_only": "optimistic only"}
 
 
+_J_PER_KWH_PER_M = 3.6
+"""Joules per token in one kWh per million tokens (3.6e6 J / 1e6 tokens)."""
 _money = "{:,.2f}".format
 _money_per_m = "{:,.3f}".format
 
@@ -169,6 +171,9 @@ def _candidate_table(res: PlanResult) -> pd.DataFrame:
                                         r["cost_per_m_total_tok_hi"], _money_per_m),
             "J/output tok": _band(r["energy_j_per_output_tok"], r["energy_j_per_output_tok_lo"],
                                   r["energy_j_per_output_tok_hi"]) + f" ({r['energy_basis']})",
+            # the figure an energy bill is in: 1 J per token is 1e6 J = 0.278 kWh per million tokens
+            "kWh/M output tok": _band(*(r[f"energy_j_per_output_tok{s}"] / _J_PER_KWH_PER_M
+                                        for s in ("", "_lo", "_hi"))),
             "e2e latency": compact_seconds(r["e2e_s"]), "latency basis": r["latency_basis"],
             "price source": r["price_source"], "note": r["note"],
         })
