@@ -665,20 +665,23 @@ def default_overlay(summary: pd.DataFrame, n: int, *, r2_min: float | None = Non
     return [str(c) for i, c in summary["configuration"].items() if i in chosen]
 
 
-def has_load(runs: pd.DataFrame) -> bool:
-    """Whether any run records a batch size (or concurrency) a saturation curve can be fitted against: a finite,
-    positive ``batch_size``. Offline runs and request-rate runs without a concurrency limit have none.
+def has_load(runs: pd.DataFrame, column: str = "batch_size") -> bool:
+    """Whether any run has a finite, positive value in ``column``: by default a batch size (or concurrency) a
+    saturation curve can be fitted against, which offline runs and request-rate runs without a concurrency limit
+    lack (their request rate is ``inf``).
 
     Parameters
     ----------
     runs
         A runs table.
+    column
+        The load (or length) column.
 
     Returns
     -------
     bool
     """
-    if "batch_size" not in runs.columns:
+    if column not in runs.columns:
         return False
-    b = pd.to_numeric(runs["batch_size"], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+    b = pd.to_numeric(runs[column], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
     return bool((np.isfinite(b) & (b > 0)).any())

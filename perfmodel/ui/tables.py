@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
 import pandas as pd
 
+from ..curve_tables import has_load
 from ..plots import COLOR_OPTIONS, X_AXES, with_lengths
 from ..schema import COLUMN_NAMES
 
@@ -320,12 +320,7 @@ def default_x(runs: pd.DataFrame) -> str:
     str
         ``batch_size`` when no load column has a value.
     """
-    for col in X_AXES:
-        if col in runs.columns:
-            v = pd.to_numeric(runs[col], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
-            if (np.isfinite(v) & (v > 0)).any():
-                return col
-    return X_AXES[0]
+    return next((col for col in X_AXES if has_load(runs, col)), X_AXES[0])
 
 
 def per_file_counts(runs: pd.DataFrame, issues: pd.DataFrame) -> pd.DataFrame:
