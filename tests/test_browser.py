@@ -166,3 +166,38 @@ def _open_curves_from_link(page, app_url: str, expect) -> dict:  # noqa: ANN001 
     page.screenshot(path=str(SCREENSHOT.with_name("perfmodel-curves-page.png")))
     knees["expected"] = fit.knees
     return knees
+
+
+def test_the_upload_form_starts_empty_after_an_import(app_url: str) -> None:
+    """The fields kept their values in the browser after an import (the session state was cleared, not the
+    widgets), and the next file went into the store with the last one's settings."""
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=60_000)
+    runs_csv = REPO / "tests" / "data" / "ui" / "ui_runs.csv"
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1400})
+            page.set_default_timeout(60_000)
+            page.goto(app_url)
+            expect(page.get_by_role("heading", name="Data", exact=True)).to_be_visible()
+            expander = page.locator('[data-testid="stExpander"]').filter(has_text="Import benchmark result files").first
+            if expander.locator("details").first.get_attribute("open") is None:
+                expander.locator("summary").first.click()
+            page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(runs_csv))
+            name = page.get_by_placeholder("from the file names")
+            name.fill("first upload")
+            framework = page.locator('[data-testid="stTextInput"]').filter(has_text="Framework version").locator(
+                "input")
+            framework.fill("9.9.9")
+            page.locator('[data-testid="stBaseButton-primaryFormSubmit"]').click()
+            expect(page.locator('[data-testid="stAlertContentSuccess"]')).to_contain_text("first upload")
+            page.wait_for_timeout(1000)
+            # the new form: no file, and every field back to "as in file"
+            expect(page.locator('[data-testid="stFileUploaderFile"]')).to_have_count(0)
+            expect(page.get_by_placeholder("from the file names")).to_have_value("")
+            expect(page.locator('[data-testid="stTextInput"]').filter(has_text="Framework version").locator(
+                "input")).to_have_value("")
+        finally:
+            browser.close()

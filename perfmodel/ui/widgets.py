@@ -18,7 +18,7 @@ from . import state as K
 from .forms import AS_IN_FILE, AUTO_FORMAT, COLUMN_MAP_LABEL, LOAD_KINDS, UploadForm
 from .samples import sample_notice_text
 
-__all__ = ["show_error", "upload_form", "upload_files_key", "reset_upload_form", "issues_table", "sample_notice", "keep_valid", "labelled_columns",
+__all__ = ["show_error", "upload_form", "upload_files_key", "upload_field_keys", "reset_upload_form", "issues_table", "sample_notice", "keep_valid", "labelled_columns",
            "DTYPE_CHOICES"]
 
 DTYPE_CHOICES = ("bf16", "fp16", "fp32", "fp8", "int8", "int4")
@@ -85,18 +85,31 @@ def keep_valid(key: str, options: Sequence[Any]) -> None:
             st.session_state[key] = [v for v in cur if v in allowed]
 
 
+def _fresh(key: str) -> str:
+    """``key`` for this session's n-th upload form: ``key`` itself for the first, ``key.n`` after n imports."""
+    n = int(st.session_state.get(K.UPLOAD_COUNT, 0))
+    return key if n == 0 else f"{key}.{n}"
+
+
 def upload_files_key() -> str:
     """The file uploader's key: a new one after each import, so that the next upload starts empty (Streamlit
     cannot clear an uploader; it kept the last import's files, which the next Import stored again)."""
-    n = int(st.session_state.get(K.UPLOAD_COUNT, 0))
-    return K.UPLOAD_FILES if n == 0 else f"{K.UPLOAD_FILES}.{n}"
+    return _fresh(K.UPLOAD_FILES)
+
+
+def upload_field_keys() -> dict[str, str]:
+    """The form fields' keys (:data:`~perfmodel.ui.state.FORM_FIELD` renewed after each import like the
+    uploader's): a widget's value lives in the browser too, which sends it back on the next run, so removing it
+    from the session state did not clear it, and the next file took this one's hardware and model."""
+    return {name: _fresh(key) for name, key in K.FORM_FIELD.items()}
 
 
 def reset_upload_form() -> None:
-    """After an import: an empty uploader and every form field back to "as in file", so that the next file
-    does not take this one's hardware or model (it stored an MI300X file as GH200)."""
+    """After an import: an empty uploader and every form field back to "as in file" (new keys), so that the next
+    file does not take this one's hardware or model (it stored an MI300X file as GH200)."""
+    old = upload_field_keys()
     st.session_state[K.UPLOAD_COUNT] = int(st.session_state.get(K.UPLOAD_COUNT, 0)) + 1
-    for key in K.FORM_FIELD.values():
+    for key in old.values():
         st.session_state.pop(key, None)
 
 
@@ -117,7 +130,7 @@ def upload_form(home: str) -> tuple[bool, list[tuple[str, bytes]], UploadForm]:
     formats = cached.format_choices()
     hardware = cached.hardware_choices(home)
     models = cached.model_choices(home)
-    f = K.FORM_FIELD
+    f = upload_field_keys()
     with st.form(K.UPLOAD_FORM, border=True):
         uploaded = st.file_uploader(
             "Benchmark result files", accept_multiple_files=True, key=upload_files_key(),
