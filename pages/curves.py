@@ -131,13 +131,14 @@ configs = st.multiselect(f"Configurations to overlay ({len(labels):,})", labels,
 links.write_curves_link(selected, by, configs, shape, chosen_intervals)
 
 n_ok = int(view.summary["success"].sum())
-st.caption(f"{fit_counts_words(view.summary)}; {axis_title(y)} vs batch size; "
-           f"intervals: {intervals}.")
 if not fitted and not has_load(runs):
     st.warning("These runs record no batch size or concurrency (offline runs, or a request rate), so there is no "
                "saturation curve to fit: a curve is throughput against the number of sequences in flight. The Data "
                "page draws them against their lengths or request rate.", icon=":material/scatter_plot:")
-elif not fitted:
+    st.stop()  # no chart, fit table or review list of curves that cannot exist
+st.caption(f"{fit_counts_words(view.summary)}; {axis_title(y)} vs batch size; "
+           f"intervals: {intervals}.")
+if not fitted:
     st.warning(f"Not enough points for a curve: every configuration has fewer than {MIN_BATCHES} distinct "
                "batch sizes, so nothing was fitted. Measure more batch sizes, or group by fewer columns.",
                icon=":material/scatter_plot:")

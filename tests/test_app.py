@@ -488,6 +488,8 @@ def test_offline_runs_are_drawn_against_their_lengths(formats_dir: Path) -> None
     _no_exception(at)
     [why] = [w.value for w in at.warning if "no saturation curve" in w.value]
     assert why.startswith("These runs record no batch size or concurrency") and "Measure more" not in why
+    assert not at.get("plotly_chart") and not at.dataframe  # no empty chart, no table of 63 "none" fits
+    assert not any("fewer than" in c.value for c in at.caption)  # nor "63 with fewer than 3 batch sizes"
 
 
 def test_runs_columns_read_in_words() -> None:
