@@ -209,7 +209,8 @@ def monitor_stream(stream: MetricStream, *, detector: str = "window", metrics: S
             for ev in res.events(max_gap=max_gap):
                 f = frame_of(g)
                 others = {k: frame_of(k) for k in all_groups if k != g} if peers else {}
-                h = explain(f, ev.start_index, ev.end_index, m, others=others)
+                h = explain(f, ev.start_index, ev.end_index, m, others=others,
+                            expected=float(res.center[ev.start_index]))
                 k = ev.start_index
                 rows.append({"group": g, "metric": m, "detector": detector, "start_timestamp_s": ev.start_t,
                              "end_timestamp_s": ev.end_t, "start_index": ev.start_index,

@@ -110,7 +110,8 @@ def _as_fraction(v: float) -> float:
 
 
 def explain(group_frame: pd.DataFrame, start: int, end: int, metric: str, *,
-            others: dict[str, pd.DataFrame] | None = None, device_col: str = "device") -> Hint:
+            others: dict[str, pd.DataFrame] | None = None, device_col: str = "device",
+            expected: float | None = None) -> Hint:
     """Root-cause hints for an anomaly of ``metric`` over samples ``start..end`` of one group.
 
     Parameters
@@ -127,6 +128,9 @@ def explain(group_frame: pd.DataFrame, start: int, end: int, metric: str, *,
         frames have it; every other group otherwise).
     device_col
         Column naming the physical GPU of a group (for noisy neighbours).
+    expected
+        The detector's expectation at the anomaly: the sentence's change of ``metric`` is then against it, as the
+        alert's value and expectation read (the causes still compare each phase with the samples before).
 
     Returns
     -------
@@ -265,15 +269,21 @@ def explain(group_frame: pd.DataFrame, start: int, end: int, metric: str, *,
                                         {"neighbour_change_rel": r}))
                     break
 
-    sentence = _sentence(metric, change, causes, ref.stop - ref.start)
+    against = None
+    if expected is not None and math.isfinite(expected) and expected != 0:
+        change, against = _rel(_mean(group_frame, metric, ev), float(expected)), "its expected value"
+    sentence = _sentence(metric, change, causes, ref.stop - ref.start, against)
     return Hint(tuple(causes), sentence)
 
 
-def _sentence(metric: str, change: float, causes: list[Cause], n_ref: int) -> str:
-    # The change is against the samples just before (the evidence the causes compare), which need not be the
-    # detector's expectation: say which, so that "+18%" beside an alert's value and expected of +15% reads right.
-    head = (f"{metric} changed {_pct(change)} from the mean of the {n_ref:,} sample(s) before it" if math.isfinite(change)
-            else f"{metric} left its band")
+def _sentence(metric: str, change: float, causes: list[Cause], n_ref: int, against: str | None = None) -> str:
+    # The change is against the detector's expectation where it is given (as the alert's value and expected
+    # read), else against the samples just before; the causes compare the phases with those samples, and say so.
+    where = against or f"the mean of the {n_ref:,} sample(s) before it"
+    head = f"{metric} changed {_pct(change)} from {where}" if math.isfinite(change) else f"{metric} left its band"
+    if against and causes and n_ref:
+        head += f" (against the {n_ref:,} sample(s) before it"
+        return f"{head}: " + "; ".join(c.message for c in causes[:3]) + ")."
     if not causes:
         return f"{head}; no telemetry moved with it (look at the client, the network or the workload mix)."
     return f"{head}: " + "; ".join(c.message for c in causes[:3]) + "."
