@@ -296,6 +296,28 @@ def test_predict_toggle_sizes_at_the_workload_lengths_and_offers_catalog_hardwar
     assert set(at2.dataframe[0].value["sized from"]) >= {"predicted at the workload's lengths (roofline-gbm)"}
 
 
+def test_lengths_chosen_for_one_dataset_follow_a_switch_to_another(tmp_path: Path) -> None:
+    # The page opened on one dataset's most measured lengths and kept them for the next dataset, which read
+    # "Not measured at 128/128"; lengths the user typed stay.
+    runs = synthetic_runs()
+    paths = [tmp_path / "a.csv", tmp_path / "b.csv"]
+    runs.to_csv(paths[0], index=False)
+    runs.assign(input_len_tok=512.0, output_len_tok=128.0).to_csv(paths[1], index=False)
+    ids = [import_files([p], name=p.stem)[0].id for p in paths]
+    at = _page("pages/planner.py")
+    at.session_state[P.KEYS["dataset"]] = ids[0]
+    at.run()
+    _ok(at)
+    lengths = lambda: [at.number_input(key=P.KEYS[k]).value for k in ("input_len", "output_len")]  # noqa: E731
+    assert lengths() == [1000.0, 1000.0]
+    at.selectbox(key=P.KEYS["dataset"]).set_value(ids[1]).run()
+    _ok(at)
+    assert lengths() == [512.0, 128.0]
+    at.number_input(key=P.KEYS["input_len"]).set_value(300.0).run()
+    at.selectbox(key=P.KEYS["dataset"]).set_value(ids[0]).run()
+    assert lengths() == [300.0, 128.0]
+
+
 def test_inputs_survive_a_visit_to_another_page(dataset_id: str) -> None:
     """Going to another page from the sidebar and back reset every input (Streamlit drops the state of
     widgets a run does not draw): a plan saved after coming back saved the defaults."""

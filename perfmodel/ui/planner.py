@@ -65,9 +65,14 @@ def default_models(runs: pd.DataFrame) -> list[str]:
     return [sorted(top)[0]]
 
 
+AUTO_LENGTHS = "planner._auto_lengths"
+"""The input/output lengths :func:`default_lengths` chose last (replaced again when the dataset changes)."""
+
+
 def default_lengths(state: Any, runs: pd.DataFrame, models: list[str]) -> None:
     """Set the workload's input and output lengths to the most measured pair of the given models' runs (all
-    runs where none is given), where both are still the page's defaults; a pair the user or a link chose stays.
+    runs where none is given), where both are still the page's defaults or the pair chosen here for another
+    dataset; a pair the user or a link chose stays.
 
     Parameters
     ----------
@@ -79,7 +84,10 @@ def default_lengths(state: Any, runs: pd.DataFrame, models: list[str]) -> None:
         The plan's models.
     """
     keys = (KEYS["input_len"], KEYS["output_len"])
-    if any(state.get(k) != DEFAULTS[n] for k, n in zip(keys, ("input_len", "output_len"), strict=True)):
+    now = tuple(state.get(k) for k in keys)
+    # the page's defaults, or the pair this function chose for another dataset (switching datasets kept it, and
+    # the new one read "Not measured at 128/128")
+    if now != (DEFAULTS["input_len"], DEFAULTS["output_len"]) and now != state.get(AUTO_LENGTHS):
         return
     cols = ["input_len_tok", "output_len_tok"]
     if not set(cols) <= set(runs.columns):
@@ -92,6 +100,7 @@ def default_lengths(state: Any, runs: pd.DataFrame, models: list[str]) -> None:
     counts = pairs.value_counts(sort=False)
     top = counts[counts == counts.max()].index.min()  # ties to the shortest prompt
     state[keys[0]], state[keys[1]] = float(top[0]), float(top[1])
+    state[AUTO_LENGTHS] = (float(top[0]), float(top[1]))
 
 
 PREDICT_HELP = ("Size what the runs do not cover with roofline-gbm (the What-if page's model, trained on this "
