@@ -52,7 +52,8 @@ for side, col in zip(("a", "b"), st.columns(2), strict=True):
         ui.keep_valid(K[f"in_{side}"], values)
         chosen = st.multiselect(C.values_label(by), values, key=K[f"in_{side}"], disabled=by == C.NO_SUBSET,
                                 placeholder="any value", format_func=C.value_label)
-        label = ds.names[dataset] + (f" [{by}={','.join(chosen)}]" if by != C.NO_SUBSET and chosen else "")
+        label = ds.names[dataset] + (f" [{C.column_label(by)}={','.join(map(C.value_label, chosen))}]"
+                                     if by != C.NO_SUBSET and chosen else "")
         sides[side] = {"dataset": dataset, "runs": runs, "by": by, "in": chosen, "label": label}
 
 metrics = C.metric_choices(sides["a"]["runs"], sides["b"]["runs"])

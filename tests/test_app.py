@@ -133,6 +133,12 @@ def test_the_form_gives_what_a_file_does_not_record(formats_dir: Path) -> None:
                       framework="vllm", input_len_tok=128.0, output_len_tok=128.0, load_kind="concurrency")
     info, _ = import_uploads([("mine.csv", csv)], form, Store())
     assert Store().runs(info.id)["output_throughput_tok_s"].tolist() == [100.0, 320.0]
+    # semicolons separate entries too, and a mapping with the format left to detection means the generic CSV
+    form = UploadForm(column_map="hardware=gpu; model=model; batch_size=conc; output_throughput_tok_s=tps",
+                      framework="vllm", input_len_tok=128.0, output_len_tok=128.0, load_kind="concurrency",
+                      name="auto")
+    info, _ = import_uploads([("mine.csv", csv)], form, Store())
+    assert info.formats == ("csv",)
     with pytest.raises(ValidationError, match="'batch_size conc' is not canonical=source") as err:
         to_meta(UploadForm(column_map="hardware=gpu, batch_size conc"))
     assert "Column mapping (generic CSV)" in str(err.value)

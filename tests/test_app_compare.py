@@ -157,3 +157,4 @@ def test_one_sweep_at_two_thread_counts_compares_with_itself() -> None:
     config = json.loads(at.dataframe[0].proto.columns)  # throughput to one decimal, not 1,232.789
     assert config["mean_a"]["type_config"]["format"] == "%,.1f"
     assert at.query_params["by_b"] in ("fw_num_threads", ["fw_num_threads"])
+    assert any("[threads=2]" in m.value and "[threads=1]" in m.value for m in at.markdown)  # not fw_num_threads=2.0

@@ -53,7 +53,8 @@ class UploadForm:
     input_len_tok, output_len_tok, batch_size, load_kind, latency_unit
         For files that do not record them (a throughput benchmark's lengths, an AIPerf CSV's concurrency).
     column_map
-        A generic CSV's columns, ``canonical=source`` per line or comma-separated.
+        A generic CSV's columns, ``canonical=source`` per line or separated by commas or semicolons; given with
+        the format left to detection, the generic CSV format is used.
     name
         Dataset name; blank lets the store choose one from the file names.
     """
@@ -159,7 +160,7 @@ def parse_column_map(text: str) -> dict[str, str]:
     """
     out: dict[str, str] = {}
     problems = []
-    for entry in (e.strip() for line in text.splitlines() for e in line.split(",")):
+    for entry in (e.strip() for line in text.splitlines() for e in line.replace(";", ",").split(",")):
         if not entry:
             continue
         canon, sep, source = entry.partition("=")
@@ -208,5 +209,7 @@ def import_uploads(files: Sequence[tuple[str, bytes]], form: UploadForm, store: 
         raise ImportFormatError("no file to import: choose one or more result files first")
     meta = to_meta(form)
     fmt = None if form.format in (AUTO_FORMAT, "", None) else form.format
+    if fmt is None and form.column_map:  # a column mapping is for the generic CSV reader: it asks for that format
+        fmt = "csv"
     return import_bytes([(name, bytes(data)) for name, data in files], format=fmt, meta=meta,
                         name=form.name or None, store=store)
