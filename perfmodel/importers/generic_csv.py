@@ -295,8 +295,8 @@ class GenericCsvImporter(Importer):
         if not has_tput:
             missing.append("output_throughput_tok_s (or total_throughput_tok_s / request_throughput_rps)")
         if missing:
-            hint = {"hardware_raw": "hardware (or --hardware)", "model_raw": "model (or --model)",
-                    "framework": "framework (or --framework)"}
+            hint = {c: f"{w} (or --{w} on the command line, the {w} field of the upload form)"
+                    for c, w in (("hardware_raw", "hardware"), ("model_raw", "model"), ("framework", "framework"))}
             problems.append("required canonical column(s) not mapped: "
                             + ", ".join(hint.get(m, m) for m in missing))
         if problems:
