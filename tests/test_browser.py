@@ -17,6 +17,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,6 +83,20 @@ def app_url(_isolated_home: Path, tmp_path: Path) -> Iterator[str]:
         yield url
 
 
+def _data_page_with_file(browser: Any, app_url: str, expect: Any, path: Path, *, height: int) -> Any:
+    """A new page on the Data page with the import expander open and ``path`` chosen in its uploader."""
+    page = browser.new_page(viewport={"width": 1400, "height": height})
+    page.set_default_timeout(60_000)
+    page.goto(app_url)
+    expect(page.get_by_role("heading", name="Data", exact=True)).to_be_visible()
+    # the import expander holds the form's own expander ("What the file does not record"): its first
+    expander = page.locator('[data-testid="stExpander"]').filter(has_text="Import benchmark result files").first
+    if expander.locator("details").first.get_attribute("open") is None:
+        expander.locator("summary").first.click()
+    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(path))
+    return page
+
+
 def test_upload_import_and_plot(app_url: str, all_results_csv: Path) -> None:
     from playwright.sync_api import expect, sync_playwright
 
@@ -90,16 +105,7 @@ def test_upload_import_and_plot(app_url: str, all_results_csv: Path) -> None:
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1100})
-            page.set_default_timeout(60_000)
-            page.goto(app_url)
-            expect(page.get_by_role("heading", name="Data", exact=True)).to_be_visible()
-            # the import expander holds the form's own expander ("What the file does not record"): its first
-            expander = page.locator('[data-testid="stExpander"]').filter(has_text="Import benchmark result files").first
-            if expander.locator("details").first.get_attribute("open") is None:
-                expander.locator("summary").first.click()
-            page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(
-                str(all_results_csv))
+            page = _data_page_with_file(browser, app_url, expect, all_results_csv, height=1100)
             expect(page.get_by_text(all_results_csv.name).first).to_be_visible()
             page.locator('[data-testid="stBaseButton-primaryFormSubmit"]').click()
             expect(page.locator('[data-testid="stAlertContentSuccess"]')).to_contain_text("Imported")
@@ -178,14 +184,7 @@ def test_the_upload_form_starts_empty_after_an_import(app_url: str) -> None:
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1400})
-            page.set_default_timeout(60_000)
-            page.goto(app_url)
-            expect(page.get_by_role("heading", name="Data", exact=True)).to_be_visible()
-            expander = page.locator('[data-testid="stExpander"]').filter(has_text="Import benchmark result files").first
-            if expander.locator("details").first.get_attribute("open") is None:
-                expander.locator("summary").first.click()
-            page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(runs_csv))
+            page = _data_page_with_file(browser, app_url, expect, runs_csv, height=1400)
             name = page.get_by_placeholder("from the file names")
             name.fill("first upload")
             framework = page.locator('[data-testid="stTextInput"]').filter(has_text="Framework version").locator(
