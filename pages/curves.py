@@ -11,7 +11,7 @@ from perfmodel.curve_tables import (
     NO_PLATEAU_HELP,
     SHORT_REASON,
     fit_counts_words,
-    has_load,
+    has_positive,
     overlaid_first,
 )
 from perfmodel.curves import INTERVAL_METHODS, MIN_BATCHES, R2_POOR, SHAPES, default_interval_method
@@ -131,7 +131,7 @@ configs = st.multiselect(f"Configurations to overlay ({len(labels):,})", labels,
 links.write_curves_link(selected, by, configs, shape, chosen_intervals)
 
 n_ok = int(view.summary["success"].sum())
-if not fitted and not has_load(runs):
+if not fitted and not has_positive(runs):
     st.warning("These runs record no batch size or concurrency (offline runs, or a request rate), so there is no "
                "saturation curve to fit: a curve is throughput against the number of sequences in flight. The Data "
                "page draws them against their lengths or request rate.", icon=":material/scatter_plot:")

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CURVE_GROUP_COLUMNS",
-    "has_load",
+    "has_positive",
     "SHORT_REASON",
     "fit_counts_words",
     "overlaid_first",
@@ -665,7 +665,7 @@ def default_overlay(summary: pd.DataFrame, n: int, *, r2_min: float | None = Non
     return [str(c) for i, c in summary["configuration"].items() if i in chosen]
 
 
-def has_load(runs: pd.DataFrame, column: str = "batch_size") -> bool:
+def has_positive(runs: pd.DataFrame, column: str = "batch_size") -> bool:
     """Whether any run has a finite, positive value in ``column``: by default a batch size (or concurrency) a
     saturation curve can be fitted against, which offline runs and request-rate runs without a concurrency limit
     lack (their request rate is ``inf``).

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from ..curve_tables import has_load
+from ..curve_tables import has_positive
 from ..plots import COLOR_OPTIONS, X_AXES, with_lengths
 from ..schema import COLUMN_NAMES
 
@@ -320,7 +320,7 @@ def default_x(runs: pd.DataFrame) -> str:
     str
         ``batch_size`` when no load column has a value.
     """
-    return next((col for col in X_AXES if has_load(runs, col)), X_AXES[0])
+    return next((col for col in X_AXES if has_positive(runs, col)), X_AXES[0])
 
 
 def per_file_counts(runs: pd.DataFrame, issues: pd.DataFrame) -> pd.DataFrame:
