@@ -10,6 +10,7 @@ from perfmodel.curve_tables import (
     BATCH_ESTIMATE_HELP,
     NO_PLATEAU_HELP,
     SHORT_REASON,
+    fit_caveats,
     fit_counts_words,
     has_positive,
     overlaid_first,
@@ -171,6 +172,8 @@ st.subheader("Fits", anchor=False)
 fits, n_on_chart = overlaid_first(view.summary, configs)  # every configuration: 2,363 on LLM-Inference-Bench
 if n_on_chart and len(fits) > n_on_chart:
     st.caption(f"Every configuration, the {n_on_chart} on the chart first.")
+for caveat in fit_caveats(view.table):
+    st.caption(caveat)
 if (fits["shape"] == "loglin").any():
     st.caption("— in knees, b90 and b95: a log-linear curve has no plateau, so it has no knee and never reaches "
                "90%/95% of one.")

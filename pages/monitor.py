@@ -94,11 +94,13 @@ except PerfmodelError as exc:
 
 g1, g2 = st.columns(2)
 shown_options = metrics or list(stream.metrics)
-for k, options in (("monitor.group", stream.groups), ("monitor.metric_shown", shown_options)):
+opening = M.opening_choice(rep, list(stream.groups), list(shown_options))
+for k, options, first in (("monitor.group", stream.groups, opening[0]),
+                          ("monitor.metric_shown", shown_options, opening[1])):
     if st.session_state.get(k) not in options and options:
-        # a linked value, or the previous stream's, that this stream lacks: the first option, set rather than
-        # dropped so that the browser's box shows it too (dropped, it kept showing the old stream's group)
-        st.session_state[k] = options[0]
+        # none yet, a linked value, or the previous stream's, that this stream lacks: the largest alert's, set
+        # rather than dropped so that the browser's box shows it too (dropped, it kept showing the old group)
+        st.session_state[k] = first
 group = g1.selectbox("Group", stream.groups, key="monitor.group")
 shown = g2.selectbox("Metric shown", shown_options, key="monitor.metric_shown", format_func=axis_title)
 PS.write(VIEW, {"dataset": None} if source == SOURCES[0] else None)

@@ -141,9 +141,10 @@ m4.metric("Roofline bound", "n/a" if math.isnan(at_b["roofline_tok_s"]) else f"{
 l1, l2, l3, l4 = st.columns(4)
 l1.metric("Total throughput", f"{W.rate(at_b['pred_total_throughput_tok_s'])} tok/s",
           help="Input and output tokens per second: output throughput x (input + output) / output.")
-l2.metric("End-to-end latency", W.seconds(at_b["pred_e2e_latency_s"]),
+l2.metric("End-to-end latency", W.e2e_seconds(at_b["pred_e2e_latency_s"]),
           help=f"Per request, by Little's law: batch x output tokens / output throughput. "
-               f"{res.level:.0%} band: {W.seconds(at_b['pred_e2e_lower_s'])} - {W.seconds(at_b['pred_e2e_upper_s'])}.")
+               f"{res.level:.0%} band: {W.e2e_seconds(at_b['pred_e2e_lower_s'])} - "
+               f"{W.e2e_seconds(at_b['pred_e2e_upper_s'])}.")
 no_ttft = W.no_ttft_text(res, at_b)
 l3.metric("TTFT", W.seconds(at_b["pred_ttft_s"]), help=no_ttft or (
           "Time to first token, from a model of the training rows that measured it. "

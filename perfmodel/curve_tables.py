@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     pass
 
 __all__ = [
+    "fit_caveats",
     "CURVE_GROUP_COLUMNS",
     "has_positive",
     "SHORT_REASON",
@@ -626,6 +627,46 @@ def fit_counts_words(summary: pd.DataFrame) -> str:
     if failed.any():
         parts.append(f"{int(failed.sum()):,} failed")
     return f"{len(summary):,} configuration(s): " + ", ".join(parts)
+
+
+def fit_caveats(table: pd.DataFrame) -> list[str]:
+    """Sentences that warn how far to trust the successful fits of a fit table, for the Curves page.
+
+    Two cases read wrongly without a word: a curve through exactly :data:`perfmodel.curves.MIN_BATCHES`
+    batch sizes (three parameters through three points: its R² is 1 by construction and says nothing about
+    the shape; 41 of LLM-Inference-Bench's 695 fits), and a Kneedle knee past b95 (the knee is relative to the
+    measured range, so on a curve that saturates early it lies where the curve is already flat; 41 fits there).
+
+    Parameters
+    ----------
+    table
+        :func:`perfmodel.curves.fit_curves` output: ``success``, ``n_batches``, ``knee_1`` and ``b95``.
+
+    Returns
+    -------
+    list of str
+        Zero, one or two sentences.
+    """
+    from .curves import MIN_BATCHES
+
+    if not len(table):
+        return []
+    ok = table["success"].astype(bool)
+    out = []
+    nb = pd.to_numeric(table["n_batches"], errors="coerce")
+    exact = int((ok & (nb == MIN_BATCHES)).sum())
+    if exact:
+        out.append(f"{exact:,} fit(s) rest on exactly {MIN_BATCHES} batch sizes: three parameters pass through "
+                   "three points, so their R² is 1 by construction and says nothing about the shape. Read their "
+                   "plateau, knees and b90/b95 as rough until more batch sizes are measured.")
+    if "knee_1" in table.columns and "b95" in table.columns:
+        knee = pd.to_numeric(table["knee_1"], errors="coerce")
+        past = int((ok & (knee > pd.to_numeric(table["b95"], errors="coerce"))).sum())
+        if past:
+            out.append(f"{past:,} fit(s) have their knee past b95: the knee is where the curve bends most over "
+                       "the measured batches, so on a curve that saturates early it lies where the curve is "
+                       "already within 5% of its plateau. There b90/b95 tell how close to saturation a batch is.")
+    return out
 
 
 def default_overlay(summary: pd.DataFrame, n: int, *, r2_min: float | None = None) -> list[str]:

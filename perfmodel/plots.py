@@ -32,7 +32,7 @@ from .curve_tables import (
     with_lengths,
 )
 from .curves import VARYING_BY
-from .schema import column
+from .schema import column, column_words
 
 if TYPE_CHECKING:
     from .curves import CurveFit
@@ -132,10 +132,6 @@ COLUMN_LABELS: dict[str, str] = {
 :func:`axis_title` looks here first."""
 
 
-_WORDS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "len": "length"}
-"""Words of column names written out in titles (``input_len_tok`` is "input length (tokens)")."""
-
-
 def axis_title(name: str) -> str:
     """A human axis title or table header with the unit, e.g. ``"output throughput (tok/s)"``.
 
@@ -155,12 +151,7 @@ def axis_title(name: str) -> str:
         col = column(name)
     except KeyError:
         return name
-    stem = name
-    for suffix in ("_tok_s", "_rps", "_tok", "_s", "_w", "_j"):
-        if stem.endswith(suffix):
-            stem = stem[: -len(suffix)]
-            break
-    stem = " ".join(_WORDS.get(w, w) for w in stem.split("_"))
+    stem = column_words(name)
     return f"{stem} ({col.unit})" if col.unit else stem
 
 

@@ -27,6 +27,7 @@ import pandas as pd
 from .errors import Problem, ValidationError
 
 __all__ = [
+    "column_words",
     "Column",
     "COLUMNS",
     "COLUMN_NAMES",
@@ -143,6 +144,28 @@ MAX_LATENCY_S = 86_400.0
 def column(name: str) -> Column:
     """Return the :class:`Column` named ``name`` (``KeyError`` if not canonical)."""
     return _BY_NAME[name]
+
+
+_WORDS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "len": "length"}
+"""Words of column names written out in titles and sentences (``input_len_tok`` is "input length")."""
+
+
+def column_words(name: str) -> str:
+    """A canonical column's name in words, without its unit: ``"TPOT"`` for ``tpot_s``, ``"output throughput"``
+    for ``output_throughput_tok_s``, ``"e2e latency"`` for ``e2e_latency_s``; any other name as it is.
+
+    Sentences (a Monitor hint) use it; :func:`perfmodel.plots.axis_title` adds the unit for headers.
+    """
+    try:
+        column(name)
+    except KeyError:
+        return name
+    stem = name
+    for suffix in ("_tok_s", "_rps", "_tok", "_s", "_w", "_j"):
+        if stem.endswith(suffix):
+            stem = stem[: -len(suffix)]
+            break
+    return " ".join(_WORDS.get(w, w) for w in stem.split("_"))
 
 
 def is_extra_column(name: str) -> bool:

@@ -123,6 +123,12 @@ def test_a_replayed_sweep_is_judged_one_configuration_at_a_time() -> None:
     for rec in alerts.to_dict("records"):
         own = runs.loc[runs["g"] == rec["group"], raw[rec["metric"]]]
         assert own.min() <= rec["expected"] <= own.max()
+    # the chart opens on the largest alert (its group and metric), not on the first group, often without one
+    top = alerts.loc[alerts["score"].abs().idxmax()]
+    assert at.selectbox(key="monitor.group").value == top["group"]
+    assert axis_title(at.selectbox(key="monitor.metric_shown").value) == top["metric"]
+    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert "alerts" in [tr.get("meta") for tr in fig["data"]]
 
 
 def test_a_two_point_sweep_raises_no_alert() -> None:
@@ -233,6 +239,12 @@ def test_alert_times_read_as_date_times_and_metrics_by_their_labels() -> None:
     config = json.loads(frame.proto.columns)
     assert config["start_timestamp_s"]["label"] == "start (UTC)" and config["end_timestamp_s"]["label"] == "end (UTC)"
     assert config["start_index"]["label"] == "first sample"
+    # the chart opens on the largest alert's metric (TPOT, the KV-cache-full slowdown), titled in words
+    assert at.selectbox(key="monitor.metric_shown").value == "tpot_s"
+    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert fig["layout"]["yaxis"]["title"]["text"] == "TPOT (s)"
+    assert "TPOT (s)" in [tr.get("name") for tr in fig["data"]]
+    at.selectbox(key="monitor.metric_shown").set_value("output_throughput_tok_s").run()
     fig = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert fig["layout"]["yaxis"]["title"]["text"] == "output throughput (tok/s)"
     assert "output throughput (tok/s)" in [tr.get("name") for tr in fig["data"]]

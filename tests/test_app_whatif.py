@@ -456,7 +456,7 @@ def test_the_batch_where_the_kv_cache_is_full_is_drawn_and_explained() -> None:
     metrics = {m.label: m.value for m in at.metric}
     at256 = table.set_index("batch_size").loc[256.0]
     assert at256["pred_e2e_latency_s"] == pytest.approx(256 * 512 / at256["pred_throughput_tok_s"])
-    assert metrics["End-to-end latency"] == W.seconds(at256["pred_e2e_latency_s"]) != "n/a"
+    assert metrics["End-to-end latency"] == W.e2e_seconds(at256["pred_e2e_latency_s"]) != "n/a"
     assert 0 < at256["pred_ttft_s"] < at256["pred_e2e_latency_s"] and metrics["TTFT"] != "n/a"
     assert metrics["TPOT"] == W.seconds(at256["pred_tpot_s"]) != "n/a"
     pred = table.set_index("batch_size")["pred_throughput_tok_s"]
@@ -719,6 +719,13 @@ def test_metric_tiles_never_show_e_notation() -> None:
     assert W.seconds(4.41e5 * 60) == "306 d" and W.seconds(3 * 3600) == "3 h" and W.seconds(1e12) == "11,574,074 d"
     assert W.seconds(0.0123) == "12.3 ms" and W.seconds(2.345) == "2.35 s" and W.seconds(600.0) == "10 min"
     assert W.seconds(float("nan")) == "n/a"
+
+
+def test_the_end_to_end_tile_reads_in_the_tables_seconds() -> None:
+    # The tile had read "3.11 min" above a predictions table whose E2E column (s) read 187.
+    assert W.e2e_seconds(186.6) == "187 s (3.11 min)" and W.e2e_seconds(2.345) == "2.35 s"
+    assert W.e2e_seconds(119.4) == "119 s" and W.e2e_seconds(0.34) == "340 ms"
+    assert W.e2e_seconds(7200.0) == "7,200 s (2 h)" and W.e2e_seconds(float("inf")) == "n/a"
 
 
 def test_hardware_and_model_choices_carry_their_keys_and_list_the_measured_ones_first() -> None:

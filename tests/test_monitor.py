@@ -356,7 +356,7 @@ def test_alerts_that_overlap_in_one_group_are_one_incident() -> None:
     assert inc.loc[0, "metrics"] == "tpot_s, e2e_latency_s" and inc.loc[0, "changes"] == "tpot_s +50%, e2e_latency_s +30%"
     # the hint's change is the alert's own (against the expectation), not another baseline's
     assert inc.loc[0, "score"] == pytest.approx(0.5)
-    assert inc.loc[0, "hint"].startswith("tpot_s changed +50% from its expected value")
+    assert inc.loc[0, "hint"].startswith("TPOT changed +50% from its expected value")  # words, as the table
     assert rep.incidents().equals(inc) and monitor_stream(
         MetricStream(a, ("tpot_s",), "s", "csv"), expected={"tpot_s": 0.02}, detector="threshold").incidents().shape[0] == 1
     empty = monitor_stream(stream, detector="threshold", threshold_rel=4.0).incidents()

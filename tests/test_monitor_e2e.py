@@ -260,9 +260,16 @@ def test_cpu_hog_on_the_server_raises_an_alert_with_a_hint(transformers_server: 
     # the hogs, flagged four times, while the halves stayed within 15 %).
     for _attempt in range(3):
         rows, live_alerts, live_drops, hog_t, errors = _measure(transformers_server, model, psutil)
-        if hog_t and _baseline_steady(rows, hog_t[0]) and sum(t < hog_t[0] for t in live_drops) <= 2:
+        assert hog_t, "the slowdown never started"
+        steady = _baseline_steady(rows, hog_t[0]) and sum(t < hog_t[0] for t in live_drops) <= 2
+        if steady:
             break
-    assert hog_t, "the slowdown never started"
+    if not steady:
+        # Three baselines disturbed by load the test did not make (seen with two browser sessions on the same two
+        # cores: 608, 480, 576, 304, 256, 624 ... 144, 96 tok/s before any hog): no drop the test causes can be
+        # told from them, so the run says so rather than judging the detector on noise.
+        pytest.skip("the host was too busy for a steady baseline in 3 attempts (throughput before the hogs: "
+                    f"{[round(r['output_throughput_tok_s']) for r in rows if r['timestamp'] < hog_t[0]]} tok/s)")
     assert not errors or len(errors) < 3, errors[:3]
     frame = pd.DataFrame(rows)
     before = frame[frame["timestamp"] < hog_t[0]]

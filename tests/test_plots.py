@@ -451,3 +451,29 @@ def test_fit_counts_tell_too_few_batch_sizes_from_failed_fits() -> None:
     assert fit_counts_words(summary) == ("5 configuration(s): 2 fitted, 2 with fewer than 3 batch sizes (too few "
                                          "for a curve), 1 failed")
     assert fit_counts_words(summary.iloc[:2]) == "2 configuration(s): 2 fitted"
+
+
+def test_fit_caveats_name_exact_three_point_fits_and_knees_past_b95() -> None:
+    # Both read wrongly without a word: R² = 1 from three points, and a knee where the curve is already flat.
+    from perfmodel.curve_tables import fit_caveats
+    from perfmodel.curves import fit_curves
+
+    b = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
+    early = 1000.0 - 900.0 * np.exp(-0.5 * b)  # saturates by batch ~8, measured up to 64
+    runs = pd.DataFrame({"hardware": ["h"] * 10, "model": ["m"] * 10, "framework": ["f"] * 10,
+                         "input_len_tok": 128.0, "output_len_tok": 128.0,
+                         "batch_size": [*b, 1.0, 8.0, 64.0],
+                         "output_throughput_tok_s": [*early, 100.0, 500.0, 900.0],
+                         "device_count": [1] * 7 + [2] * 3})
+    table = fit_curves(runs, by=["hardware", "model", "framework", "device_count"], intervals="none")
+    assert table["success"].all()
+    three = table.loc[table["n_batches"] == 3].iloc[0]
+    assert three["r2"] == pytest.approx(1.0, abs=1e-6)  # by construction
+    early_fit = table.loc[table["n_batches"] == 7].iloc[0]
+    assert early_fit["knee_1"] > early_fit["b95"]
+    words = fit_caveats(table)
+    assert len(words) == 2
+    assert words[0].startswith("1 fit(s) rest on exactly 3 batch sizes") and "R² is 1 by construction" in words[0]
+    assert words[1].startswith("1 fit(s) have their knee past b95")
+    assert fit_caveats(table.loc[table["n_batches"] == 7].assign(knee_1=1.0)) == []
+    assert fit_caveats(table.assign(success=False)) == [] and fit_caveats(table.iloc[:0]) == []

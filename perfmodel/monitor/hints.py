@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..schema import column_words
+
 __all__ = [
     "PHASE_GROWTH_REL",
     "SATURATION_PCT",
@@ -249,7 +251,7 @@ def explain(group_frame: pd.DataFrame, start: int, end: int, metric: str, *,
             med = float(np.median(list(fin.values())))
             dev = _rel(mine, med)
             if math.isfinite(dev) and abs(dev) > TP_IMBALANCE_REL:
-                causes.append(Cause("tp_imbalance", f"this group's {metric} differs {_pct(dev)} from its "
+                causes.append(Cause("tp_imbalance", f"this group's {column_words(metric)} differs {_pct(dev)} from its "
                                     f"{len(fin)} peer(s) over the same interval: a straggler GPU; check its "
                                     "clocks, temperature and PCIe link", {"deviation_rel": dev}))
         dev_of = group_frame[device_col].iloc[0] if device_col in group_frame.columns else None
@@ -264,7 +266,7 @@ def explain(group_frame: pd.DataFrame, start: int, end: int, metric: str, *,
                 during = f[(f["timestamp_s"] >= t0) & (f["timestamp_s"] <= t1)][c].mean()
                 r = _rel(float(during), float(before))
                 if math.isfinite(r) and r > MOVED_REL:
-                    causes.append(Cause("noisy_neighbour", f"{g} on the same GPU raised its {c} {_pct(r)} at "
+                    causes.append(Cause("noisy_neighbour", f"{g} on the same GPU raised its {column_words(c)} {_pct(r)} at "
                                         "the same time: a noisy neighbour; isolate it (MIG, separate GPU)",
                                         {"neighbour_change_rel": r}))
                     break
@@ -280,7 +282,8 @@ def _sentence(metric: str, change: float, causes: list[Cause], n_ref: int, again
     # The change is against the detector's expectation where it is given (as the alert's value and expected
     # read), else against the samples just before; the causes compare the phases with those samples, and say so.
     where = against or f"the mean of the {n_ref:,} sample(s) before it"
-    head = f"{metric} changed {_pct(change)} from {where}" if math.isfinite(change) else f"{metric} left its band"
+    name = column_words(metric)  # "TPOT", as the alerts table's header reads, not tpot_s
+    head = f"{name} changed {_pct(change)} from {where}" if math.isfinite(change) else f"{name} left its band"
     if against and causes and n_ref:
         head += f" (against the {n_ref:,} sample(s) before it"
         return f"{head}: " + "; ".join(c.message for c in causes[:3]) + ")."

@@ -28,7 +28,7 @@ from .. import whatif as W
 from ..curves import VARYING_BY
 from ..errors import PerfmodelError
 from ..models.base import ProgressCallback
-from ..plots import add_suspect_markers, compact_number, compact_seconds, whatif_figure
+from ..plots import add_suspect_markers, compact_number, compact_seconds, significant, whatif_figure
 from . import cached
 from .widgets import show_error
 
@@ -927,6 +927,17 @@ def rate(v: float) -> str:
 def seconds(v: float) -> str:
     """A latency for a metric tile: :func:`perfmodel.plots.compact_seconds` (0.691 ms, 340 ms, 2.35 s, 1.9 min)."""
     return compact_seconds(v)
+
+
+def e2e_seconds(v: float) -> str:
+    """An end-to-end latency for a metric tile, in the predictions table's unit (seconds) from one second on,
+    with minutes beside it from two minutes on: ``187 s (3.11 min)``, ``2.35 s``, ``340 ms``. The tile had read
+    ``3.11 min`` above a table column reading 187."""
+    v = float(v)
+    if not math.isfinite(v) or v < 1.0:
+        return compact_seconds(v)
+    text = f"{significant(v, 3)} s"
+    return f"{text} ({compact_seconds(v)})" if v >= 120.0 else text
 
 
 TABLE_ORDER = ("batch_size", "pred_throughput_tok_s", "pred_lower", "pred_upper", "confidence", "in_domain",
