@@ -40,7 +40,10 @@ with importer:
     if submitted:
         known = set(ui.datasets_table(home, ui.store_stamp(home))["id"])
         try:
-            info, _ = ui.import_uploads(files, form, ui.open_store(home))
+            store = ui.open_store(home)
+            info, _ = ui.import_uploads(files, form, store)
+            # the same content again under a new name typed in the form: the stored dataset takes that name
+            renamed = ui.name_stored_upload(store, info, form) if info.id in known else None
         except PerfmodelError as exc:
             st.session_state.pop(K.LAST_IMPORT, None)  # the last import's green banner is not this one's
             ui.show_error(exc, what="Nothing was imported")
@@ -49,6 +52,7 @@ with importer:
             ui.reset_upload_form()
             st.session_state[K.LAST_IMPORT] = info.id
             st.session_state[K.LAST_IMPORT_KNOWN] = info.id in known  # the same content was stored before
+            st.session_state[K.LAST_IMPORT_RENAMED] = renamed
             ui.select_dataset(info.id)
             # the old filters and the auto-chosen colour mean nothing in the new dataset
             for key in (*K.FILTER.values(), *PER_DATASET):
@@ -62,8 +66,11 @@ with importer:
     if last in set(datasets["id"]):
         row = datasets.set_index("id").loc[last]
         if st.session_state.get(K.LAST_IMPORT_KNOWN):
+            former = st.session_state.get(K.LAST_IMPORT_RENAMED)
             st.info(f"Already stored: these files, with these settings, are dataset **{row['name']}** (`{last}`, "
-                    f"{row['rows']:,} run(s)); nothing was added.", icon=":material/info:")
+                    f"{row['rows']:,} run(s)"
+                    + (f", renamed from **{former}** as typed" if former else "")
+                    + "); nothing was added.", icon=":material/info:")
         elif row["rows"]:
             st.success(f"Imported **{row['rows']:,}** run(s) into dataset **{row['name']}** (`{last}`) with "
                        f"**{row['issues']:,}** issue(s).", icon=":material/check_circle:")

@@ -282,13 +282,26 @@ def config_labels(table: pd.DataFrame, by: Sequence[str]) -> list[str]:
         if "input_len_tok" in varying or "output_len_tok" in varying:
             varying += [c for c in ("input_len_tok", "output_len_tok") if c in keys and c not in varying]
         keys = [c for c in keys if c in varying]
+    # A measurement setting (torch threads, llama.cpp n_batch) is named only on hardware where it varies: the
+    # sample's H200 runs read "1 thread" because its CPU runs ran at 1 and 2 threads. Rows that differ by the
+    # setting alone share a hardware, so their labels still differ.
+    from .curves import VARYING_BY
+
+    hidden = {c: _uniform_on_hardware(table, c) for c in keys if c in VARYING_BY and "hardware" in table.columns}
     seen: dict[str, int] = {}
     out = []
-    for rec in table[list(by)].to_dict("records"):
-        label = config_label({c: rec[c] for c in keys})
+    for i, rec in enumerate(table[list(by)].to_dict("records")):
+        label = config_label({c: rec[c] for c in keys if not (c in hidden and hidden[c][i])})
         seen[label] = seen.get(label, 0) + 1
         out.append(label if seen[label] == 1 else f"{label} #{seen[label]}")
     return out
+
+
+def _uniform_on_hardware(table: pd.DataFrame, c: str) -> np.ndarray:
+    """Per row, whether column ``c`` takes one value (missing counted as one) over the rows of its hardware."""
+    hw = table["hardware"].astype("string").fillna("")
+    n = table[c].astype("string").fillna("").groupby(hw.to_numpy()).transform("nunique")
+    return (n <= 1).to_numpy()
 
 
 def curve_group_columns(runs: pd.DataFrame) -> list[str]:

@@ -280,6 +280,17 @@ def test_after_an_import_the_form_starts_empty_and_a_failure_drops_the_old_banne
     _no_exception(at)
     assert not at.success and any(i.value.startswith("Already stored") for i in at.info)
     assert len(Store().datasets()) == 1
+    # again, with a dataset name typed: the stored dataset takes it (the typed name had gone unused)
+    [before] = Store().datasets()
+    at.file_uploader(key=f"{K.UPLOAD_FILES}.2").set_value([("ui_runs.csv", UI_RUNS.read_bytes(), "text/csv")])
+    at.selectbox(key=f"{K.FORM_FIELD['weight_dtype']}.2").set_value("fp8")
+    at.text_input(key=f"{K.FORM_FIELD['name']}.2").set_value("fp8 rerun")
+    at.button(key=K.UPLOAD_SUBMIT).click().run()
+    _no_exception(at)
+    [after] = Store().datasets()
+    assert after.id == before.id and after.name == "fp8 rerun" != before.name
+    [note] = [i.value for i in at.info if i.value.startswith("Already stored")]
+    assert "**fp8 rerun**" in note and f"renamed from **{before.name}** as typed" in note
 
 
 def test_a_file_whose_every_request_failed_is_not_a_green_import(formats_dir: Path) -> None:

@@ -45,6 +45,19 @@ def test_two_thread_counts_are_two_configurations_with_their_own_plateau() -> No
     assert config_labels(table, by) == ["1 thread", "2 threads"]
 
 
+def test_a_thread_count_is_named_only_on_hardware_where_it_varies() -> None:
+    # The sample's H200 curves read "1 thread" because its CPU runs ran at 1 and 2 torch threads.
+    gpu = _runs((1.0,)).assign(hardware="h200", model="perfmodel-large-llama")
+    runs = pd.concat([_runs((1.0, 2.0)), gpu], ignore_index=True)
+    table = fit_curves(runs, shape="exp", intervals="none")
+    by = default_curve_by(runs)
+    assert "fw_num_threads" in by and len(table) == 3
+    labels = dict(zip(table["hardware"] + "/" + table["fw_num_threads"].astype(str), config_labels(table, by),
+                      strict=True))
+    assert labels["cpu-x86-2vcpu/1.0"].endswith("1 thread") and labels["cpu-x86-2vcpu/2.0"].endswith("2 threads")
+    assert "thread" not in labels["h200/1.0"] and len(set(labels.values())) == 3
+
+
 def test_one_thread_count_leaves_the_grouping_and_labels_unchanged() -> None:
     runs = _runs((1.0,))
     table = fit_curves(runs, shape="exp", intervals="none")

@@ -21,6 +21,7 @@ __all__ = [
     "IMPORT_ISSUE_SEVERITY",
     "LAST_IMPORT",
     "LAST_IMPORT_KNOWN",
+    "LAST_IMPORT_RENAMED",
     "UPLOAD_FORM",
     "UPLOAD_FILES",
     "UPLOAD_SUBMIT",
@@ -65,6 +66,8 @@ IMPORT_ISSUE_SEVERITY = "data.import_issue_severity"
 LAST_IMPORT = "data.last_import"
 #: Whether that dataset was already in the store (the same content imported before: nothing was added).
 LAST_IMPORT_KNOWN = "data.last_import_known"
+#: Its former name, where the name typed in the form renamed it (None otherwise).
+LAST_IMPORT_RENAMED = "data.last_import_renamed"
 DELETE_CONFIRM = "data.delete_confirm"
 
 # --- upload form
