@@ -405,7 +405,9 @@ def alerts_view(rep: MonitorReport, *, incidents: bool = False) -> tuple[pd.Data
         clock = {c: cc.NumberColumn(f"{c.split('_')[0]} (run)", format="%d") for c in ends}
     else:
         clock = {c: cc.NumberColumn(f"{c.split('_')[0]} (s)", format="%,.1f") for c in ends}
+    # the group is wide too: a replayed configuration's label ends in what tells rows apart (lengths, batch)
     return table, labelled_columns(table.columns, **clock, hint=cc.TextColumn(width="large"),
+                                   group=cc.TextColumn(width="large"),
                                    score=cc.NumberColumn(format="%.2f"))
 
 
