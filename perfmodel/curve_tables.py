@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     pass
 
 __all__ = [
+    "UNSATURATED_KNEE",
+    "knees_text",
     "fit_caveats",
     "CURVE_GROUP_COLUMNS",
     "has_positive",
@@ -410,6 +412,40 @@ def _measured_up_to(batch_max: object) -> str:
     return f"measured up to batch {_num(batch_max)}"
 
 
+UNSATURATED_KNEE = "still growing: plateau not reached in the measured batches"
+"""Said after a knee on a curve short of 95% of its plateau at its largest measured batch: such a knee sits near
+0.45x the largest batch whatever the hardware (477 of LLM-Inference-Bench's 681 knees), a mark of the range
+measured, not of saturation."""
+
+
+def knees_text(knees: Sequence[float], cis: Sequence[tuple[float, float]], *, b95: float,
+               n_batches: object = None, batch_max: float = math.nan) -> str:
+    """A curve's knees with their intervals (:func:`batch_estimate_text`), ``;``-separated, followed by
+    :data:`UNSATURATED_KNEE` where b95 lies beyond the largest measured batch.
+
+    Parameters
+    ----------
+    knees, cis
+        The knees and their intervals.
+    b95
+        The batch reaching 95% of the plateau (NaN: not said).
+    n_batches, batch_max
+        As in :func:`batch_estimate_text`.
+
+    Returns
+    -------
+    str
+        ``""`` where no knee is finite.
+    """
+    where = {"n_batches": n_batches, "batch_max": batch_max}
+    parts = [batch_estimate_text(k, lo, hi, **where) for k, (lo, hi) in zip(knees, cis, strict=True)
+             if np.isfinite(k)]
+    text = "; ".join(p for p in parts if p)
+    if text and np.isfinite(b95) and np.isfinite(batch_max) and b95 > batch_max:
+        text += f" ({UNSATURATED_KNEE})"
+    return text
+
+
 def batch_estimate_text(v: float, lo: float, hi: float, *, n_batches: object = None,
                         batch_max: float = math.nan, digits: int = 3) -> str:
     """A batch-valued estimate of a curve (a knee, b90, b95) with its interval, for tables and reports.
@@ -502,14 +538,15 @@ def fits_summary(table: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     rows = []
     for label, rec, kv in zip(labels, table.to_dict("records"), kv_full.tolist(), strict=True):
         where = {"n_batches": rec["n_batches"], "batch_max": float(rec.get("batch_max", math.nan))}
-        knees = [batch_estimate_text(rec[f"knee_{j}"], rec[f"knee_{j}_lo"], rec[f"knee_{j}_hi"], **where)
-                 for j in (1, 2) if f"knee_{j}" in rec and np.isfinite(rec[f"knee_{j}"])]
+        js = [j for j in (1, 2) if f"knee_{j}" in rec]
+        knees = knees_text([rec[f"knee_{j}"] for j in js], [(rec[f"knee_{j}_lo"], rec[f"knee_{j}_hi"]) for j in js],
+                           b95=float(rec["b95"]), **where)
         flat = rec["shape"] in ("none", *PLATEAU_SHAPES)
         extrapolated = bool(rec.get("plateau_extrapolated", False))
         rows.append({
             "configuration": label, "shape": rec["shape"],
             "plateau_tok_s": math.nan if extrapolated else rec["c"], "plateau_ci": _plateau_text(rec),
-            "knees": "; ".join(knees) if flat else NO_PLATEAU,
+            "knees": knees if flat else NO_PLATEAU,
             "b90": batch_estimate_text(rec["b90"], rec["b90_lo"], rec["b90_hi"], **where) if flat else NO_PLATEAU,
             "b95": batch_estimate_text(rec["b95"], rec["b95_lo"], rec["b95_hi"], **where) if flat else NO_PLATEAU,
             "kv_full_batch": kv,
@@ -645,7 +682,8 @@ def fit_counts_words(summary: pd.DataFrame) -> str:
 def fit_caveats(table: pd.DataFrame) -> list[str]:
     """Sentences that warn how far to trust the successful fits of a fit table, for the Curves page.
 
-    Two cases read wrongly without a word: a curve through exactly :data:`perfmodel.curves.MIN_BATCHES`
+    Three cases read wrongly without a word (the third: a knee on a curve still growing at its largest batch,
+    :data:`UNSATURATED_KNEE`; 477 of LLM-Inference-Bench's 681 knees): a curve through exactly :data:`perfmodel.curves.MIN_BATCHES`
     batch sizes (three parameters through three points: its R² is 1 by construction and says nothing about
     the shape; 41 of LLM-Inference-Bench's 695 fits), and a Kneedle knee past b95 (the knee is relative to the
     measured range, so on a curve that saturates early it lies where the curve is already flat; 41 fits there).
@@ -653,12 +691,13 @@ def fit_caveats(table: pd.DataFrame) -> list[str]:
     Parameters
     ----------
     table
-        :func:`perfmodel.curves.fit_curves` output: ``success``, ``n_batches``, ``knee_1`` and ``b95``.
+        :func:`perfmodel.curves.fit_curves` output: ``success``, ``n_batches``, ``knee_1``, ``b95`` and
+        ``batch_max``.
 
     Returns
     -------
     list of str
-        Zero, one or two sentences.
+        Zero to three sentences.
     """
     from .curves import MIN_BATCHES
 
@@ -679,6 +718,13 @@ def fit_caveats(table: pd.DataFrame) -> list[str]:
             out.append(f"{past:,} fit(s) have their knee past b95: the knee is where the curve bends most over "
                        "the measured batches, so on a curve that saturates early it lies where the curve is "
                        "already within 5% of its plateau. There b90/b95 tell how close to saturation a batch is.")
+        if "batch_max" in table.columns:
+            growing = ok & knee.notna() & (pd.to_numeric(table["b95"], errors="coerce")
+                                           > pd.to_numeric(table["batch_max"], errors="coerce"))
+            if growing.any():
+                out.append(f"{int(growing.sum()):,} knee(s), drawn open, lie on curves still growing at their "
+                           "largest measured batch (b95 beyond it): such a knee falls near half the largest batch "
+                           "measured, whatever the hardware, so it marks the range measured, not saturation.")
     return out
 
 

@@ -129,6 +129,12 @@ def test_curve_figure_has_points_band_fit_and_knee_with_interval() -> None:
     assert open_knee.marker.color == "white" and "plateau not reached" in open_knee.hovertemplate
     assert "knee, plateau not reached" in [t.name for t in open_fig.data]
     assert "knee, plateau not reached" not in [t.name for t in fig.data]
+    # so is one still short of 95% of its plateau at its largest batch, however near the plateau lies: such a
+    # knee sits near 0.45x the largest measured batch (477 of LLM-Inference-Bench's 681 knees were drawn solid)
+    short = dataclasses.replace(fit, b95=fit.batch_range[1] * 1.5)
+    assert not short.plateau_extrapolated
+    short_knee = next(t for t in curve_figure([short], pts, ["H100"]).data if t.meta == KNEE_META)
+    assert short_knee.marker.color == "white" and "plateau not reached" in short_knee.hovertemplate
     assert fig.layout.xaxis.type == "log"
     band_hi = fig.data[2]
     assert band_hi.fill == "tonexty" and all(a <= b for a, b in zip(fig.data[1].y, band_hi.y, strict=True))
@@ -327,7 +333,9 @@ def test_fits_summary_shows_no_false_precision_and_flags_extrapolated_b90() -> N
                          "output_throughput_tok_s": [46.912, 790.052, 1370.253, 2129.536]})
     summary = fits_summary(fit_curves(runs, ["hardware"], shape="exp", n_boot=100), ["hardware"])
     row = summary.iloc[0]
-    assert re.fullmatch(r"29\.\d \[29\.\d, 29\.\d\]", row["knees"]), row["knees"]
+    # b95 lies beyond batch 64: the knee is a mark of the range measured, and says so
+    assert re.fullmatch(r"29\.\d \[29\.\d, 29\.\d\] \(still growing: plateau not reached in the measured "
+                        r"batches\)", row["knees"]), row["knees"]
     for col in ("b90", "b95"):
         assert re.fullmatch(r"\d+ \[\d+, \d+\] \(extrapolated: measured up to batch 64\)", row[col]), row[col]
     # The known curve reaches its plateau inside the measured batches: nothing flagged.
@@ -476,4 +484,6 @@ def test_fit_caveats_name_exact_three_point_fits_and_knees_past_b95() -> None:
     assert words[0].startswith("1 fit(s) rest on exactly 3 batch sizes") and "R² is 1 by construction" in words[0]
     assert words[1].startswith("1 fit(s) have their knee past b95")
     assert fit_caveats(table.loc[table["n_batches"] == 7].assign(knee_1=1.0)) == []
+    growing = fit_caveats(table.assign(b95=table["batch_max"] * 2, knee_1=1.0))
+    assert growing[-1].startswith("2 knee(s), drawn open, lie on curves still growing")
     assert fit_caveats(table.assign(success=False)) == [] and fit_caveats(table.iloc[:0]) == []

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..curve_tables import batch_estimate_text, compact_number, compact_seconds, fit_counts_words
+from ..curve_tables import batch_estimate_text, compact_number, compact_seconds, fit_counts_words, knees_text
 from ..errors import PerfmodelError
 from ..models.base import DEFAULT_TARGET, cannot_run_reasons
 from ..pareto import candidate_labels
@@ -335,8 +335,7 @@ def _curves_section(runs: pd.DataFrame, res: PlanResult | None) -> Section:
         pts.append(summ)
         # the fits table's words: an interval of no width is "not estimable", a b90 beyond the data extrapolated
         where = {"n_batches": fit.n_batches, "batch_max": fit.batch_range[1]}
-        knee = ", ".join(batch_estimate_text(k, lo, hi, **where)
-                         for k, (lo, hi) in zip(fit.knees, fit.knee_ci, strict=True))
+        knee = knees_text(fit.knees, fit.knee_ci, b95=fit.b95, **where)
         rows.append({"configuration": label, "shape": fit.shape, "plateau tok/s": _band(
             fit.params.get("c", math.nan), *fit.ci.get("c", (math.nan, math.nan))), "knee batch [CI]": knee or "none",
             "b90": batch_estimate_text(fit.b90, math.nan, math.nan, **where) or "n/a", "R\u00b2": f"{fit.r2:.3f}",
