@@ -416,3 +416,21 @@ def test_attributions_are_over_the_plan_candidates_runs() -> None:
     assert f"not the dataset's other {len(runs) - n_h100:,}" in which and attrs.tables
     every = build_report(runs, dataset_name="d", accuracy=False, predictions=True).section("Top feature attributions")
     assert every.paragraphs[0] == "Over every run of the dataset."
+
+
+def test_the_no_plan_headline_leaves_out_runs_faster_than_physics() -> None:
+    # It had quoted LLM-Inference-Bench's 65,692 tok/s on 4 x H100 (bound 14,068), a run the Data page flags.
+    from perfmodel.whatif import suspect_mask
+
+    runs = synthetic_runs(noise=0.02)
+    honest = runs["output_throughput_tok_s"].max()
+    fast = runs.iloc[[0]].assign(output_throughput_tok_s=1e9, batch_size=2.0)
+    both = pd.concat([runs, fast], ignore_index=True)
+    assert suspect_mask(both).iloc[-1] and not suspect_mask(runs).any()
+    text = build_report(both, dataset_name="d", accuracy=False, predictions=False).section(
+        "Executive summary").paragraphs[1]
+    assert text.startswith(f"Highest measured output throughput: {honest:,.0f} tok/s")
+    assert text.endswith("leaving out the 1 run(s) faster than the physical bound (suspect data).")
+    plain = build_report(runs, dataset_name="d", accuracy=False, predictions=False).section(
+        "Executive summary").paragraphs[1]
+    assert plain.startswith(f"Highest measured output throughput: {honest:,.0f} tok/s") and "suspect" not in plain
