@@ -586,3 +586,21 @@ def test_without_prediction_only_pairs_never_measured_are_listed_as_unmeasured()
     # device counts chosen: each one that was not measured is named
     res = plan(inputs(models=["llama-3-8b"], hardware=["h100-sxm"], device_counts=[1, 4]), runs)
     assert res.infeasible["device_count"].tolist() == [1]
+
+
+def test_equal_costs_go_to_the_most_throughput_not_the_first_name() -> None:
+    # LLM-Inference-Bench, Llama-2-7B at 128/128 on one A100: DeepSpeed-MII (2,129 tok/s) was recommended over
+    # TensorRT-LLM (3,055 tok/s) at the same 1.29 USD/h, as "deepspeed-mii" sorts first.
+    slow = synthetic_runs().assign(framework="aaa-slow")
+    fast = synthetic_runs().assign(framework="zzz-fast",
+                                   output_throughput_tok_s=lambda d: d["output_throughput_tok_s"] * 1.4)
+    runs = pd.concat([slow, fast], ignore_index=True)
+    res = plan(inputs(workload={"request_rate_rps": 1, "input_len_tok": 1000, "output_len_tok": 1000}), runs)
+    t = res.table[res.table["status"] == "ok"]
+    assert len(t) == 2 and t["cost_per_hour"].nunique() == 1
+    assert t["framework"].tolist() == ["zzz-fast", "aaa-slow"] and res.recommendation["framework"] == "zzz-fast"
+    assert t.iloc[0]["throughput_tok_s"] > t.iloc[1]["throughput_tok_s"]
+    from perfmodel.report.build import _summary_section
+
+    alt = [p for p in _summary_section(res).paragraphs if "aaa-slow" in p]
+    assert alt and alt[0].startswith("Also at this cost for llama-3-8b, with less throughput headroom: 1 x h100-sxm")

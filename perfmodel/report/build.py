@@ -271,6 +271,9 @@ def _summary_section(res: PlanResult) -> Section:
             same = priced.iloc[1:][priced.iloc[1:]["model"] == top["model"]]
             alt = same.iloc[0] if len(same) else priced.iloc[1]
             lead = f"Next cheapest for {top['model']}" if len(same) else "Cheapest with another model"
+            tie = len(same) and math.isclose(float(alt["cost_per_hour"]), float(top["cost_per_hour"]), rel_tol=1e-9)
+            if tie:  # the same price: the recommendation won on throughput headroom (PlanResult's order)
+                lead = f"Also at this cost for {top['model']}, with less throughput headroom"
             paras.append(f"{lead}: {alt['devices']} x {alt['hardware']} ({alt['model']} on {alt['framework']}, "
                          f"{alt['device_count']} per replica) at {alt['cost_per_hour']:,.2f} {res.currency}/h.")
         unpriced = t[~np.isfinite(t["cost_per_m_output_tok"].astype(float))]
