@@ -207,6 +207,22 @@ def test_page_notes_say_when_a_percentile_target_was_judged_against_means() -> N
     assert P.page_notes(table, {"slo": {"percentile": "p90"}}) == []  # no latency target: nothing judged
 
 
+def test_the_derived_latency_note_names_only_targets_whose_latency_was_derived() -> None:
+    # LLM-Inference-Bench at 128/128 with an e2e target: every candidate's e2e was measured and only its TPOT,
+    # with no target, derived; the note had said the e2e and TPOT targets were judged against a mean (49 of 49).
+    table = pd.DataFrame({"model": ["m"] * 3, "latency_basis": ["e2e: measured p90, tpot: derived"] * 2
+                          + ["e2e: derived, tpot: derived"]})
+    assert P.page_notes(table, {"slo": {"percentile": "p90", "e2e_s": 60.0}}) == [
+        "Where no end-to-end latency was measured for a candidate (1 of 3 candidates: sized from runs at other "
+        "lengths, predicted, or runs that did not record it) it is derived from throughput and batch, which gives "
+        "a mean: the p90 end-to-end target is judged against that mean there."]
+    [both] = P.page_notes(table, {"slo": {"percentile": "p90", "e2e_s": 60.0, "tpot_s": 0.1}})
+    assert "(3 of 3 candidates" in both and "the p90 end-to-end and TPOT targets are judged" in both
+    [tpot] = P.page_notes(table, {"slo": {"percentile": "p90", "tpot_s": 0.1}})
+    assert "Where no TPOT latency" in tpot and "(3 of 3" in tpot
+    assert P.page_notes(table.iloc[:2], {"slo": {"percentile": "p90", "e2e_s": 60.0}}) == []
+
+
 def test_every_input_lives_in_the_url_and_a_copied_address_reopens_the_plan(tmp_path: Path) -> None:
     # The address bar read /planner whatever was entered: only a saved analysis could share a plan.
     info = _two_models(tmp_path)
