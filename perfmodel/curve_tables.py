@@ -256,6 +256,10 @@ def config_label(key: Mapping[str, Any]) -> str:
             parts.append(f"{_num(v)} thread{'' if v == 1 else 's'}")
         elif col == "fw_n_batch":
             parts.append(f"n_batch {_num(v)}")
+        elif col == "framework_version":  # "v5.24.0", not "framework_version=5.24.0"
+            parts.append(f"v{v}" if str(v)[:1].isdigit() else str(v))
+        elif col == "quantization":
+            parts.append(f"quant {v}")
         else:
             parts.append(f"{col}={_num(v) if isinstance(v, int | float) else v}")
     return " · ".join(parts) or "(all runs)"

@@ -160,6 +160,10 @@ def test_config_labels_name_only_what_differs() -> None:
     assert config_label({"hardware": "a100", "device_count": 4, "framework": "vllm", "input_len_tok": 128.0,
                          "output_len_tok": 2048.0, "weight_dtype": "fp8"}) == "a100 x4 · vllm · 128/2048 · w fp8"
     assert config_label({"output_len_tok": 128.0}) == "out 128"
+    # words, not column names (Monitor's groups read "framework_version=5.24.0")
+    assert config_label({"framework": "transformers", "framework_version": "5.24.0", "quantization": "gptq"}) == (
+        "transformers · v5.24.0 · quant gptq")
+    assert config_label({"framework_version": "nightly"}) == "nightly"
     table = pd.DataFrame({"hardware": ["a100", "a100", "h100"], "model": ["m", "m", "m"],
                           "input_len_tok": [128.0, 256.0, 128.0], "output_len_tok": [32.0, 32.0, 32.0]})
     assert config_labels(table, ["hardware", "model", "input_len_tok", "output_len_tok"]) == [
