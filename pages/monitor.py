@@ -84,8 +84,9 @@ try:
     if source != "Recorded file":
         M.switch_if_nothing_judged(stream, detector, int(window))
         if st.session_state.get(M.AUTO_THRESHOLD) and detector == "threshold":
-            st.caption("Detector: **threshold**, chosen for this dataset, since no configuration has the repeats "
-                       "a baseline detector needs; choose another above to use it.")
+            st.caption("Detector: **threshold**, chosen for this dataset, since no configuration has the "
+                       f"{M.baseline_need(int(window)) + 1} repeats or more a baseline detector needs (a baseline of "
+                       f"{M.baseline_need(int(window))} and one to judge); choose another above to use it.")
         st.info(M.replay_note(stream, detector, int(window)), icon=":material/info:")
     rep = M.report(stream, key, json.dumps({**settings, "metrics": metrics}))
 except PerfmodelError as exc:

@@ -47,7 +47,8 @@ def test_replay_of_the_sample_dataset_marks_alerts_with_hints() -> None:
     fresh.radio(key="monitor.source").set_value("Stored dataset (replay)").run()
     assert not fresh.exception, [e.value for e in fresh.exception]
     assert fresh.selectbox(key="monitor.detector").value == "threshold"
-    assert any(c.value.startswith("Detector: **threshold**, chosen for this dataset") for c in fresh.caption)
+    assert any(c.value.startswith("Detector: **threshold**, chosen for this dataset, since no configuration has the "
+                                  "31 repeats or more") for c in fresh.caption)
     assert not any(i.value.startswith("Nothing was judged") for i in fresh.info) and len(fresh.dataframe[0].value)
     # a detector chosen by the user afterwards stays, even where it judges nothing
     fresh.selectbox(key="monitor.detector").set_value("point").run()

@@ -213,13 +213,19 @@ def stream_from_dataset(home: str, dataset_id: str, stamp: int) -> MetricStream:
     return stream
 
 
+def baseline_need(window: int) -> int:
+    """Repeats a baseline detector learns from before it judges one: the detectors' minimum baseline, or the
+    window where that is shorter."""
+    return min(DEFAULT_MIN_BASELINE, window)
+
+
 def judged_configurations(stream: MetricStream, detector: str, window: int) -> int:
     """How many configurations of a replayed dataset the detector judges at all: the threshold detector
     those measured more than once, the others those with a baseline of repeats and one more after it."""
     sizes = stream.frame.groupby("group", sort=False).size()
     if detector == "threshold":
         return int((sizes > 1).sum())
-    return int((sizes >= min(DEFAULT_MIN_BASELINE, window) + 1).sum())
+    return int((sizes >= baseline_need(window) + 1).sum())
 
 
 def replay_note(stream: MetricStream, detector: str, window: int) -> str:
@@ -238,7 +244,7 @@ def replay_note(stream: MetricStream, detector: str, window: int) -> str:
     """
     sizes = stream.frame.groupby("group", sort=False).size()
     n, repeated = len(sizes), int((sizes > 1).sum())
-    need = min(DEFAULT_MIN_BASELINE, window)
+    need = baseline_need(window)
     text = (f"A stored dataset is usually a sweep, not a stream: its runs differ in batch size, concurrency and lengths, "
             f"and the change from one to the next is the sweep, not an anomaly. So each configuration is judged "
             f"on its own, its repeats in the order they were measured: **{repeated:,} of {n:,} configurations** "
