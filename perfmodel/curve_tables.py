@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     pass
 
 __all__ = [
+    "in_seconds",
     "UNSATURATED_KNEE",
     "knees_text",
     "fit_caveats",
@@ -179,6 +180,28 @@ def compact_number(v: float) -> str:
 _TIME_UNITS = (("ns", 1e-9, 1000.0), ("ms", 1e-3, 1000.0), ("s", 1.0, 120.0),
                ("min", 60.0, 120.0), ("h", 3600.0, 48.0))
 """(unit, seconds per unit, first value shown in the next unit)."""
+
+
+def in_seconds(v: float, digits: int = 3) -> str:
+    """A duration always in seconds, ``digits`` significant digits, never e-notation: ``"3.85 s"``,
+    ``"0.996 s"``, ``"636 s"``. For a column or a comparison read in one unit (a report's e2e column had mixed
+    ``3.85 s`` and ``996 ms``; a Planner reason read "10.6 min > 10 min" for a target typed as 600 s), where
+    :func:`compact_seconds` picks a unit per value.
+
+    Parameters
+    ----------
+    v
+        Seconds.
+    digits
+        Significant digits.
+
+    Returns
+    -------
+    str
+        ``"n/a"`` when ``v`` is NaN or infinite.
+    """
+    v = float(v)
+    return f"{significant(v, digits)} s" if math.isfinite(v) else "n/a"
 
 
 def compact_seconds(v: float) -> str:

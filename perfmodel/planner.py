@@ -74,7 +74,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic import ValidationError as _PydanticValidationError
 
-from .curve_tables import compact_number, compact_seconds
+from .curve_tables import compact_number, compact_seconds, in_seconds
 from .errors import PerfmodelError, Problem, UnknownNameError, ValidationError, problems_from_pydantic
 
 __all__ = [
@@ -912,15 +912,16 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
         def judged(label: str, best: float, op: str, target: float) -> str:
             # what the figure is: a derived latency is a mean whatever percentile the target names
             b_ = basis[{"e2e": "e2e", "TPOT": "tpot", "TTFT": "ttft"}[label]]
-            head = f"best {label if b_ != 'measured' else f'{pct} {label}'} {compact_seconds(best)} {op} " \
-                   f"{compact_seconds(target)}"
+            # in seconds, as the targets are typed ("10.6 min > 10 min" had answered a target of 600 s)
+            head = f"best {label if b_ != 'measured' else f'{pct} {label}'} {in_seconds(best)} {op} " \
+                   f"{in_seconds(target)}"
             return head + (" (a mean, derived from throughput)" if b_ == "derived" and pct != "mean" else
                            f" (the mean: the {pct} was not recorded)" if b_.startswith("measured mean") else "")
 
         missed = [judged(label, best, ">", target)
                   if not (label == "TTFT" and floor_only) else
-                  f"TTFT at least {compact_seconds(best)} (prefill at the devices' peak FLOPS) > "
-                  f"{compact_seconds(target)}"
+                  f"TTFT at least {in_seconds(best)} (prefill at the devices' peak FLOPS) > "
+                  f"{in_seconds(target)}"
                   for label, best, target, miss in checks if miss]
         # The cause first: a table cell shows the reason's first 60 characters or so.
         if missed:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -314,8 +315,14 @@ def test_unreachable_slo_names_only_the_targets_missed() -> None:
     res = plan(inputs(slo={"e2e_s": 60, "tpot_s": 0.0001, "percentile": "p90"}), synthetic_runs())
     reason = res.infeasible.iloc[0]["reason"]
     assert "SLO unreachable" in reason
-    assert reason.startswith("SLO unreachable: best TPOT 5.13 ms > 0.1 ms")  # the cause first: cells cut
+    # the cause first (cells cut), in seconds as the targets are typed ("10.6 min > 10 min" for a target of 600)
+    assert reason.startswith("SLO unreachable: best TPOT 0.00513 s > 0.0001 s")
     assert "e2e" not in reason and "> 60 s" not in reason
+    tenth = synthetic_runs().assign(output_throughput_tok_s=lambda d: d["output_throughput_tok_s"] / 10)
+    slow = plan(inputs(slo={"e2e_s": 300}, workload={"request_rate_rps": 1, "input_len_tok": 100,
+                                                     "output_len_tok": 8000}), tenth)
+    reason = slow.infeasible.iloc[0]["reason"]
+    assert re.match(r"SLO unreachable: best e2e [\d,.]+ s > 300 s", reason), reason
 
 
 def test_unreachable_slo_when_each_target_alone_is_met() -> None:

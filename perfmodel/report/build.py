@@ -18,7 +18,14 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..curve_tables import batch_estimate_text, compact_number, compact_seconds, fit_counts_words, knees_text
+from ..curve_tables import (
+    batch_estimate_text,
+    compact_number,
+    compact_seconds,
+    fit_counts_words,
+    in_seconds,
+    knees_text,
+)
 from ..errors import PerfmodelError
 from ..models.base import DEFAULT_TARGET, cannot_run_reasons
 from ..pareto import candidate_labels
@@ -175,7 +182,7 @@ def _candidate_table(res: PlanResult) -> pd.DataFrame:
             # the figure an energy bill is in: 1 J per token is 1e6 J = 0.278 kWh per million tokens
             "kWh/M output tok": _band(*(r[f"energy_j_per_output_tok{s}"] / _J_PER_KWH_PER_M
                                         for s in ("", "_lo", "_hi"))),
-            "e2e latency": compact_seconds(r["e2e_s"]), "latency basis": r["latency_basis"],
+            "e2e latency": in_seconds(r["e2e_s"]), "latency basis": r["latency_basis"],
             "price source": r["price_source"], "note": r["note"],
         })
     return pd.DataFrame(rows)

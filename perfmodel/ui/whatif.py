@@ -25,10 +25,11 @@ import streamlit as st
 
 from .. import physics
 from .. import whatif as W
+from ..curve_tables import in_seconds
 from ..curves import VARYING_BY
 from ..errors import PerfmodelError
 from ..models.base import ProgressCallback
-from ..plots import add_suspect_markers, compact_number, compact_seconds, significant, whatif_figure
+from ..plots import add_suspect_markers, compact_number, compact_seconds, whatif_figure
 from . import cached
 from .widgets import show_error
 
@@ -936,8 +937,7 @@ def e2e_seconds(v: float) -> str:
     v = float(v)
     if not math.isfinite(v) or v < 1.0:
         return compact_seconds(v)
-    text = f"{significant(v, 3)} s"
-    return f"{text} ({compact_seconds(v)})" if v >= 120.0 else text
+    return f"{in_seconds(v)} ({compact_seconds(v)})" if v >= 120.0 else in_seconds(v)
 
 
 TABLE_ORDER = ("batch_size", "pred_throughput_tok_s", "pred_lower", "pred_upper", "confidence", "in_domain",
