@@ -74,11 +74,12 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic import ValidationError as _PydanticValidationError
 
-from .curve_tables import compact_number, compact_seconds, in_seconds
+from .curve_tables import compact_number, compact_seconds, in_seconds, significant
 from .errors import PerfmodelError, Problem, UnknownNameError, ValidationError, problems_from_pydantic
 
 __all__ = [
     "LengthBin",
+    "at_offered_load",
     "Workload",
     "SLO",
     "PlanInputs",
@@ -366,8 +367,13 @@ class PlanResult:
                      if np.isfinite(rec["throughput_tok_s_lo"]) and np.isfinite(rec["throughput_tok_s_hi"])
                      else " Its predictor gives no throughput band: the SLOs were checked at the central "
                           "estimate only.")
+        load = rec.get("load_batch", math.nan)
+        # the batch caps a replica; the traffic fills it only so far (at_offered_load)
+        at_load = (f" At this demand each replica holds about {significant(load, 2)} sequence(s), with a mean "
+                   f"end-to-end latency of {in_seconds(rec['e2e_at_load_s'])}."
+                   if np.isfinite(load) and load < 0.95 * rec["batch_size"] else "")
         return (f"{head}: {dev} running {rec['model']} on {rec['framework']} with {rec['device_count']} "
-                f"device(s) per replica at batch {rec['batch_size']:g}{cost_txt}.{extra}")
+                f"device(s) per replica in batches of up to {rec['batch_size']:g}{cost_txt}.{at_load}{extra}")
 
 
     def lengths_caveat(self, column: str = "measured at") -> str:
@@ -782,10 +788,46 @@ _BOUNDED = ("throughput_tok_s", "throughput_per_device_tok_s", "devices", "cost_
 _TABLE_COLUMNS = [*CANDIDATE_KEYS, "status", "robust", "batch_size", "replicas",
                   *[c + s for c in _BOUNDED for s in ("", "_lo", "_hi")],
                   "price_per_device_hour", "price_source", "energy_basis", "e2e_s", "ttft_s", "tpot_s",
-                  "latency_basis", "memory_need_gb", "memory_gb", "lengths", "source", "confidence", "note"]
+                  "load_batch", "e2e_at_load_s", "latency_basis", "memory_need_gb", "memory_gb", "lengths", "source", "confidence", "note"]
 _POINT_COLUMNS = [*CANDIDATE_KEYS, "batch_size", "throughput_tok_s", "throughput_tok_s_lo", "throughput_tok_s_hi",
                   "throughput_per_device_tok_s", "e2e_s", "ttft_s", "tpot_s", "memory_ok", "slo_ok", "slo_ok_lo",
                   "slo_ok_hi", "devices", "cost_per_m_output_tok", "energy_j_per_output_tok"]
+
+
+def at_offered_load(batches: np.ndarray, throughput: np.ndarray, per_replica_tok_s: float,
+                    out_len: float) -> tuple[float, float]:
+    """Where a replica settles under the offered load: the sequences in flight at which its throughput curve
+    meets its share of the demand, and the mean end-to-end latency there (Little's law: in flight / request
+    rate). The plan's batch is the most a replica may run and still meet the SLOs (its throughput sizes the
+    fleet); below that capacity a server never fills it. LLM-Inference-Bench's Llama-2-7B at 10 req/s of
+    128/128 on one A100 with DeepSpeed-MII: batch 64 (p90 e2e 3.85 s) planned, about 29 in flight at the
+    offered load (mean e2e 2.9 s); MI300X with vLLM: batch 256 (12.3 s) planned, about 16 in flight (1.6 s).
+
+    Parameters
+    ----------
+    batches, throughput
+        The curve up to the plan's batch (output tok/s of one replica, increasing batches).
+    per_replica_tok_s
+        The demand (output tok/s) each replica serves, without headroom.
+    out_len
+        Mean output tokens per request.
+
+    Returns
+    -------
+    (float, float)
+        Sequences in flight and mean e2e seconds; NaN where the curve is empty or never reaches the demand.
+    """
+    ok = np.isfinite(batches) & np.isfinite(throughput) & (throughput > 0)
+    if not ok.any() or not (per_replica_tok_s > 0 and out_len > 0):
+        return math.nan, math.nan
+    xs = np.concatenate([[0.0], np.asarray(batches, dtype=float)[ok]])
+    ys = np.concatenate([[0.0], np.asarray(throughput, dtype=float)[ok]])
+    k = np.flatnonzero(ys >= per_replica_tok_s)
+    if not len(k):
+        return math.nan, math.nan
+    k0 = int(k[0])  # the first batch whose throughput meets the demand; linear between it and the one before
+    n = float(xs[k0 - 1] + (per_replica_tok_s - ys[k0 - 1]) * (xs[k0] - xs[k0 - 1]) / (ys[k0] - ys[k0 - 1]))
+    return n, n * out_len / per_replica_tok_s
 
 
 def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | None, inputs: PlanInputs,
@@ -948,6 +990,7 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
         return ch, ch / per_h * 1e6, ch / (per_h * w.demand_total_tok_s / w.demand_output_tok_s) * 1e6
 
     c, c_lo, c_hi = costs(dev), costs(dev_lo), costs(dev_hi)
+    load_b, load_e2e = at_offered_load(b[: j + 1], curve.mid[: j + 1], w.demand_output_tok_s / rep, out_len)
     ttft_checked = slo.ttft_s is None or bool(ttft_known[j])
     lat_basis = ", ".join(f"{k}: {basis[k]}" for k in ("e2e", "ttft", "tpot")
                           if not (k == "ttft" and not np.isfinite(lat["ttft"][j])))
@@ -979,7 +1022,7 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
                  "energy_j_per_output_tok_hi": power_used[j] / t_lo if t_lo > 0 else math.nan,
                  "price_per_device_hour": price, "price_source": price_src, "energy_basis": e_basis,
                  "e2e_s": float(lat["e2e"][j]), "ttft_s": float(lat["ttft"][j]), "tpot_s": float(lat["tpot"][j]),
-                 "latency_basis": lat_basis, "memory_need_gb": float(need[j]), "memory_gb": mem_gb,
+                 "load_batch": load_b, "e2e_at_load_s": load_e2e, "latency_basis": lat_basis, "memory_need_gb": float(need[j]), "memory_gb": mem_gb,
                  "lengths": f"{lengths[0]:g}/{lengths[1]:g}", "source": curve.source,
                  "confidence": (curve.confidence if curve.confidence_at is None else float(curve.confidence_at[j])),
                  "note": "; ".join(filter(None, [note, *extra]))})

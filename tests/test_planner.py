@@ -276,6 +276,9 @@ def test_shared_data_question(all_results_csv) -> None:  # noqa: ANN001
                      & (res.table["device_count"] == 1)].iloc[0]
     # 204,800 * 1.2 / ~3,490 tok/s at batch 64 -> about 71 H100s.
     assert 65 <= h100["devices"] <= 75 and h100["batch_size"] == 64
+    # at the offered load (no headroom) a replica holds fewer sequences than its batch, and waits less
+    assert 0.7 * 64 < rec["load_batch"] < 64 and rec["e2e_at_load_s"] < rec["e2e_s"]
+    assert f"each replica holds about {rec['load_batch']:.0f} sequence(s)" in res.summary()
     assert np.isfinite(res.table["cost_per_m_output_tok"]).sum() >= 20
 
 
@@ -611,3 +614,23 @@ def test_equal_costs_go_to_the_most_throughput_not_the_first_name() -> None:
 
     alt = [p for p in _summary_section(res).paragraphs if "aaa-slow" in p]
     assert alt and alt[0].startswith("Also at this cost for llama-3-8b, with less throughput headroom: 1 x h100-sxm")
+
+
+def test_the_offered_load_sets_what_a_replica_holds_and_its_latency() -> None:
+    # A plan's batch is the most a replica may run (its throughput sizes the fleet); below capacity a server
+    # never fills it. Hand-computed: throughput 100, 180, 300 tok/s at batch 1, 2, 4; a share of 240 tok/s lies
+    # halfway from batch 2 to 4 -> 3 in flight; Little's law: 3 / (240 / 100 requests/s) = 1.25 s.
+    from perfmodel.planner import at_offered_load
+
+    b, t = np.array([1.0, 2.0, 4.0]), np.array([100.0, 180.0, 300.0])
+    assert at_offered_load(b, t, 240.0, 100.0) == pytest.approx((3.0, 1.25))
+    assert at_offered_load(b, t, 50.0, 100.0) == pytest.approx((0.5, 1.0))  # below batch 1: through the origin
+    assert all(math.isnan(v) for v in at_offered_load(b, t, 400.0, 100.0))  # never reached
+    assert all(math.isnan(v) for v in at_offered_load(b[:0], t[:0], 10.0, 100.0))
+    res = plan(inputs(workload={"request_rate_rps": 1, "input_len_tok": 1000, "output_len_tok": 1000}),
+               synthetic_runs())
+    row = res.table.iloc[0]
+    share = 1 * 1000 / row["replicas"]
+    assert 0 < row["load_batch"] < row["batch_size"] and curve_tok_s(row["load_batch"]) == pytest.approx(share, rel=0.1)
+    assert row["e2e_at_load_s"] == pytest.approx(row["load_batch"] * 1000 / share)
+    assert row["e2e_at_load_s"] < row["e2e_s"]

@@ -182,7 +182,11 @@ def _candidate_table(res: PlanResult) -> pd.DataFrame:
             # the figure an energy bill is in: 1 J per token is 1e6 J = 0.278 kWh per million tokens
             "kWh/M output tok": _band(*(r[f"energy_j_per_output_tok{s}"] / _J_PER_KWH_PER_M
                                         for s in ("", "_lo", "_hi"))),
-            "e2e latency": in_seconds(r["e2e_s"]), "latency basis": r["latency_basis"],
+            "e2e latency": in_seconds(r["e2e_s"]),
+            # where a replica settles at the demand (planner.at_offered_load), below the planned batch
+            "at offered load": (f"{r['load_batch']:,.1f} in flight, {in_seconds(r['e2e_at_load_s'])}"
+                                if np.isfinite(r.get("load_batch", math.nan)) else "n/a"),
+            "latency basis": r["latency_basis"],
             "price source": r["price_source"], "note": r["note"],
         })
     return pd.DataFrame(rows)

@@ -506,6 +506,11 @@ def report_pdf(home: str, dataset_id: str, stamp: int, inputs_json: str, accurac
 MISSING = "—"
 LENGTHS_HEADER = "sized at (in/out tok)"
 """The planner table's header of the lengths a candidate's throughput is for."""
+LOAD_BATCH_HEADER = "in flight at load"
+"""The planner table's header of the sequences a replica holds at the offered load
+(:func:`perfmodel.planner.at_offered_load`): the batch column is the most it may hold."""
+LOAD_E2E_HEADER = "e2e s at load"
+"""The planner table's header of the mean end-to-end latency at the offered load."""
 SOURCE_HEADER = "sized from"
 """The planner table's header of what a candidate's throughput comes from (measured curve or predictor)."""
 
@@ -538,7 +543,8 @@ def display_table(table: pd.DataFrame, currency: str, lengths: str | None = None
             "lengths": LENGTHS_HEADER, "devices": "devices", "cost_per_hour": f"{currency}/h",
             "cost_per_m_output_tok": f"{currency}/M output tok", "status": "status", "source": SOURCE_HEADER,
             "throughput_per_device_tok_s": "tok/s per device", "batch_size": "batch", "e2e_s": "e2e s",
-            "ttft_s": "TTFT s", "tpot_s": "TPOT s",
+            "ttft_s": "TTFT s", "tpot_s": "TPOT s", "load_batch": LOAD_BATCH_HEADER,
+            "e2e_at_load_s": LOAD_E2E_HEADER,
             "devices_lo": "devices (low)", "devices_hi": "devices (high)",
             "price_per_device_hour": f"{currency}/device-hour", "price_source": "price source",
             "energy_j_per_output_tok": "J/output tok", "energy_basis": "energy basis", "note": "note"}
@@ -608,7 +614,14 @@ def display_column_config(currency: str) -> dict[str, Any]:
             help="measured curve: fitted to this candidate's runs; predicted at the workload's lengths: the "
                  "predictor anchored on the candidate's runs at other lengths; predicted: no runs of this "
                  "candidate (turn on Predict what was not measured for both)"),
-        "batch": num(format="%,.0f"),
+        "batch": num(format="%,.0f", help="The most sequences a replica may run and still meet the SLOs: its "
+                                          "throughput there sizes the fleet"),
+        LOAD_BATCH_HEADER: num(format="%,.1f", help="Sequences a replica holds at the offered load: where its "
+                               "throughput curve meets its share of the demand, below the batch when the fleet has "
+                               "headroom (a server never fills a batch the traffic does not)"),
+        LOAD_E2E_HEADER: num(format="%,.2f", help="Mean end-to-end latency at the offered load, by Little's law "
+                             "(sequences in flight / request rate per replica): what users see at this demand, "
+                             "below the e2e at the planned batch"),
         "tok/s per device": num(format="%,.0f", help="Output tokens per second per device"),
         "confidence": num(format="%.2f", help="The predictor's confidence for a predicted row: c means a 90% band "
                                               "from c x to 1/c x the prediction"),
