@@ -69,7 +69,8 @@ c1.number_input("Input length (tokens)", min_value=0.0, max_value=float(MAX_LENG
 c2.number_input("Output length (tokens)", min_value=1.0, max_value=float(MAX_LENGTH_TOK), step=64.0,
                 key=K["output_len_tok"], format="%g")
 c3.number_input("Devices", min_value=1.0, max_value=float(MAX_DEVICES), step=1.0, key=K["device_count"],
-                format="%g")
+                format="%g", on_change=W.whole_devices, help="Accelerators per replica: a whole number (a typed "
+                "1.5 is rounded).")
 c4.number_input("Smallest batch", min_value=1.0, max_value=float(MAX_BATCH), key=K["batch_min"], format="%g")
 c5.number_input("Largest batch", min_value=1.0, max_value=float(MAX_BATCH), key=K["batch_max"], format="%g")
 c1, c2, c3, c4 = st.columns([2, 2, 2, 1], vertical_alignment="bottom")

@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -573,10 +573,13 @@ def _load_training_runs(data: str) -> Any:
         raise
 
 
-def _resolve_names(df: Any, file: str) -> Any:
-    """Catalog-resolve hardware/model names and canonicalise frameworks of a query table."""
+def _resolve_names(df: Any, file: str, problems: list[Any] | None = None) -> Any:
+    """Catalog-resolve hardware/model names and canonicalise frameworks of a query table.
+
+    With ``problems``, every unknown name is added to it (a :class:`~perfmodel.errors.Problem` at the first row
+    that has it) instead of raising on the first, so that a file's problems are reported in one pass."""
     from . import catalog
-    from .errors import UnknownNameError
+    from .errors import Problem, UnknownNameError
 
     out = df.copy()
     for col, resolver in (("hardware", catalog.resolve_hardware), ("model", catalog.resolve_model)):
@@ -588,8 +591,13 @@ def _resolve_names(df: Any, file: str) -> Any:
                 mapping[raw] = resolver(raw).key
             except UnknownNameError as exc:
                 rows = [i + 1 for i, v in enumerate(out[col].astype("string")) if v == raw][:5]
+                if problems is not None:
+                    also = f" (also in row(s) {', '.join(map(str, rows[1:]))})" if len(rows) > 1 else ""
+                    problems.append(Problem(str(UnknownNameError(col, raw, exc.suggestions)) + also, file=file,
+                                            row=rows[0], column=col))
+                    continue
                 raise UnknownNameError(col, raw, exc.suggestions,
-                                       hint=f"in {file}, row(s) {', '.join(map(str, rows))}, column {col!r}") \
+                                       hint=f"In {file}, row(s) {', '.join(map(str, rows))}, column {col!r}") \
                     from None
         out[col] = out[col].astype("string").map(mapping).astype("string")
     if "framework" in out.columns:
@@ -598,8 +606,8 @@ def _resolve_names(df: Any, file: str) -> Any:
     return out
 
 
-_QUERY_REQUIRED = ("hardware", "model", "input_len_tok", "output_len_tok", "batch_size")
-"""Columns a query CSV must have (``device_count`` defaults to 1, ``framework`` is checked by the predictor)."""
+_QUERY_REQUIRED = ("hardware", "model", "framework", "input_len_tok", "output_len_tok", "batch_size")
+"""Columns a query CSV must have (``device_count`` defaults to 1); every predictor reads the framework."""
 
 
 def _read_queries(path: Path) -> tuple[Any, Any]:
@@ -616,24 +624,42 @@ def _read_queries(path: Path) -> tuple[Any, Any]:
         except (OSError, ValueError, UnicodeDecodeError) as exc:
             raise ImportFormatError(f"{path.name}: cannot read the queries as CSV ({exc})") from None
         if set(_QUERY_REQUIRED) <= set(raw.columns):
+            if raw.empty:  # a header alone had "written 0 prediction(s)" with exit code 0
+                raise ValidationError(f"{path.name}: no query rows, only a header (a query needs "
+                                      f"{', '.join(_QUERY_REQUIRED)}, one row per point)")
             q = raw.copy()
             if "device_count" not in q.columns:
                 q["device_count"] = 1
             q["source_row"] = range(1, len(q) + 1)
-            # Checked before the numbers are parsed, so a bad cell is reported as written ('abc').
-            physics.check_query(q, columns=physics.QUERY_COLUMNS, file=path.name)
+            # Checked before the numbers are parsed, so a bad cell is reported as written ('abc'); unknown names
+            # in the same pass (they had come up only on the next run, after the numbers were fixed).
+            problems: list[Any] = []
+            try:
+                physics.check_query(q, columns=(*physics.QUERY_COLUMNS, "framework"), file=path.name)
+            except ValidationError as exc:
+                problems.extend(exc.problems)
             for c in _QUERY_NUMERIC:
                 if c in q.columns:
                     q[c] = pd.to_numeric(q[c], errors="coerce")
-            return raw, _resolve_names(q, path.name)
+            table = _resolve_names(q, path.name, problems)
+            if problems:
+                problems.sort(key=lambda p: (p.row is None, p.row or 0, str(p.column)))
+                raise ValidationError(f"{path.name}: the query table is not usable ({len(problems)} problem(s)):",
+                                      problems)
+            return raw, table
     from .importers import read_file
 
     try:
         runs = read_file(path).runs
-    except ImportFormatError:
+    except ImportFormatError as exc:
         cols = set() if raw is None else set(raw.columns)
         if not ({"hardware", "model"} <= cols or cols & {"input_len_tok", "output_len_tok", "batch_size"}):
-            raise
+            # predict has no --format or --map (the importer's advice): say what a query file is instead
+            text = str(exc).replace(" For any other CSV pass --format csv with --map canonical=column options.", "")
+            raise ImportFormatError(
+                f"{text} Nor is it a query table: give a CSV with the columns {', '.join(_QUERY_REQUIRED)} "
+                "(device_count optional), or import another CSV first (`perfmodel import FILE --format csv "
+                "--map canonical=column`) and predict for the exported dataset (`perfmodel export`).") from None
         # Query columns, but not all of them: name the missing ones, not every benchmark format.
         missing = [repr(c) for c in _QUERY_REQUIRED if c not in cols]
         raise ValidationError(f"{path.name}: not a usable query table: missing required column"
@@ -655,7 +681,8 @@ def _check_model_output(output: Path) -> None:
 @main.command("train")
 @click.argument("data")
 @click.option("--predictor", "predictor_name", default="roofline-gbm", show_default=True,
-              help="Predictor name (see `perfmodel evaluate --help` for the list).")
+              help="Predictor: roofline-gbm (perfmodel's own), ala (the published hybrid), or a published "
+                   "baseline: xgboost, random-forest, linear.")
 @click.option("--features", "feature_set", default=None,
               help="Feature set (raw, derived, physical, framework, settings, identity, static, all; join with '+'). "
                    "Default: the predictor's own (roofline-gbm: static, every set but the framework "
@@ -723,6 +750,21 @@ def _point_errors(options: Mapping[str, str] = _POINT_OPTIONS) -> Iterator[None]
             from None
 
 
+@contextmanager
+def _in_file(name: str) -> Iterator[None]:
+    """Name the query file in the predictor's problems, which know rows and columns but not the file."""
+    from .errors import Problem, ValidationError
+
+    try:
+        yield
+    except ValidationError as exc:
+        if not exc.problems or all(p.file for p in exc.problems):
+            raise
+        problems = [p if p.file else Problem(p.message, file=name, row=p.row, column=p.column)
+                    for p in exc.problems]
+        raise ValidationError(f"{name}: {exc.headline}", problems) from None
+
+
 @main.command("predict")
 @click.argument("model_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.argument("queries", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
@@ -765,7 +807,7 @@ def predict_cmd(ctx: click.Context, model_dir: Path, queries: Path | None, outpu
             raise click.UsageError(f"give either a QUERIES file or the one-point options, not both ({given[0]})")
         raw, table = _read_queries(queries)
     predictor = load_predictor(model_dir)
-    with _point_errors() if queries is None else nullcontext():
+    with _point_errors() if queries is None else _in_file(queries.name):
         pred = predict_with_latency(predictor, table.reset_index(drop=True), level=level)
     out = pd.concat([raw.reset_index(drop=True), pred.reset_index(drop=True)], axis=1)
     if queries is None:
@@ -805,8 +847,12 @@ def predict_cmd(ctx: click.Context, model_dir: Path, queries: Path | None, outpu
 
 @main.command("evaluate")
 @click.argument("data")
-@click.option("--predictors", default=None, help="Comma-separated predictor names (default: all).")
-@click.option("--protocols", default=None, help="Comma-separated protocols (default: all).")
+@click.option("--predictors", default=None,
+              help="Comma-separated predictors (default: all): roofline-gbm, ala, xgboost, random-forest, linear.")
+@click.option("--protocols", default=None,
+              help="Comma-separated protocols (default: all): random (80/20), config (whole configurations held "
+                   "out), hardware (one accelerator held out), model, framework, batch128 (train on batch <= 128, "
+                   "test on 256), batch64 (<= 64 -> 128, 256), length (all rows of one length held out).")
 @click.option("--seeds", type=click.IntRange(min=1), default=3, show_default=True, help="Number of seeds.")
 @click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.9,
               show_default=True, help="Band level scored as coverage.")

@@ -101,6 +101,8 @@ def _row_labels(runs: pd.DataFrame) -> np.ndarray:
 
 _NUMERIC_QUERY = frozenset({"device_count", "input_len_tok", "output_len_tok", "batch_size", "tp_size",
                             "pp_size"})
+_WHOLE_QUERY = frozenset({"device_count", "tp_size", "pp_size"})
+"""Query columns that count devices: whole numbers (lengths and batches may be means, as clients report them)."""
 
 
 def _is_missing(value: object) -> bool:
@@ -130,7 +132,8 @@ def check_query(runs: pd.DataFrame, *, columns: tuple[str, ...] = QUERY_COLUMNS,
     ValidationError
         A required column is missing, or a length, batch or device count is
         missing, non-numeric, not finite or not positive (input length may be
-        0); every problem names its row and column.
+        0), or a device count (device_count, tp_size, pp_size) is not a whole
+        number; every problem names its row and column.
     """
     if not isinstance(runs, pd.DataFrame):
         raise PerfmodelError(f"expected a runs table (pandas DataFrame), got {type(runs).__name__}")
@@ -155,6 +158,9 @@ def check_query(runs: pd.DataFrame, *, columns: tuple[str, ...] = QUERY_COLUMNS,
         low = 0.0 if c == "input_len_tok" else None
         ok = np.isfinite(v) & ((v >= 0) if low is not None else (v > 0))
         need = "a finite number >= 0" if low is not None else "a finite number > 0"
+        if c in _WHOLE_QUERY:  # 1.5 devices had been predicted as if they existed (4,399 tok/s against 3,489 at 1)
+            ok &= np.isfinite(v) & (v >= 1) & (np.round(v) == v)
+            need = "a whole number >= 1"
         for i in np.flatnonzero(~ok)[:10]:
             value = s.iloc[i]
             msg = f"value is missing (expected {need})" if _is_missing(value) else \

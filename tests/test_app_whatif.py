@@ -312,7 +312,7 @@ def test_every_link_value_the_page_cannot_use_is_named_with_what_is_shown_instea
     ds = _sample_id()
     # Reviewer's link: each bad value silently became the first option ("NVIDIA A100 SXM4 40GB", "Aquila-7B").
     at = _page(dataset=ds, hardware="zz9", model="Llama-2-13B", predictor="bogus", keep_suspect="maybe",
-               input_len="1e9", level="0.5")
+               input_len="1e9", level="0.5", device_count="1.5")
     _no_exception(at)
     # An unknown hardware falls back to the dataset's default point, not to the catalog's first entry; a
     # catalog display name resolves to its entry.
@@ -329,6 +329,7 @@ def test_every_link_value_the_page_cannot_use_is_named_with_what_is_shown_instea
         "keep_suspect='maybe' is not 1 or 0 (true or false): showing 0 (suspect points left out)",
         "input_len='1e9' is not a number from 0 to 10,000,000: showing 64",
         "level='0.5' is not one of 0.8, 0.9, 0.95: showing 0.9",
+        "device_count='1.5' is not a whole number from 1 to 1,024: showing 1",  # 1.5 GPUs had been predicted
     ])
     assert at.query_params["hardware"] in ("cpu-x86-2vcpu", ["cpu-x86-2vcpu"])
     # A hardware alias in another case is accepted quietly.

@@ -133,14 +133,23 @@ def _number(raw: str) -> float:
         return math.nan
 
 
+def whole_devices() -> None:
+    """The Devices box's ``on_change``: a typed fraction becomes the nearest whole count (at least 1); 1.5
+    devices had been predicted as if they existed (4,399 tok/s against 3,489 on one H100)."""
+    v = st.session_state.get(KEYS["device_count"])
+    if isinstance(v, int | float) and math.isfinite(v):
+        st.session_state[KEYS["device_count"]] = float(max(1, round(v)))
+
+
 def _parse(name: str, raw: str) -> Any:
     """A link value as the widget's value; ValueError (saying what was expected) when it cannot be one."""
     if name in _NUMBERS:
         lo, hi = _LIMITS[name]
         v = _number(raw)
-        if not (math.isfinite(v) and lo <= v <= hi):
-            raise ValueError(f"is not a number from {lo:,.0f} to {hi:,.0f}" if math.isfinite(hi)
-                             else f"is not a number of at least {lo:g}")
+        whole = name == "device_count"
+        if not (math.isfinite(v) and lo <= v <= hi) or (whole and v != round(v)):
+            raise ValueError(f"is not a {'whole ' if whole else ''}number from {lo:,.0f} to {hi:,.0f}"
+                             if math.isfinite(hi) else f"is not a number of at least {lo:g}")
         return v
     if name == "level":
         if _number(raw) not in W.WHATIF_LEVELS:
