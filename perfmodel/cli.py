@@ -789,6 +789,7 @@ def predict_cmd(ctx: click.Context, model_dir: Path, queries: Path | None, outpu
     import pandas as pd
 
     from .models import load_predictor, predict_with_latency
+    from .models.base import query_notes
 
     point = {"--hardware": hardware, "--model": model_name, "--framework": framework, "--input-len": input_len,
              "--output-len": output_len, "--batch": batch}
@@ -810,6 +811,10 @@ def predict_cmd(ctx: click.Context, model_dir: Path, queries: Path | None, outpu
     with _point_errors() if queries is None else _in_file(queries.name):
         pred = predict_with_latency(predictor, table.reset_index(drop=True), level=level)
     out = pd.concat([raw.reset_index(drop=True), pred.reset_index(drop=True)], axis=1)
+    # what the numbers alone do not say: a configuration that cannot run (a blank row), a request longer than
+    # the model's context, a throughput <= 0 from a baseline far from its data
+    out["note"] = query_notes(predictor, table.reset_index(drop=True), pred.reset_index(drop=True))
+    out.insert(out.columns.get_loc("pred_upper") + 1, "level", level)  # which band pred_lower/upper are
     if queries is None:
         out["hardware"], out["model"] = table["hardware"].to_numpy(), table["model"].to_numpy()
     if output is not None:
@@ -820,6 +825,11 @@ def predict_cmd(ctx: click.Context, model_dir: Path, queries: Path | None, outpu
                     **({"output": str(output)} if output is not None else {})})
     elif output is not None:
         click.echo(f"wrote {len(out)} prediction(s) to {output}")
+        noted = [i for i, n in enumerate(out["note"]) if n]
+        if noted:
+            first = out["note"].iloc[noted[0]]
+            click.echo(f"warning: {len(noted)} row(s) have a note (see the note column), e.g. row {noted[0] + 1}: "
+                       f"{first}", err=True)
     elif queries is None:
         rec = out.iloc[0]
         if not math.isfinite(rec.pred_throughput_tok_s) and (
@@ -833,6 +843,8 @@ def predict_cmd(ctx: click.Context, model_dir: Path, queries: Path | None, outpu
         if not bool(rec.in_domain) and hasattr(predictor, "domain_reasons"):
             why = predictor.domain_reasons(table.reset_index(drop=True))[0]
             click.echo("out of domain: " + ("; ".join(why) if why else "(no single reason: several near-misses)"))
+        if rec.note:
+            click.echo(f"note: {rec.note}")
         lat = [f"total {rec.pred_total_throughput_tok_s:,.1f} tok/s", f"e2e latency {rec.pred_e2e_latency_s:,.3g} s"]
         if math.isfinite(rec.pred_ttft_s):
             t_band = (f" [{rec.pred_ttft_lower_s:,.3g}, {rec.pred_ttft_upper_s:,.3g}]"

@@ -767,6 +767,13 @@ def whatif(model: Predictor, train: pd.DataFrame, point: Mapping[str, Any], batc
     # Weights the devices cannot hold: every batch alike (predict_with_latency left no prediction), said first;
     # its confidence 0 means "cannot run", not "low confidence", and no TTFT is missing for want of data.
     blocked = next((r for r in model.cannot_run(q) if r is not None), None)
+    tp = pd.to_numeric(table["pred_throughput_tok_s"], errors="coerce").to_numpy(dtype=float)
+    if (np.isfinite(tp) & (tp <= 0)).any():  # the linear baseline's -19.56 tok/s had read as in domain
+        at = q["batch_size"].to_numpy(dtype=float)[np.isfinite(tp) & (tp <= 0)]
+        name = str(getattr(model, "name", "the"))
+        reasons.append(f"at batch {_listed(list(at), 8)} the {name} predictor gives a throughput <= 0 (a fit far "
+                       "from its data): no run can be that, so those batches are out of its domain and have no "
+                       "latency")
     if blocked is not None:
         reasons.insert(0, blocked)
     elif (low := confidence_reason(table)) is not None:

@@ -899,3 +899,25 @@ def test_a_length_ratio_the_runs_never_had_is_named_as_extrapolated() -> None:
     # the combination's own runs decide: another hardware's 4:1 runs do not cover this one
     other = _runs().assign(hardware="a100-40gb", input_len_tok=2048.0, output_len_tok=512.0)
     assert core.domain_reasons(pd.concat([runs, other]), point, [1.0])[0].startswith("input/output length ratio 4")
+
+
+def test_a_throughput_below_zero_is_out_of_domain_and_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The linear baseline read -19.56 tok/s, -26.2 s of latency, In domain: checked, with no warning.
+    model, rows = core.fit_whatif_model(_n_batch_runs(), "linear")
+    point = {"hardware": "a100-40gb", "model": "llama-3-8b", "framework": "vllm", "input_len_tok": 128.0,
+             "output_len_tok": 128.0, "device_count": 1.0}
+    honest = core.whatif(model, rows, point, [1.0, 2.0, 64.0])
+    assert not any("<= 0" in r for r in honest.reasons)
+    predict = type(model).predict
+
+    def shifted(self, runs, level=0.9):  # noqa: ANN001, ANN202
+        out = predict(self, runs, level=level)
+        low = runs["batch_size"].to_numpy() < 64
+        return out.assign(pred_throughput_tok_s=np.where(low, -19.56, out["pred_throughput_tok_s"]))
+
+    monkeypatch.setattr(type(model), "predict", shifted)
+    res = core.whatif(model, rows, point, [1.0, 2.0, 64.0])
+    t = res.table
+    assert t["in_domain"].tolist()[:2] == [False, False] and t["pred_e2e_latency_s"].iloc[:2].isna().all()
+    assert t["pred_e2e_latency_s"].iloc[2] > 0
+    assert any(r.startswith("at batch 1, 2 the linear predictor gives a throughput <= 0") for r in res.reasons), res.reasons

@@ -49,10 +49,10 @@ def test_predict_keeps_query_order(model_dir, tmp_path):
 
     pred = cli_predict_csv(model_dir, QUERIES, tmp_path)
     assert list(pred["hardware"]) == ["H100", "a100-40gb", "H100"]  # rows as written, in order
-    assert list(pred.columns[-13:]) == ["pred_throughput_tok_s", "pred_lower", "pred_upper", "confidence",
+    assert list(pred.columns[-15:]) == ["pred_throughput_tok_s", "pred_lower", "pred_upper", "level", "confidence",
                                         "in_domain", "pred_total_throughput_tok_s", "pred_e2e_latency_s",
                                         "pred_e2e_lower_s", "pred_e2e_upper_s", "pred_ttft_s", "pred_ttft_lower_s",
-                                        "pred_ttft_upper_s", "pred_tpot_s"]
+                                        "pred_ttft_upper_s", "pred_tpot_s", "note"]
     # Little's law: batch x output tokens / output throughput; total counts the input tokens too.
     y = pred["pred_throughput_tok_s"]
     assert pred["pred_e2e_latency_s"].to_numpy() == pytest.approx((pred.batch_size * pred.output_len_tok / y).to_numpy())
@@ -284,3 +284,40 @@ def test_query_file_problems_come_in_one_pass_in_row_order(quick_model, tmp_path
     res = CliRunner().invoke(main, ["predict", str(quick_model), str(semi)])
     assert res.exit_code == 2 and "not a recognised benchmark result file" in res.output
     assert "--map" in res.output and "pass --format csv" not in res.output and "Nor is it a query table" in res.output
+
+
+def test_prediction_rows_say_what_the_numbers_do_not(quick_model, tmp_path):
+    # A blank row for a configuration that cannot run, a request longer than the model's context and a
+    # negative throughput from the linear baseline had all come with exit code 0 and no word.
+    q = tmp_path / "q.csv"
+    q.write_text("hardware,model,framework,device_count,input_len_tok,output_len_tok,batch_size\n"
+                 "H100,llama-3-8b,vllm,1,128,128,8\n"
+                 "l4,llama-3-70b,vllm,1,512,128,8\n"
+                 "H100,llama-3-8b,vllm,1,100000,100000,8\n")
+    out = tmp_path / "p.csv"
+    res = CliRunner().invoke(main, ["predict", str(quick_model), str(q), "-o", str(out), "--level", "0.8"])
+    assert res.exit_code == 0, res.output
+    pred = pd.read_csv(out, keep_default_na=False)
+    assert list(pred.columns[:7]) == ["hardware", "model", "framework", "device_count", "input_len_tok",
+                                      "output_len_tok", "batch_size"]
+    assert (pred["level"] == 0.8).all() and list(pred.columns).index("level") == list(pred.columns).index("pred_upper") + 1
+    assert pred.loc[0, "note"] == ""
+    assert pred.loc[1, "note"].startswith("cannot run: ") and "exceed" in pred.loc[1, "note"]
+    assert "exceed llama-3-8b's context of 8,192 tokens" in pred.loc[2, "note"]
+    assert "warning: 2 row(s) have a note (see the note column), e.g. row 2: cannot run" in res.output
+
+
+def test_a_throughput_below_zero_is_out_of_domain_without_latency():
+    from perfmodel.models.base import NONPOSITIVE_NOTE, flag_nonpositive, query_notes
+
+    pred = pd.DataFrame({"pred_throughput_tok_s": [100.0, -19.6, 0.0], "pred_lower": [80.0, -30.0, 0.0],
+                         "pred_upper": [120.0, -10.0, 0.0], "confidence": [0.9, 0.9, 0.9],
+                         "in_domain": [True, True, True], "pred_e2e_latency_s": [1.0, -26.2, float("inf")]})
+    out = flag_nonpositive(pred)
+    assert out["in_domain"].tolist() == [True, False, False]
+    assert out["pred_throughput_tok_s"].tolist() == [100.0, -19.6, 0.0]  # as the predictor gave it
+    assert out["pred_e2e_latency_s"].iloc[0] == 1.0 and out["pred_e2e_latency_s"].iloc[1:].isna().all()
+    assert flag_nonpositive(pred.iloc[:1]) is pred.iloc[:1] or flag_nonpositive(pred.iloc[:1]).equals(pred.iloc[:1])
+    queries = pd.DataFrame({"hardware": ["h100-sxm"] * 3, "model": ["llama-3-8b"] * 3, "device_count": [1] * 3,
+                            "input_len_tok": [128.0] * 3, "output_len_tok": [128.0] * 3, "batch_size": [1.0] * 3})
+    assert query_notes(None, queries, out)[1:] == [NONPOSITIVE_NOTE] * 2

@@ -676,10 +676,83 @@ def predict_with_latency(predictor: Predictor, runs: pd.DataFrame, *, level: flo
     derived = derived_predictions(runs, pred, None if band is None else band[0],
                                   target=str(getattr(predictor, "y_", DEFAULT_TARGET)),
                                   ttft_band=None if band is None else band[1:])
-    out = pd.concat([pred, derived], axis=1)
+    out = flag_nonpositive(pd.concat([pred, derived], axis=1))
     if predictor.applies_cannot_run:  # its NaN throughput left NaN latencies; it gave no TTFT either
         return out
     # Whatever the predictor: a configuration whose weights exceed its devices' memory has no throughput,
     # latency or TTFT (the baselines' own predict stays as published).
     over = np.array([r is not None for r in predictor.cannot_run(runs)], dtype=bool)
     return mask_weights_over_memory(out, over)
+
+
+NONPOSITIVE_NOTE = ("the predictor gives a throughput <= 0 here (a straight-line or tree fit far from its data): "
+                    "no run can be that, so it is out of its domain and has no latency")
+"""Why a row with a throughput of zero or less is out of domain (:func:`flag_nonpositive`)."""
+
+
+def flag_nonpositive(pred: pd.DataFrame) -> pd.DataFrame:
+    """``pred`` with rows whose predicted throughput is zero or negative out of domain (``in_domain`` False)
+    and without latencies, the throughput itself kept as the predictor gave it. The published linear
+    baseline answered -885 tok/s for 4 x A100 at batch 1 (and 26 s of negative latency on the What-if page)
+    with ``in_domain`` True.
+
+    Parameters
+    ----------
+    pred
+        :data:`PREDICTION_COLUMNS`, optionally :data:`LATENCY_COLUMNS`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy (``pred`` itself where no row is flagged).
+    """
+    tp = pd.to_numeric(pred.get("pred_throughput_tok_s"), errors="coerce")
+    bad = (np.isfinite(tp) & (tp <= 0)).to_numpy(dtype=bool) if tp is not None else np.zeros(len(pred), bool)
+    if not bad.any():
+        return pred
+    out = pred.copy()
+    if "in_domain" in out.columns:
+        out.loc[bad, "in_domain"] = False
+    lat = [c for c in LATENCY_COLUMNS if c in out.columns]
+    out.loc[bad, lat] = np.nan
+    return out
+
+
+def query_notes(predictor: Any, runs: pd.DataFrame, pred: pd.DataFrame) -> list[str]:
+    """Per query, what a prediction file should say beside its numbers (``""`` where nothing): a configuration
+    that cannot run (:meth:`Predictor.cannot_run`, its row left blank), requests longer than the model's
+    context in the catalog, and a throughput of zero or less (:data:`NONPOSITIVE_NOTE`). The CLI's blank rows
+    and impossible numbers had come without a word, where the What-if page explains each.
+
+    Parameters
+    ----------
+    predictor
+        The predictor that made ``pred``.
+    runs
+        The queries (catalog keys in ``model``).
+    pred
+        :func:`predict_with_latency` of ``runs`` (same order).
+
+    Returns
+    -------
+    list of str
+    """
+    from .. import catalog
+
+    blocked = cannot_run_reasons(predictor, runs)
+    tp = pd.to_numeric(pred["pred_throughput_tok_s"], errors="coerce").to_numpy(dtype=float)
+    notes = []
+    for i, (why, (_, q)) in enumerate(zip(blocked, runs.iterrows(), strict=True)):
+        parts = [f"cannot run: {why}"] if why is not None else []
+        try:
+            limit = catalog.resolve_model(str(q["model"])).max_context
+            total = float(q["input_len_tok"]) + float(q["output_len_tok"])
+        except (PerfmodelError, KeyError, TypeError, ValueError):
+            limit, total = None, math.nan
+        if limit is not None and total > limit:
+            parts.append(f"input + output length {total:,.0f} tokens exceed {q['model']}'s context of {limit:,} "
+                         "tokens (max_context in the model catalog): no real request is that long")
+        if np.isfinite(tp[i]) and tp[i] <= 0:
+            parts.append(NONPOSITIVE_NOTE)
+        notes.append("; ".join(parts))
+    return notes
