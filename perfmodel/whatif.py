@@ -686,7 +686,10 @@ def fit_whatif_model(runs: pd.DataFrame, predictor: str = "roofline-gbm", *, kee
     if not keep_suspect:
         train = train.loc[~suspect_mask(train).to_numpy(dtype=bool)]
     if hasattr(model, "keep_suspect"):
-        model.keep_suspect = True  # already filtered here, with the same rule
+        # The user's choice: filtering again with the same rule removes nothing, and keep_suspect also decides
+        # whether answers and bands stop at the physical bound (set to True to skip that filter, it had left
+        # What-if bands 4x above the roofline).
+        model.keep_suspect = keep_suspect
     if len(train) == 0:
         raise PerfmodelError(f"no row with a positive {DEFAULT_TARGET!r} to train {predictor} on")
     if progress is None:

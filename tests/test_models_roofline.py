@@ -1123,7 +1123,11 @@ def test_prediction_with_ttft_band_builds_the_query_once_and_agrees_with_the_two
               df.drop(columns=["output_throughput_tok_s", "ttft_s"]).assign(batch_size=24.0)):  # vectorised path
         calls.clear()
         pred, band = m.predict_with_ttft_band(q, level=0.8)
-        assert calls == [len(q)]  # nothing beyond the trained batches: one design for both
+        # nothing beyond the trained batches: one design for both, and one of the rows past their KV-full batch
+        # for the roofline there (the band's top)
+        kv = physics.roofline(q)["kv_fit_batch"].to_numpy(dtype=float)
+        past = int((np.isfinite(kv) & (kv >= 1) & (24.0 > np.floor(kv))).sum())
+        assert calls == [len(q)] + ([past] if past else [])
         base_pred, base_band = Predictor.predict_with_ttft_band(m, q, level=0.8)
         pd.testing.assert_frame_equal(pred, base_pred)
         for a, b in zip(band, base_band, strict=True):
@@ -1145,7 +1149,9 @@ def test_answer_and_band_stop_at_the_bound_no_measurement_may_beat(fitted: tuple
     p = m.predict(q)
     assert (p.pred_upper.to_numpy() <= lim * (1 + 1e-9)).all()
     assert (p.pred_throughput_tok_s.to_numpy() <= lim * (1 + 1e-9)).all()
-    assert p.pred_upper.iloc[0] == pytest.approx(lim[0])
+    # a dense model's band stops at the full roofline (weights and KV cache read every step), tighter still
+    full = b["output_tok_s_max"].to_numpy(dtype=float)
+    assert full[0] < lim[0] and p.pred_upper.iloc[0] == pytest.approx(full[0])
     assert p.pred_lower.iloc[1] < p.pred_throughput_tok_s.iloc[1] < p.pred_upper.iloc[1]  # a near point keeps its band
     kept = copy.copy(m)
     kept.keep_suspect = True  # trained on points above the bound: the user trusts them over it
@@ -1347,3 +1353,21 @@ def test_a_model_the_framework_never_ran_on_a_device_is_held_to_its_step_overhea
             assert whatif(m, runs[~held], {**point, "model": "perfmodel-medium-llama"}, [1, 16, 64]).overhead_note is None
     assert np.percentile(ape[True], 90) < 0.5 * np.percentile(ape[False], 90)
     assert np.median(ape[True]) < np.median(ape[False])
+
+
+def test_the_band_stops_at_the_roofline_of_the_sequences_that_fit(fitted: tuple[RooflineGBM, pd.DataFrame]) -> None:
+    # Llama-3-8B on one H100 at 1,024 + 1,024 tokens: 228 sequences fit; at batch 4,096 the band's top had reached
+    # 40,817 tok/s against a roofline of 10,282 (the weights alone bound a long sequence's step loosely).
+    m, _ = fitted
+    q = pd.DataFrame({"hardware": "h100-sxm", "framework": "vllm", "model": ["llama-3-8b", "mixtral-8x7b"],
+                      "device_count": [1, 4], "input_len_tok": 1024.0, "output_len_tok": 1024.0,
+                      "batch_size": 4096.0})
+    r = physics.roofline(q)
+    fit = np.floor(r["kv_fit_batch"].to_numpy(dtype=float))
+    assert fit[0] < 4096
+    at_fit = physics.roofline(q.assign(batch_size=fit))
+    p = m.predict(q)
+    assert p.pred_upper.iloc[0] <= at_fit["output_tok_s_max"].iloc[0] * (1 + 1e-9)
+    # a mixture of experts keeps the weights-only bound (Mixtral's measured runs beat its full roofline 1.38x)
+    weights = (fit[1] * at_fit.mem_bw_bps / (at_fit.active_params * at_fit.dtype_bytes)).to_numpy()[1]
+    assert p.pred_upper.iloc[1] <= weights * (1 + 1e-9)

@@ -2667,7 +2667,13 @@ class RooflineGBM(Predictor):
             & (bb >= b_lo / tol) & (bb <= b_hi * tol)
         # Neither the answer nor its band runs faster than the bound no measurement may beat
         # (physics.flag_suspect): far from the data the band's width alone took it 10x above.
-        top = np.exp(self._weights_bound(knn, bb)) if not self.keep_suspect else np.full(len(bb), np.nan)
+        # Past the batch whose KV cache fills the memory no more sequences run at once, so the bound stops there:
+        # a band at batch 4,096 for Llama-3-8B on one H100 had reached 40,817 tok/s, where 228 sequences fit
+        # (no LLM-Inference-Bench row beats the bound so held that its own batch's bound did not already flag).
+        in_flight = np.where(np.isfinite(kv_fit) & (kv_fit >= 1.0) & (bb > np.floor(kv_fit)), np.floor(kv_fit), bb)
+        top = np.exp(self._weights_bound(knn, in_flight)) if not self.keep_suspect else np.full(len(bb), np.nan)
+        if not self.keep_suspect:
+            top = np.fmin(top, self._dense_roofline(runs, bound, kind, bb, in_flight))
         # np.minimum, not fmin, on the band: no band (a model trained without calibration) stays NaN
         # rather than becoming [bound, bound].
         with np.errstate(invalid="ignore"):
@@ -2682,6 +2688,35 @@ class RooflineGBM(Predictor):
         if parts is not None:
             parts.append(over)
         return mask_weights_over_memory(out, over)
+
+    def _dense_roofline(self, runs: pd.DataFrame, log_bound: np.ndarray, kind: np.ndarray, bb: np.ndarray,
+                        in_flight: np.ndarray) -> np.ndarray:
+        """The full roofline (weights and KV cache read every step, prefill at peak FLOPS) at the sequences in
+        flight, for dense models whose prior is that roofline (kind 0); NaN elsewhere. Reading the weights alone
+        bounds a long sequence's step loosely: Llama-3-8B on one H100 at 1,024 + 1,024 tokens had a band top of
+        40,817 tok/s against a roofline of 10,282. No dense LLM-Inference-Bench row beats this roofline that
+        the weights-only bound (:func:`perfmodel.physics.flag_suspect`) does not already flag; Mixtral's do (up
+        to 1.38x: its routing reads more experts than the roofline counts), so a mixture of experts keeps the
+        weights-only bound.
+
+        Parameters
+        ----------
+        runs
+            The completed queries.
+        log_bound
+            The undamped log prior at each query's batch (:meth:`_prior_beyond`'s second part).
+        kind
+            The prior's kind per query (:func:`_log_prior`).
+        bb, in_flight
+            The batches asked, and the sequences that can run at once (the KV-full batch where smaller).
+        """
+        dense = (kind == 0) & np.array([_moe_spec(str(m)) is None for m in runs["model"].astype(str)], dtype=bool)
+        out = np.where(dense, log_bound, np.nan)
+        fewer = np.flatnonzero(dense & (in_flight < bb))
+        if len(fewer):
+            out[fewer] = self._design(runs.iloc[fewer].assign(batch_size=in_flight[fewer]))[1]
+        with np.errstate(over="ignore"):
+            return np.exp(out)
 
     def _cap_at_kv_full(self, runs: pd.DataFrame, out: pd.DataFrame, bb: np.ndarray, kv_fit: np.ndarray,
                         lvl: float) -> pd.DataFrame:

@@ -101,9 +101,11 @@ UNSET = "unset"
 """A setting's value, in its widget and the URL, for the runs that do not record it (None in the core)."""
 PREDICTOR_CHOICES = ("roofline-gbm", "ala", "xgboost", "random-forest", "linear")
 DEFAULT_PREDICTOR = "roofline-gbm"
-MODEL_FORMAT = 2
+MODEL_FORMAT = 3
 """Part of a saved What-if model's directory name: raised when the inputs a saved model reads change meaning, so
-that a model saved before is trained again rather than fed them (2: the memory read in binary GB)."""
+that a model saved before is trained again rather than fed them (2: the memory read in binary GB; 3: a model
+trained without suspect points caps its answers at the physical bound, which those saved with keep_suspect set
+to skip a second filter did not)."""
 _NUMBERS = ("input_len_tok", "output_len_tok", "device_count", "batch_min", "batch_max", "batch_size")
 _LIMITS = {"input_len_tok": (0, W.MAX_LENGTH_TOK), "output_len_tok": (1, W.MAX_LENGTH_TOK),
            "device_count": (1, W.MAX_DEVICES), "batch_min": (1, W.MAX_BATCH), "batch_max": (1, W.MAX_BATCH),
