@@ -424,8 +424,10 @@ def _aggregate(per_seed: pd.DataFrame) -> pd.DataFrame:
     table = g[list(METRIC_COLUMNS)].mean()
     table.insert(0, "n_folds", g["n_folds"].first())
     table.insert(0, "n_seeds", g.size())
-    table["median_ape_sd"] = g["median_ape_pct"].std(ddof=0)
-    table["p90_ape_sd"] = g["p90_ape_pct"].std(ddof=0)
+    # one seed has no spread to speak of: n/a, not 0.0
+    several = table["n_seeds"] > 1
+    table["median_ape_sd"] = g["median_ape_pct"].std(ddof=0).where(several)
+    table["p90_ape_sd"] = g["p90_ape_pct"].std(ddof=0).where(several)
     return table.reset_index()
 
 

@@ -462,7 +462,8 @@ def domain_reasons(train: pd.DataFrame, point: Mapping[str, Any], batches: Seque
             out.append(f"{label} {_listed(far)} {beyond}outside the trained range {lo:g}-{hi:g}")
         if near:
             within = (f", but within {_factor_words(tol)} of it" if math.isfinite(tol)
-                      else " (the range alone puts nothing out of this predictor's domain)")
+                      else " (this predictor has no range rule: it judges the domain by distance to the "
+                           "training points alone)")
             out.append(f"{label} {_listed(near)} beyond the trained range {lo:g}-{hi:g}{within}: extrapolated")
     if (ratio := _ratio_reason(train, point)) is not None:
         out.append(ratio)
@@ -820,7 +821,7 @@ def overhead_reason(model: Predictor, query: pd.DataFrame, table: pd.DataFrame) 
     batches = query["batch_size"].to_numpy(dtype=float)[held]
     where = "every batch" if held.all() else f"batch{'es' if len(batches) > 1 else ''} {_listed(list(batches))}"
     fw = query["framework"].iloc[0]
-    return (f"Held to {fw}'s step overhead at {where}: in the training data {fw} never spent less than "
+    return (f"Held to the step overhead of {fw} at {where}: in the training data {fw} never spent less than "
             f"{per_layer * 1e6:,.0f} µs per layer and decode step beyond the roofline, so {layers:g} layers take "
             f"at least {per_layer * layers * 1e3:,.2f} ms a step more than the hardware needs. The learnt efficiency "
             "alone ran faster than that here (a model or a device faster than any this framework ran).")

@@ -134,6 +134,15 @@ def test_page_trains_on_sample_and_draws_curve_band_and_measured_points() -> Non
     assert table["in_domain"].any()
     assert bool(at.warning) == (not table["in_domain"].all())
     assert at.get("download_button")
+    # the download names its band level beside the band (it had not)
+    model, rows = core.fit_whatif_model(_n_batch_runs(), "linear")
+    res = core.whatif(model, rows, {"hardware": "a100-40gb", "model": "llama-3-8b", "framework": "vllm",
+                                    "input_len_tok": 128.0, "output_len_tok": 128.0, "device_count": 1.0},
+                      [1.0, 2.0], level=0.8)
+    import io
+
+    csv = pd.read_csv(io.BytesIO(W.result_csv(res)))
+    assert (csv["level"] == 0.8).all() and list(csv.columns).index("level") == list(csv.columns).index("pred_upper") + 1
     # The Confidence tile says what the number is for the predictor shown (the three kinds differ).
     [tile] = [m for m in at.metric if m.label == "Confidence"]
     assert tile.proto.help == W.confidence_help("roofline-gbm", core.LOW_CONFIDENCE) and "calibrated" in tile.proto.help

@@ -90,6 +90,7 @@ def test_evaluate_end_to_end_and_markdown():
     assert list(ev.table["protocol"]) == ["random", "hardware", "length"]
     assert (ev.table["median_ape_pct"] == 0).all() and (ev.table["coverage"] == 1).all()
     assert (ev.table["n_seeds"] == 2).all() and ev.table.loc[1, "n_folds"] == 2
+    assert (ev.table["median_ape_sd"] == 0).all()  # two seeds, both exact: a spread of zero
     assert len(ev.per_seed) == 6 and ev.table["predict_1_ms"].notna().all()
     md = to_markdown(ev.table, ["predictor", "protocol", "median_ape_pct", "spearman_conf_err"])
     assert md.splitlines()[0] == "| predictor | protocol | median_ape_pct | spearman_conf_err |"
@@ -103,3 +104,4 @@ def test_evaluate_registered_baseline_quickly():
     ev = evaluate(runs, ["xgboost"], ["config"], seeds=[0], measure_latency=False)
     rec = ev.table.iloc[0]
     assert rec["n_test"] == round(0.2 * 8) * 4 and np.isnan(rec["coverage"])
+    assert np.isnan(rec["median_ape_sd"]) and np.isnan(rec["p90_ape_sd"])  # one seed: no spread, not 0.0

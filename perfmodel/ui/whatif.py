@@ -1035,8 +1035,12 @@ def figure(res: W.WhatIfResult, log_x: bool) -> go.Figure:
 
 
 def result_csv(res: W.WhatIfResult) -> bytes:
-    """The prediction table as CSV bytes (for the download button)."""
-    return res.table.to_csv(index=False).encode()
+    """The prediction table as CSV bytes (for the download button), with the band's ``level`` beside
+    ``pred_upper`` (the file had not said whether its band was 80, 90 or 95 %)."""
+    t = res.table.copy()
+    at = t.columns.get_loc("pred_upper") + 1 if "pred_upper" in t.columns else len(t.columns)
+    t.insert(at, "level", res.level)
+    return t.to_csv(index=False).encode()
 
 
 def _flagged_columns(runs: pd.DataFrame, measured: str) -> list[str]:
