@@ -185,7 +185,7 @@ if res.measured.empty:
     st.caption(f"No measured runs of this hardware, model and lengths{at_settings} in the dataset.")
 else:
     n_sus = int(res.measured["suspect"].sum())
-    st.caption(f"{len(res.measured)} measured run(s) of this hardware, model and lengths{at_settings}"
+    st.caption(W.measured_caption(res.measured, at_settings)
                + (f"; {n_sus} faster than the roofline bound (x)." if n_sus else "."))
 
 st.subheader("Predictions", anchor=False)

@@ -933,3 +933,11 @@ def test_a_throughput_below_zero_is_out_of_domain_and_named(monkeypatch: pytest.
     assert t["in_domain"].tolist()[:2] == [False, False] and t["pred_e2e_latency_s"].iloc[:2].isna().all()
     assert t["pred_e2e_latency_s"].iloc[2] > 0
     assert any(r.startswith("at batch 1, 2 the linear predictor gives a throughput <= 0") for r in res.reasons), res.reasons
+
+
+def test_the_measured_runs_caption_splits_them_as_the_chart_does() -> None:
+    m = pd.DataFrame({"same_config": [True, True, False]})
+    assert W.measured_caption(m) == ("3 measured run(s) of this hardware, model and lengths: 2 with this framework "
+                                     "and device count, 1 with another (drawn apart)")
+    assert W.measured_caption(m.iloc[:2], " at threads 2") == (
+        "2 measured run(s) of this hardware, model and lengths at threads 2, all with this framework and device count")

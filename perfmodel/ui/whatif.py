@@ -1034,6 +1034,31 @@ def figure(res: W.WhatIfResult, log_x: bool) -> go.Figure:
     return whatif_figure(res.table, res.measured, level=res.level, log_x=log_x)
 
 
+def measured_caption(measured: pd.DataFrame, at_settings: str = "") -> str:
+    """How many measured runs the chart shows, split as the chart splits them: this framework and device count,
+    and the others (48 runs had been counted as "of this hardware, model and lengths" with other frameworks
+    and device counts among them).
+
+    Parameters
+    ----------
+    measured
+        :attr:`perfmodel.whatif.WhatIfResult.measured` (``same_config``).
+    at_settings
+        `` at threads 2`` where the point names settings.
+
+    Returns
+    -------
+    str
+        Without a final stop.
+    """
+    n = len(measured)
+    same = int(measured["same_config"].astype(bool).sum()) if "same_config" in measured.columns else n
+    head = f"{n} measured run(s) of this hardware, model and lengths{at_settings}"
+    if same == n:
+        return head + ", all with this framework and device count"
+    return head + f": {same} with this framework and device count, {n - same} with another (drawn apart)"
+
+
 def result_csv(res: W.WhatIfResult) -> bytes:
     """The prediction table as CSV bytes (for the download button), with the band's ``level`` beside
     ``pred_upper`` (the file had not said whether its band was 80, 90 or 95 %)."""
