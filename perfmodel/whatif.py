@@ -174,7 +174,7 @@ def setting_choices(runs: pd.DataFrame, point: Mapping[str, Any]) -> dict[str, S
     A setting is offered where the dataset records more than one value of it (as the Curves page then keeps
     its values apart) and the point's hardware x model x framework records it in some row, or, never measured,
     its framework does (LLM-Inference-Bench's vLLM rows have no llama.cpp ``n_batch``: none is offered for them);
-    an unmeasured combination of a framework the dataset never ran is offered the dataset's values.
+    a framework the dataset never ran is offered none (the query leaves the setting unset).
 
     Parameters
     ----------
@@ -201,7 +201,11 @@ def setting_choices(runs: pd.DataFrame, point: Mapping[str, Any]) -> dict[str, S
     # whole dataset's only where the framework was never measured.
     same_fw = (runs["framework"].astype("string") == str(point.get("framework"))).fillna(False).to_numpy(dtype=bool) \
         if "framework" in runs.columns else np.zeros(len(runs), dtype=bool)
-    pool = runs.loc[same] if measured else (runs.loc[same_fw] if same_fw.any() else runs)
+    if not measured and not same_fw.any():
+        # a framework the dataset never ran has no settings of its own: the sample's torch thread count had been
+        # offered (and put in the link) for vLLM on an L4
+        return {}
+    pool = runs.loc[same] if measured else runs.loc[same_fw]
     # The default is counted on the runs of the point itself where there are some: the dataset's default point
     # then gets the setting of its own most measured curve.
     near = np.ones(len(pool), dtype=bool)

@@ -648,12 +648,12 @@ def test_setting_choices_are_the_configurations_values_and_none_where_it_records
     # vLLM's runs do not record llama.cpp's n_batch: nothing to choose.
     assert core.setting_choices(runs, {**cpp, "framework": "vllm"}) == {}
     # A combination never measured: its framework's values (it had been offered the dataset's, with "unset",
-    # the vLLM majority's, as its default), the whole dataset's for a framework never measured, and nothing
-    # for a framework whose runs do not record the setting.
+    # the vLLM majority's, as its default), none for a framework never measured (it had been offered the whole
+    # dataset's: the sample's torch threads for vLLM on an L4), and none for a framework whose runs do not
+    # record the setting.
     assert core.setting_choices(runs, {**cpp, "hardware": "h100-sxm"}) == {
         "fw_n_batch": core.SettingChoice("fw_n_batch", options=(16.0, 64.0), default=64.0, measured=False)}
-    assert core.setting_choices(runs, {**cpp, "hardware": "h100-sxm", "framework": "sglang"}) == {
-        "fw_n_batch": core.SettingChoice("fw_n_batch", options=(16.0, 64.0, None), default=None, measured=False)}
+    assert core.setting_choices(runs, {**cpp, "hardware": "h100-sxm", "framework": "sglang"}) == {}
     assert core.setting_choices(runs, {**cpp, "hardware": "h100-sxm", "framework": "vllm"}) == {}
     # A tie goes to the faster setting (its runs' median throughput: 80 against 60 tok/s), whatever the rows'
     # order, and at equal speed to the smaller value; a dataset measured at one value offers nothing.
