@@ -641,8 +641,10 @@ def whatif_figure(table: pd.DataFrame, measured: pd.DataFrame, *, level: float, 
     hi_max = float(np.nanmax(hi.to_numpy())) if hi.notna().any() else math.nan
     if math.isfinite(top) and math.isfinite(hi_max) and hi_max > top:
         fig.update_yaxes(range=[0.0, top])
-        fig.add_annotation(x=1, y=1, xref="paper", yref="paper", xanchor="right", yanchor="bottom",
-                           showarrow=False, text=f"band cut off: it reaches {compact_number(hi_max)}")
+        # inside the plot's top edge: above it (yanchor bottom) the figure's margin cut the words in half
+        fig.add_annotation(x=1, y=1, xref="paper", yref="paper", xanchor="right", yanchor="top",
+                           showarrow=False, text=f"band cut off: it reaches {compact_number(hi_max)}",
+                           bgcolor="rgba(255,255,255,0.8)")
     return fig
 
 

@@ -361,6 +361,7 @@ def test_whatif_axis_stops_where_a_runaway_band_would_flatten_the_curve() -> Non
     fig = whatif_figure(table, measured, level=0.9)
     assert tuple(fig.layout.yaxis.range) == (0.0, 400.0)  # twice the highest answer or bound
     assert "band cut off: it reaches 3,948" in fig.layout.annotations[0].text
+    assert fig.layout.annotations[0].yanchor == "top"  # inside the plot: above it the margin cut it in half
     near = whatif_figure(table.assign(pred_upper=[9.0, 30.0, 90.0]), measured, level=0.9)
     assert near.layout.yaxis.range is None and not near.layout.annotations
 
