@@ -210,10 +210,9 @@ def front_figure(points: pd.DataFrame, name: str, *, title: str | None = None,
         # Neighbours alternate to the two sides of the staircase (above-left and below-right of a rising front,
         # above-right and below-left of a falling one), so that close points' names do not print over each other.
         rising = len(f) < 2 or float(f[yc].iloc[-1]) >= float(f[yc].iloc[0])
-        sides = ("bottom right", "top left") if rising else ("top right", "bottom left")  # the first to the right
         fig.add_trace(go.Scatter(x=f[xc], y=f[yc], mode="lines+markers+text" if len(f) <= _LABELLED else
                                  "lines+markers", name="Pareto front", text=fl, hovertemplate=hover,
-                                 textposition=[sides[i % 2] for i in range(len(f))],
+                                 textposition=front_label_sides(len(f), rising=rising),
                                  textfont={"size": 10, "color": "#7a1f1f"},
                                  line={"color": "#d62728", "shape": "hv"}, marker={"size": 9}, cliponaxis=False))
 
@@ -226,6 +225,22 @@ def front_figure(points: pd.DataFrame, name: str, *, title: str | None = None,
                       template="plotly_white", height=440, margin={"l": 60, "r": 90, "t": 80, "b": 50},
                       legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "right", "x": 1})
     return fig
+
+
+def front_label_sides(n: int, *, rising: bool) -> list[str]:
+    """Where each of a front's ``n`` names goes (plotly ``textposition``), left to right.
+
+    Neighbours alternate to the two sides of the staircase (above-left and below-right of a rising front,
+    above-right and below-left of a falling one), so that close points' names do not print over each other;
+    the first is named to its right and the last to its left whatever the alternation, since a name past
+    either end runs off the figure ("u-x86-2vcpu llama.cpp x1 b2" had lost its first letters).
+    """
+    sides = ("bottom right", "top left") if rising else ("top right", "bottom left")
+    out = [sides[i % 2] for i in range(n)]
+    if n >= 2:
+        out[0] = sides[0]
+        out[-1] = sides[1]
+    return out
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,12 @@ def test_front_labels_alternate_across_the_staircase_and_the_legend_leaves_them_
     assert list(rising.data[1].textposition) == ["bottom right", "top left"] * 2
     falling = front_figure(pts, "cost_vs_latency")
     assert list(falling.data[1].textposition)[:2] == ["top right", "bottom left"]
+    # the ends are named inwards, whatever the alternation (a last name to the right ran off the figure)
+    from perfmodel.pareto import front_label_sides
+
+    assert front_label_sides(3, rising=True) == ["bottom right", "top left", "top left"]
+    assert front_label_sides(5, rising=False)[-1] == "bottom left" and front_label_sides(1, rising=True) == [
+        "bottom right"]
     assert rising.layout.legend.orientation == "h" and list(rising.data[1].text)[0] == "h200 transformers x1 b1"
 
 
