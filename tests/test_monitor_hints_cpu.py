@@ -48,3 +48,12 @@ def test_gpu_saturation_is_read_from_the_mean_and_needs_a_rise() -> None:
     only_max = _gpu_frame(60.0, 99.0).drop(columns="hw_gpu_util_pct_mean").assign(
         hw_gpu_util_pct_max=np.r_[np.full(30, 60.0), np.full(10, 99.0)])
     assert explain(only_max, 30, 39, "output_throughput_tok_s").codes == ["compute_saturated"]
+
+
+def test_with_no_cause_a_replayed_repeat_is_told_to_measure_again() -> None:
+    # A replayed local-engine run had been told to look at "the client, the network or the workload mix".
+    live = explain(_frame(50.0, 50.0), 30, 39, "output_throughput_tok_s")
+    assert live.codes == [] and "look at the client, the network or the workload mix" in live.sentence
+    assert live.sentence.startswith("output throughput changed -43%")  # in words, as the table reads
+    replay = explain(_frame(50.0, 50.0), 30, 39, "output_throughput_tok_s", replay=True)
+    assert "the network" not in replay.sentence and "measure it again, with telemetry" in replay.sentence

@@ -210,7 +210,7 @@ def monitor_stream(stream: MetricStream, *, detector: str = "window", metrics: S
                 f = frame_of(g)
                 others = {k: frame_of(k) for k in all_groups if k != g} if peers else {}
                 h = explain(f, ev.start_index, ev.end_index, m, others=others,
-                            expected=float(res.center[ev.start_index]))
+                            expected=float(res.center[ev.start_index]), replay=stream.kind == "replay")
                 k = ev.start_index
                 rows.append({"group": g, "metric": m, "detector": detector, "start_timestamp_s": ev.start_t,
                              "end_timestamp_s": ev.end_t, "start_index": ev.start_index,

@@ -113,7 +113,7 @@ def _as_fraction(v: float) -> float:
 
 def explain(group_frame: pd.DataFrame, start: int, end: int, metric: str, *,
             others: dict[str, pd.DataFrame] | None = None, device_col: str = "device",
-            expected: float | None = None) -> Hint:
+            expected: float | None = None, replay: bool = False) -> Hint:
     """Root-cause hints for an anomaly of ``metric`` over samples ``start..end`` of one group.
 
     Parameters
@@ -133,6 +133,10 @@ def explain(group_frame: pd.DataFrame, start: int, end: int, metric: str, *,
     expected
         The detector's expectation at the anomaly: the sentence's change of ``metric`` is then against it, as the
         alert's value and expectation read (the causes still compare each phase with the samples before).
+    replay
+        The samples are a stored dataset's repeats of one configuration, not a live server's: with no cause
+        found, the advice is to rerun the measurement (a replayed local-engine run had been told to look at
+        "the client, the network or the workload mix", which it has none of).
 
     Returns
     -------
@@ -274,11 +278,12 @@ def explain(group_frame: pd.DataFrame, start: int, end: int, metric: str, *,
     against = None
     if expected is not None and math.isfinite(expected) and expected != 0:
         change, against = _rel(_mean(group_frame, metric, ev), float(expected)), "its expected value"
-    sentence = _sentence(metric, change, causes, ref.stop - ref.start, against)
+    sentence = _sentence(metric, change, causes, ref.stop - ref.start, against, replay=replay)
     return Hint(tuple(causes), sentence)
 
 
-def _sentence(metric: str, change: float, causes: list[Cause], n_ref: int, against: str | None = None) -> str:
+def _sentence(metric: str, change: float, causes: list[Cause], n_ref: int, against: str | None = None, *,
+              replay: bool = False) -> str:
     # The change is against the detector's expectation where it is given (as the alert's value and expected
     # read), else against the samples just before; the causes compare the phases with those samples, and say so.
     where = against or f"the mean of the {n_ref:,} sample(s) before it"
@@ -288,6 +293,9 @@ def _sentence(metric: str, change: float, causes: list[Cause], n_ref: int, again
         head += f" (against the {n_ref:,} sample(s) before it"
         return f"{head}: " + "; ".join(c.message for c in causes[:3]) + ")."
     if not causes:
+        if replay:
+            return (f"{head}; nothing recorded with the run moved with it (a repeat slower or faster than its "
+                    "siblings with no recorded cause: measure it again, with telemetry, before trusting either).")
         return f"{head}; no telemetry moved with it (look at the client, the network or the workload mix)."
     return f"{head}: " + "; ".join(c.message for c in causes[:3]) + "."
 
