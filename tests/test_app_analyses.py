@@ -47,6 +47,8 @@ def _save(at: AppTest, page: str, name: str) -> str:
     a = saved[0]
     assert a.payload["page"] == page and at.query_params["analysis"] in (a.id, [a.id])
     assert any(f"?analysis={a.id}" in s.value for s in at.sidebar.success)
+    # a link to click, not code to copy
+    assert any(f"?analysis={a.id})" in s.value and "](" in s.value and "`" not in s.value for s in at.sidebar.success)
     return a.id
 
 

@@ -133,11 +133,11 @@ def page_analysis(page: str) -> None:
                 st.session_state[_APPLIED] = a.id
                 st.session_state[_OPEN] = {"id": a.id, "name": a.name, "page": page, "params": params}
                 st.query_params[QUERY_KEY] = a.id
-                st.success(f"Saved {a.name!r}: link `{_link(a.id)}`", icon=":material/bookmark_added:")
+                st.success(f"Saved {a.name!r}: {_link_md(a.id)}", icon=":material/bookmark_added:")
         opened = st.session_state.get(_OPEN)
         if opened and opened["page"] == page and st.query_params.get(QUERY_KEY) == opened["id"]:
             changed = "" if current_params() == opened["params"] else " (changed since it was saved)"
-            st.caption(f"Analysis open: **{opened['name']}**{changed} · `{_link(opened['id'])}`")
+            st.caption(f"Analysis open: **{opened['name']}**{changed} · {_link_md(opened['id'])}")
 
 
 def write_page_link(link: str) -> None:
@@ -231,12 +231,18 @@ def save_widget(kind: str, payload: Callable[[], Mapping[str, Any]]) -> None:
             else:
                 st.session_state[f"analyses.current.{kind}"] = a.id
                 st.query_params[QUERY_KEY] = a.id
-                st.success(f"Saved {a.name!r}: link `{_link(a.id)}`")
+                st.success(f"Saved {a.name!r}: {_link_md(a.id)}")
 
 
 def _link(analysis_id: str) -> str:
     """The full URL that reopens a saved analysis (the app's root with ``?analysis=ID``)."""
     return links.absolute(f"./?{QUERY_KEY}={analysis_id}")
+
+
+def _link_md(analysis_id: str) -> str:
+    """The link of :func:`_link` as Markdown a reader can click (it had been shown as code, to copy only)."""
+    url = _link(analysis_id)
+    return f"[{url}]({url})"
 
 
 def manage_widget(kind: str) -> None:
@@ -255,7 +261,7 @@ def manage_widget(kind: str) -> None:
             return
         labels = {a.id: f"{a.name} · {a.payload.get('page', a.kind)} ({a.created_at[:19]})" for a in items}
         aid = st.selectbox("Analysis", list(labels), format_func=labels.__getitem__, key=f"analyses.pick.{kind}")
-        st.markdown(f"Link: `{_link(aid)}` (opens the page it was saved on)")
+        st.markdown(f"Link: {_link_md(aid)} (opens the page it was saved on)")
         c1, c2, c3 = st.columns([2, 1, 1], vertical_alignment="bottom")
         new = c1.text_input("New name", key=f"analyses.rename.{kind}")
         if c2.button("Rename", key=f"analyses.rename_btn.{kind}"):
