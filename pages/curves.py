@@ -125,7 +125,9 @@ overlay_for = json.dumps([selected, list(by)])
 emptied_by_link = st.session_state.pop(links.CURVES_EMPTY_FROM_LINK, False)  # a link of none, not of unknown ones
 if K.CURVES_CONFIGS not in st.session_state or (not st.session_state[K.CURVES_CONFIGS] and not emptied_by_link
                                                 and st.session_state.get(CONFIGS_FOR) != overlay_for):
-    st.session_state[K.CURVES_CONFIGS] = default_overlay(view.summary, N_DEFAULT_CONFIGS)
+    st.session_state[K.CURVES_CONFIGS] = default_overlay(
+        view.summary, N_DEFAULT_CONFIGS,
+        spread=view.table["hardware"].tolist() if "hardware" in view.table.columns else None)
 st.session_state[CONFIGS_FOR] = overlay_for
 configs = st.multiselect(f"Configurations to overlay ({len(labels):,})", labels, key=K.CURVES_CONFIGS,
                          placeholder="choose configurations")

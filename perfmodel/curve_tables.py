@@ -755,7 +755,8 @@ def fit_caveats(table: pd.DataFrame) -> list[str]:
     return out
 
 
-def default_overlay(summary: pd.DataFrame, n: int, *, r2_min: float | None = None) -> list[str]:
+def default_overlay(summary: pd.DataFrame, n: int, *, r2_min: float | None = None,
+                    spread: Sequence[Any] | None = None) -> list[str]:
     """The configurations a curves chart overlays before the user picks: the ``n`` best-measured curves.
 
     Fits that succeeded with R^2 of at least ``r2_min`` (default :data:`perfmodel.curves.R2_POOR`) come
@@ -771,6 +772,10 @@ def default_overlay(summary: pd.DataFrame, n: int, *, r2_min: float | None = Non
         How many.
     r2_min
         R^2 a fit needs to count as good.
+    spread
+        Per row of ``summary``, a group (its hardware) to spread the choice over: the best curve of each group
+        first, in rank order, then the rest by rank. LLM-Inference-Bench had opened on two MI300X curves of
+        Llama-3-70B whose plateaus (231 and 225 tok/s) hid one line under the other.
 
     Returns
     -------
@@ -788,7 +793,16 @@ def default_overlay(summary: pd.DataFrame, n: int, *, r2_min: float | None = Non
     # tiers: good fits, other successful fits, the rest; within a tier more batch sizes, then higher R^2
     rank = pd.DataFrame({"tier": np.where(good, 0, np.where(ok, 1, 2)), "nb": -nb, "r2": -r2},
                         index=summary.index).sort_values(["tier", "nb", "r2"], kind="stable")
-    chosen = set(rank.index[:n])
+    order = list(rank.index)
+    if spread is not None:
+        group = pd.Series(list(spread), index=summary.index).astype(str)
+        tier = rank["tier"]
+        # within the best tier, one curve per group first; the other tiers only after it, as before
+        best = [i for i in order if tier[i] == tier.iloc[0]]
+        firsts = list(dict.fromkeys(group[best]))
+        lead = [next(i for i in best if group[i] == g) for g in firsts]
+        order = lead + [i for i in order if i not in set(lead)]
+    chosen = set(order[:n])
     return [str(c) for i, c in summary["configuration"].items() if i in chosen]
 
 

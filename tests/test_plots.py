@@ -453,6 +453,11 @@ def test_default_overlay_prefers_good_fits_with_the_most_batch_sizes_in_table_or
     assert default_overlay(summary, 5) == ["poor", "few", "many-a", "many-b", "many-c"]  # then the poor fit
     assert default_overlay(summary, 6)[-1] == "many-c" and len(default_overlay(summary, 6)) == 6
     assert default_overlay(summary.iloc[:0], 3) == []
+    # spread over hardware: the best curve of each first (two MI300X curves had hidden one line under the other)
+    hw = ["x", "x", "h1", "y", "h1", "h2"]
+    assert default_overlay(summary, 2, spread=hw) == ["many-b", "many-c"]
+    assert default_overlay(summary, 3, spread=hw) == ["few", "many-b", "many-c"]
+    assert default_overlay(summary, 4, spread=hw) == ["few", "many-a", "many-b", "many-c"]
 
 
 def test_fit_counts_tell_too_few_batch_sizes_from_failed_fits() -> None:
