@@ -527,11 +527,20 @@ def _plateau_text(rec: Mapping[str, Any]) -> str:
     if bool(rec.get("plateau_extrapolated", False)):
         return f"plateau not reached: {_measured_up_to(rec['batch_max'])}"
     c, lo, hi = rec["c"], rec["c_lo"], rec["c_hi"]
+    if np.isfinite(c) and not (np.isfinite(lo) and np.isfinite(hi)):
+        # three points for three parameters leave no residual to bootstrap: say so (the cell had been empty
+        # while its help promised "interval not estimable"); other missing intervals were not asked for
+        from .curves import MIN_BATCHES
+
+        nb = rec.get("n_batches")
+        return _not_estimable(nb) if not _is_missing(nb) and float(nb) <= MIN_BATCHES else ""
     if not (np.isfinite(c) and np.isfinite(lo) and np.isfinite(hi)):
         return ""
     if _no_width(lo, hi, 4):
         return _not_estimable(rec.get("n_batches"))
-    return f"[{significant(lo, 4)}, {significant(hi, 4)}]"
+    # a lower end at zero: the data allow any plateau up to the upper end (108 on LLM-Inference-Bench)
+    loose = " (not pinned down by the data)" if lo <= 0 else ""
+    return f"[{significant(lo, 4)}, {significant(hi, 4)}]{loose}"
 
 
 def fits_summary(table: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:

@@ -497,3 +497,16 @@ def test_fit_caveats_name_exact_three_point_fits_and_knees_past_b95() -> None:
     growing = fit_caveats(table.assign(b95=table["batch_max"] * 2, knee_1=1.0))
     assert growing[-1].startswith("2 knee(s), drawn open, lie on curves still growing")
     assert fit_caveats(table.assign(success=False)) == [] and fit_caveats(table.iloc[:0]) == []
+
+
+def test_plateau_interval_says_when_it_cannot_be_estimated_or_pins_nothing_down() -> None:
+    # 23 fits on 3 batch sizes had an empty cell whose help promised "interval not estimable"; 108 intervals
+    # reading "[0, 2,918]" said nothing of how little they pin down.
+    from perfmodel.curve_tables import NOT_ESTIMABLE, _plateau_text
+
+    base = {"c": 1000.0, "c_lo": float("nan"), "c_hi": float("nan"), "n_batches": 3, "batch_max": 64.0}
+    assert _plateau_text(base) == f"{NOT_ESTIMABLE} from 3 batch sizes"
+    assert _plateau_text({**base, "n_batches": 6}) == ""  # intervals not asked for
+    assert _plateau_text({**base, "c_lo": 0.0, "c_hi": 2918.0, "n_batches": 4}) == (
+        "[0, 2,918] (not pinned down by the data)")
+    assert _plateau_text({**base, "c_lo": 900.0, "c_hi": 1100.0, "n_batches": 4}) == "[900, 1,100]"
