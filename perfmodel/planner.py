@@ -296,7 +296,8 @@ class PlanResult:
         ``replicas``, ``devices`` (+ bounds), ``price_per_device_hour``,
         ``price_source``, ``cost_per_hour`` (+ bounds), ``cost_per_m_output_tok``
         (+ bounds), ``cost_per_m_total_tok`` (+ bounds),
-        ``energy_j_per_output_tok`` (+ bounds), ``energy_basis``, ``e2e_s``,
+        ``energy_j_per_output_tok`` (+ bounds: the fleet's power, measured or TDP, over the demand, as
+        the cost is the fleet's), ``energy_basis``, ``e2e_s``,
         ``ttft_s``, ``tpot_s``, ``latency_basis``, ``memory_need_gb`` and
         ``memory_gb`` (both in 1e9 B: the latter is the devices' memory, whose
         catalog figure is binary, 85.9 for one "80 GB" H100), ``lengths``,
@@ -914,7 +915,11 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
     power = _stat_at(sub, "power_w", b) if at is not None and "power_w" in sub.columns else np.full(len(b), np.nan)
     tdp_w = hw.tdp_w * n_dev if hw is not None and hw.tdp_w is not None else math.nan
     power_used = np.where(np.isfinite(power), power, tdp_w)
-    energy = power_used / curve.mid
+    # The fleet's energy per token at the demand, as the cost is the fleet's: every replica draws its power
+    # whatever its load (TDP: an upper bound). Per replica at full load (power / its throughput) it had been
+    # 0.188 J/tok beside a cost of the whole fleet over the demand.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        energy = np.where(devices > 0, power_used * (devices / n_dev) / w.demand_output_tok_s, np.nan)
     pts.append(pd.DataFrame({**{k: [cand[k]] * len(b) for k in CANDIDATE_KEYS}, "batch_size": b,
                              "throughput_tok_s": curve.mid, "throughput_tok_s_lo": curve.lo,
                              "throughput_tok_s_hi": curve.hi, "throughput_per_device_tok_s": curve.mid / n_dev,
@@ -1018,8 +1023,10 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
                  "cost_per_m_output_tok": c[1], "cost_per_m_output_tok_lo": c_lo[1],
                  "cost_per_m_output_tok_hi": c_hi[1],
                  "cost_per_m_total_tok": c[2], "cost_per_m_total_tok_lo": c_lo[2], "cost_per_m_total_tok_hi": c_hi[2],
-                 "energy_j_per_output_tok": power_used[j] / t, "energy_j_per_output_tok_lo": power_used[j] / t_hi,
-                 "energy_j_per_output_tok_hi": power_used[j] / t_lo if t_lo > 0 else math.nan,
+                 "energy_j_per_output_tok": power_used[j] * rep / w.demand_output_tok_s,
+                 "energy_j_per_output_tok_lo": power_used[j] * (dev_lo / n_dev) / w.demand_output_tok_s,
+                 "energy_j_per_output_tok_hi": (power_used[j] * (dev_hi / n_dev) / w.demand_output_tok_s
+                                                if dev_hi > 0 else math.nan),
                  "price_per_device_hour": price, "price_source": price_src, "energy_basis": e_basis,
                  "e2e_s": float(lat["e2e"][j]), "ttft_s": float(lat["ttft"][j]), "tpot_s": float(lat["tpot"][j]),
                  "load_batch": load_b, "e2e_at_load_s": load_e2e, "latency_basis": lat_basis, "memory_need_gb": float(need[j]), "memory_gb": mem_gb,

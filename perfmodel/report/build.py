@@ -265,8 +265,9 @@ def _plan_sections(res: PlanResult) -> tuple[Section, Section, Section]:
     figs = tuple(front_figure(feas, name, currency=res.currency) for name in FRONTS) if len(feas) else ()
     cand = Section("Candidates", paragraphs=(
         "Status ok: the SLOs hold at the central throughput; optimistic only: they hold only at the optimistic end "
-        "of the band; not robust: they are missed at the pessimistic end. Energy basis tdp means TDP x devices "
-        "over throughput (an upper bound); measured means the recorded power.",), tables=tuple(tables), figures=figs)
+        "of the band; not robust: they are missed at the pessimistic end. Energy is the whole fleet's power over "
+        "the demand, as the cost is the fleet's over the demand: basis tdp means TDP x devices (an upper bound, "
+        "every device at its rated power); measured means the power recorded at the planned batch.",), tables=tuple(tables), figures=figs)
     return wl, cand, _summary_section(res)
 
 

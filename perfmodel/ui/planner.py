@@ -632,7 +632,9 @@ def display_column_config(currency: str) -> dict[str, Any]:
         f"{currency}/M output tok": num(format="%,.3f", help=_NO_PRICE),
         f"{currency}/device-hour": num(format="%,.2f", help="The price per device-hour the cost uses: yours "
                                         "(price source: user) or the hardware catalog's, with its public source."),
-        "J/output tok": num(format="%,.3f"),
+        "J/output tok": num(format="%,.3f", help="The fleet's power over the demand, as the cost is the fleet's "
+                                                "cost over it: TDP x devices (an upper bound) or the power "
+                                                "recorded at the planned batch (energy basis)"),
         "e2e s": num(format="%,.2f"),
     }
 
