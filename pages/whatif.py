@@ -79,7 +79,10 @@ c1.selectbox("Predictor", W.PREDICTOR_CHOICES, key=K["predictor"],
                   "ala: the published hybrid (per-configuration exponential fits, XGBoost of their parameters, "
                   "simulated annealing over training subsets; trains for minutes). xgboost, random-forest, "
                   "linear: the published baselines, straight on the features.")
-c2.segmented_control("Band level", WHATIF_LEVELS, key=K["level"], format_func=lambda v: f"{v:.0%}", required=True)
+banded = st.session_state.get(K["predictor"]) in W.BANDED_PREDICTORS  # the baselines give no band to set
+c2.segmented_control("Band level", WHATIF_LEVELS, key=K["level"], format_func=lambda v: f"{v:.0%}", required=True,
+                     disabled=not banded, help=None if banded else "This predictor (a published method) gives no "
+                     "band: choose roofline-gbm for one.")
 c3.checkbox("Keep suspect points in training", key=K["keep_suspect"],
             help="Points faster than the physical bound (reading the weights once per output token at peak "
                  "memory bandwidth) are left out of training by default.")

@@ -941,3 +941,21 @@ def test_the_measured_runs_caption_splits_them_as_the_chart_does() -> None:
                                      "and device count, 1 with another (drawn apart)")
     assert W.measured_caption(m.iloc[:2], " at threads 2") == (
         "2 measured run(s) of this hardware, model and lengths at threads 2, all with this framework and device count")
+
+
+def test_the_band_level_applies_to_the_predictors_that_give_a_band() -> None:
+    # The band level stayed active under xgboost, linear and random-forest, whose band is n/a.
+    from _predict_data import synthetic_runs
+
+    runs = synthetic_runs(noise=0.02)
+    point = {c: runs[c].iloc[0] for c in ("hardware", "model", "framework", "input_len_tok", "output_len_tok",
+                                          "device_count")}
+    for name in ("roofline-gbm", "xgboost", "linear", "random-forest"):
+        model, rows = core.fit_whatif_model(runs, name)
+        t = core.whatif(model, rows, point, [1.0, 8.0]).table
+        assert t["pred_lower"].notna().all() == (name in W.BANDED_PREDICTORS), name
+    for predictor, off in (("linear", True), ("roofline-gbm", False)):
+        at = _page(dataset=_sample_id(), predictor=predictor)
+        _no_exception(at)
+        [band] = [e for e in at.get("button_group") if e.proto.label == "Band level"]
+        assert band.proto.disabled is off, predictor

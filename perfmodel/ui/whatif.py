@@ -101,6 +101,9 @@ UNSET = "unset"
 """A setting's value, in its widget and the URL, for the runs that do not record it (None in the core)."""
 PREDICTOR_CHOICES = ("roofline-gbm", "ala", "xgboost", "random-forest", "linear")
 DEFAULT_PREDICTOR = "roofline-gbm"
+BANDED_PREDICTORS = ("roofline-gbm",)
+"""The predictors that give a band (the published hybrid and baselines give none): the band level applies to
+them only."""
 MODEL_FORMAT = 3
 """Part of a saved What-if model's directory name: raised when the inputs a saved model reads change meaning, so
 that a model saved before is trained again rather than fed them (2: the memory read in binary GB; 3: a model
