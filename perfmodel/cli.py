@@ -786,6 +786,7 @@ def predict_cmd(ctx: click.Context, model_dir: Path, queries: Path | None, outpu
                 hardware: str | None, model_name: str | None, framework: str | None, device_count: int,
                 input_len: float | None, output_len: float | None, batch: float | None, as_json: bool) -> None:
     """Predict throughput with MODEL_DIR for every row of QUERIES (or one point given by options)."""
+    import numpy as np
     import pandas as pd
 
     from .models import load_predictor, predict_with_latency
@@ -810,11 +811,18 @@ def predict_cmd(ctx: click.Context, model_dir: Path, queries: Path | None, outpu
     predictor = load_predictor(model_dir)
     with _point_errors() if queries is None else _in_file(queries.name):
         pred = predict_with_latency(predictor, table.reset_index(drop=True), level=level)
+    # A file predict wrote (its columns are queries too): its old answers are replaced, not duplicated
+    old = [c for c in (*pred.columns, "level", "note") if c in raw.columns]
+    if old:
+        raw = raw.drop(columns=old)
+        click.echo(f"note: the query file's own prediction columns ({', '.join(old)}) were replaced", err=True)
     out = pd.concat([raw.reset_index(drop=True), pred.reset_index(drop=True)], axis=1)
     # what the numbers alone do not say: a configuration that cannot run (a blank row), a request longer than
     # the model's context, a throughput <= 0 from a baseline far from its data
     out["note"] = query_notes(predictor, table.reset_index(drop=True), pred.reset_index(drop=True))
-    out.insert(out.columns.get_loc("pred_upper") + 1, "level", level)  # which band pred_lower/upper are
+    # which band pred_lower/upper are; none where the predictor gives no band (the baselines, the hybrid)
+    banded = pd.to_numeric(out["pred_lower"], errors="coerce").notna()
+    out.insert(out.columns.get_loc("pred_upper") + 1, "level", np.where(banded, level, np.nan))
     if queries is None:
         out["hardware"], out["model"] = table["hardware"].to_numpy(), table["model"].to_numpy()
     if output is not None:
@@ -825,11 +833,6 @@ def predict_cmd(ctx: click.Context, model_dir: Path, queries: Path | None, outpu
                     **({"output": str(output)} if output is not None else {})})
     elif output is not None:
         click.echo(f"wrote {len(out)} prediction(s) to {output}")
-        noted = [i for i, n in enumerate(out["note"]) if n]
-        if noted:
-            first = out["note"].iloc[noted[0]]
-            click.echo(f"warning: {len(noted)} row(s) have a note (see the note column), e.g. row {noted[0] + 1}: "
-                       f"{first}", err=True)
     elif queries is None:
         rec = out.iloc[0]
         if not math.isfinite(rec.pred_throughput_tok_s) and (
@@ -855,6 +858,10 @@ def predict_cmd(ctx: click.Context, model_dir: Path, queries: Path | None, outpu
         click.echo("  ".join(lat))
     else:
         click.echo(out.to_csv(index=False), nl=False)
+    noted = [i for i, n in enumerate(out["note"]) if n]
+    if queries is not None and noted and not _want_json(ctx, as_json):
+        click.echo(f"warning: {len(noted)} row(s) have a note (see the note column), e.g. row {noted[0] + 1}: "
+                   f"{out['note'].iloc[noted[0]]}", err=True)
 
 
 @main.command("evaluate")

@@ -768,12 +768,14 @@ def plan(inputs: PlanInputs | Mapping[str, Any], runs: pd.DataFrame | None = Non
                      f"{inputs.currency}') or a price for every hardware")
     if len(table):
         # The recommendation (the cheapest robust candidate, PlanResult.recommendation) is the first row.
-        # Equal costs (the same devices at the same price) go to the most throughput, then the shortest latency,
-        # before any name: an alphabetical tie-break had recommended DeepSpeed-MII on an A100 over TensorRT-LLM
-        # on the same GPU at the same price, with 2,129 against 3,055 tok/s and 3.85 against 2.68 s.
+        # Equal costs (the same devices at the same price) go to the most capacity (the fleet's: replicas x a
+        # replica's throughput), then the shortest latency, before any name: an alphabetical tie-break had
+        # recommended DeepSpeed-MII on an A100 over TensorRT-LLM on the same GPU at the same price, with 2,129
+        # against 3,055 tok/s and 3.85 against 2.68 s.
+        capacity = pd.to_numeric(table["throughput_tok_s"], errors="coerce") * table["replicas"].astype(float)
         table = table.assign(_nocost=~np.isfinite(table["cost_per_m_output_tok"].astype(float)),
                              _opt=table["status"] != "ok", _fragile=~table["robust"].astype(bool),
-                             _tp=-pd.to_numeric(table["throughput_tok_s"], errors="coerce").fillna(-np.inf),
+                             _tp=-capacity.fillna(-np.inf),
                              _e2e=pd.to_numeric(table["e2e_s"], errors="coerce").fillna(np.inf))
         table = table.sort_values(["_opt", "_fragile", "_nocost", "cost_per_m_output_tok", "devices", "_tp", "_e2e",
                                    "hardware", "model", "framework", "device_count"], kind="stable") \
@@ -1024,7 +1026,8 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
                  "cost_per_m_output_tok_hi": c_hi[1],
                  "cost_per_m_total_tok": c[2], "cost_per_m_total_tok_lo": c_lo[2], "cost_per_m_total_tok_hi": c_hi[2],
                  "energy_j_per_output_tok": power_used[j] * rep / w.demand_output_tok_s,
-                 "energy_j_per_output_tok_lo": power_used[j] * (dev_lo / n_dev) / w.demand_output_tok_s,
+                 "energy_j_per_output_tok_lo": (power_used[j] * (dev_lo / n_dev) / w.demand_output_tok_s
+                                                if dev_lo > 0 else math.nan),  # no band: -1 devices
                  "energy_j_per_output_tok_hi": (power_used[j] * (dev_hi / n_dev) / w.demand_output_tok_s
                                                 if dev_hi > 0 else math.nan),
                  "price_per_device_hour": price, "price_source": price_src, "energy_basis": e_basis,

@@ -134,15 +134,19 @@ def test_page_trains_on_sample_and_draws_curve_band_and_measured_points() -> Non
     assert table["in_domain"].any()
     assert bool(at.warning) == (not table["in_domain"].all())
     assert at.get("download_button")
-    # the download names its band level beside the band (it had not)
-    model, rows = core.fit_whatif_model(_n_batch_runs(), "linear")
-    res = core.whatif(model, rows, {"hardware": "a100-40gb", "model": "llama-3-8b", "framework": "vllm",
-                                    "input_len_tok": 128.0, "output_len_tok": 128.0, "device_count": 1.0},
-                      [1.0, 2.0], level=0.8)
+    # the download names its band level beside the band (it had not); none where there is no band
     import io
 
-    csv = pd.read_csv(io.BytesIO(W.result_csv(res)))
-    assert (csv["level"] == 0.8).all() and list(csv.columns).index("level") == list(csv.columns).index("pred_upper") + 1
+    from _predict_data import synthetic_runs
+
+    runs = synthetic_runs(noise=0.02)
+    point = {c: runs[c].iloc[0] for c in ("hardware", "model", "framework", "input_len_tok", "output_len_tok",
+                                          "device_count")}
+    for name, want in (("roofline-gbm", 0.8), ("linear", None)):
+        model, rows = core.fit_whatif_model(runs, name)
+        csv = pd.read_csv(io.BytesIO(W.result_csv(core.whatif(model, rows, point, [1.0, 2.0], level=0.8))))
+        assert list(csv.columns).index("level") == list(csv.columns).index("pred_upper") + 1
+        assert (csv["level"] == want).all() if want else csv["level"].isna().all(), name
     # The Confidence tile says what the number is for the predictor shown (the three kinds differ).
     [tile] = [m for m in at.metric if m.label == "Confidence"]
     assert tile.proto.help == W.confidence_help("roofline-gbm", core.LOW_CONFIDENCE) and "calibrated" in tile.proto.help

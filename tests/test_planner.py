@@ -99,6 +99,11 @@ def test_band_propagates_to_devices_and_cost() -> None:
     assert row["devices_lo"] <= row["devices"] <= row["devices_hi"]
     assert row["cost_per_m_output_tok_lo"] <= row["cost_per_m_output_tok"] <= row["cost_per_m_output_tok_hi"]
     assert row["energy_j_per_output_tok_lo"] <= row["energy_j_per_output_tok"] <= row["energy_j_per_output_tok_hi"]
+    # with no band (a predictor without one) the energy band is unknown, not negative
+    nb = plan(inputs(models=["llama-3-8b"], hardware=["h100-sxm"], device_counts=[1]), None,
+              predictor=_NoBandPredictor()).table.iloc[0]
+    assert nb["devices_lo"] < 0 and math.isnan(nb["energy_j_per_output_tok_lo"])
+    assert math.isnan(nb["energy_j_per_output_tok_hi"]) and nb["energy_j_per_output_tok"] > 0
 
 
 def test_infeasible_reasons() -> None:
@@ -615,7 +620,18 @@ def test_equal_costs_go_to_the_most_throughput_not_the_first_name() -> None:
     from perfmodel.report.build import _summary_section
 
     alt = [p for p in _summary_section(res).paragraphs if "aaa-slow" in p]
-    assert alt and alt[0].startswith("Also at this cost for llama-3-8b, with less throughput headroom: 1 x h100-sxm")
+    assert alt and alt[0].startswith("Also at this cost for llama-3-8b, with less capacity (")
+    # The capacity is the fleet's: 2 replicas of 1 device ahead of 1 replica of 2 with less in all (a tie on
+    # a replica's throughput had put the 2-device replica first, "with less throughput headroom" said of the other)
+    one = synthetic_runs()
+    two = synthetic_runs().assign(device_count=2,
+                                  output_throughput_tok_s=lambda d: d["output_throughput_tok_s"] * 1.5)
+    res = plan(inputs(workload={"request_rate_rps": 4, "input_len_tok": 1000, "output_len_tok": 1000}),
+               pd.concat([one, two], ignore_index=True))
+    t = res.table[res.table["status"] == "ok"]
+    assert t["devices"].nunique() == 1 and t["cost_per_hour"].nunique() == 1 and len(t) == 2
+    cap = t["throughput_tok_s"] * t["replicas"]
+    assert t["device_count"].tolist() == [1, 2] and cap.iloc[0] > cap.iloc[1]
 
 
 def test_the_offered_load_sets_what_a_replica_holds_and_its_latency() -> None:

@@ -2710,7 +2710,8 @@ class RooflineGBM(Predictor):
         bb, in_flight
             The batches asked, and the sequences that can run at once (the KV-full batch where smaller).
         """
-        dense = (kind == 0) & np.array([_moe_spec(str(m)) is None for m in runs["model"].astype(str)], dtype=bool)
+        names, inv = np.unique(runs["model"].astype(str).to_numpy(), return_inverse=True)
+        dense = (kind == 0) & np.array([_moe_spec(str(m)) is None for m in names], dtype=bool)[inv.reshape(-1)]
         out = np.where(dense, log_bound, np.nan)
         fewer = np.flatnonzero(dense & (in_flight < bb))
         if len(fewer):

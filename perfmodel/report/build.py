@@ -271,6 +271,23 @@ def _plan_sections(res: PlanResult) -> tuple[Section, Section, Section]:
     return wl, cand, _summary_section(res)
 
 
+def _tie_words(top: Mapping[str, Any], alt: Mapping[str, Any]) -> str:
+    """Why ``alt``, at the recommendation's cost, comes after it, in the order :func:`perfmodel.planner.plan`
+    sorts: robustness, then the fleet's capacity, then latency. A fixed "with less throughput headroom" had been
+    said of 2 replicas of 1 H100 (11,955 tok/s) behind 1 replica of 2 (8,208 tok/s)."""
+    if top["status"] != alt["status"]:
+        return "but only at the optimistic end of its throughput band"
+    if bool(top["robust"]) != bool(alt["robust"]):
+        return "but not robust (the SLOs are missed at the pessimistic end of its band)"
+    cap_top = float(top["throughput_tok_s"]) * float(top["replicas"])
+    cap_alt = float(alt["throughput_tok_s"]) * float(alt["replicas"])
+    if cap_alt < cap_top:
+        return f"with less capacity ({cap_alt:,.0f} against {cap_top:,.0f} output tok/s)"
+    if float(alt["e2e_s"]) > float(top["e2e_s"]):
+        return f"with a longer latency ({in_seconds(alt['e2e_s'])} against {in_seconds(top['e2e_s'])})"
+    return "as good on every count"
+
+
 def _summary_section(res: PlanResult) -> Section:
     paras = [res.summary()]
     t = res.table
@@ -284,8 +301,8 @@ def _summary_section(res: PlanResult) -> Section:
             alt = same.iloc[0] if len(same) else priced.iloc[1]
             lead = f"Next cheapest for {top['model']}" if len(same) else "Cheapest with another model"
             tie = len(same) and math.isclose(float(alt["cost_per_hour"]), float(top["cost_per_hour"]), rel_tol=1e-9)
-            if tie:  # the same price: the recommendation won on throughput headroom (PlanResult's order)
-                lead = f"Also at this cost for {top['model']}, with less throughput headroom"
+            if tie:  # the same price: say why the recommendation came first (PlanResult's order)
+                lead = f"Also at this cost for {top['model']}, {_tie_words(top, alt)}"
             paras.append(f"{lead}: {alt['devices']} x {alt['hardware']} ({alt['model']} on {alt['framework']}, "
                          f"{alt['device_count']} per replica) at {alt['cost_per_hour']:,.2f} {res.currency}/h.")
         unpriced = t[~np.isfinite(t["cost_per_m_output_tok"].astype(float))]

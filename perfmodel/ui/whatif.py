@@ -1067,7 +1067,9 @@ def result_csv(res: W.WhatIfResult) -> bytes:
     ``pred_upper`` (the file had not said whether its band was 80, 90 or 95 %)."""
     t = res.table.copy()
     at = t.columns.get_loc("pred_upper") + 1 if "pred_upper" in t.columns else len(t.columns)
-    t.insert(at, "level", res.level)
+    # none where the predictor gives no band (the baselines, the hybrid), as the page's band level is then off
+    t.insert(at, "level", np.where(pd.to_numeric(t["pred_lower"], errors="coerce").notna(), res.level, np.nan)
+             if "pred_lower" in t.columns else res.level)
     return t.to_csv(index=False).encode()
 
 
