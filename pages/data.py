@@ -38,12 +38,12 @@ importer = st.expander("Import benchmark result files", icon=":material/upload_f
 with importer:
     submitted, files, form = ui.upload_form(home)
     if submitted:
-        known = set(ui.datasets_table(home, ui.store_stamp(home))["id"])
+        before = ui.datasets_table(home, ui.store_stamp(home))
+        known = dict(zip(before["id"], before["name"], strict=True))
         try:
-            store = ui.open_store(home)
-            info, _ = ui.import_uploads(files, form, store)
-            # the same content again under a new name typed in the form: the stored dataset takes that name
-            renamed = ui.name_stored_upload(store, info, form) if info.id in known else None
+            info, _ = ui.import_uploads(files, form, ui.open_store(home))
+            # the same content again under a new name typed in the form takes that name (Store.add_dataset)
+            renamed = known[info.id] if info.id in known and known[info.id] != info.name else None
         except PerfmodelError as exc:
             st.session_state.pop(K.LAST_IMPORT, None)  # the last import's green banner is not this one's
             ui.show_error(exc, what="Nothing was imported")

@@ -745,8 +745,9 @@ class Store:
         Returns
         -------
         DatasetInfo
-            The new dataset, or the existing one unchanged when the same content
-            (same files, formats and metadata) is already stored.
+            The new dataset, or the existing one when the same content (same files,
+            formats and metadata) is already stored: renamed to ``name`` where one is
+            given and no other dataset has it, otherwise unchanged.
 
         Raises
         ------
@@ -780,7 +781,16 @@ class Store:
         with self._write() as con:
             row = con.execute(f"SELECT {self._INFO_COLS} FROM datasets WHERE id = ?", (ds_id,)).fetchone()
             if row is not None:
-                return self._info(row)
+                # The same content again under a name given now: it takes the name where no other dataset has
+                # it (the app said "Already stored" and the CLI named a dataset that did not exist, the name
+                # unused either way)
+                info = self._info(row)
+                wanted = (name or "").strip()
+                if wanted and wanted != info.name and con.execute(
+                        "SELECT 1 FROM datasets WHERE name = ? AND id != ?", (wanted, ds_id)).fetchone() is None:
+                    con.execute("UPDATE datasets SET name = ? WHERE id = ?", (wanted, ds_id))
+                    info = DatasetInfo(**{**info.__dict__, "name": wanted})
+                return info
             final_name = _free_name(con, base_name)
             offset = 0
             for f in frames:

@@ -25,7 +25,7 @@ from . import catalog, physics
 from .curve_tables import compact_number as _tok_s
 from .curves import VARYING_BY
 from .errors import PerfmodelError, Problem, ValidationError
-from .models.base import DEFAULT_TARGET, Predictor, ProgressCallback, predict_with_latency
+from .models.base import DEFAULT_TARGET, Predictor, ProgressCallback, nonpositive_note, predict_with_latency
 
 __all__ = [
     "judgeable",
@@ -466,8 +466,8 @@ def domain_reasons(train: pd.DataFrame, point: Mapping[str, Any], batches: Seque
             out.append(f"{label} {_listed(far)} {beyond}outside the trained range {lo:g}-{hi:g}")
         if near:
             within = (f", but within {_factor_words(tol)} of it" if math.isfinite(tol)
-                      else " (this predictor has no range rule: it judges the domain by distance to the "
-                           "training points alone)")
+                      else f" (this predictor puts no range limit on the {label}: only the distance to its "
+                           "training points can put it out of its domain)")
             out.append(f"{label} {_listed(near)} beyond the trained range {lo:g}-{hi:g}{within}: extrapolated")
     if (ratio := _ratio_reason(train, point)) is not None:
         out.append(ratio)
@@ -778,10 +778,7 @@ def whatif(model: Predictor, train: pd.DataFrame, point: Mapping[str, Any], batc
     tp = pd.to_numeric(table["pred_throughput_tok_s"], errors="coerce").to_numpy(dtype=float)
     if (np.isfinite(tp) & (tp <= 0)).any():  # the linear baseline's -19.56 tok/s had read as in domain
         at = q["batch_size"].to_numpy(dtype=float)[np.isfinite(tp) & (tp <= 0)]
-        name = str(getattr(model, "name", "the"))
-        reasons.append(f"at batch {_listed(list(at), 8)} the {name} predictor gives a throughput <= 0 (a fit far "
-                       "from its data): no run can be that, so those batches are out of its domain and have no "
-                       "latency")
+        reasons.append(f"at batch {_listed(list(at), 8)} {nonpositive_note(str(getattr(model, 'name', '')))}")
     if blocked is not None:
         reasons.insert(0, blocked)
     elif (low := confidence_reason(table)) is not None:

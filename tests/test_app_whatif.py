@@ -936,7 +936,8 @@ def test_a_throughput_below_zero_is_out_of_domain_and_named(monkeypatch: pytest.
     t = res.table
     assert t["in_domain"].tolist()[:2] == [False, False] and t["pred_e2e_latency_s"].iloc[:2].isna().all()
     assert t["pred_e2e_latency_s"].iloc[2] > 0
-    assert any(r.startswith("at batch 1, 2 the linear predictor gives a throughput <= 0") for r in res.reasons), res.reasons
+    assert any(r.startswith("at batch 1, 2 the linear predictor gives a throughput <= 0") and "out of its domain" in r
+               for r in res.reasons), res.reasons
 
 
 def test_the_measured_runs_caption_splits_them_as_the_chart_does() -> None:

@@ -337,3 +337,7 @@ def test_a_taken_dataset_name_is_said(runner: CliRunner, tmp_path: Path) -> None
     code, out, err = invoke(runner, "import", str(b), "--dataset", "gh200")
     assert code == 0 and "'gh200 (2)'" in out
     assert "a dataset is already named 'gh200'; this one is 'gh200 (2)'" in err
+    # the same file again under a free name: the stored dataset takes it, and no note names a dataset that
+    # does not exist ("a dataset is already named 'second'" had been said of a name nobody had)
+    code, out, err = invoke(runner, "import", str(a), "--dataset", "second")
+    assert code == 0 and "'second'" in out and "already named" not in err

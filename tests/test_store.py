@@ -122,13 +122,18 @@ def test_same_content_returns_existing(tmp_path: Path) -> None:
     store = Store(tmp_path)
     res = make_result(20, seed=5)
     first = store.add_dataset([res], name="x")
-    before = dump(store)
+    before = store.runs(first.id)
+    assert store.add_dataset([res]) == first  # no name given: unchanged
+    # The same content under a name given now takes it (the name had gone unused); nothing else changes.
     again = store.add_dataset([res], name="other name")
-    assert again == first
-    assert dump(store) == before
+    assert again.id == first.id and again.name == "other name" and again.n_runs == first.n_runs
+    assert [d.name for d in store.datasets()] == ["other name"]
+    pd.testing.assert_frame_equal(store.runs(first.id), before)
     # Different metadata is different content.
     third = store.add_dataset([res], meta=ImportMeta(model="llama-3-8b"))
     assert third.id != first.id and third.name == "synth"
+    # a name another dataset has is not taken from it
+    assert store.add_dataset([res], name="synth").name == "other name"
     assert content_id([res], None) == first.id
 
 

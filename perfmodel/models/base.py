@@ -685,9 +685,16 @@ def predict_with_latency(predictor: Predictor, runs: pd.DataFrame, *, level: flo
     return mask_weights_over_memory(out, over)
 
 
-NONPOSITIVE_NOTE = ("the predictor gives a throughput <= 0 here (a straight-line or tree fit far from its data): "
-                    "no run can be that, so it is out of its domain and has no latency")
-"""Why a row with a throughput of zero or less is out of domain (:func:`flag_nonpositive`)."""
+def nonpositive_note(name: str = "") -> str:
+    """Why a row with a throughput of zero or less is out of domain (:func:`flag_nonpositive`), naming the
+    predictor where ``name`` is given; the CLI's note and the What-if page's reason (after "at batch 1, 2")."""
+    who = f"the {name} predictor" if name else "the predictor"
+    return (f"{who} gives a throughput <= 0 (a straight-line or tree fit far from its data): no run can be that, "
+            "so it is out of its domain and has no latency")
+
+
+NONPOSITIVE_NOTE = nonpositive_note()
+""":func:`nonpositive_note` without a name."""
 
 
 def flag_nonpositive(pred: pd.DataFrame) -> pd.DataFrame:
@@ -753,6 +760,6 @@ def query_notes(predictor: Any, runs: pd.DataFrame, pred: pd.DataFrame) -> list[
             parts.append(f"input + output length {total:,.0f} tokens exceed {q['model']}'s context of {limit:,} "
                          "tokens (max_context in the model catalog): no real request is that long")
         if np.isfinite(tp[i]) and tp[i] <= 0:
-            parts.append(NONPOSITIVE_NOTE)
+            parts.append(nonpositive_note(str(getattr(predictor, "name", "") or "")))
         notes.append("; ".join(parts))
     return notes

@@ -24,7 +24,7 @@ from .cached import (
     runs_figure,
     store_stamp,
 )
-from .forms import AS_IN_FILE, AUTO_FORMAT, UploadForm, import_uploads, name_stored_upload, to_meta
+from .forms import AS_IN_FILE, AUTO_FORMAT, UploadForm, import_uploads, to_meta
 from .links import absolute as absolute_link
 from .links import link_warning, restore_from_link, select_dataset, selected_dataset, write_link
 from .pickers import NO_DATASET, Datasets, available_datasets, dataset_selectbox, restore_dataset_link
@@ -61,7 +61,6 @@ __all__ = [
     "AUTO_FORMAT",
     "UploadForm",
     "import_uploads",
-    "name_stored_upload",
     "to_meta",
     "absolute_link",
     "link_warning",

@@ -213,34 +213,3 @@ def import_uploads(files: Sequence[tuple[str, bytes]], form: UploadForm, store: 
         fmt = "csv"
     return import_bytes([(name, bytes(data)) for name, data in files], format=fmt, meta=meta,
                         name=form.name or None, store=store)
-
-
-def name_stored_upload(store: Store, info: DatasetInfo, form: UploadForm) -> str | None:
-    """Give content already stored the dataset name typed in the upload form, as a new import would have been
-    named; the Import button had said "Already stored" and left the typed name unused.
-
-    Parameters
-    ----------
-    store
-        The store.
-    info
-        The dataset the upload turned out to be (already stored).
-    form
-        The form values.
-
-    Returns
-    -------
-    str or None
-        The dataset's former name where it was renamed; None where no name was typed or it is the same.
-
-    Raises
-    ------
-    StoreError
-        Another dataset already has the typed name.
-    """
-    name = (form.name or "").strip()
-    if not name or name == info.name:
-        return None
-    store.rename_dataset(info.id, name)
-    return info.name
-
