@@ -19,7 +19,8 @@ ANALYSIS_KIND_PLANNER = "planner"
 
 _PLAN_COLUMNS = ["hardware", "model", "framework", "device_count", "lengths", "source", "status", "batch_size",
                  "throughput_per_device_tok_s", "devices", "devices_lo", "devices_hi", "cost_per_hour",
-                 "cost_per_m_output_tok", "energy_j_per_output_tok", "energy_basis", "e2e_s"]
+                 "cost_per_m_output_tok", "energy_j_per_output_tok", "energy_basis", "e2e_s", "load_batch",
+                 "e2e_at_load_s"]
 _LENGTHS_HEADER = "sized_at"
 """Header of the ``lengths`` column in the printed table (shown only when some differ from the workload's)."""
 _SOURCE_HEADER = "sized_from"

@@ -328,7 +328,8 @@ def test_a_throughput_below_zero_is_out_of_domain_without_latency():
     assert out["in_domain"].tolist() == [True, False, False]
     assert out["pred_throughput_tok_s"].tolist() == [100.0, -19.6, 0.0]  # as the predictor gave it
     assert out["pred_e2e_latency_s"].iloc[0] == 1.0 and out["pred_e2e_latency_s"].iloc[1:].isna().all()
-    assert flag_nonpositive(pred.iloc[:1]) is pred.iloc[:1] or flag_nonpositive(pred.iloc[:1]).equals(pred.iloc[:1])
+    first = pred.iloc[:1]
+    assert flag_nonpositive(first) is first  # nothing flagged: the frame itself, not a copy
     queries = pd.DataFrame({"hardware": ["h100-sxm"] * 3, "model": ["llama-3-8b"] * 3, "device_count": [1] * 3,
                             "input_len_tok": [128.0] * 3, "output_len_tok": [128.0] * 3, "batch_size": [1.0] * 3})
     assert query_notes(None, queries, out)[1:] == [NONPOSITIVE_NOTE] * 2

@@ -1368,6 +1368,7 @@ def test_the_band_stops_at_the_roofline_of_the_sequences_that_fit(fitted: tuple[
     at_fit = physics.roofline(q.assign(batch_size=fit))
     p = m.predict(q)
     assert p.pred_upper.iloc[0] <= at_fit["output_tok_s_max"].iloc[0] * (1 + 1e-9)
-    # a mixture of experts keeps the weights-only bound (Mixtral's measured runs beat its full roofline 1.38x)
+    # a mixture of experts keeps the weights-only bound (Mixtral's measured runs beat its full roofline 1.38x):
+    # this far out its band passes the full roofline a dense model stops at
     weights = (fit[1] * at_fit.mem_bw_bps / (at_fit.active_params * at_fit.dtype_bytes)).to_numpy()[1]
-    assert p.pred_upper.iloc[1] <= weights * (1 + 1e-9)
+    assert at_fit["output_tok_s_max"].iloc[1] < p.pred_upper.iloc[1] <= weights * (1 + 1e-9)

@@ -261,10 +261,10 @@ def test_cpu_hog_on_the_server_raises_an_alert_with_a_hint(transformers_server: 
     for _attempt in range(3):
         rows, live_alerts, live_drops, hog_t, errors = _measure(transformers_server, model, psutil)
         assert hog_t, "the slowdown never started"
-        steady = _baseline_steady(rows, hog_t[0]) and sum(t < hog_t[0] for t in live_drops) <= 2
-        if steady:
+        if _baseline_steady(rows, hog_t[0]) and sum(t < hog_t[0] for t in live_drops) <= 2:
             break
-    if not steady:
+    # Only a disturbed baseline skips; false drops on a steady one stay a failure (asserted below).
+    if not _baseline_steady(rows, hog_t[0]):
         # Three baselines disturbed by load the test did not make (seen with two browser sessions on the same two
         # cores: 608, 480, 576, 304, 256, 624 ... 144, 96 tok/s before any hog): no drop the test causes can be
         # told from them, so the run says so rather than judging the detector on noise.

@@ -48,6 +48,7 @@ def test_plan_file_and_errors(dataset: str, tmp_path: Path) -> None:
                  "slo: {e2e_s: 12}\nprices: {h100-sxm: 2}\n")
     r = CliRunner().invoke(main, ["plan", dataset, "--plan", str(f)])
     assert r.exit_code == 0 and "4 x h100-sxm" in r.output
+    assert "load_batch" in r.output and "e2e_at_load_s" in r.output  # as the app's table and the report show
     r = CliRunner().invoke(main, ["plan", dataset, "--rate", "10"])
     assert r.exit_code == 2 and "--input-len" in r.output and "Traceback" not in r.output
     r = CliRunner().invoke(main, ["plan", dataset, "--plan", str(f), "--price", "h100"])

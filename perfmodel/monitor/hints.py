@@ -294,8 +294,8 @@ def _sentence(metric: str, change: float, causes: list[Cause], n_ref: int, again
         return f"{head}: " + "; ".join(c.message for c in causes[:3]) + ")."
     if not causes:
         if replay:
-            return (f"{head}; nothing recorded with the run moved with it (a repeat slower or faster than its "
-                    "siblings with no recorded cause: measure it again, with telemetry, before trusting either).")
+            return (f"{head}; nothing recorded with the run moved with it (a repeat unlike its siblings with no "
+                    "recorded cause: measure it again, with telemetry, before trusting either).")
         return f"{head}; no telemetry moved with it (look at the client, the network or the workload mix)."
     return f"{head}: " + "; ".join(c.message for c in causes[:3]) + "."
 

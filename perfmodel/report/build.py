@@ -738,7 +738,8 @@ def build_report(runs: pd.DataFrame, *, dataset_name: str, info: Any = None,
         # 65,692 tok/s on 4 x H100 (bound 14,068), one of the runs the Data page flags as suspect.
         suspect = suspect_mask(best).to_numpy(dtype=bool)
         if (~suspect).any():
-            top = best[~suspect].loc[best.loc[~suspect, "output_throughput_tok_s"].idxmax()]
+            kept = best[~suspect]  # positional: a repeated index label would give a frame, not a row
+            top = kept.iloc[int(np.argmax(kept["output_throughput_tok_s"].to_numpy(dtype=float)))]
             paras.append(f"Highest measured output throughput: {top['output_throughput_tok_s']:,.0f} tok/s "
                          f"({top['model']} on {top['device_count']} x {top['hardware']}, {top['framework']}, "
                          f"batch {top['batch_size']:g})"
