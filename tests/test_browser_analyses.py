@@ -64,8 +64,9 @@ def test_saved_curves_analysis_reopens_after_restart(_isolated_home: Path, tmp_p
                 expect(saved).to_contain_text("?analysis=")
                 page.wait_for_function("() => new URLSearchParams(location.search).has('analysis')")
                 aid = parse_qs(urlsplit(page.url).query)["analysis"][0]
-                # the link shown is the full URL to paste elsewhere, at the app's root
-                shown_link = saved.locator("code").text_content()
+                # the link shown is the full URL to paste elsewhere, at the app's root, and a link to click
+                shown_link = saved.locator("a").first.text_content()
+                shown_href = saved.locator("a").first.get_attribute("href")
                 page.close()
             # The server is gone: the link is served by a new process reading the same store.
             with pytest.raises(OSError):
@@ -85,7 +86,7 @@ def test_saved_curves_analysis_reopens_after_restart(_isolated_home: Path, tmp_p
                 page.screenshot(path=str(tmp_path / "reopened.png"))
         finally:
             browser.close()
-    assert shown_link == f"{url}/?analysis={aid}"
+    assert shown_link == shown_href == f"{url}/?analysis={aid}"
     assert saved_query["by"] == ["input_len_tok"] and saved_query["shape"] == ["exp"]
     assert reopened_query == saved_query  # dataset, grouping, selection, fit options
     assert reopened_chips == saved_chips and "input length (tokens)" in saved_chips[0]  # the chip in words
