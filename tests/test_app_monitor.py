@@ -65,7 +65,8 @@ def test_replay_of_the_sample_dataset_marks_alerts_with_hints() -> None:
     assert "tpot_s" not in " ".join(incidents["metrics"]) and (incidents["n_metrics"] > 1).any()
     at.toggle(key="monitor.per_metric").set_value(True).run()
     alerts = at.dataframe[0].value
-    assert len(alerts) == incidents["n_metrics"].sum() > len(incidents)
+    # (a metric can appear twice in one incident: a repeat above its siblings, the next below them)
+    assert len(alerts) >= incidents["n_metrics"].sum() > len(incidents)
     assert {"group", "metric", "start_timestamp_s", "hint"} <= set(alerts.columns)
     [summary] = [c.value for c in at.caption if "incident(s) on" in c.value]
     assert summary.startswith(f"{len(alerts):,} alert(s) in {len(incidents):,} incident(s) on "

@@ -19,6 +19,7 @@ from perfmodel.monitor import (
     make_detector,
     monitor_stream,
     read_stream,
+    read_stream_bytes,
     replay_runs,
 )
 from perfmodel.monitor.evaluation import evaluate, generate, real_bases
@@ -107,6 +108,26 @@ def test_threshold_relative_deviation() -> None:
     assert r.score[2] == pytest.approx(0.16)
     curve = make_detector("threshold", expected=lambda t: 100.0 + 10.0 * np.asarray(t)).run([0.0, 1.0], [100, 100])
     assert curve.flags.tolist() == [False, False]  # 100 vs 110: 9% off
+
+
+def test_an_event_is_one_side_of_the_expectation() -> None:
+    # Two repeats either side of their median (116 and 84 against 100) had been one event: its hint averaged
+    # them to "changed +0%" and its score could carry the other one's sign.
+    x = np.array([100.0, 114.0, 116.0, 84.0, 86.0, np.nan])
+    r = make_detector("threshold", expected=100.0).run(np.arange(6.0), x)
+    events = r.events()
+    assert [(e.start_index, e.end_index, e.direction) for e in events] == [(2, 2, "high"), (3, 3, "low")]
+    assert events[0].peak_score > 0 > events[1].peak_score
+    stream = read_stream_bytes("s.csv", b"timestamp_s,group,output_throughput_tok_s\n"
+                               + b"".join(f"{t},g,{v}\n".encode() for t, v in enumerate(x[:5])))
+    rep = monitor_stream(stream, detector="threshold", metrics=["output_throughput_tok_s"], expected={
+        "output_throughput_tok_s": 100.0})
+    assert [round(v / e - 1, 2) for v, e in zip(rep.alerts["value"], rep.alerts["expected"], strict=True)] == [0.16, -0.16]
+    assert [h.split(" from ")[0] for h in rep.alerts["hint"]] == ["output throughput changed +16%",
+                                                                 "output throughput changed -16%"]
+    # one thing to look at all the same: repeats that disagree, side by side
+    [inc] = rep.incidents().to_dict("records")
+    assert inc["changes"] == "output_throughput_tok_s +16%, output_throughput_tok_s -16%" and inc["n_metrics"] == 1
 
 
 def test_cold_start_uses_the_expectation_then_the_baseline() -> None:

@@ -79,7 +79,7 @@ class MonitorReport:
         """The alerts merged into incidents: one slow run shows in its TTFT, TPOT, ITL and end-to-end latency
         at once, which is one thing to look at, not four.
 
-        Alerts of the same group whose sample ranges overlap form one incident (alerts of different groups
+        Alerts of the same group whose sample ranges overlap or touch form one incident (alerts of different groups
         never merge: a replayed sweep's groups are configurations, a server's are its GPUs, and those have
         their own tensor-parallel and neighbour hints).
 
@@ -96,9 +96,11 @@ class MonitorReport:
         a = a.assign(_abs=a["score"].abs().fillna(0.0), _pos=np.arange(len(a)))
         a = a.sort_values(["group", "start_index", "_pos"], kind="stable")
         # a new incident where a group starts, or where an alert starts after every earlier one of its group ended
+        # and not right after it: a repeat above its siblings and the next one below are two events (one side of
+        # the expectation each) but one thing to look at, repeats that disagree
         same = a["group"].eq(a["group"].shift()).to_numpy()
         reach = a.groupby("group", sort=False)["end_index"].cummax().shift().to_numpy()
-        new = ~same | (a["start_index"].to_numpy() > np.nan_to_num(reach.astype("float64"), nan=-1.0))
+        new = ~same | (a["start_index"].to_numpy() > np.nan_to_num(reach.astype("float64"), nan=-2.0) + 1)
         a["_incident"] = np.cumsum(new)
         rows = []
         for _, inc in a.groupby("_incident", sort=False):

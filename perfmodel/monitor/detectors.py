@@ -223,7 +223,8 @@ class Detection:
                       bool(self.cold[i])) for i in np.flatnonzero(self.flags)]
 
     def events(self, max_gap: int = 1) -> list[Event]:
-        """Merge alerts no more than ``max_gap`` samples apart into events.
+        """Merge alerts no more than ``max_gap`` samples apart, and on the same side of the expectation, into
+        events.
 
         Parameters
         ----------
@@ -237,7 +238,10 @@ class Detection:
         idx = np.flatnonzero(self.flags)
         if idx.size == 0:
             return []
-        cuts = np.flatnonzero(np.diff(idx) > max(1, int(max_gap))) + 1
+        # An event is one direction: two repeats on either side of their median (-17 % and +17 %) had merged
+        # into one, whose hint averaged them to "changed +0%" and whose score could carry the other's sign.
+        high = self.value[idx] > self.center[idx]
+        cuts = np.flatnonzero((np.diff(idx) > max(1, int(max_gap))) | (high[1:] != high[:-1])) + 1
         out = []
         for part in np.split(idx, cuts):
             sc = self.score[part]
