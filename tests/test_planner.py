@@ -637,18 +637,26 @@ def test_equal_costs_go_to_the_most_throughput_not_the_first_name() -> None:
 def test_the_offered_load_sets_what_a_replica_holds_and_its_latency() -> None:
     # A plan's batch is the most a replica may run (its throughput sizes the fleet); below capacity a server
     # never fills it. Hand-computed: throughput 100, 180, 300 tok/s at batch 1, 2, 4; a share of 240 tok/s lies
-    # halfway from batch 2 to 4 -> 3 in flight; Little's law: 3 / (240 / 100 requests/s) = 1.25 s.
+    # halfway from batch 2 to 4 -> 3 in flight; the latency there halfway between 2 s and 4 s.
     from perfmodel.planner import at_offered_load
 
-    b, t = np.array([1.0, 2.0, 4.0]), np.array([100.0, 180.0, 300.0])
-    assert at_offered_load(b, t, 240.0, 100.0) == pytest.approx((3.0, 1.25))
-    assert at_offered_load(b, t, 50.0, 100.0) == pytest.approx((0.5, 1.0))  # below batch 1: through the origin
-    assert all(math.isnan(v) for v in at_offered_load(b, t, 400.0, 100.0))  # never reached
-    assert all(math.isnan(v) for v in at_offered_load(b[:0], t[:0], 10.0, 100.0))
+    b, t, e2e = np.array([1.0, 2.0, 4.0]), np.array([100.0, 180.0, 300.0]), np.array([1.0, 2.0, 4.0])
+    assert at_offered_load(b, t, 240.0, e2e) == pytest.approx((3.0, 3.0))
+    assert at_offered_load(b, t, 50.0, e2e) == pytest.approx((0.5, 1.0))  # below batch 1: batch 1's latency
+    assert at_offered_load(b, t, 240.0, np.array([1.0, 5.0, 4.0])) == pytest.approx((3.0, 4.0))  # never above
+    assert math.isnan(at_offered_load(b, t, 240.0)[1])  # no latency curve
+    assert all(math.isnan(v) for v in at_offered_load(b, t, 400.0, e2e))  # never reached
+    assert all(math.isnan(v) for v in at_offered_load(b[:0], t[:0], 10.0, e2e[:0]))
     res = plan(inputs(workload={"request_rate_rps": 1, "input_len_tok": 1000, "output_len_tok": 1000}),
                synthetic_runs())
     row = res.table.iloc[0]
     share = 1 * 1000 / row["replicas"]
     assert 0 < row["load_batch"] < row["batch_size"] and curve_tok_s(row["load_batch"]) == pytest.approx(share, rel=0.1)
-    assert row["e2e_at_load_s"] == pytest.approx(row["load_batch"] * 1000 / share)
-    assert row["e2e_at_load_s"] < row["e2e_s"]
+    assert 0 < row["e2e_at_load_s"] <= row["e2e_s"]
+    # measured latencies: the latency at load is read from them, on their basis, never above the plan's batch's
+    # (Little's law on the throughput had read 0.551 s on 4 x H100 beside a measured 0.480 s at the batch)
+    meas = plan(inputs(workload={"request_rate_rps": 1, "input_len_tok": 1000, "output_len_tok": 1000}),
+                synthetic_runs(latency=True)).table.iloc[0]
+    assert meas["latency_basis"].startswith("e2e: measured")
+    assert meas["e2e_at_load_s"] <= meas["e2e_s"] and meas["e2e_at_load_s"] == pytest.approx(
+        0.5 * max(meas["load_batch"], 1.0), rel=0.05)  # the runs' p90 e2e is 0.5 s x batch

@@ -619,10 +619,9 @@ def display_column_config(currency: str) -> dict[str, Any]:
         LOAD_BATCH_HEADER: num(format="%,.1f", help="Sequences a replica holds at the offered load: where its "
                                "throughput curve meets its share of the demand, below the batch when the fleet has "
                                "headroom (a server never fills a batch the traffic does not)"),
-        LOAD_E2E_HEADER: num(format="%,.2f", help="About the mean end-to-end latency at the offered load, by "
-                             "Little's law (sequences in flight / request rate per replica) on the measured batch "
-                             "curve: a mean that leaves out queueing under random arrivals, where e2e s may be a "
-                             "percentile at the planned batch"),
+        LOAD_E2E_HEADER: num(format="%,.2f", help="About the end-to-end latency at the offered load: e2e s's "
+                             "curve (measured or derived, the same basis) read at the sequences in flight, never "
+                             "above e2e s; it leaves out queueing under random arrivals"),
         "tok/s per device": num(format="%,.0f", help="Output tokens per second per device"),
         "confidence": num(format="%.2f", help="The predictor's confidence for a predicted row: c means a 90% band "
                                               "from c x to 1/c x the prediction"),
