@@ -96,9 +96,14 @@ except PerfmodelError as exc:
 g1, g2 = st.columns(2)
 shown_options = metrics or list(stream.metrics)
 opening = M.opening_choice(rep, list(stream.groups), list(shown_options))
+# Another stream than the one shown: both boxes open on its largest alert (a metric the old stream's group
+# had kept the previous choice, on a group whose largest alert is on another metric); on the page's first
+# run a link's values stay where this stream has them.
+switched = st.session_state.get("monitor.view_for", stream_id) != stream_id
+st.session_state["monitor.view_for"] = stream_id
 for k, options, first in (("monitor.group", stream.groups, opening[0]),
                           ("monitor.metric_shown", shown_options, opening[1])):
-    if st.session_state.get(k) not in options and options:
+    if (switched or st.session_state.get(k) not in options) and options:
         # none yet, a linked value, or the previous stream's, that this stream lacks: the largest alert's, set
         # rather than dropped so that the browser's box shows it too (dropped, it kept showing the old group)
         st.session_state[k] = first

@@ -250,3 +250,28 @@ def test_alert_times_read_as_date_times_and_metrics_by_their_labels() -> None:
     fig = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert fig["layout"]["yaxis"]["title"]["text"] == "output throughput (tok/s)"
     assert "output throughput (tok/s)" in [tr.get("name") for tr in fig["data"]]
+
+
+def test_switching_dataset_opens_on_the_new_streams_largest_alert() -> None:
+    # From a dataset without alerts to the sample, the Metric shown box kept the old dataset's choice, on a group
+    # whose largest alert is on another metric.
+    from perfmodel.plots import axis_title
+    from perfmodel.store import Store
+
+    at = _monitor(detector="threshold")
+    store = Store()
+    sample = store.datasets()[0]
+    runs = store.runs(sample.id)
+    quiet = store.create_dataset("one run", {})
+    store.append_runs(quiet.id, runs.iloc[:1].reset_index(drop=True))
+    at.run()
+    at.radio(key="monitor.source").set_value("Stored dataset (replay)").run()
+    at.selectbox(key="monitor.dataset").set_value(quiet.id).run()
+    at.selectbox(key="monitor.metric_shown").set_value("output_throughput_tok_s").run()
+    at.selectbox(key="monitor.dataset").set_value(sample.id).run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.toggle(key="monitor.per_metric").set_value(True).run()
+    alerts = at.dataframe[0].value
+    top = alerts.loc[alerts["score"].abs().idxmax()]
+    assert at.selectbox(key="monitor.group").value == top["group"]
+    assert axis_title(at.selectbox(key="monitor.metric_shown").value) == top["metric"] != "output throughput (tok/s)"
