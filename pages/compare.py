@@ -22,8 +22,8 @@ st.caption("Two frameworks, two versions or two sweeps side by side: points are 
 
 ds = ui.available_datasets(home)
 analyses.page_analysis("compare")
-for msg in C.restore_from_link(ds.ids):
-    st.warning(msg, icon=":material/link_off:")
+# the app-wide ?dataset= first (both sides open on it unless the link names a and b), then the page's own
+ui.restore_dataset_link(ds, lambda: C.restore_from_link(ds.ids))
 PS.restore("compare", VIEW)
 PS.defaults(VIEW)
 fresh = not any(K[k] in st.session_state for k in ("by_a", "in_a", "by_b", "in_b"))

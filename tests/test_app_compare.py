@@ -158,3 +158,21 @@ def test_one_sweep_at_two_thread_counts_compares_with_itself() -> None:
     assert config["mean_a"]["type_config"]["format"] == "%,.1f"
     assert at.query_params["by_b"] in ("fw_num_threads", ["fw_num_threads"])
     assert any("[threads=2]" in m.value and "[threads=1]" in m.value for m in at.markdown)  # not fw_num_threads=2.0
+
+
+def test_the_app_wide_dataset_link_opens_both_sides_on_it() -> None:
+    # /compare?dataset=<the sample> had opened both sides on the newest dataset, the link ignored.
+    at = _open("pages/compare.py")  # imports the sample into the empty store
+    _ok(at)
+    sample = Store().datasets()[0]
+    other = Store().create_dataset("newer", {})
+    Store().append_runs(other.id, Store().runs(sample.id).iloc[:3].reset_index(drop=True))
+    at = _open("pages/compare.py")
+    _ok(at)
+    assert at.selectbox(key=KEYS["a"]).value == other.id  # the newest opens without a link
+    at = _open("pages/compare.py", dataset=sample.id)
+    _ok(at)
+    assert at.selectbox(key=KEYS["a"]).value == at.selectbox(key=KEYS["b"]).value == sample.id
+    at = _open("pages/compare.py", dataset="nope")
+    _ok(at)
+    assert any("nope" in w.value for w in at.warning)
