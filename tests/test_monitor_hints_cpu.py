@@ -57,3 +57,15 @@ def test_with_no_cause_a_replayed_repeat_is_told_to_measure_again() -> None:
     assert live.sentence.startswith("output throughput changed -43%")  # in words, as the table reads
     replay = explain(_frame(50.0, 50.0), 30, 39, "output_throughput_tok_s", replay=True)
     assert "the network" not in replay.sentence and "measure it again, with telemetry" in replay.sentence
+
+
+def test_an_improvement_is_not_blamed_on_a_slowdown_cause() -> None:
+    # A TTFT 32 % shorter had been blamed on the host CPU rising to 100 %.
+    faster = _frame(70.0, 99.0).assign(output_throughput_tok_s=lambda f: f["output_throughput_tok_s"][::-1].to_numpy())
+    h = explain(faster, 30, 39, "output_throughput_tok_s")
+    assert h.codes == [] and "better, not worse" in h.sentence and "CPU" not in h.sentence
+    f = _frame(70.0, 99.0).assign(ttft_s=np.r_[np.full(30, 0.3), np.full(10, 0.2)])
+    shorter = explain(f, 30, 39, "ttft_s")
+    assert shorter.codes == [] and shorter.sentence.startswith("TTFT changed -33%") and "better, not worse" in shorter.sentence
+    longer = explain(f.assign(ttft_s=np.r_[np.full(30, 0.2), np.full(10, 0.3)]), 30, 39, "ttft_s")
+    assert "host_cpu_saturated" in longer.codes  # worse: the causes stay

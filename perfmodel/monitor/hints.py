@@ -278,8 +278,27 @@ def explain(group_frame: pd.DataFrame, start: int, end: int, metric: str, *,
     against = None
     if expected is not None and math.isfinite(expected) and expected != 0:
         change, against = _rel(_mean(group_frame, metric, ev), float(expected)), "its expected value"
+    better = _better(metric)
+    if better is not None and math.isfinite(change) and change != 0 and (change > 0) == (better == "higher"):
+        # Faster, not slower: the slowdown causes explain nothing (a TTFT 32 % shorter had been blamed on the host
+        # CPU rising to 100 %).
+        name = column_words(metric)
+        where = against or f"the mean of the {ref.stop - ref.start:,} sample(s) before it"
+        return Hint((), f"{name} changed {_pct(change)} from {where}: better, not worse, so there is no fault to "
+                        "look for (if it lasts, the expectation is out of date).")
     sentence = _sentence(metric, change, causes, ref.stop - ref.start, against, replay=replay)
     return Hint(tuple(causes), sentence)
+
+
+def _better(metric: str) -> str | None:
+    """Which way ``metric`` improves: ``"higher"`` for a throughput, ``"lower"`` for a latency, None otherwise
+    (utilisation, power, queue: no direction is good in itself)."""
+    low = metric.lower()
+    if "throughput" in low or low.endswith(("_tok_s", "_rps")):
+        return "higher"
+    if any(w in low for w in ("latency", "ttft", "tpot", "itl")):
+        return "lower"
+    return None
 
 
 def _sentence(metric: str, change: float, causes: list[Cause], n_ref: int, against: str | None = None, *,
