@@ -218,7 +218,8 @@ if protocol in done:
                                   for s in table["set"]])
         scored, unscored, failing = X.split_comparison(shown)
         st.dataframe(scored.drop(columns=["note"]), hide_index=True, key=P + "table",
-                     column_config=X.COMPARISON_COLUMNS)
+                     column_config=X.COMPARISON_COLUMNS,
+                     column_order=X.comparison_order([c for c in scored.columns if c != "note"]))
         if len(unscored):
             st.caption("Not scored: " + "; ".join(f"{r['set']} / {r['learner']} ({r['note'] or 'no test rows'})"
                                                   for _, r in unscored.iterrows()) + ".")

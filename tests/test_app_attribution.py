@@ -116,6 +116,10 @@ def test_physical_model_has_no_framework_attribution_and_comparison_runs() -> No
     _ok(at)
     assert not at.error
     assert {"● physical", "◆ framework", "■ identity", "all"} == set(at.dataframe[-1].value["set"])
+    # the log R² the caption speaks of before the linear one, which the largest throughputs rule (last)
+    order = list(at.dataframe[-1].proto.column_order)
+    assert order.index("r2_log_random") < order.index("r2_random") and order[-3:] == ["r2_random", "r2_transfer",
+                                                                                      "r2_drop"]
 
 
 def _default_point(at: AppTest) -> dict:
