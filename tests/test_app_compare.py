@@ -176,3 +176,14 @@ def test_the_app_wide_dataset_link_opens_both_sides_on_it() -> None:
     at = _open("pages/compare.py", dataset="nope")
     _ok(at)
     assert any("nope" in w.value for w in at.warning)
+
+
+def test_the_default_split_is_the_pair_compared_at_the_most_batch_sizes(all_results_csv) -> None:  # noqa: ANN001
+    # LLM-Inference-Bench had opened on vLLM against llama.cpp, which meet at batch 1 only: a pile of dots.
+    from perfmodel import api
+    from perfmodel.ui import cached
+    from perfmodel.ui import compare as C
+
+    info, _ = api.import_files([all_results_csv])
+    col, a, b = C.default_split(cached.home(), info.id, 0)
+    assert col == "framework" and {a, b} == {"vllm", "tensorrt-llm"}

@@ -223,6 +223,7 @@ def default_split(home: str, dataset: str, stamp: int) -> tuple[str, str, str] |
     runs = cached.dataset_runs(home, dataset, stamp)
     metric = metric_choices(runs, runs)[0]
     fallback: tuple[str, str, str] | None = None
+    best: tuple[tuple[int, int], tuple[str, str, str]] | None = None
     tries = 0
     for col in SUBSET_COLUMNS:
         if col not in runs.columns:
@@ -231,7 +232,7 @@ def default_split(home: str, dataset: str, stamp: int) -> tuple[str, str, str] |
         for va, vb in itertools.combinations(values, 2):
             fallback = fallback or (col, va, vb)
             if tries >= _SPLIT_TRIES:
-                return fallback
+                return best[1] if best else fallback
             tries += 1
             try:
                 comp = compare(select_runs(runs, {col: [va]}, label=va), select_runs(runs, {col: [vb]}, label=vb),
@@ -239,7 +240,14 @@ def default_split(home: str, dataset: str, stamp: int) -> tuple[str, str, str] |
             except PerfmodelError:
                 continue
             if len(comp.table):
-                return col, va, vb
+                # the pair the most batch sizes compare at, then the most points, within the first column that
+                # has one: LLM-Inference-Bench had opened on vLLM against llama.cpp, which meet at batch 1 only
+                n_b = int(comp.table["batch_size"].nunique()) if "batch_size" in comp.table.columns else 0
+                score = (n_b, len(comp.table))
+                if best is None or score > best[0]:
+                    best = (score, (col, va, vb))
+        if best is not None:
+            return best[1]
     return fallback
 
 
