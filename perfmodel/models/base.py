@@ -748,18 +748,25 @@ def query_notes(predictor: Any, runs: pd.DataFrame, pred: pd.DataFrame) -> list[
 
     blocked = cannot_run_reasons(predictor, runs)
     tp = pd.to_numeric(pred["pred_throughput_tok_s"], errors="coerce").to_numpy(dtype=float)
-    notes = []
-    for i, (why, (_, q)) in enumerate(zip(blocked, runs.iterrows(), strict=True)):
-        parts = [f"cannot run: {why}"] if why is not None else []
+    models = runs["model"].astype(str).to_numpy() if "model" in runs.columns else np.full(len(runs), "")
+    limits: dict[str, Any] = {}
+    for m in dict.fromkeys(models.tolist()):  # once per model, not per row (10,000-row query files)
         try:
-            limit = catalog.resolve_model(str(q["model"])).max_context
-            total = float(q["input_len_tok"]) + float(q["output_len_tok"])
-        except (PerfmodelError, KeyError, TypeError, ValueError):
-            limit, total = None, math.nan
-        if limit is not None and total > limit:
-            parts.append(f"input + output length {total:,.0f} tokens exceed {q['model']}'s context of {limit:,} "
+            limits[m] = catalog.resolve_model(m).max_context
+        except PerfmodelError:
+            limits[m] = None
+    total = (pd.to_numeric(runs.get("input_len_tok"), errors="coerce").to_numpy(dtype=float)
+             + pd.to_numeric(runs.get("output_len_tok"), errors="coerce").to_numpy(dtype=float)) \
+        if {"input_len_tok", "output_len_tok"} <= set(runs.columns) else np.full(len(runs), np.nan)
+    nonpositive = nonpositive_note(str(getattr(predictor, "name", "") or ""))
+    notes = []
+    for i, why in enumerate(blocked):
+        parts = [f"cannot run: {why}"] if why is not None else []
+        limit = limits.get(models[i])
+        if limit is not None and np.isfinite(total[i]) and total[i] > limit:
+            parts.append(f"input + output length {total[i]:,.0f} tokens exceed {models[i]}'s context of {limit:,} "
                          "tokens (max_context in the model catalog): no real request is that long")
         if np.isfinite(tp[i]) and tp[i] <= 0:
-            parts.append(nonpositive_note(str(getattr(predictor, "name", "") or "")))
+            parts.append(nonpositive)
         notes.append("; ".join(parts))
     return notes
