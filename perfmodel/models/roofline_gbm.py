@@ -537,6 +537,13 @@ _FRAMEWORK_OF_KEY = CONFIG_COLUMNS.index("framework")
 _MOE_SPECS: dict[str, Any] = {}
 
 
+def _in_flight(bb: np.ndarray, kv_fit: np.ndarray) -> np.ndarray:
+    """The sequences that run at once at batch ``bb``: the whole KV-full batch ``floor(kv_fit)`` where the batch
+    is larger (no more sequences than the cache holds run together), else the batch."""
+    cap = np.floor(kv_fit)
+    return np.where(np.isfinite(kv_fit) & (kv_fit >= 1.0) & (bb > cap), cap, bb)
+
+
 def _moe_spec(name: str) -> Any:
     """The catalog spec of model ``name`` when it is a mixture of experts, else None (also when unknown)."""
     if name not in _MOE_SPECS:
@@ -2670,7 +2677,7 @@ class RooflineGBM(Predictor):
         # Past the batch whose KV cache fills the memory no more sequences run at once, so the bound stops there:
         # a band at batch 4,096 for Llama-3-8B on one H100 had reached 40,817 tok/s, where 228 sequences fit
         # (no LLM-Inference-Bench row beats the bound so held that its own batch's bound did not already flag).
-        in_flight = np.where(np.isfinite(kv_fit) & (kv_fit >= 1.0) & (bb > np.floor(kv_fit)), np.floor(kv_fit), bb)
+        in_flight = _in_flight(bb, kv_fit)
         top = np.exp(self._weights_bound(knn, in_flight)) if not self.keep_suspect else np.full(len(bb), np.nan)
         if not self.keep_suspect:
             top = np.fmin(top, self._dense_roofline(runs, bound, kind, bb, in_flight))
@@ -2723,10 +2730,11 @@ class RooflineGBM(Predictor):
                         lvl: float) -> pd.DataFrame:
         """The ``kv_cap`` setting: rows past their KV-full batch take the answer at that batch where it is
         lower, and the lower end of its band; the upper end stays."""
-        past = np.flatnonzero(np.isfinite(kv_fit) & (kv_fit >= 1.0) & (bb > np.floor(kv_fit)))
+        in_flight = _in_flight(bb, kv_fit)
+        past = np.flatnonzero(in_flight < bb)
         if not len(past):
             return out
-        at = self._predict(runs.iloc[past].assign(batch_size=np.floor(kv_fit[past])), lvl, capped=True)
+        at = self._predict(runs.iloc[past].assign(batch_size=in_flight[past]), lvl, capped=True)
         mid = out["pred_throughput_tok_s"].to_numpy(dtype=float, copy=True)
         low = out["pred_lower"].to_numpy(dtype=float, copy=True)
         mid[past] = np.fmin(mid[past], at["pred_throughput_tok_s"].to_numpy(dtype=float))
