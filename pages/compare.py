@@ -4,7 +4,7 @@ import streamlit as st
 
 from perfmodel import ui
 from perfmodel.errors import PerfmodelError
-from perfmodel.pareto import COMPARE_KEYS, NOISE_Z, configuration_labels
+from perfmodel.pareto import COMPARE_KEYS, NOISE_ALPHA, configuration_labels
 from perfmodel.plots import axis_title
 from perfmodel.ui import analyses
 from perfmodel.ui import compare as C
@@ -17,8 +17,8 @@ VIEW = {"log_x": (K["log_x"], True)}
 home = ui.home()
 st.title("Compare", anchor=False)
 st.caption("Two frameworks, two versions or two sweeps side by side: points are matched on hardware, model, "
-           f"devices, input/output length and batch size; a difference is beyond run-to-run noise when it exceeds "
-           f"{NOISE_Z:g} standard errors of both sides' repeats (points without repeats cannot be judged).")
+           f"devices, input/output length and batch size; a difference is beyond run-to-run noise when Welch's "
+           f"t-test on both sides' repeats gives p < {NOISE_ALPHA:g} (points without repeats cannot be judged).")
 
 ds = ui.available_datasets(home)
 analyses.page_analysis("compare")
@@ -131,6 +131,8 @@ st.dataframe(shown_table, hide_index=True, key=C.P + "table", column_config=labe
                               ("noise_se", "noise (std. error)", "Run-to-run noise of the difference"),
                               ("std_a", "std A", "Side A's run-to-run standard deviation"),
                               ("std_b", "std B", "Side B's run-to-run standard deviation"))},
+    p_value=cc.NumberColumn("p", format="%.3g", help="Welch's t-test: the chance of a difference this large "
+                            "between two setups that perform the same"),
     n_a=cc.NumberColumn("repeats A", help="Side A's runs at this point"),
     n_b=cc.NumberColumn("repeats B", help="Side B's runs at this point")))
 st.download_button("Download the comparison (CSV)", table.to_csv(index=False), file_name="comparison.csv",

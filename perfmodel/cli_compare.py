@@ -14,7 +14,7 @@ import click
 
 __all__ = ["compare_cmd", "register", "SHOWN_COLUMNS"]
 
-SHOWN_COLUMNS = ("mean_a", "mean_b", "diff", "diff_pct", "noise_se", "verdict")
+SHOWN_COLUMNS = ("mean_a", "mean_b", "diff", "diff_pct", "noise_se", "p_value", "verdict")
 """Columns printed after the key columns (the CSV and JSON carry every column)."""
 
 
@@ -76,9 +76,9 @@ def compare_cmd(ctx: click.Context, dataset_a: str, dataset_b: str, where_both: 
     model, devices, input/output length, framework, dtypes, tp/pp, thread
     count) and batch size; a column with one value on each side, a different
     one (--where-a framework=vllm --where-b framework=sglang), is what is
-    compared and is not matched on. A difference is beyond noise when it
-    exceeds 2 standard errors of the repeats of both sides (points without
-    repeats cannot be judged).
+    compared and is not matched on. A difference is beyond noise when
+    Welch's t-test on the repeats of both sides gives p < 0.05 (points
+    without repeats cannot be judged).
     """
     from .cli import _echo_json, _want_json
     from .pareto import compare, noise_verdicts, select_runs

@@ -9,8 +9,10 @@ Comparison (:func:`compare`) joins two runs tables on the configuration and
 batch size and reports, per matched point, both means, the difference and
 whether it exceeds run-to-run noise. Noise is the standard error of the
 difference from the repeats of each side (``sqrt(s_a^2/n_a + s_b^2/n_b)``);
-a difference is called significant when it exceeds :data:`NOISE_Z` standard
-errors. Points without repeats on both sides cannot be judged and say so
+a difference is called significant when Welch's t-test (the Welch-Satterthwaite
+degrees of freedom) rejects equal means at :data:`NOISE_ALPHA`: with two repeats a
+side that takes a difference of about 4.3 standard errors, not 2 (two standard
+errors would call one point in five significant between identical setups). Points without repeats on both sides cannot be judged and say so
 (``significant`` is missing). A configuration is what :func:`perfmodel.curves.fit_curves`
 fits one curve to (framework, dtypes, parallelism and thread count included), so
 the runs pooled as the repeats of a point are true repeats of one configuration.
@@ -29,7 +31,7 @@ import plotly.graph_objects as go
 from .curves import DEFAULT_BY, OPTIONAL_BY, VARYING_BY
 from .errors import Problem, ValidationError
 
-__all__ = ["FRONTS", "NOISE_Z", "COMPARE_KEYS", "COMPARE_METRICS", "pareto_mask", "fronts", "front_figure", "candidate_labels", "Comparison",
+__all__ = ["FRONTS", "NOISE_ALPHA", "COMPARE_KEYS", "COMPARE_METRICS", "pareto_mask", "fronts", "front_figure", "candidate_labels", "Comparison",
            "compare", "noise_verdicts", "VERDICTS", "select_runs", "configuration_labels", "comparison_figure"]
 
 FRONTS: dict[str, tuple[str, bool, str, bool]] = {
@@ -39,8 +41,8 @@ FRONTS: dict[str, tuple[str, bool, str, bool]] = {
 }
 """Front name -> (x column, minimise x, y column, minimise y)."""
 
-NOISE_Z = 2.0
-"""Standard errors a difference must exceed to count as beyond run-to-run noise (about 95%)."""
+NOISE_ALPHA = 0.05
+"""Two-sided significance level of the Welch t-test that calls a difference beyond run-to-run noise."""
 
 _SHOWN_FIRST = ("hardware", "model", "device_count", "input_len_tok", "output_len_tok")
 COMPARE_KEYS = tuple(dict.fromkeys((*_SHOWN_FIRST, *DEFAULT_BY, *OPTIONAL_BY, *VARYING_BY, "batch_size")))
@@ -387,19 +389,24 @@ def compare(runs_a: pd.DataFrame, runs_b: pd.DataFrame, *, keys: Sequence[str] |
     se = np.sqrt(m["std_a"].fillna(np.nan) ** 2 / m["n_a"] + m["std_b"] ** 2 / m["n_b"])
     mixed = m["mixed_a"].fillna(False).astype(bool) | m["mixed_b"].fillna(False).astype(bool)
     judged = (m["n_a"] >= 2) & (m["n_b"] >= 2) & ~mixed
-    sig = pd.array([bool(abs(d) > NOISE_Z * s) if j else pd.NA for d, s, j in zip(diff, se, judged, strict=True)],
-                   dtype="boolean")
+    p = welch_p_value(diff, m["std_a"], m["n_a"], m["std_b"], m["n_b"])
+    sig = pd.array([bool(pv < NOISE_ALPHA) if j else pd.NA for pv, j in zip(p, judged, strict=True)], dtype="boolean")
     table = pd.DataFrame({**{k: m[k] for k in ks}, "mean_a": m["mean_a"], "mean_b": m["mean_b"],
                           "n_a": m["n_a"].astype(int), "n_b": m["n_b"].astype(int), "diff": diff,
                           "diff_pct": 100 * diff / m["mean_a"],
-                          "noise_se": se.where(judged), "significant": sig, "std_a": m["std_a"],
+                          "noise_se": se.where(judged), "p_value": pd.Series(p).where(judged), "significant": sig, "std_a": m["std_a"],
                           "std_b": m["std_b"]})
     n_sig = int(table["significant"].fillna(False).sum())
     n_judged = int(judged.sum())
     if len(table):
         med = float(np.nanmedian(table["diff_pct"]))
         msg = (f"{len(table)} matched point(s): median {label_b} vs {label_a} {med:+.1f}%; {n_sig} of {n_judged} "
-               f"with repeats on both sides differ beyond run-to-run noise ({NOISE_Z:g} standard errors)")
+               f"with repeats on both sides differ beyond run-to-run noise (Welch's t-test, p < {NOISE_ALPHA:g})")
+        unsettled = judged & ~table["significant"].fillna(False).astype(bool) & (table["diff_pct"].abs() >= 10)
+        if unsettled.any():
+            few = int(min(m["n_a"][unsettled].min(), m["n_b"][unsettled].min()))
+            msg += (f"; {int(unsettled.sum())} within noise differ by 10% or more, which {few} repeat"
+                    f"{'s' if few > 1 else ''} a side spread too widely to settle (more repeats would)")
         n_mixed = int(mixed.sum())
         if n_judged + n_mixed < len(table):
             msg += f"; {len(table) - n_judged - n_mixed} without repeats cannot be judged"
@@ -439,6 +446,37 @@ def _aggregate(d: pd.DataFrame, runs: pd.DataFrame, ks: Sequence[str], metric: s
 
 def _shown(v: Any) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def welch_p_value(diff: Any, std_a: Any, n_a: Any, std_b: Any, n_b: Any) -> np.ndarray:
+    """Two-sided p-values of Welch's t-test that two means differing by ``diff`` are equal.
+
+    Parameters
+    ----------
+    diff
+        Differences of the means (b - a).
+    std_a, n_a, std_b, n_b
+        Sample standard deviations (ddof 1) and repeat counts of each side.
+
+    Returns
+    -------
+    numpy.ndarray
+        p-values; NaN where a side has fewer than 2 repeats or no standard deviation. Where both sides
+        repeat exactly (no spread), a difference is certain (p = 0) and none is p = 1.
+    """
+    from scipy import stats
+
+    d = np.asarray(diff, dtype=float)
+    sa, sb = np.asarray(std_a, dtype=float), np.asarray(std_b, dtype=float)
+    na, nb = np.asarray(n_a, dtype=float), np.asarray(n_b, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        va, vb = sa ** 2 / na, sb ** 2 / nb
+        se = np.sqrt(va + vb)
+        dof = (va + vb) ** 2 / (va ** 2 / (na - 1) + vb ** 2 / (nb - 1))
+        p = 2.0 * stats.t.sf(np.abs(d) / se, dof)
+    exact = (se == 0) & np.isfinite(d)
+    p = np.where(exact, np.where(d == 0, 1.0, 0.0), p)
+    return np.where((na >= 2) & (nb >= 2) & np.isfinite(se), p, np.nan)
 
 
 def noise_verdicts(table: pd.DataFrame) -> list[str]:

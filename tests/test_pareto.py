@@ -93,6 +93,24 @@ def test_compare_against_noise() -> None:
     assert "1 of 2 with repeats" in c.message and "1 without repeats" in c.message
 
 
+def test_compare_judges_noise_by_welch_t_test() -> None:
+    """Two repeats a side: a difference of 3 standard errors is within noise (Welch's t-test needs about 4.3 at
+    5 % with ~2 degrees of freedom), where 2 standard errors had called it beyond; p matches scipy's test."""
+    from scipy import stats
+
+    a = _runs({1.0: [100.0, 110.0], 8.0: [100.0, 100.0], 16.0: [100.0, 100.0]}, "vllm")
+    b = _runs({1.0: [126.0, 136.0], 8.0: [100.0, 100.0], 16.0: [101.0, 101.0]}, "sglang")
+    t = compare(a, b, ignore=["framework"]).table.set_index("batch_size")
+    se = float(t.loc[1.0, "noise_se"])
+    assert float(t.loc[1.0, "diff"]) / se == pytest.approx(26 / np.sqrt(50), rel=1e-9)  # 3.68 standard errors
+    want = stats.ttest_ind_from_stats(131, np.std([126, 136], ddof=1), 2, 105, np.std([100, 110], ddof=1), 2,
+                                      equal_var=False).pvalue
+    assert float(t.loc[1.0, "p_value"]) == pytest.approx(want) and 0.05 < want < 0.1
+    assert bool(t.loc[1.0, "significant"]) is False
+    # no spread on either side: equal means are within noise, any difference beyond it
+    assert bool(t.loc[8.0, "significant"]) is False and bool(t.loc[16.0, "significant"]) is True
+
+
 def test_compare_names_missing_columns() -> None:
     with pytest.raises(ValidationError, match="batch_size"):
         compare(pd.DataFrame({"x": [1]}), pd.DataFrame({"x": [1]}))

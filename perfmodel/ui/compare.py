@@ -148,7 +148,7 @@ def table_with_verdicts(comp: Comparison) -> pd.DataFrame:
     return comp.table.assign(verdict=noise_verdicts(comp.table))
 
 
-_RESULTS_FIRST = ("mean_a", "mean_b", "diff_pct", "verdict", "diff", "noise_se", "n_a", "n_b", "std_a", "std_b")
+_RESULTS_FIRST = ("mean_a", "mean_b", "diff_pct", "verdict", "diff", "noise_se", "p_value", "n_a", "n_b", "std_a", "std_b")
 
 
 def per_point_view(table: pd.DataFrame) -> pd.DataFrame:
