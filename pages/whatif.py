@@ -112,13 +112,15 @@ b1, b2 = st.columns([1, 3], vertical_alignment="center")
 label = "Retrain" if meta.exists() else "Train"
 if b1.button(f"{label} {values['predictor']}", key=W.P + "train", type="secondary" if meta.exists() else "primary",
              icon=":material/model_training:"):
-    W.train_with_status(home, selected, stamp, options, path,
-                        f"Training {values['predictor']} on {ds.names[selected]}")
+    if W.train_with_status(home, selected, stamp, options, path,
+                           f"Training {values['predictor']} on {ds.names[selected]}"):
+        st.rerun()  # the button's label and colour, chosen before the model existed, now read "Retrain"
+W.show_just_trained()
 if not meta.exists():
     b2.info(f"No {values['predictor']} model for this dataset and options yet: press **Train**.",
             icon=":material/info:")
     st.stop()
-b2.caption(f"{values['predictor']} trained {W.trained_when(meta)}, saved as JSON in the data directory "
+b2.caption(f"{values['predictor']} trained {W.trained_when(meta)}{W.training_took(path)}, saved as JSON in the data directory "
            f"({path.name}).")
 
 point = {**{c: values[c] for c in POINT_COLUMNS}, **W.setting_point(values, settings)}

@@ -120,8 +120,11 @@ def test_page_trains_on_sample_and_draws_curve_band_and_measured_points() -> Non
     [bar] = at.progress
     assert bar.value == 100 and bar.text.startswith("done"), bar.text
     # The model in words (it was a raw file path).
-    assert any(c.value.startswith("roofline-gbm trained today at ") and "saved as JSON" in c.value
-               for c in at.caption)
+    assert any(c.value.startswith("roofline-gbm trained today at ") and " UTC in " in c.value
+               and "saved as JSON" in c.value for c in at.caption)
+    # the button was drawn before the model existed: it read "Train" (primary) until the next interaction
+    assert at.button(key=W.P + "train").label == "Retrain roofline-gbm"
+    assert at.button(key=W.P + "train").proto.type == "secondary"
     traces = _traces(at)
     metas = [t.get("meta") for t in traces]
     assert metas.count("band") == 2 and "prediction" in metas and "measured" in metas

@@ -70,6 +70,8 @@ __all__ = [
     "DEFAULT_OPTIONS",
     "default_model_path",
     "trained_when",
+    "training_took",
+    "show_just_trained",
     "combination_note",
     "train",
     "train_with_status",
@@ -835,8 +837,25 @@ def train_with_status(home: str, dataset_id: str, stamp: int, options: str, path
             box.update(label=f"{label}: failed", state="error", expanded=True)
             show_error(exc, what="Training failed")
             return False
-        box.update(label=f"{label}: done in {time.perf_counter() - t0:.1f} s", state="complete", expanded=False)
+        took = time.perf_counter() - t0
+        box.update(label=f"{label}: done in {took:.1f} s", state="complete", expanded=False)
+    st.session_state[P + "trained_in"] = (str(path), took)
+    st.session_state[P + "just_trained"] = f"{label}: done in {took:.1f} s"
     return True
+
+
+def show_just_trained() -> None:
+    """After the rerun that follows training (so that the button reads "Retrain"), the finished status box
+    once more, as :func:`train_with_status` left it."""
+    if (label := st.session_state.pop(P + "just_trained", None)) is not None:
+        with st.status(label, state="complete", expanded=False):
+            st.progress(1.0, text="done")
+
+
+def training_took(path: Path) -> str:
+    """`` in 8.1 s`` when this session trained the model at ``path`` (:func:`train_with_status`), else ``""``."""
+    where, took = st.session_state.get(P + "trained_in", ("", 0.0))
+    return f" in {took:.1f} s" if where == str(path) else ""
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
