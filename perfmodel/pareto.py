@@ -195,7 +195,7 @@ def front_figure(points: pd.DataFrame, name: str, *, title: str | None = None,
     if name not in FRONTS:
         raise ValidationError(f"unknown front {name!r}", [Problem("valid: " + ", ".join(FRONTS))])
     xc, minx, yc, miny = FRONTS[name]
-    from .plots import axis_title
+    from .plots import axis_title, wide_span
 
     fig = go.Figure()
     if len(points):
@@ -226,6 +226,12 @@ def front_figure(points: pd.DataFrame, name: str, *, title: str | None = None,
     fig.update_layout(title=title or name.replace("_", " "), xaxis_title=titled(xc), yaxis_title=titled(yc),
                       template="plotly_white", height=440, margin={"l": 60, "r": 90, "t": 80, "b": 50},
                       legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "right", "x": 1})
+    # Operating points from batch 1 to 256 lie decades apart (0.4 s to 40 s end to end): on a linear axis the
+    # small batches crowd into one corner, their names over each other.
+    if len(points) and wide_span(points[xc]):
+        fig.update_xaxes(type="log", title_text=f"{titled(xc)} (log scale)", tickformat=",~g")
+    if len(points) and wide_span(points[yc]):
+        fig.update_yaxes(type="log", title_text=f"{titled(yc)} (log scale)", tickformat=",~g")
     return fig
 
 

@@ -254,6 +254,17 @@ def test_front_axes_are_labelled_with_units_not_column_names() -> None:
     assert "e+" not in fig.data[0].hovertemplate and ":,.4~r}" in fig.data[0].hovertemplate
 
 
+def test_front_axes_go_logarithmic_where_the_points_span_decades() -> None:
+    # Batch 1 to 256 at 0.4 to 40 s end to end: on a linear axis the small batches crowded into one corner.
+    narrow = front_figure(_points(), "throughput_vs_latency").layout
+    assert narrow.xaxis.type in (None, "linear") and narrow.yaxis.type in (None, "linear")
+    wide = _points().assign(e2e_s=[0.4, 40.0, 0.5, 30.0], throughput_per_device_tok_s=[60.0, 14000.0, 50.0, 9000.0])
+    layout = front_figure(wide, "throughput_vs_latency").layout
+    assert (layout.xaxis.type, layout.yaxis.type) == ("log", "log")
+    assert layout.xaxis.title.text == "end-to-end latency (s) (log scale)"
+    assert front_figure(wide, "cost_vs_latency").layout.yaxis.type in (None, "linear")  # 0.8 to 6: linear
+
+
 def test_the_front_s_points_are_named_on_the_chart_for_a_printed_report() -> None:
     # A reviewer could not read a printed cost-vs-latency front: its points were named on hover only.
     fig = front_figure(_points(), "cost_vs_latency")
