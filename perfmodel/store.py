@@ -388,6 +388,12 @@ def _free_name(con: sqlite3.Connection, base_name: str) -> str:
     return final_name
 
 
+def _name_taken(con: sqlite3.Connection, name: str, other_than: str) -> str | None:
+    # The id of another dataset (not ``other_than``) already named ``name``, or None.
+    row = con.execute("SELECT id FROM datasets WHERE name = ? AND id != ?", (name, other_than)).fetchone()
+    return None if row is None else str(row[0])
+
+
 def content_id(results: Sequence[ImportResult], meta: ImportMeta | None) -> str:
     """The content address of an import: same files + same metadata -> same id.
 
@@ -721,9 +727,8 @@ class Store:
             raise StoreError("a dataset name cannot be empty")
         with self._write() as con:
             info, _ = self._resolve(con, ref)
-            other = con.execute("SELECT id FROM datasets WHERE name = ? AND id != ?", (name, info.id)).fetchone()
-            if other:
-                raise StoreError(f"a dataset named {name!r} already exists (id {other[0]}); choose another name")
+            if (other := _name_taken(con, name, info.id)) is not None:
+                raise StoreError(f"a dataset named {name!r} already exists (id {other}); choose another name")
             con.execute("UPDATE datasets SET name = ? WHERE id = ?", (name, info.id))
         return DatasetInfo(**{**info.__dict__, "name": name})
 
@@ -786,8 +791,7 @@ class Store:
                 # unused either way)
                 info = self._info(row)
                 wanted = (name or "").strip()
-                if wanted and wanted != info.name and con.execute(
-                        "SELECT 1 FROM datasets WHERE name = ? AND id != ?", (wanted, ds_id)).fetchone() is None:
+                if wanted and wanted != info.name and _name_taken(con, wanted, ds_id) is None:
                     con.execute("UPDATE datasets SET name = ? WHERE id = ?", (wanted, ds_id))
                     info = DatasetInfo(**{**info.__dict__, "name": wanted})
                 return info
