@@ -392,3 +392,25 @@ def test_frameworks_can_be_narrowed_to_the_stack_the_plan_keeps(tmp_path: Path) 
     _ok(at)
     assert set(at.dataframe[0].value["framework"]) == {"vllm"}
     assert at.query_params["frameworks"] in ("vllm", ["vllm"])  # in the link
+
+
+def test_the_report_uses_the_model_the_pages_saved_instead_of_training_again(dataset_id: str) -> None:
+    """With the What-if/Planner model saved for the dataset the report predicts with it (the pages' answers,
+    and 9 of 22 s saved on the bundled sample); without one it trains its own."""
+    from perfmodel.ui import cached
+    from perfmodel.ui import whatif as WUI
+    from perfmodel.ui.planner import _report
+
+    home = cached.home()
+    stamp = cached.store_stamp(home)
+    before = _report(home, dataset_id, stamp, "", False)
+    assert "predictor" in before.timings_s  # trained for the report
+    path = WUI.default_model_path(home, dataset_id, Store().dataset(dataset_id).n_runs)
+    WUI.train(home, dataset_id, stamp, WUI.DEFAULT_OPTIONS, path)
+    after = _report(home, dataset_id, stamp, "", False)
+    assert "predictor" not in after.timings_s  # loaded, not trained
+    # the same rows and settings: the saved model attributes as the report's own did
+    tables = [dict(r.section("Top feature attributions").tables) for r in (before, after)]
+    assert tables[0] and tables[0].keys() == tables[1].keys()
+    for name, table in tables[0].items():
+        pd.testing.assert_frame_equal(table, tables[1][name])

@@ -676,7 +676,8 @@ _FEW_HELD_OUT = 10
 
 def build_report(runs: pd.DataFrame, *, dataset_name: str, info: Any = None,
                  plan_inputs: PlanInputs | Mapping[str, Any] | None = None, accuracy: bool = True,
-                 predictions: bool = True, on_progress: Callable[[str], None] | None = None) -> Report:
+                 predictions: bool = True, predictor: Any = None,
+                 on_progress: Callable[[str], None] | None = None) -> Report:
     """Compute everything a capacity report shows.
 
     Parameters
@@ -693,6 +694,10 @@ def build_report(runs: pd.DataFrame, *, dataset_name: str, info: Any = None,
         Score the predictor on held-out configurations (a few seconds).
     predictions
         Train the predictor on the dataset for predictions and attributions (a few seconds).
+    predictor
+        A predictor already fitted on this dataset's runs (the app's saved What-if model), used for the
+        predictions and attributions instead of training one; ignored when ``predictions`` is false. The
+        hold-out accuracy section trains its own on each split either way.
     on_progress
         Called with the name of each step as it starts.
 
@@ -712,8 +717,10 @@ def build_report(runs: pd.DataFrame, *, dataset_name: str, info: Any = None,
             on_progress(name)
         return time.perf_counter()
 
-    predictor, pname, perr = None, ACCURACY_PREDICTOR, ""
-    if predictions:
+    given, predictor, pname, perr = predictor, None, ACCURACY_PREDICTOR, ""
+    if predictions and given is not None:
+        predictor, pname = given, str(getattr(given, "name", ACCURACY_PREDICTOR))
+    elif predictions:
         t0 = step("predictor")
         try:
             predictor, pname = _train_predictor(runs)
