@@ -1,5 +1,7 @@
 """Sweeps: plan a measurement sweep, start it in the background, watch the curve fill in, stop, resume."""
 
+import time
+
 import streamlit as st
 
 from perfmodel import ui
@@ -134,9 +136,10 @@ st.selectbox("Sweep", ids, key=S.SELECT_WIDGET, format_func=labels.get,
 
 
 selected_state = table.set_index("id").loc[st.session_state[S.SELECTED], "status"]
+resuming = S.resumed_wait(st.session_state[S.SELECTED], selected_state)
 
 
-@st.fragment(run_every=S.POLL_S if selected_state in S.ACTIVE_STATES else None)
+@st.fragment(run_every=S.POLL_S if selected_state in S.ACTIVE_STATES or resuming else None)
 def progress_panel() -> None:
     """Progress of the selected sweep, polled from the store while it runs."""
     sweep_id = st.session_state[S.SELECTED]
@@ -151,6 +154,12 @@ def progress_panel() -> None:
         # It has just ended: only this fragment reruns while polling, so without a full rerun the sweep
         # selector and the table below would still say "pending"/"running" and the polling would go on.
         st.rerun()
+    if resuming and (state != selected_state or not S.resumed_wait(sweep_id, selected_state)):
+        # The resumed process took the sweep up (or never did): draw the page anew, polling as its state says.
+        st.session_state.pop(S.RESUMED, None)
+        st.rerun()
+    if resuming:
+        st.caption("Resumed: waiting for the sweep's process to take it up...")
     finished = info.n_done + info.n_failed
     st.progress(finished / info.n_points if info.n_points else 1.0,
                 text=f"**{state}**: {info.n_done} done, {info.n_failed} failed, "
@@ -182,7 +191,8 @@ def progress_panel() -> None:
             except PerfmodelError as exc:
                 ui.show_error(exc, what="Not resumed")
             else:
-                st.toast("Resumed.")
+                st.session_state[S.RESUMED] = (info.id, time.time())
+                st.rerun()  # the polling is chosen as the page is drawn: it had stayed off, the page on "stopped"
     if not info.dataset_exists:
         st.info(f"This sweep's dataset (`{info.dataset_id}`) was deleted, so there is no curve to show and the "
                 "sweep cannot resume; **Run again** starts its plan as a new sweep.", icon=":material/delete:")

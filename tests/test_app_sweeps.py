@@ -122,6 +122,12 @@ def test_resume_button_finishes_an_interrupted_sweep() -> None:
     assert "interrupted" in at.get("progress")[0].proto.text
     at.button(key="sweeps.resume").click().run()
     _no_exception(at)
+    # The page polls the resumed sweep though it was drawn "interrupted" (it had stayed on "stopped" until
+    # reloaded): waiting for its process, or already following it.
+    waiting = any("waiting for the sweep's process" in c.value for c in at.caption)
+    assert waiting == (S.RESUMED in at.session_state), [c.value for c in at.caption]
+    assert waiting or Store().sweep(info.id).state in ("pending", "running", "done")
+    assert not [b for b in at.button if b.key == "sweeps.resume"] or waiting
     _wait_until(lambda: Store().sweep(info.id).state == "done", "the resumed sweep to finish")
     assert Store().sweep(info.id).n_done == 2
     at.run()
@@ -200,3 +206,14 @@ def test_a_label_sent_back_after_it_changed_still_names_its_sweep() -> None:
     assert S.sweep_id_of("a (b) · done · 2/2 (00ff00ff00ff00ff)", ids) == "00ff00ff00ff00ff"
     assert S.sweep_id_of("gone · done · 1/1 (deadbeefdeadbeef)", ids) is None
     assert S.sweep_id_of(None, ids) is None and S.sweep_id_of("", ids) is None
+
+
+def test_a_resumed_sweep_is_polled_until_its_process_takes_it_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    state: dict = {}
+    monkeypatch.setattr(S.st, "session_state", state)
+    assert not S.resumed_wait("a", "stopped", now=100.0)  # not resumed: no polling
+    state[S.RESUMED] = ("a", 100.0)
+    assert S.resumed_wait("a", "stopped", now=101.0) and S.resumed_wait("a", "interrupted", now=159.0)
+    assert not S.resumed_wait("a", "stopped", now=100.0 + S.RESUME_WAIT_S)  # its process never came
+    assert not S.resumed_wait("b", "stopped", now=101.0)  # another sweep selected
+    assert not S.resumed_wait("a", "running", now=101.0)  # polled as any running sweep is

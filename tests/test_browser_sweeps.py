@@ -120,3 +120,41 @@ def test_sweep_against_real_server_draws_the_curve(_isolated_home: Path, tmp_pat
     drawn_points = sorted(zip(drawn["x"], drawn["y"], strict=True))
     assert [x for x, _ in drawn_points] == list(CONCURRENCY)
     assert [y for _, y in drawn_points] == pytest.approx(runs["output_throughput_tok_s"].tolist(), rel=1e-9)
+
+
+def test_resume_is_followed_to_the_end_without_a_reload(_isolated_home: Path, tmp_path: Path) -> None:
+    """After Resume the page had stayed on "interrupted" (or "stopped") with its Resume button, though the
+    sweep ran to the end: the polling is chosen as the page is drawn, before the resumed process starts."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"needs Debian's chromium at {CHROMIUM} (apt-get install -y chromium chromium-driver)")
+    pytest.importorskip("playwright.sync_api", reason="needs playwright (pip install perfmodel[browser])")
+    for name in ("torch", "transformers"):
+        pytest.importorskip(name, reason=f"the local engine needs {name}")
+    from playwright.sync_api import expect, sync_playwright
+
+    from perfmodel.store import Store
+    from perfmodel.sweep.plan import plan_from_dict
+    from perfmodel.sweep.runner import create_sweep
+
+    store = Store(_isolated_home)
+    info = create_sweep(plan_from_dict({"engine_size": "micro", "batch_sizes": [1, 2], "input_lens": [8],
+                                        "output_lens": [4], "repeats": 1, "name": "half done"}), store=store)
+    store.claim_sweep(info.id, 2**22 + 12345)  # as if a process that died had claimed it
+    expect.set_options(timeout=WAIT_MS)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            with streamlit_server(_isolated_home, tmp_path / "streamlit.log") as url:
+                page = browser.new_page(viewport={"width": 1400, "height": 1200})
+                page.set_default_timeout(WAIT_MS)
+                page.goto(f"{url}/sweeps")
+                progress = page.locator('[data-testid="stProgress"]')
+                expect(progress).to_contain_text("interrupted")
+                page.get_by_role("button", name="Resume").click()
+                # no reload: the page follows the resumed process to the end on its own
+                expect(progress).to_contain_text("done: 2 done, 0 failed")
+                expect(page.get_by_role("button", name="Resume")).to_have_count(0)
+                expect(page.get_by_label("Sweep", exact=True)).to_have_value(re.compile(r"^half done · done · 2/2"))
+        finally:
+            browser.close()
+    assert Store(_isolated_home).sweep(info.id).state == "done"

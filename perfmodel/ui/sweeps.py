@@ -32,6 +32,9 @@ __all__ = [
     "UPLOAD",
     "ACTIVE_STATES",
     "POLL_S",
+    "RESUMED",
+    "RESUME_WAIT_S",
+    "resumed_wait",
     "sweeps_table",
     "sweep_points_table",
     "sweep_figure",
@@ -71,6 +74,33 @@ ACTIVE_STATES = ("pending", "running")
 POLL_S = 2.0
 """Seconds between polls of a running sweep."""
 LOG_TAIL_LINES = 15
+RESUMED = "sweeps.resumed"
+"""Session key: ``(sweep id, time.time())`` of the last Resume, until the sweep's process has taken it up."""
+RESUME_WAIT_S = 60.0
+"""How long the page polls a resumed sweep whose process has not yet marked it pending or running."""
+
+
+def resumed_wait(sweep_id: str, state: str, now: float | None = None) -> bool:
+    """Whether the page should poll ``sweep_id`` though it was not running when the page was drawn: it was
+    just resumed (:data:`RESUMED`), less than :data:`RESUME_WAIT_S` ago, and its process has not yet changed
+    its ``state``. Without this the page read "stopped" after a Resume until it was reloaded, though the
+    sweep had run to the end (the polling is chosen when the page is drawn, before the process starts).
+
+    Parameters
+    ----------
+    sweep_id
+        The selected sweep.
+    state
+        Its state when the page was drawn.
+    now
+        The time (default :func:`time.time`).
+    """
+    import time
+
+    mark = st.session_state.get(RESUMED)
+    if not mark or mark[0] != sweep_id or state in ACTIVE_STATES:
+        return False
+    return (time.time() if now is None else now) - float(mark[1]) < RESUME_WAIT_S
 
 
 def sweep_id_of(value: Any, ids: list[str]) -> str | None:
