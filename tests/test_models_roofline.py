@@ -404,6 +404,34 @@ def test_past_the_kv_full_batch_the_answer_is_held_to_the_answer_there(biased: p
     pd.testing.assert_frame_equal(load_predictor(tmp_path / "free").predict(q), free)
 
 
+def test_far_past_the_kv_full_batch_the_answer_stops_moving_with_the_batch(all_results_csv: Path) -> None:
+    # Llama-3-8B on one H100 at 1,024 + 1,024 tokens: 228 sequences fit. Past twice that, the trees' answer
+    # wandered (4,041, 3,738, 3,937, 3,812 tok/s at batch 512 to 4,096) where only more sequences wait.
+    from perfmodel.importers import read_file
+
+    runs = read_file(all_results_csv).runs
+    m = RooflineGBM(calibration_folds=0).fit(runs[runs.output_throughput_tok_s > 0])
+    q = pd.DataFrame({"hardware": "H100", "model": "Llama-3-8B", "framework": "vllm", "input_len_tok": 1024.0,
+                      "output_len_tok": 1024.0, "device_count": 1.0,
+                      "batch_size": [228.0, 456.0, 512.0, 1024.0, 2048.0, 4096.0]})
+    assert math.floor(float(physics.roofline(q.iloc[[0]])["kv_fit_batch"].iloc[0])) == 228
+    held = m.predict(q)["pred_throughput_tok_s"].to_numpy()
+    m.kv_cap = False
+    free = m.predict(q)["pred_throughput_tok_s"].to_numpy()
+    assert np.ptp(np.fmin(free[2:], held[0])) > 0.01 * held[1]  # holding to the KV-full answer alone still wandered
+    np.testing.assert_allclose(held[2:], held[1], rtol=1e-12)  # the answer at twice the KV-full batch
+    assert held[1] == pytest.approx(min(free[1], held[0]), rel=1e-12)
+    # A batch measured beyond twice the KV-full one keeps its own answer: Llama-2-70B on one MI300X at 2,048 +
+    # 2,048 tokens fits 35 sequences and was measured at batch 256.
+    mi = pd.DataFrame({"hardware": "mi300x", "model": "llama-2-70b", "framework": "vllm", "input_len_tok": 2048.0,
+                       "output_len_tok": 2048.0, "device_count": 1.0, "batch_size": [35.0, 256.0, 1024.0]})
+    free_mi = m.predict(mi)["pred_throughput_tok_s"].to_numpy()
+    m.kv_cap = True
+    held_mi = m.predict(mi)["pred_throughput_tok_s"].to_numpy()
+    assert held_mi[1] == pytest.approx(min(free_mi[1], held_mi[0]), rel=1e-12)
+    assert held_mi[2] == pytest.approx(held_mi[1], rel=1e-12)
+
+
 def test_a_batch_past_the_kv_cache_full_one_widens_the_band_twice_as_fast() -> None:
     # _batch_out: doublings beyond the data, plus _KV_STRETCH per doubling past the KV-full batch, only
     # where the query is outside its configuration's measured batches and the cap is known.

@@ -162,6 +162,7 @@ highest of 3-5; class 6 is class 2 beyond the trained lengths)."""
 _BEYOND_LENGTH = 6
 _GAIN_COLUMN = 10  # the edge gain's column among the difficulty model's inputs (_sigma_features)
 _KV_STRETCH = 2.0  # batch doublings beyond the data that one doubling past the KV-full batch counts as
+_KV_QUEUE = 2.0  # past this many times its KV-full batch a configuration's answer no longer moves with the batch
 _MAX_SPLITS = 10  # rows/configurations: run k of up to 10 folds (each trains on 90 %)
 _LOGO_MAX_GROUPS = 10  # up to this many hardware/frameworks, calibrate by leaving each one out in turn
 
@@ -1351,7 +1352,8 @@ class RooflineGBM(Predictor):
         configurations with memory to spare, went on rising (Llama-2-70B on 4 x A100-40GB at 2048 / 512: 85 tok/s
         at batch 16, the KV-full one being 20, then 147, 175 and 227 at 32, 64 and 256). The band's upper end
         is kept (the cap's batch counts every sequence at full length, which a paged cache does not reach at
-        once). False disables it.
+        once). Beyond twice the KV-full batch (:data:`_KV_QUEUE`), the configuration's largest measured batch
+        and the largest trained one, the answer stops moving with the batch: only more sequences wait. False disables it.
     keep_suspect
         Keep training rows that beat the physical bound (:func:`perfmodel.physics.flag_suspect`), and
         TTFTs below the TTFT floor in the TTFT model's (:func:`perfmodel.physics.flag_fast_ttft`).
@@ -2687,7 +2689,7 @@ class RooflineGBM(Predictor):
             lo, hi = (np.where(np.isnan(top), v, np.minimum(v, top)) for v in (lo, hi))
         out = prediction_frame(runs.index, np.fmin(np.exp(pred), top), lo, hi, conf, in_dom)
         if getattr(self, "kv_cap", False) and not capped:
-            out = self._cap_at_kv_full(runs, out, bb, kv_fit, lvl)
+            out = self._cap_at_kv_full(runs, out, bb, kv_fit, lvl, keys)
         # Weights the devices cannot hold: no run exists to predict (the trees would still answer, with
         # confidence 0.88 for Llama-3-70B in 16-bit on one 96 GB GH200). The completed query carries the
         # dtype of the trained configuration it names.
@@ -2727,17 +2729,29 @@ class RooflineGBM(Predictor):
             return np.exp(out)
 
     def _cap_at_kv_full(self, runs: pd.DataFrame, out: pd.DataFrame, bb: np.ndarray, kv_fit: np.ndarray,
-                        lvl: float) -> pd.DataFrame:
+                        lvl: float, keys: np.ndarray) -> pd.DataFrame:
         """The ``kv_cap`` setting: rows past their KV-full batch take the answer at that batch where it is
-        lower, and the lower end of its band; the upper end stays."""
+        lower, and the lower end of its band; the upper end stays. Beyond :data:`_KV_QUEUE` times the
+        KV-full batch, the configuration's largest measured batch (``keys``) and the largest trained batch, the
+        answer is the one there: within the trained batches the trees learnt what a full cache costs, and
+        beyond them their answer wandered with the batch (Llama-3-8B on one H100 at 1,024 + 1,024 tokens, 228 sequences fitting: 4,041, 3,738, 3,937 and
+        3,812 tok/s at batch 512 to 4,096), where only more sequences wait."""
         in_flight = _in_flight(bb, kv_fit)
         past = np.flatnonzero(in_flight < bb)
         if not len(past):
             return out
-        at = self._predict(runs.iloc[past].assign(batch_size=in_flight[past]), lvl, capped=True)
+        measured = np.array([max(self.anchors_[k][0]) if k in self.anchors_ else 0.0 for k in keys[past]])
+        queue_at = np.fmax(np.fmax(_KV_QUEUE * in_flight[past], measured), self.batch_range_[1])
+        far = np.flatnonzero(bb[past] > queue_at)
+        asked = np.concatenate([in_flight[past], queue_at[far]])
+        both = self._predict(runs.iloc[np.concatenate([past, past[far]])].assign(batch_size=asked), lvl,
+                             capped=True)
+        at, queue = both.iloc[:len(past)], both["pred_throughput_tok_s"].to_numpy(dtype=float)[len(past):]
         mid = out["pred_throughput_tok_s"].to_numpy(dtype=float, copy=True)
         low = out["pred_lower"].to_numpy(dtype=float, copy=True)
-        mid[past] = np.fmin(mid[past], at["pred_throughput_tok_s"].to_numpy(dtype=float))
+        own = mid[past]
+        own[far] = queue
+        mid[past] = np.fmin(own, at["pred_throughput_tok_s"].to_numpy(dtype=float))
         with np.errstate(invalid="ignore"):  # no band (NaN) stays NaN
             low[past] = np.minimum(low[past], at["pred_lower"].to_numpy(dtype=float))
         return out.assign(pred_throughput_tok_s=mid, pred_lower=low)
