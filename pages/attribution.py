@@ -216,6 +216,8 @@ if protocol in done:
     else:
         shown = table.assign(set=[X.kind_label(s) if s in ("physical", "framework", "identity") else s
                                   for s in table["set"]])
+        if "top_features" in shown.columns:
+            shown["top_features"] = shown["top_features"].map(X.top_features_in_words)
         scored, unscored, failing = X.split_comparison(shown)
         st.dataframe(scored.drop(columns=["note"]), hide_index=True, key=P + "table",
                      column_config=X.COMPARISON_COLUMNS,

@@ -109,6 +109,10 @@ def test_physical_model_has_no_framework_attribution_and_comparison_runs() -> No
     # top feature fw_decode_s at R² 0.9999 had read as "use every feature").
     config = json.loads(at.dataframe[-1].proto.columns)
     assert config["r2_log"]["label"] == "R² (log)" and config["median_ape_pct"]["label"] == "median APE %"
+    assert config["r2"]["label"] == "R² (linear)"
+    # top features in the charts' words, not raw names (l2_reuse, id_fw_llama.cpp)
+    tops = ", ".join(table["top_features"].dropna())
+    assert tops and "_" not in tops, tops
     assert any(c.value == X.FRAMEWORK_SCORE_CAVEAT for c in at.caption)
     # two frameworks in the samples (transformers, and llama.cpp's llama-server sweep): leaving each out runs
     at.segmented_control(key="attribution.protocol").set_value("transfer-framework").run()

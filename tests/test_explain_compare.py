@@ -129,5 +129,16 @@ def test_the_page_sets_unscored_and_failing_comparison_rows_apart() -> None:
                       "note": ["", "the data has no framework metric", ""]})
     scored, unscored, failing = split_comparison(t)
     assert scored["set"].tolist() == ["physical", "all"] and unscored["set"].tolist() == ["framework"]
-    assert failing == ["all / poly"]
+    assert failing == ["all / poly (R² (linear) random -34.40, R² (linear) transfer -691.70)"]
     assert split_comparison(t.iloc[:1])[2] == []
+    # The caption names the R² that fails: a log R² of 0.879, shown first, had sat beside "R² below -1".
+    one = pd.DataFrame({"set": ["all"], "learner": ["poly"], "n_test": [10], "r2_log": [0.879], "r2": [-3.2]})
+    assert split_comparison(one)[2] == ["all / poly (R² (linear) -3.20)"]
+
+
+def test_the_comparison_names_its_top_features_in_words() -> None:
+    from perfmodel.ui.explain import top_features_in_words
+
+    assert top_features_in_words("l2_reuse, id_fw_llama.cpp, fw_decode_s, log_output_tok_s_max") == \
+        "L2 reuse, framework is llama.cpp, framework metric: decode, roofline throughput bound"
+    assert top_features_in_words("") == "" and top_features_in_words(None) is None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ __all__ = [
     "comparison_order",
     "FAILING_R2",
     "split_comparison",
+    "top_features_in_words",
     "FRAMEWORK_SCORE_CAVEAT",
     "KIND_STYLE",
     "FEATURE_SET_CHOICES",
@@ -313,9 +315,30 @@ def split_comparison(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, l
     has = table[r2].apply(pd.to_numeric, errors="coerce").notna().any(axis=1) if r2 else pd.Series(True, table.index)
     ok = has & (n_test > 0) if n_test is not None else has
     scored = table[ok]
-    low = scored[r2].apply(pd.to_numeric, errors="coerce").lt(FAILING_R2).any(axis=1) if r2 else []
-    failing = [f"{r['set']} / {r['learner']}" for _, r in scored[low].iterrows()] if len(scored) else []
+    # Each failing row names the R² that fails: "all / poly" had been listed under a log R² of 0.879 shown
+    # first, for its linear R² in the last column.
+    failing = []
+    for _, r in scored.iterrows():
+        low = [f"{_r2_words(c)} {float(v):.2f}" for c in comparison_order(r2)
+               if pd.notna(v := pd.to_numeric(r[c], errors="coerce")) and float(v) < FAILING_R2]
+        if low:
+            failing.append(f"{r['set']} / {r['learner']} ({', '.join(low)})")
     return scored, table[~ok], failing
+
+
+def _r2_words(column: str) -> str:
+    """An R² column in words, as the table heads it (``r2_log_transfer``: ``R² (log) transfer``)."""
+    head = COMPARISON_COLUMNS.get(column)
+    label = getattr(head, "label", None) or (head.get("label") if isinstance(head, dict) else None)
+    return str(label or column)
+
+
+def top_features_in_words(cell: Any) -> Any:
+    """A comparison row's ``top_features`` (raw names, comma-separated) in words without units, as the charts
+    name them (``l2_reuse, id_fw_llama.cpp``: ``L2 reuse, framework is llama.cpp``)."""
+    if not isinstance(cell, str) or not cell:
+        return cell
+    return ", ".join(re.sub(r" \([^()]*\)$", "", feature_label(n.strip())) for n in cell.split(","))
 
 
 _LINEAR_R2 = ("r2", "r2_random", "r2_transfer", "r2_drop")
@@ -341,11 +364,11 @@ def comparison_order(columns: Sequence[str]) -> list[str]:
 
 COMPARISON_COLUMNS: dict[str, Any] = {
     "protocol": "protocol", "set": "feature set", "learner": "learner", "n_features": "features", "n_folds": "folds",
-    "n_test": "test rows", "r2": _num("R²", "%.3f"), "r2_log": _num("R² (log)", "%.3f"),
+    "n_test": "test rows", "r2": _num("R² (linear)", "%.3f"), "r2_log": _num("R² (log)", "%.3f"),
     "mape_pct": _num("MAPE %", "%.1f"), "median_ape_pct": _num("median APE %", "%.1f"),
     "top_features": "top features", "physics_agrees": "physics agrees", "fit_s": _num("fit (s)", "%.1f"),
-    "by": "left out", "split": "held out", "r2_random": _num("R² random", "%.3f"),
-    "r2_transfer": _num("R² transfer", "%.3f"), "r2_drop": _num("R² drop", "%.3f"),
+    "by": "left out", "split": "held out", "r2_random": _num("R² (linear) random", "%.3f"),
+    "r2_transfer": _num("R² (linear) transfer", "%.3f"), "r2_drop": _num("R² (linear) drop", "%.3f"),
     "r2_log_random": _num("R² (log) random", "%.3f"), "r2_log_transfer": _num("R² (log) transfer", "%.3f"),
     "r2_log_drop": _num("R² (log) drop", "%.3f"), "mape_random": _num("MAPE % random", "%.1f"),
     "mape_transfer": _num("MAPE % transfer", "%.1f"), "median_ape_random": _num("median APE % random", "%.1f"),
