@@ -55,6 +55,7 @@ selected = ui.dataset_selectbox(ds, P + "dataset", container=c1)
 features = c2.selectbox("Feature set of the explained model", X.FEATURE_SET_CHOICES, key=P + "features",
                         help="physical: catalog quantities (bytes, bandwidth, FLOPs); framework: the server "
                              "metrics (fw_*) the data carries; identity: one-hot hardware/model/framework names.")
+ui.require_runs(ui.dataset_runs(home, selected, stamp), ds.names[selected])
 engine = X.engine()
 try:
     model = X.gbdt_model(home, selected, stamp, features)

@@ -64,6 +64,7 @@ PS.defaults(VIEW)
 c1, c2 = st.columns([1, 2])
 selected = ui.dataset_selectbox(ds, K.CURVES_DATASET_WIDGET, container=c1)
 runs = ui.dataset_runs(home, selected, stamp)
+ui.require_runs(runs, ds.names[selected])
 group_options = list(dict.fromkeys(curve_group_columns(runs) + default_curve_by(runs)))
 ui.keep_valid(K.CURVES_BY, group_options)
 if not st.session_state.get(K.CURVES_BY):

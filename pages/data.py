@@ -133,7 +133,10 @@ with chart_tab:
     y = c2.selectbox("y", THROUGHPUT_METRICS, key=K.Y_AXIS, format_func=axis_title)
     color = c3.selectbox("Colour by", COLOR_OPTIONS, key=K.COLOR)
     log_x = c4.toggle("log x", key=K.LOG_X)
-    st.plotly_chart(ui.runs_figure(home, selected, stamp, fkey, x, y, color, log_x), key="data.chart")
+    if len(runs):
+        st.plotly_chart(ui.runs_figure(home, selected, stamp, fkey, x, y, color, log_x), key="data.chart")
+    else:  # empty axes from -1 to 6 had said "No runs to plot"
+        st.info(ui.no_runs_text(ds.names[selected]), icon=":material/inbox:")
 with runs_tab:
     all_cols = [c for c in shown.columns if c != "lengths"]
     ui.keep_valid(K.COLUMNS, all_cols)

@@ -40,6 +40,7 @@ for k, v in P.DEFAULTS.items():
 
 dataset = st.selectbox("Dataset", ids, key=P.KEYS["dataset"], format_func=lambda i: f"{names[i]} ({i})")
 runs = ui.dataset_runs(home, dataset, stamp)
+ui.require_runs(runs, names[dataset])
 predict = bool(st.session_state.get(P.KEYS["predict"]))
 model_opts, hw_opts, fw_opts, dev_opts, held = P.settle_choices(runs, home, predict)
 # One model by default, the dataset's most measured: a plan serves one model, and candidates of several

@@ -34,6 +34,7 @@ rows_of = dict(zip(ds.ids, ds.table["rows"], strict=True))
 ui.restore_dataset_link(ds, W.restore_from_link)
 selected = ui.dataset_selectbox(ds, K["dataset"], label="Dataset (training data and measured points)")
 runs = ui.dataset_runs(home, selected, stamp)
+ui.require_runs(runs, ds.names[selected])
 defaults = W.apply_defaults(home, selected, stamp)
 
 hardware = ui.hardware_choices(home)

@@ -42,3 +42,20 @@ def test_the_import_runs_once_per_session() -> None:
     at.run()  # same session: the start-up step is done, an emptied store stays empty
     assert Store().datasets() == []
     assert any("No dataset yet" in i.value for i in at.info)
+
+
+@pytest.mark.parametrize("page", ["pages/data.py", "pages/curves.py", "pages/attribution.py", "pages/whatif.py",
+                                  "pages/planner.py"])
+def test_a_dataset_without_runs_is_called_so_on_every_page(page: str) -> None:
+    """A sweep that failed before its first point leaves an empty dataset: Curves had said "these runs record no
+    batch size", Attribution "fit_gbdt: fewer than 2 rows have a positive output_throughput_tok_s", What-if had
+    proposed another dataset's hardware and model, Data drew empty axes."""
+    samples.ensure_sample_data(Store())  # a store that is not empty otherwise (no sample import on top)
+    info = Store().create_dataset("failed sweep", {"kind": "test"})
+    at = AppTest.from_file(str(REPO / page), default_timeout=TIMEOUT_S)
+    at.query_params["dataset"] = info.id
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert any(i.value.startswith("**failed sweep** holds no runs") for i in at.info), [i.value for i in at.info]
+    assert not at.get("plotly_chart")

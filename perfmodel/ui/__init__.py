@@ -27,7 +27,15 @@ from .cached import (
 from .forms import AS_IN_FILE, AUTO_FORMAT, UploadForm, import_uploads, to_meta
 from .links import absolute as absolute_link
 from .links import link_warning, restore_from_link, select_dataset, selected_dataset, write_link
-from .pickers import NO_DATASET, Datasets, available_datasets, dataset_selectbox, restore_dataset_link
+from .pickers import (
+    NO_DATASET,
+    Datasets,
+    available_datasets,
+    dataset_selectbox,
+    no_runs_text,
+    require_runs,
+    restore_dataset_link,
+)
 from .samples import SAMPLE_DATASET_NAME, ensure_sample_data, sample_files
 from .shell import PAGE_SPECS, PAGE_TITLE, PageSpec, home, pages, routed, sidebar, startup
 from .widgets import (
@@ -69,6 +77,8 @@ __all__ = [
     "selected_dataset",
     "write_link",
     "NO_DATASET",
+    "no_runs_text",
+    "require_runs",
     "Datasets",
     "available_datasets",
     "dataset_selectbox",

@@ -17,7 +17,8 @@ import streamlit as st
 
 from . import cached, links
 
-__all__ = ["NO_DATASET", "Datasets", "available_datasets", "restore_dataset_link", "dataset_selectbox"]
+__all__ = ["NO_DATASET", "Datasets", "available_datasets", "restore_dataset_link", "dataset_selectbox", "no_runs_text",
+           "require_runs"]
 
 NO_DATASET = "No dataset yet: import benchmark result files on the Data page."
 
@@ -113,3 +114,26 @@ def dataset_selectbox(ds: Datasets, key: str, *, label: str = "Dataset", contain
             on_change()
 
     return (container or st).selectbox(label, ds.ids, key=key, format_func=ds.label, on_change=changed)
+
+
+def no_runs_text(name: str) -> str:
+    """What a page says of a dataset without runs (a sweep's, before or without its first point)."""
+    return (f"**{name}** holds no runs: a sweep's dataset stays empty until its first point is measured, and one "
+            "whose sweep failed before then stays so. Choose another dataset, or delete this one on the Data page.")
+
+
+def require_runs(runs: pd.DataFrame, name: str) -> None:
+    """Stop the page, saying why, when the dataset has no runs: the pages had read its emptiness as
+    something else ("these runs record no batch size", "fit_gbdt: fewer than 2 rows have a positive
+    output_throughput_tok_s", a What-if point of another dataset's hardware and model).
+
+    Parameters
+    ----------
+    runs
+        The dataset's runs.
+    name
+        Its name.
+    """
+    if len(runs) == 0:
+        st.info(no_runs_text(name), icon=":material/inbox:")
+        st.stop()
