@@ -198,7 +198,8 @@ def progress_panel() -> None:
                 "sweep cannot resume; **Run again** starts its plan as a new sweep.", icon=":material/delete:")
     elif info.n_done:
         try:
-            st.plotly_chart(S.sweep_figure(home, info.dataset_id, stamp), key="sweeps.chart")
+            st.plotly_chart(S.sweep_figure(home, info.dataset_id, stamp, finished=state not in S.ACTIVE_STATES),
+                            key="sweeps.chart")
         except NotFoundError:  # deleted since the sweep was read
             st.info(f"This sweep's dataset (`{info.dataset_id}`) was deleted, so there is no curve to show.",
                     icon=":material/delete:")

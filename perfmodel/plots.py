@@ -155,6 +155,21 @@ def axis_title(name: str) -> str:
     return f"{stem} ({col.unit})" if col.unit else stem
 
 
+_COLOURS = ("#636efa", "#ef553b", "#00cc96", "#ab63fa", "#ffa15a", "#19d3f3", "#ff6692", "#b6e880", "#ff97ff",
+            "#fecb52")
+"""plotly's default colour sequence, given explicitly so that a configuration's line and its runs' markers match."""
+
+
+def load_axis_title(runs: pd.DataFrame, x: str) -> str:
+    """:func:`axis_title` of ``x``, except that a batch-size axis of runs that all held a concurrency (an HTTP
+    sweep's, ``load_kind`` ``concurrency``) is titled so: the form had asked for "Concurrency levels" and the
+    chart said "batch size (sequences)"."""
+    if x == "batch_size" and "load_kind" in runs.columns and len(runs) \
+            and (runs["load_kind"].astype(str) == "concurrency").all():
+        return "concurrency (requests in flight)"
+    return axis_title(x)
+
+
 def _as_text(s: pd.Series) -> list[str]:
     out = []
     for v in s:
@@ -241,35 +256,54 @@ def throughput_figure(runs: pd.DataFrame, *, x: str = "batch_size", y: str = "ou
         return _empty_figure(note or "No runs to plot", x=x, y=y)
 
     df["_color"] = _as_text(df[color]) if color in df.columns else _MISSING
-    series_cols = [c for c in SERIES_COLUMNS if c in df.columns and c != x]
+    # Repeats of one configuration share a line through their medians, each run a marker: one line per
+    # repeat had drawn same-coloured lines crossing each other, which nothing said were repeats.
+    series_cols = [c for c in SERIES_COLUMNS if c in df.columns and c not in (x, "repeat_idx")]
     df["_series"] = pd.Series(
         ["\x1f".join(t) for t in zip(*(_as_text(df[c]) for c in series_cols), strict=True)]
         if series_cols else [""] * len(df), index=df.index)
+    repeated = bool(df.duplicated(["_series", "_x"]).any())
     hover_cols = [c for c in hover if c in df.columns]
     hover_text = {c: _as_text(df[c]) for c in hover_cols}
     df["_hover"] = ["<br>".join(f"{c}: {hover_text[c][i]}" for c in hover_cols) for i in range(len(df))]
 
     fig = go.Figure()
     df = df.sort_values(["_series", "_x"], kind="stable")
-    for colour_value, grp in sorted(df.groupby("_color", sort=False), key=lambda kv: str(kv[0])):
+    x_title = load_axis_title(df, x)
+    head = f"<b>{color}: %{{fullData.name}}</b><br>{x_title}: %{{x}}<br>{axis_title(y)}: %{{y:,.4g}}<br>"
+    for i, (colour_value, grp) in enumerate(sorted(df.groupby("_color", sort=False), key=lambda kv: str(kv[0]))):
         # One pass per colour, not one per configuration (LLM-Inference-Bench has 2,400): a gap (None) before
         # each configuration but the first, so that separate configurations are not joined.
-        s = grp["_series"].to_numpy()
+        line = grp if not repeated else grp.groupby(["_series", "_x"], sort=True).agg(
+            _y=("_y", "median"), _n=("_y", "size"), _hover=("_hover", "first")).reset_index()
+        s = line["_series"].to_numpy()
         gaps = np.flatnonzero(s[1:] != s[:-1]) + 1
 
-        def _gapped(col: str, grp: pd.DataFrame = grp, gaps: np.ndarray = gaps) -> list:
+        def _gapped(col: str, grp: pd.DataFrame = line, gaps: np.ndarray = gaps) -> list:
             return np.insert(grp[col].to_numpy(dtype=object), gaps, None).tolist()
 
-        xs, ys, texts = _gapped("_x"), _gapped("_y"), _gapped("_hover")
+        colour = _COLOURS[i % len(_COLOURS)]
+        if not repeated:
+            fig.add_trace(go.Scatter(
+                x=_gapped("_x"), y=_gapped("_y"), mode="lines+markers", name=str(colour_value),
+                text=_gapped("_hover"), connectgaps=False, marker={"size": 7, "color": colour},
+                line={"width": 1.5, "color": colour}, hovertemplate=head + "%{text}<extra></extra>"))
+            continue
+        line["_hover"] = [f"median of {n} run(s)" for n in line["_n"]]
         fig.add_trace(go.Scatter(
-            x=xs, y=ys, mode="lines+markers", name=str(colour_value), text=texts,
-            connectgaps=False, marker={"size": 7}, line={"width": 1.5},
-            hovertemplate=f"<b>{color}: {colour_value}</b><br>{axis_title(x)}: %{{x}}<br>"
-                          f"{axis_title(y)}: %{{y:,.4g}}<br>%{{text}}<extra></extra>"))
-    heading = title or f"{axis_title(y)} vs {axis_title(x)}"
+            x=_gapped("_x"), y=_gapped("_y"), mode="lines", name=str(colour_value), legendgroup=str(colour_value),
+            text=_gapped("_hover"), connectgaps=False, line={"width": 2, "color": colour},
+            hovertemplate=head + "%{text}<extra></extra>"))
+        fig.add_trace(go.Scatter(
+            x=grp["_x"].tolist(), y=grp["_y"].tolist(), mode="markers", name=f"{colour_value} (each run)",
+            legendgroup=str(colour_value), showlegend=False, text=grp["_hover"].tolist(), meta="run",
+            marker={"size": 6, "color": colour, "opacity": 0.55}, hovertemplate=head + "%{text}<extra></extra>"))
+    heading = title or f"{axis_title(y)} vs {x_title}"
     if note:
         heading += f"<br><sup>{note}</sup>"
-    fig.update_layout(title={"text": heading}, xaxis_title=axis_title(x), yaxis_title=axis_title(y),
+    if repeated:
+        heading += "<br><sup>lines through the median of each point's repeats; dots: each run</sup>"
+    fig.update_layout(title={"text": heading}, xaxis_title=x_title, yaxis_title=axis_title(y),
                       legend_title_text=color, template="plotly_white", hovermode="closest", height=520,
                       margin={"l": 60, "r": 20, "t": 70, "b": 50})
     if log_x:

@@ -72,6 +72,26 @@ def test_empty_and_unplottable_runs_give_an_annotated_empty_figure() -> None:
     assert len(fig.data) == 0 and "9 run(s) not shown: no finite batch size" in fig.layout.annotations[0].text
 
 
+def test_repeats_share_one_line_through_their_medians_and_each_run_is_a_dot() -> None:
+    # A sweep with three repeats had drawn three same-coloured lines crossing each other (112 -> 261 and
+    # 151 -> 196 tok/s), nothing saying they were repeats; an HTTP sweep's axis said "batch size".
+    runs = pd.concat([_runs().iloc[:3].assign(repeat_idx=r, output_throughput_tok_s=lambda d, r=r:
+                                               d["output_throughput_tok_s"] * (1 + 0.1 * r)) for r in range(3)],
+                     ignore_index=True)
+    fig = throughput_figure(runs, color="hardware")
+    line, dots = fig.data
+    assert (line.mode, dots.mode) == ("lines", "markers") and line.line.color == dots.marker.color
+    assert list(line.x) == [1.0, 2.0, 4.0] and list(line.y) == pytest.approx([110.0, 198.0, 330.0])  # medians
+    assert len(dots.x) == 9 and dots.showlegend is False and dots.legendgroup == line.legendgroup == "a100"
+    assert "median of each point's repeats" in fig.layout.title.text
+    assert "median of 3 run(s)" in line.text[0]
+    # one run per point: one line through the points, as before
+    assert [t.mode for t in throughput_figure(_runs(), color="hardware").data] == ["lines+markers"] * 2
+    conc = throughput_figure(runs.assign(load_kind="concurrency"), color="hardware")
+    assert conc.layout.xaxis.title.text == "concurrency (requests in flight)"
+    assert throughput_figure(runs, color="hardware").layout.xaxis.title.text == "batch size (sequences)"
+
+
 def test_bad_option_is_a_programming_error() -> None:
     with pytest.raises(ValueError, match="color must be one of"):
         throughput_figure(_runs(), color="nonsense")

@@ -167,8 +167,8 @@ def sweep_points_table(home: str, sweep_id: str, stamp: int) -> pd.DataFrame:
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def sweep_figure(home: str, dataset_id: str, stamp: int) -> go.Figure:
-    """Throughput against batch size of the points stored so far, one colour per length pair.
+def sweep_figure(home: str, dataset_id: str, stamp: int, *, finished: bool = False) -> go.Figure:
+    """Throughput against batch size (or concurrency) of the points stored so far, one colour per length pair.
 
     Parameters
     ----------
@@ -176,6 +176,8 @@ def sweep_figure(home: str, dataset_id: str, stamp: int) -> go.Figure:
         Where and which dataset.
     stamp
         Part of the key only.
+    finished
+        The sweep has ended: the title no longer says "so far".
 
     Returns
     -------
@@ -183,7 +185,7 @@ def sweep_figure(home: str, dataset_id: str, stamp: int) -> go.Figure:
     """
     runs = cached.open_store(home).runs(dataset_id)
     return throughput_figure(runs, x="batch_size", y="output_throughput_tok_s", color="lengths", log_x=True,
-                             title="Output throughput so far")
+                             title="Output throughput" if finished else "Output throughput so far")
 
 
 def sweep_log_tail(home: str, sweep_id: str) -> str:
