@@ -46,7 +46,7 @@ with importer:
             renamed = known[info.id] if info.id in known and known[info.id] != info.name else None
         except PerfmodelError as exc:
             st.session_state.pop(K.LAST_IMPORT, None)  # the last import's green banner is not this one's
-            ui.show_error(exc, what="Nothing was imported")
+            ui.show_error(exc, what="Nothing was imported", words=ui.in_form_words)
         else:
             ui.clear_store_caches()
             ui.reset_upload_form()
@@ -71,9 +71,14 @@ with importer:
                     f"{row['rows']:,} run(s)"
                     + (f", renamed from **{former}** as typed" if former else "")
                     + "); nothing was added.", icon=":material/info:")
-        elif row["rows"]:
+        elif row["rows"] and not (skipped := tables.skipped_rows(ui.dataset_issues(home, last, stamp))):
             st.success(f"Imported **{row['rows']:,}** run(s) into dataset **{row['name']}** (`{last}`) with "
                        f"**{row['issues']:,}** issue(s).", icon=":material/check_circle:")
+        elif row["rows"]:  # a green banner had stood over rows left out for errors
+            st.warning(f"Imported **{row['rows']:,}** run(s) into dataset **{row['name']}** (`{last}`); "
+                       f"**{skipped:,}** row(s) of the file(s) were left out for errors (see the issues below; a "
+                       "row is counted from the first data row, the header not counted).",
+                       icon=":material/warning:")
         else:  # a file whose every request failed: stored as a record of the failure, with nothing to plot
             st.warning(f"Dataset **{row['name']}** (`{last}`) holds **no run**: nothing in the file could be "
                        f"measured (see its **{row['issues']:,}** issue(s) below).", icon=":material/warning:")

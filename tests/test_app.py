@@ -234,8 +234,10 @@ def test_upload_import_shows_counts_and_issues() -> None:
     _no_exception(at)
     assert not at.error
     (ds,) = Store().datasets()
-    success = " ".join(_texts(at.success))
-    assert "**12**" in success and "uploaded runs" in success and "**1**" in success
+    # the file's warm-up row is left out for an error: a warning, not a green banner
+    assert not at.success
+    banner = " ".join(w for w in _texts(at.warning) if w.startswith("Imported"))
+    assert "**12**" in banner and "uploaded runs" in banner and "**1** row(s) of the file(s) were left out" in banner
     # The per-file counts and the issues table of the import.
     frames = [d.value for d in at.dataframe]
     counts = next(f for f in frames if list(f.columns) == ["file", "runs", "error", "warning", "info"])
@@ -260,7 +262,7 @@ def test_after_an_import_the_form_starts_empty_and_a_failure_drops_the_old_banne
     at.selectbox(key=K.FORM_FIELD["weight_dtype"]).set_value("fp8")
     at.button(key=K.UPLOAD_SUBMIT).click().run()
     _no_exception(at)
-    assert at.success and len(Store().datasets()) == 1
+    assert any(w.startswith("Imported") for w in _texts(at.warning)) and len(Store().datasets()) == 1
     assert [u.key for u in at.file_uploader] == [f"{K.UPLOAD_FILES}.1"]
     fresh = at.file_uploader(key=f"{K.UPLOAD_FILES}.1")
     # the fields too have new keys (the browser keeps a widget's value and sends it back: popped from the
@@ -272,7 +274,8 @@ def test_after_an_import_the_form_starts_empty_and_a_failure_drops_the_old_banne
     at.button(key=K.UPLOAD_SUBMIT).click().run()
     _no_exception(at)
     assert at.error and "Nothing was imported" in at.error[0].value
-    assert not at.success and len(Store().datasets()) == 1  # the earlier import's banner is gone, its data kept
+    # the earlier import's banner is gone, its data kept
+    assert not [w for w in _texts(at.warning) if w.startswith("Imported")] and len(Store().datasets()) == 1
     # the same file again: nothing new is stored, and the page says so rather than "Imported 12 run(s)"
     at.file_uploader(key=f"{K.UPLOAD_FILES}.1").set_value([("ui_runs.csv", UI_RUNS.read_bytes(), "text/csv")])
     at.selectbox(key=field).set_value("fp8")
@@ -315,6 +318,32 @@ def test_upload_error_is_shown_and_nothing_is_stored() -> None:
     _no_exception(at)
     assert at.error and "Nothing was imported" in at.error[0].value and "notes.txt" in at.error[0].value
     assert Store().datasets() == []
+    # in the form's words: the page has no --format or --map ("For any other CSV pass --format csv ...")
+    assert "--" not in at.error[0].value and "choose Format csv" in at.error[0].value
+    # broken JSON: where it stops being JSON, not "not a recognised benchmark result file"
+    at.file_uploader(key=K.UPLOAD_FILES).set_value([("broken.json", b'{"results": [1, 2,, 3]}', "application/json")])
+    at.button(key=K.UPLOAD_SUBMIT).click().run()
+    assert "broken.json: not valid JSON (line 1, column 19: Expecting value)" in at.error[0].value
+    assert Store().datasets() == []
+
+
+def test_an_import_that_left_rows_out_is_not_a_green_import() -> None:
+    # "Imported 4 run(s) with 1 issue(s)" in green, the issue being a row skipped for a text throughput
+    lines = UI_RUNS.read_text().splitlines()
+    header = lines[0].split(",")
+    col = header.index("output_throughput_tok_s")
+    bad = lines[2].split(",")
+    bad[col] = "fast"
+    text = "\n".join([lines[0], lines[1], ",".join(bad), *lines[3:]]) + "\n"
+    at = _app()
+    at.file_uploader(key=K.UPLOAD_FILES).set_value([("one_bad.csv", text.encode(), "text/csv")])
+    at.button(key=K.UPLOAD_SUBMIT).click().run()
+    _no_exception(at)
+    assert not at.success, [s.value for s in at.success]
+    [warning] = [w.value for w in at.warning if w.value.startswith("Imported")]
+    # the text throughput's row, and the file's warm-up row (load kind "warmup")
+    assert "**2** row(s) of the file(s) were left out for errors" in warning
+    assert Store().datasets()[0].n_runs == len(lines) - 3
 
 
 def test_upload_with_unknown_hardware_is_a_clear_error() -> None:

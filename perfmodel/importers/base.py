@@ -395,6 +395,29 @@ def registry() -> dict[str, Importer]:
     return dict(_REGISTRY)
 
 
+def _json_error(sample: Sample) -> str | None:
+    """Where a file that claims to be JSON (its name, or a first character ``{``/``[``) stops being JSON:
+    ``"line 1, column 2: Expecting property name enclosed in double quotes"``; None for valid JSON, JSON Lines
+    or a file that does not claim to be JSON. Only a file small enough to have been read whole is parsed."""
+    text = sample.text_head.strip()
+    claims = sample.name.lower().endswith(".json") or text[:1] in ("{", "[")
+    if not claims or len(sample.head) >= HEAD_BYTES or sample.name.lower().endswith((".jsonl", ".ndjson")):
+        return None
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        if len(lines) > 1 and lines[0].lstrip().startswith("{"):  # JSON Lines under another name
+            try:
+                for ln in lines:
+                    json.loads(ln)
+                return None
+            except json.JSONDecodeError:
+                pass
+        return f"line {exc.lineno}, column {exc.colno}: {exc.msg}"
+    return None
+
+
 def detect_format(sample: Sample) -> Importer:
     """Pick the importer whose sniff scores ``sample`` highest.
 
@@ -426,6 +449,8 @@ def detect_format(sample: Sample) -> Importer:
         if s > 0:
             scores.append((s, imp.name))
     scores.sort(reverse=True)
+    if not scores and (broken := _json_error(sample)) is not None:
+        raise ImportFormatError(f"{sample.name}: not valid JSON ({broken}), so no format can read it")
     if not scores:
         raise ImportFormatError(
             f"{sample.name}: not a recognised benchmark result file. Known formats: "

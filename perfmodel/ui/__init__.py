@@ -24,7 +24,7 @@ from .cached import (
     runs_figure,
     store_stamp,
 )
-from .forms import AS_IN_FILE, AUTO_FORMAT, UploadForm, import_uploads, to_meta
+from .forms import AS_IN_FILE, AUTO_FORMAT, UploadForm, import_uploads, in_form_words, to_meta
 from .links import absolute as absolute_link
 from .links import link_warning, restore_from_link, select_dataset, selected_dataset, write_link
 from .pickers import (
@@ -77,6 +77,7 @@ __all__ = [
     "selected_dataset",
     "write_link",
     "NO_DATASET",
+    "in_form_words",
     "no_runs_text",
     "require_runs",
     "Datasets",

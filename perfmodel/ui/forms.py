@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ..store import DatasetInfo, Store
 
 __all__ = ["AUTO_FORMAT", "AS_IN_FILE", "LOAD_KINDS", "COLUMN_MAP_LABEL", "UploadForm", "to_meta", "parse_column_map",
+           "in_form_words",
            "import_uploads"]
 
 AUTO_FORMAT = "auto"
@@ -213,3 +214,41 @@ def import_uploads(files: Sequence[tuple[str, bytes]], form: UploadForm, store: 
         fmt = "csv"
     return import_bytes([(name, bytes(data)) for name, data in files], format=fmt, meta=meta,
                         name=form.name or None, store=store)
+
+
+_FORM_LABELS = {
+    "--format": "Format", "--map": COLUMN_MAP_LABEL, "--latency-unit": "Latency unit", "--hardware": "Hardware",
+    "--model": "Model", "--framework-version": "Framework version", "--framework": "Framework",
+    "--device-count": "Devices", "--tp": "Tensor parallel", "--pp": "Pipeline parallel",
+    "--weight-dtype": "Weight dtype", "--kv-cache-dtype": "KV-cache dtype", "--quantization": "Quantization",
+    "--input-len": "Input tokens", "--output-len": "Output tokens", "--batch-size": "Batch size / concurrency",
+    "--load-kind": "Load kind"}
+"""The import's CLI options (:data:`perfmodel.importers.base.META_OPTIONS`) and the upload form's fields."""
+
+
+def in_form_words(text: str) -> str:
+    """An import error in the upload form's words: the importers' messages name the CLI's options ("For any
+    other CSV pass --format csv with --map canonical=column options"), which the Data page does not have.
+
+    Parameters
+    ----------
+    text
+        The message.
+
+    Returns
+    -------
+    str
+    """
+    import re
+
+    text = text.replace(
+        "For any other CSV pass --format csv with --map canonical=column options.",
+        f"For any other CSV choose Format csv and fill in its {COLUMN_MAP_LABEL} (under \"What the file does not "
+        "record\").")
+    text = re.sub(r"--format csv --map \.\.\.", f"Format csv and a {COLUMN_MAP_LABEL}", text)
+
+    def field(m: re.Match[str]) -> str:
+        label = _FORM_LABELS.get(m.group(1))
+        return m.group(0) if label is None else f"the form's {label}"
+
+    return re.sub(r"(--[a-z][a-z-]*)(?: [A-Z]+\b)?", field, text)

@@ -30,6 +30,7 @@ __all__ = [
     "runs_csv_bytes",
     "issues_frame",
     "severity_counts",
+    "skipped_rows",
     "default_x",
     "per_file_counts",
     "column_words",
@@ -265,6 +266,25 @@ def issues_frame(issues: pd.DataFrame | Sequence[object], severities: Sequence[s
     rank = df["severity"].map(lambda s: order.get(s, len(order)))
     df = df.assign(_rank=rank).sort_values(["_rank", "file", "row"], kind="stable", na_position="first")
     return df.drop(columns="_rank").reset_index(drop=True)
+
+
+def skipped_rows(issues: pd.DataFrame) -> int:
+    """How many rows an import left out: the distinct (file, row) of its error-severity issues that name a row
+    (an error on a row drops it; warnings and notes keep it).
+
+    Parameters
+    ----------
+    issues
+        An issues table (:data:`ISSUE_COLUMNS`).
+
+    Returns
+    -------
+    int
+    """
+    if not {"severity", "row"} <= set(issues.columns) or issues.empty:
+        return 0
+    errors = issues[(issues["severity"] == "error") & issues["row"].notna()]
+    return int(len(errors.drop_duplicates([c for c in ("file", "row") if c in errors.columns])))
 
 
 def severity_counts(issues: pd.DataFrame) -> dict[str, int]:

@@ -5,7 +5,7 @@ They never call the store themselves except through :mod:`perfmodel.ui.cached`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pandas as pd
@@ -25,7 +25,7 @@ DTYPE_CHOICES = ("bf16", "fp16", "fp32", "fp8", "int8", "int4")
 """Common dtypes offered in the form (any other can be typed)."""
 
 
-def show_error(exc: PerfmodelError, *, what: str = "") -> None:
+def show_error(exc: PerfmodelError, *, what: str = "", words: Callable[[str], str] | None = None) -> None:
     """Show a user error as one ``st.error`` paragraph (no traceback).
 
     Parameters
@@ -34,8 +34,10 @@ def show_error(exc: PerfmodelError, *, what: str = "") -> None:
         The error.
     what
         What was being done, e.g. ``"Import failed"``.
+    words
+        Rewrites the message for the page (e.g. :func:`perfmodel.ui.forms.in_form_words`).
     """
-    text = str(exc)
+    text = str(exc) if words is None else words(str(exc))
     head, _, rest = text.partition("\n")
     body = f"**{what}:** {head}" if what else head
     if rest:
