@@ -6,7 +6,7 @@ import streamlit as st
 
 from perfmodel import ui
 from perfmodel.errors import NotFoundError, PerfmodelError
-from perfmodel.sweep.plan import ENGINE_SIZES, SweepPlan, format_duration, plan_from_dict
+from perfmodel.sweep.plan import ENGINE_SIZES, SweepPlan, about_duration, plan_from_dict
 from perfmodel.sweep.runner import create_sweep, launch_detached, stop_sweep
 from perfmodel.ui import analyses, cached
 from perfmodel.ui import pagestate as PS
@@ -166,7 +166,8 @@ def progress_panel() -> None:
                      f"{info.n_remaining} to go of {info.n_points} points")
     points = S.sweep_points_table(home, info.id, stamp)
     if state in S.ACTIVE_STATES and (eta_s := S.eta_s(points)) is not None:
-        st.caption(f"About {format_duration(eta_s)} left at the pace so far.")
+        left = about_duration(eta_s)
+        st.caption(f"{left[:1].upper() + left[1:]} left at the pace so far.")
     if info.error and state != "done":
         st.warning(f"{state}: {info.error}", icon=":material/warning:")
     a1, a2, _ = st.columns([1, 1, 5])

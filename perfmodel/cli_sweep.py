@@ -24,13 +24,13 @@ def _grid(value: str | None) -> str | None:
 
 
 def _progress_line(event: Any) -> str | None:
-    from .sweep.plan import format_duration
+    from .sweep.plan import about_duration, format_duration
 
     width = len(str(event.total))
     if event.kind == "start":
         left = event.total - event.finished
         return (f"sweep {event.sweep_id}: {event.total} points, {event.finished} already finished, {left} to run "
-                f"(about {format_duration(event.eta_s)})")
+                f"({about_duration(event.eta_s)})")
     p = event.point
     where = "" if p is None else f"{p.key:<22}"
     if event.kind == "retry":

@@ -31,6 +31,10 @@ def test_grid_text_forms() -> None:
     for bad in ("1:64:x1", "a,b", "0:64:x2", "1:64:+0", [True]):
         with pytest.raises(ValidationError):
             parse_grid(bad, option="batch_sizes")
+    # a range backwards had read "needs at least one value"
+    for bad in ("64:1:x2", "512:128:+128"):
+        with pytest.raises(ValidationError, match="start <= stop"):
+            parse_grid(bad, option="batch_sizes")
 
 
 def test_every_problem_listed_with_option_and_valid_values() -> None:
@@ -154,3 +158,7 @@ def test_durations_read_as_words_a_user_expects() -> None:
     assert format_duration(0.2) == "under a second"  # a 2-point tiny sweep read "about 0 s"
     assert format_duration(45) == "45 s" and format_duration(180) == "3 min" and format_duration(9000) == "2.5 h"
     assert format_duration(float("nan")) == "?"
+    from perfmodel.sweep.plan import about_duration
+
+    # the sweep log had read "(about under a second)"
+    assert about_duration(0.2) == "under a second" and about_duration(180) == "about 3 min"

@@ -58,6 +58,7 @@ __all__ = [
     "plan_from_text",
     "default_n_requests",
     "format_duration",
+    "about_duration",
     "plan_overrides",
 ]
 
@@ -199,9 +200,9 @@ def _parse_range(part: str, option: str) -> list[int]:
         return [int(text)]
     if m := _GEOMETRIC.match(text):
         start, stop, factor = int(m[1]), int(m[2]), float(m[3])
-        if factor <= 1 or start < 1:
+        if factor <= 1 or start < 1 or stop < start:
             raise ValidationError(f"{option}: bad geometric range", [Problem(
-                f"{text!r}: needs start >= 1 and factor > 1 (e.g. '1:64:x2')", column=option)])
+                f"{text!r}: needs 1 <= start <= stop and factor > 1 (e.g. '1:64:x2')", column=option)])
         vals: list[int] = []
         v = float(start)
         while v <= stop * (1 + 1e-9) and len(vals) <= MAX_GRID_VALUES:
@@ -210,9 +211,9 @@ def _parse_range(part: str, option: str) -> list[int]:
         return vals
     if m := _ARITHMETIC.match(text):
         start, stop, step = int(m[1]), int(m[2]), int(m[3])
-        if step <= 0:
+        if step <= 0 or stop < start:
             raise ValidationError(f"{option}: bad range", [Problem(
-                f"{text!r}: the step must be > 0 (e.g. '128:512:+128')", column=option)])
+                f"{text!r}: needs start <= stop and a step > 0 (e.g. '128:512:+128')", column=option)])
         if (stop - start) // step + 1 > MAX_GRID_VALUES:
             raise ValidationError(f"{option}: too many values", [Problem(
                 f"{text!r} expands to more than {MAX_GRID_VALUES} values", column=option)])
@@ -386,10 +387,10 @@ class SweepPlan(BaseModel):
                         column="input_lens"))
         else:
             if not self.target:
-                problems.append(Problem("the http backend needs target, the server's http(s):// URL (e.g. "
+                problems.append(Problem("the http backend needs the server's http(s):// URL (e.g. "
                                         "http://127.0.0.1:8000); none was given", column="target"))
             elif not re.match(r"^https?://\S+$", self.target):
-                problems.append(Problem(f"the http backend needs target: an http(s):// URL, got {self.target!r}",
+                problems.append(Problem(f"the http backend needs the server's http(s):// URL, got {self.target!r}",
                                         column="target"))
         if self.n_points > MAX_POINTS and not self.confirm_large:
             problems.append(Problem(
@@ -424,8 +425,14 @@ class PlanEstimate:
 
     def text(self) -> str:
         """``"24 points, about 3 min"``."""
-        d = format_duration(self.total_s)
-        return f"{self.n_points:,} points, {d if d == 'under a second' else 'about ' + d}"
+        return f"{self.n_points:,} points, {about_duration(self.total_s)}"
+
+
+def about_duration(seconds: float) -> str:
+    """An estimate in words: ``"about 3 min"``, but ``"under a second"`` (the log had read "(about under a
+    second)")."""
+    d = format_duration(seconds)
+    return d if d in ("under a second", "?") else f"about {d}"
 
 
 def format_duration(seconds: float) -> str:
