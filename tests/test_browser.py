@@ -191,7 +191,9 @@ def test_the_upload_form_starts_empty_after_an_import(app_url: str) -> None:
                 "input")
             framework.fill("9.9.9")
             page.locator('[data-testid="stBaseButton-primaryFormSubmit"]').click()
-            expect(page.locator('[data-testid="stAlertContentSuccess"]')).to_contain_text("first upload")
+            # ui_runs.csv's warm-up row is left out for an error: the banner is a warning
+            expect(page.locator('[data-testid="stAlertContentWarning"]').filter(has_text="Imported")).to_contain_text(
+                "first upload")
             page.wait_for_timeout(1000)
             # the new form: no file, and every field back to "as in file"
             expect(page.locator('[data-testid="stFileUploaderFile"]')).to_have_count(0)

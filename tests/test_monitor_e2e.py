@@ -249,6 +249,21 @@ def _baseline_steady(rows: list[dict[str, float]], t_hog: float) -> bool:
     return bool(np.isfinite(lower) and lower > 0.6 * center)
 
 
+def _recorded_alerts(rows: list[dict[str, float]]) -> list[dict]:
+    """The whole measured stream through monitor_stream (the recorded path), as alert records with hints."""
+    stream = read_stream_bytes("e2e.csv", pd.DataFrame(rows).to_csv(index=False).encode())
+    rep = monitor_stream(stream, detector="window", metrics=["output_throughput_tok_s", "ttft_s", "tpot_s"],
+                         **DETECTOR)  # type: ignore[arg-type]
+    return rep.records()
+
+
+def _early_alerts(rows: list[dict[str, float]], t_hog: float, recs: list[dict] | None = None) -> list[dict]:
+    """The recorded alerts of a worsening that began and ended before the hogs."""
+    recs = _recorded_alerts(rows) if recs is None else recs
+    return [r for r in recs if r["start_timestamp_s"] < t_hog and r["end_timestamp_s"] < t_hog
+            and r["direction"] == WORSE[r["metric"]]]
+
+
 def test_cpu_hog_on_the_server_raises_an_alert_with_a_hint(transformers_server: ServerProcess) -> None:  # noqa: F811
     psutil = pytest.importorskip("psutil")
     if not hasattr(os, "sched_setaffinity"):
@@ -261,7 +276,10 @@ def test_cpu_hog_on_the_server_raises_an_alert_with_a_hint(transformers_server: 
     for _attempt in range(3):
         rows, live_alerts, live_drops, hog_t, errors = _measure(transformers_server, model, psutil)
         assert hog_t, "the slowdown never started"
-        if _baseline_steady(rows, hog_t[0]) and sum(t < hog_t[0] for t in live_drops) <= 2:
+        # the recorded stream's early alerts too (seen under a parallel test run: a steady-looking baseline
+        # whose dip to 352 tok/s, from load the test did not make, the replay flagged three times)
+        if _baseline_steady(rows, hog_t[0]) and sum(t < hog_t[0] for t in live_drops) <= 2 \
+                and len(_early_alerts(rows, hog_t[0])) <= 2:
             break
     # Only a disturbed baseline skips; false drops on a steady one stay a failure (asserted below).
     if not _baseline_steady(rows, hog_t[0]):
@@ -289,13 +307,9 @@ def test_cpu_hog_on_the_server_raises_an_alert_with_a_hint(transformers_server: 
     assert sum(t < hog_t[0] for t in live_drops) <= 2, summary
 
     # recorded: the whole stream through monitor_stream, with hints
-    stream = read_stream_bytes("e2e.csv", frame.to_csv(index=False).encode())
-    rep = monitor_stream(stream, detector="window", metrics=["output_throughput_tok_s", "ttft_s", "tpot_s"],
-                         **DETECTOR)  # type: ignore[arg-type]
-    recs = rep.records()
+    recs = _recorded_alerts(rows)
     in_slowdown = [r for r in recs if r["end_timestamp_s"] >= hog_t[0]]
-    early = [r for r in recs if r["start_timestamp_s"] < hog_t[0] and r["end_timestamp_s"] < hog_t[0]
-             and r["direction"] == WORSE[r["metric"]]]
+    early = _early_alerts(rows, hog_t[0], recs)
     detail = summary + "; alerts: " + "; ".join(
         f"{r['metric']} {r['start_timestamp_s'] - hog_t[0]:+.1f}..{r['end_timestamp_s'] - hog_t[0]:+.1f} s "
         f"{[c['code'] for c in r['hint']['causes']]}" for r in recs)
