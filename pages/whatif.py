@@ -121,8 +121,8 @@ if not meta.exists():
     b2.info(f"No {values['predictor']} model for this dataset and options yet: press **Train**.",
             icon=":material/info:")
     st.stop()
-b2.caption(f"{values['predictor']} trained {W.trained_when(meta)}{W.training_took(path)}, saved as JSON in the data directory "
-           f"({path.name}).")
+b2.caption(f"{values['predictor']} trained {W.trained_when(meta)}{W.training_took(path)}, saved as JSON in the data "
+           f"directory ({path.name}).")
 
 point = {**{c: values[c] for c in POINT_COLUMNS}, **W.setting_point(values, settings)}
 try:

@@ -12,7 +12,8 @@ difference from the repeats of each side (``sqrt(s_a^2/n_a + s_b^2/n_b)``);
 a difference is called significant when Welch's t-test (the Welch-Satterthwaite
 degrees of freedom) rejects equal means at :data:`NOISE_ALPHA`: with two repeats a
 side that takes a difference of about 4.3 standard errors, not 2 (two standard
-errors would call one point in five significant between identical setups). Points without repeats on both sides cannot be judged and say so
+errors would call one point in five significant between identical setups).
+Points without repeats on both sides cannot be judged and say so
 (``significant`` is missing). A configuration is what :func:`perfmodel.curves.fit_curves`
 fits one curve to (framework, dtypes, parallelism and thread count included), so
 the runs pooled as the repeats of a point are true repeats of one configuration.

@@ -1353,7 +1353,8 @@ class RooflineGBM(Predictor):
         at batch 16, the KV-full one being 20, then 147, 175 and 227 at 32, 64 and 256). The band's upper end
         is kept (the cap's batch counts every sequence at full length, which a paged cache does not reach at
         once). Beyond twice the KV-full batch (:data:`_KV_QUEUE`), the configuration's largest measured batch
-        and the largest trained one, the answer stops moving with the batch: only more sequences wait. False disables it.
+        and the largest trained one, the answer stops moving with the batch: only more sequences wait. False
+        disables it.
     keep_suspect
         Keep training rows that beat the physical bound (:func:`perfmodel.physics.flag_suspect`), and
         TTFTs below the TTFT floor in the TTFT model's (:func:`perfmodel.physics.flag_fast_ttft`).
@@ -2734,8 +2735,9 @@ class RooflineGBM(Predictor):
         lower, and the lower end of its band; the upper end stays. Beyond :data:`_KV_QUEUE` times the
         KV-full batch, the configuration's largest measured batch (``keys``) and the largest trained batch, the
         answer is the one there: within the trained batches the trees learnt what a full cache costs, and
-        beyond them their answer wandered with the batch (Llama-3-8B on one H100 at 1,024 + 1,024 tokens, 228 sequences fitting: 4,041, 3,738, 3,937 and
-        3,812 tok/s at batch 512 to 4,096), where only more sequences wait."""
+        beyond them their answer wandered with the batch (Llama-3-8B on one H100 at 1,024 + 1,024 tokens, 228
+        sequences fitting: 4,041, 3,738, 3,937 and 3,812 tok/s at batch 512 to 4,096), where only more
+        sequences wait."""
         in_flight = _in_flight(bb, kv_fit)
         past = np.flatnonzero(in_flight < bb)
         if not len(past):
