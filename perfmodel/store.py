@@ -913,11 +913,15 @@ class Store:
 
     def _append(self, con: sqlite3.Connection, dataset_id: str, runs: pd.DataFrame) -> int:
         """Insert ``runs`` after the dataset's last row; returns the first new ``run_idx``."""
-        row = con.execute("SELECT n_runs, provenance, extra_columns FROM datasets WHERE id = ?",
+        row = con.execute("SELECT n_runs, provenance, extra_columns, formats FROM datasets WHERE id = ?",
                           (dataset_id,)).fetchone()
         if row is None:
             raise NotFoundError(f"no dataset with id {dataset_id!r} in {self.path}")
         n_runs, prov, extra_json = int(row[0]), json.loads(row[1]), json.loads(row[2])
+        # the formats its rows came in (a sweep's dataset had shown an empty "formats" cell on the Data page)
+        formats = list(json.loads(row[3]))
+        if "source_format" in runs.columns:
+            formats += [str(f) for f in pd.unique(runs["source_format"].dropna()) if str(f) not in formats]
         if prov.get("kind") != SWEEP_DATASET_KIND:
             raise StoreError(f"dataset {dataset_id} was imported and cannot grow; imported datasets are "
                              "immutable (only sweep datasets take appended runs)")
@@ -926,8 +930,8 @@ class Store:
             raise StoreError(f"cannot store column(s) {sorted(unknown)}: not canonical and not fw_/hw_ extras")
         extra_cols = list(extra_json) + [c for c in runs.columns if is_extra_column(c) and c not in extra_json]
         self._insert_runs(con, dataset_id, runs, n_runs)
-        con.execute("UPDATE datasets SET n_runs = ?, extra_columns = ? WHERE id = ?",
-                    (n_runs + len(runs), json.dumps(extra_cols), dataset_id))
+        con.execute("UPDATE datasets SET n_runs = ?, extra_columns = ?, formats = ? WHERE id = ?",
+                    (n_runs + len(runs), json.dumps(extra_cols), json.dumps(formats), dataset_id))
         return n_runs
 
     def create_sweep(self, name: str, plan: Mapping[str, Any], point_keys: Sequence[str], *,

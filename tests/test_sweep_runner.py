@@ -6,6 +6,7 @@ import threading
 from typing import Any, ClassVar
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from perfmodel.curves import fit_curve
@@ -59,6 +60,8 @@ def test_points_stored_in_order_with_plan_identity_and_progress() -> None:
     assert (result.status, result.n_done, result.n_failed, result.n_measured) == ("done", 8, 0, 8)
     runs = store.runs(result.dataset_id)
     assert store.dataset(result.dataset_id).n_runs == len(runs) == 8
+    # the format its rows came in, once (the Data page's "formats" cell of a sweep had been empty)
+    assert store.dataset(result.dataset_id).formats == tuple(pd.unique(runs["source_format"])) != ()
     assert runs["batch_size"].tolist() == [1, 2, 4, 8, 1, 2, 4, 8]  # interleaved repeats
     assert runs["repeat_idx"].tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
     assert set(runs["hardware"]) == {"cpu-x86-2vcpu"} and set(runs["model"]) == {"perfmodel-micro-llama"}
