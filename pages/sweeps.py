@@ -101,8 +101,13 @@ with st.expander("New sweep", icon=":material/play_circle:", key=S.NEW_OPEN, on_
             except PerfmodelError as exc:
                 ui.show_error(exc, what="Not started" if start else "The plan is not valid")
             else:
-                st.success(f"Plan valid: {est.text()} ({est.basis})." + (" Started." if start else ""),
-                           icon=":material/check_circle:")
+                problem = None if start else S.server_problem(plan)
+                if problem is not None:
+                    st.warning(f"Plan valid: {est.text()} ({est.basis}); but the server check failed, so a sweep "
+                               f"would stop at once: {problem}", icon=":material/warning:")
+                else:
+                    st.success(f"Plan valid: {est.text()} ({est.basis})." + (" Started." if start else ""),
+                               icon=":material/check_circle:")
     with upload_tab:
         uploaded = st.file_uploader("Plan file", type=["yaml", "yml", "json"], key=S.UPLOAD)
         if st.button("Start uploaded plan", disabled=uploaded is None, key="sweeps.upload.start",

@@ -72,6 +72,14 @@ def test_form_errors_name_options_and_valid_values() -> None:
     at.button(key="sweeps.form.check").click().run()
     msg = at.error[0].value
     assert "Server URL: " in msg and "none was given" in msg and "None" not in msg and "Concurrency levels" in msg
+    # a server that does not answer: not "Plan valid" alone (Start then failed at once)
+    at.text_input(key=f["target"]).set_value("http://127.0.0.1:9/v1")
+    at.text_input(key=f["batch_sizes"]).set_value("1,2")
+    at.text_input(key=f["output_lens"]).set_value("8")
+    at.button(key="sweeps.form.check").click().run()
+    _no_exception(at)
+    assert not at.error and not at.success, [e.value for e in at.error]
+    assert any("server check failed" in w.value and "cannot reach the server" in w.value for w in at.warning)
     at.radio(key=f["backend"]).set_value("local").run()
 
     at.text_input(key=f["batch_sizes"]).set_value("1:64:x2")

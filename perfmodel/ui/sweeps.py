@@ -35,6 +35,7 @@ __all__ = [
     "RESUMED",
     "RESUME_WAIT_S",
     "resumed_wait",
+    "server_problem",
     "sweeps_table",
     "sweep_points_table",
     "sweep_figure",
@@ -319,3 +320,30 @@ def plan_from_upload(name: str, content: bytes) -> SweepPlan:
         Unreadable or invalid.
     """
     return plan_from_text(content.decode("utf-8", errors="replace"), source=name)
+
+
+def server_problem(plan: Any) -> str | None:
+    """For an HTTP plan, why its server cannot be swept now (unreachable, no such model), as the sweep's own
+    first step would find (:meth:`perfmodel.sweep.http_backend` ``check``); None when it answers, or for a
+    local plan. "Check plan" had said "Plan valid" for a server that did not answer, and Start then failed.
+
+    Parameters
+    ----------
+    plan
+        A validated :class:`perfmodel.sweep.plan.SweepPlan`.
+    """
+    if plan.backend != "http":
+        return None
+    from ..errors import PerfmodelError
+    from ..sweep.runner import make_backend
+
+    backend = None
+    try:
+        backend = make_backend(plan)
+        backend.check()
+    except PerfmodelError as exc:
+        return str(exc)
+    finally:
+        if backend is not None:
+            backend.close()
+    return None
