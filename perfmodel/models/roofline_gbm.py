@@ -2748,14 +2748,16 @@ class RooflineGBM(Predictor):
         asked = np.concatenate([in_flight[past], queue_at[far]])
         both = self._predict(runs.iloc[np.concatenate([past, past[far]])].assign(batch_size=asked), lvl,
                              capped=True)
-        at, queue = both.iloc[:len(past)], both["pred_throughput_tok_s"].to_numpy(dtype=float)[len(past):]
+        at, queue = both.iloc[:len(past)], both.iloc[len(past):]
         mid = out["pred_throughput_tok_s"].to_numpy(dtype=float, copy=True)
         low = out["pred_lower"].to_numpy(dtype=float, copy=True)
-        own = mid[past]
-        own[far] = queue
-        mid[past] = np.fmin(own, at["pred_throughput_tok_s"].to_numpy(dtype=float))
+        own, own_low = mid[past], low[past]
+        own[far] = queue["pred_throughput_tok_s"].to_numpy(dtype=float)
         with np.errstate(invalid="ignore"):  # no band (NaN) stays NaN
-            low[past] = np.minimum(low[past], at["pred_lower"].to_numpy(dtype=float))
+            # the answer held to the queue batch's keeps that batch's lower end too: never above its band
+            own_low[far] = np.minimum(own_low[far], queue["pred_lower"].to_numpy(dtype=float))
+            low[past] = np.minimum(own_low, at["pred_lower"].to_numpy(dtype=float))
+        mid[past] = np.fmin(own, at["pred_throughput_tok_s"].to_numpy(dtype=float))
         return out.assign(pred_throughput_tok_s=mid, pred_lower=low)
 
     def step_overhead_bound(self, runs: pd.DataFrame) -> pd.DataFrame:
