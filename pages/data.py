@@ -65,13 +65,15 @@ with importer:
     last = st.session_state.get(K.LAST_IMPORT)
     if last in set(datasets["id"]):
         row = datasets.set_index("id").loc[last]
+        last_issues = ui.dataset_issues(home, last, stamp)
+        skipped = tables.skipped_rows(last_issues)
         if st.session_state.get(K.LAST_IMPORT_KNOWN):
             former = st.session_state.get(K.LAST_IMPORT_RENAMED)
             st.info(f"Already stored: these files, with these settings, are dataset **{row['name']}** (`{last}`, "
                     f"{row['rows']:,} run(s)"
                     + (f", renamed from **{former}** as typed" if former else "")
                     + "); nothing was added.", icon=":material/info:")
-        elif row["rows"] and not (skipped := tables.skipped_rows(ui.dataset_issues(home, last, stamp))):
+        elif row["rows"] and not skipped:
             st.success(f"Imported **{row['rows']:,}** run(s) into dataset **{row['name']}** (`{last}`) with "
                        f"**{row['issues']:,}** issue(s).", icon=":material/check_circle:")
         elif row["rows"]:  # a green banner had stood over rows left out for errors
@@ -82,7 +84,6 @@ with importer:
         else:  # a file whose every request failed: stored as a record of the failure, with nothing to plot
             st.warning(f"Dataset **{row['name']}** (`{last}`) holds **no run**: nothing in the file could be "
                        f"measured (see its **{row['issues']:,}** issue(s) below).", icon=":material/warning:")
-        last_issues = ui.dataset_issues(home, last, stamp)
         st.dataframe(tables.per_file_counts(ui.dataset_runs(home, last, stamp), last_issues),
                      hide_index=True, width="content")
         ui.issues_table(last_issues, key=K.IMPORT_ISSUE_SEVERITY)

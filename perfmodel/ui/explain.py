@@ -329,8 +329,7 @@ def split_comparison(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, l
 def _r2_words(column: str) -> str:
     """An R² column in words, as the table heads it (``r2_log_transfer``: ``R² (log) transfer``)."""
     head = COMPARISON_COLUMNS.get(column)
-    label = getattr(head, "label", None) or (head.get("label") if isinstance(head, dict) else None)
-    return str(label or column)
+    return str(head.get("label") or column) if isinstance(head, dict) else column
 
 
 def top_features_in_words(cell: Any) -> Any:
