@@ -96,9 +96,23 @@ def test_estimate_grows_with_work() -> None:
     small = plan_from_dict({**BASE, "repeats": 1}).estimate()
     more = plan_from_dict({**BASE, "repeats": 2}).estimate()
     longer = plan_from_dict({**BASE, "repeats": 1, "output_lens": [512]}).estimate()
-    assert small.n_points == 2 and more.total_s == pytest.approx(2 * small.total_s)
-    assert longer.total_s > 5 * small.total_s
+    assert small.n_points == 2 and small.startup_s == more.startup_s > 0
+    assert more.total_s - more.startup_s == pytest.approx(2 * (small.total_s - small.startup_s))
+    assert longer.total_s - longer.startup_s > 5 * (small.total_s - small.startup_s)
     assert "points, about" in small.text()
+
+
+def test_estimate_counts_starting_the_local_engine() -> None:
+    # A sweep of two short points on the micro engine was estimated "under a second"; it took 9 s,
+    # nearly all of it importing torch and building the model. The start-up grows with the model.
+    micro = plan_from_dict({**BASE, "repeats": 1, "engine_size": "micro"}).estimate()
+    medium = plan_from_dict({**BASE, "repeats": 1, "engine_size": "medium"}).estimate()
+    assert micro.total_s >= 5 and "to start the engine" in micro.basis
+    assert micro.text() != "2 points, under a second"
+    assert medium.startup_s > micro.startup_s + 20
+    assert micro.per_point_s < micro.total_s / micro.n_points
+    http = plan_from_dict({**BASE, "backend": "http", "target": "http://127.0.0.1:1"}).estimate()
+    assert http.startup_s == 0
 
 
 def test_yaml_file_round_trip_and_bad_file(tmp_path: Path) -> None:

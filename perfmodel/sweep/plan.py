@@ -144,6 +144,14 @@ _ACCEL_STEP_OVERHEAD_S_PER_LAYER = 7e-4
 _ACCEL_PEAK_FRACTION = 0.5
 _ACCEL_FALLBACK_FLOP_S = 1e14
 _HTTP_TOKEN_S = 0.02
+# Starting the local engine before the first point: the sweep process imports torch and
+# transformers and builds the random-weight model (measured on the 2-vCPU VM, 2026-12-02:
+# about 10 s before the first model, whatever its size, then 3.4 s for the 125 M "small"
+# and 47 s for the 1.5 B "medium" model on a CPU, about 3e-8 s per parameter). On an
+# accelerator the weights are initialised on the device itself, in about a second.
+_LOCAL_START_S = 10.0
+_LOCAL_INIT_S_PER_PARAM = 3e-8
+_ACCEL_INIT_S = 1.0
 _HTTP_PREFILL_TOK_S = 5000.0
 
 _GEOMETRIC = re.compile(r"^\s*(\d+)\s*:\s*(\d+)\s*:\s*[x*]\s*(\d+(?:\.\d+)?)\s*$")
@@ -411,9 +419,9 @@ class PlanEstimate:
     n_points
         Planned points.
     total_s
-        Estimated seconds for the whole sweep (warm-up included).
+        Estimated seconds for the whole sweep (warm-up and start-up included).
     per_point_s
-        Mean estimated seconds per point.
+        Mean estimated seconds per point (start-up excluded).
     basis
         How the figure was obtained, in words.
     """
@@ -422,6 +430,7 @@ class PlanEstimate:
     total_s: float
     per_point_s: float
     basis: str
+    startup_s: float = 0.0
 
     def text(self) -> str:
         """``"24 points, about 3 min"``."""
@@ -480,7 +489,7 @@ def _params(config: Mapping[str, int | bool]) -> float:
 
 
 def _estimate(plan: SweepPlan) -> PlanEstimate:
-    total_s = 0.0
+    total_s = startup_s = 0.0
     warm = plan.effective_warmup
     if plan.backend == "local" and plan.engine_size in ENGINE_SIZES:
         config = ENGINE_SIZES[plan.engine_size].config
@@ -488,14 +497,18 @@ def _estimate(plan: SweepPlan) -> PlanEstimate:
         if plan.engine_device.startswith("cpu"):
             step_s, flop_s = _LOCAL_STEP_OVERHEAD_S, _LOCAL_FLOP_S * max(1, plan.engine_threads)
             warm_len = 8  # LocalEngine warms up with 8 tokens on a CPU
-            basis = (f"local engine cost model: {_LOCAL_CALL_OVERHEAD_S * 1e3:.0f} ms per call + "
+            startup_s = _LOCAL_START_S + _LOCAL_INIT_S_PER_PARAM * n_params
+            basis = (f"local engine cost model: {format_duration(startup_s)} to start the engine + "
+                     f"{_LOCAL_CALL_OVERHEAD_S * 1e3:.0f} ms per call + "
                      f"{_LOCAL_STEP_OVERHEAD_S * 1e3:.0f} ms per step + "
                      f"{_LOCAL_FLOP_S / 1e9:.0f} GFLOP/s per thread")
         else:
             step_s = _ACCEL_STEP_OVERHEAD_S_PER_LAYER * int(config["num_hidden_layers"])
             flop_s = _accelerator_flop_s(plan.hardware, plan.engine_dtype)
             warm_len = None  # full output length on an accelerator (LocalEngine)
-            basis = (f"accelerator cost model: {step_s * 1e3:.0f} ms per step + matmuls at "
+            startup_s = _LOCAL_START_S + _ACCEL_INIT_S
+            basis = (f"accelerator cost model: {format_duration(startup_s)} to start the engine + "
+                     f"{step_s * 1e3:.0f} ms per step + matmuls at "
                      f"{flop_s / 1e12:.0f} TFLOP/s ({plan.hardware})")
         for p in plan.points():
             def gen_s(n_out: int, p: SweepPoint = p) -> float:
@@ -510,7 +523,8 @@ def _estimate(plan: SweepPlan) -> PlanEstimate:
             total_s += waves * (p.output_len_tok * _HTTP_TOKEN_S + p.input_len_tok / _HTTP_PREFILL_TOK_S)
         basis = f"HTTP guess: {_HTTP_TOKEN_S * 1e3:.0f} ms per generated token per request wave"
     n = plan.n_points
-    return PlanEstimate(n_points=n, total_s=total_s, per_point_s=total_s / n if n else 0.0, basis=basis)
+    return PlanEstimate(n_points=n, total_s=startup_s + total_s, per_point_s=total_s / n if n else 0.0,
+                        basis=basis, startup_s=startup_s)
 
 
 def _required(loc: str) -> str:
