@@ -40,7 +40,7 @@ def import_files(paths: Sequence[str | Path], *, format: str | None = None, meta
     meta
         What the user supplies (hardware, model, ...), applied to every file.
     name
-        Dataset name (defaults to the first file's stem; made unique).
+        Dataset name (defaults to the first file's stem, + N more files when several; made unique).
     store
         Store to write to (default: the store in :func:`perfmodel.config.home_dir`).
     strict

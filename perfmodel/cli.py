@@ -149,7 +149,8 @@ def main(home: Path | None, json_output: bool) -> None:
               help="Column mapping for generic CSV files (repeatable).")
 @click.option("--latency-unit", type=click.Choice(LATENCY_UNITS), default=None,
               help="Unit of latency columns in generic CSV files.")
-@click.option("--dataset", "dataset_name", help="Dataset name (default: the first file's name).")
+@click.option("--dataset", "dataset_name",
+              help="Dataset name (default: the first file's name, + N more files when several).")
 @click.option("--strict", is_flag=True,
               help="Store nothing (exit 2) when any row has an error; by default such rows are left out.")
 @click.option("--json", "as_json", is_flag=True, help="JSON output.")

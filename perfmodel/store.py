@@ -394,6 +394,15 @@ def _name_taken(con: sqlite3.Connection, name: str, other_than: str) -> str | No
     return None if row is None else str(row[0])
 
 
+def _default_name(results: Sequence[ImportResult]) -> str:
+    """The first file's stem, and how many more files went in: ten sample files imported at once had been
+    named after the first alone."""
+    files = list(dict.fromkeys(r.file for r in results))
+    first = Path(files[0]).stem or "dataset"
+    more = len(files) - 1
+    return first if more == 0 else f"{first} + {more} more file{'s' if more > 1 else ''}"
+
+
 def content_id(results: Sequence[ImportResult], meta: ImportMeta | None) -> str:
     """The content address of an import: same files + same metadata -> same id.
 
@@ -742,7 +751,7 @@ class Store:
         results
             The imported files (at least one), rows stored in this order.
         name
-            Dataset name; defaults to the first file's stem. A name already in use
+            Dataset name; defaults to the first file's stem, with "+ N more files" when there are several. A name already in use
             gets `` (2)``, `` (3)``... appended.
         meta
             The metadata supplied with the import (part of the content id).
@@ -763,7 +772,7 @@ class Store:
         if not results:
             raise StoreError("nothing to store: no imported file was given")
         ds_id = content_id(results, meta)
-        base_name = (name or "").strip() or Path(results[0].file).stem or "dataset"
+        base_name = (name or "").strip() or _default_name(results)
         frames = [r.runs for r in results]
         extra_cols: list[str] = []
         for f in frames:

@@ -118,6 +118,15 @@ def test_multi_file_dataset_keeps_order_and_unions_extras(tmp_path: Path) -> Non
     assert_frame_equal(back, expected[back.columns], check_exact=True)
 
 
+def test_an_unnamed_dataset_of_several_files_says_how_many_more_it_holds(tmp_path: Path) -> None:
+    # Ten sample files imported at once had been named after the first alone.
+    store = Store(tmp_path)
+    files = [make_result(3, seed=s, file=f"run{s}.csv") for s in range(3)]
+    assert store.add_dataset(files).name == "run0 + 2 more files"
+    assert store.add_dataset(files[1:]).name == "run1 + 1 more file"
+    assert store.add_dataset(files[2:]).name == "run2"
+
+
 def test_same_content_returns_existing(tmp_path: Path) -> None:
     store = Store(tmp_path)
     res = make_result(20, seed=5)
