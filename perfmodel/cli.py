@@ -766,6 +766,15 @@ def _in_file(name: str) -> Iterator[None]:
         raise ValidationError(f"{name}: {exc.headline}", problems) from None
 
 
+def _only_framework(predictor: Any) -> str | None:
+    """The framework of a one-point query left unsaid: the model's only one (None when it knows several)."""
+    known = sorted(getattr(predictor, "seen_", {}).get("framework", ()))
+    if len(known) != 1:
+        return None
+    click.echo(f"framework: {known[0]} (the only one the model was trained on)", err=True)
+    return str(known[0])
+
+
 @main.command("predict")
 @click.argument("model_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.argument("queries", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
@@ -775,7 +784,7 @@ def _in_file(name: str) -> Iterator[None]:
               show_default=True, help="Nominal coverage of the band.")
 @click.option("--hardware", help="One-point form: hardware name.")
 @click.option("--model", "model_name", help="One-point form: model name.")
-@click.option("--framework", help="One-point form: framework.")
+@click.option("--framework", help="One-point form: framework (default: the model's only one).")
 @click.option("--device-count", type=click.IntRange(min=1), default=1, show_default=True,
               help="One-point form: accelerators.")
 @click.option("--input-len", type=float, help="One-point form: input tokens.")
@@ -795,10 +804,17 @@ def predict_cmd(ctx: click.Context, model_dir: Path, queries: Path | None, outpu
 
     point = {"--hardware": hardware, "--model": model_name, "--framework": framework, "--input-len": input_len,
              "--output-len": output_len, "--batch": batch}
+    predictor = load_predictor(model_dir)
     if queries is None:
+        if framework is None:
+            framework = _only_framework(predictor)
+            point["--framework"] = framework
         missing = [k for k, v in point.items() if v is None]
         if missing:
-            raise click.UsageError("give a QUERIES file, or one point with " + ", ".join(missing))
+            known = sorted(getattr(predictor, "seen_", {}).get("framework", ()))
+            raise click.UsageError("give a QUERIES file, or one point with " + ", ".join(missing)
+                                   + (f" (the model was trained on {', '.join(known)})"
+                                      if "--framework" in missing and known else ""))
         raw = pd.DataFrame([{"hardware": hardware, "model": model_name, "framework": framework,
                              "device_count": device_count, "input_len_tok": input_len,
                              "output_len_tok": output_len, "batch_size": batch}])
@@ -809,7 +825,6 @@ def predict_cmd(ctx: click.Context, model_dir: Path, queries: Path | None, outpu
         if given:
             raise click.UsageError(f"give either a QUERIES file or the one-point options, not both ({given[0]})")
         raw, table = _read_queries(queries)
-    predictor = load_predictor(model_dir)
     with _point_errors() if queries is None else _in_file(queries.name):
         pred = predict_with_latency(predictor, table.reset_index(drop=True), level=level)
     # A file predict wrote (its columns are queries too): its old answers are replaced, not duplicated

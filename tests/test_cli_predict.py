@@ -207,6 +207,20 @@ def test_train_refuses_a_directory_that_holds_something_else(model_dir, slice_cs
     assert res.exit_code == 0, res.output
 
 
+def test_one_point_without_a_framework_takes_the_models_only_one(quick_model, model_dir):
+    # The one-point form names no framework; it had been refused with "give ... --framework".
+    without = [a for a in POINT if a not in ("--framework", "vllm")]
+    res = CliRunner().invoke(main, ["predict", str(quick_model), *without])
+    named = CliRunner().invoke(main, ["predict", str(quick_model), *POINT])
+    assert res.exit_code == 0 and named.exit_code == 0, res.output + named.output
+    assert "framework: vllm (the only one the model was trained on)" in res.stderr
+    assert res.stdout == named.stdout and "tok/s" in res.stdout
+    # a model of several frameworks asks, and says which it knows
+    res = CliRunner().invoke(main, ["predict", str(model_dir), *without])
+    assert res.exit_code == 2 and "one point with --framework (the model was trained on " in res.output
+    assert "vllm" in res.output.split("trained on", 1)[1]
+
+
 def test_predict_and_evaluate_answer_in_json(model_dir, slice_csv, tmp_path):
     import json
 
