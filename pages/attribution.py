@@ -23,7 +23,7 @@ st.title("Attribution", anchor=False)
 st.caption("Which quantities drive the predicted throughput, as exact TreeSHAP values of a gradient-boosted model "
            "of log throughput (a value v multiplies throughput by exp(v)); whether it learned hardware physics or "
            "one framework's quirks shows in the feature-set comparison and the transfer test.")
-st.markdown("Feature kinds: " + X.legend_markdown())
+st.markdown("Feature kinds: " + X.legend_markdown(), help=X.KIND_HELP)
 
 ds = ui.available_datasets(home)
 analyses.page_analysis("attribution")

@@ -98,7 +98,7 @@ __all__ = [
     "data_hash",
 ]
 
-KINDS = ("physical", "framework", "identity", "workload", "other")
+KINDS = ("physical", "framework", "setting", "identity", "workload", "other")
 """Feature kinds, the order the legend uses."""
 ENGINES = ("shap", "xgboost")
 """``shap``: ``shap.TreeExplainer`` (extra ``explain``); ``xgboost`` (default): XGBoost's own ``pred_contribs``,
@@ -146,8 +146,8 @@ def feature_kind(name: str) -> str:
     """
     if name in PHYSICAL:
         return "physical"
-    if name in VARYING_BY:  # a setting chosen before the run (threads, llama.cpp's n_batch), not a metric
-        return "workload"
+    if name in VARYING_BY:  # a framework setting chosen before the run (threads, llama.cpp's n_batch), not a metric
+        return "setting"
     if name.startswith(FRAMEWORK_PREFIX):
         return "framework"
     if any(name.startswith(p) for p in (*IDENTITY_PREFIXES.values(), *LEGACY_IDENTITY_PREFIXES.values())):

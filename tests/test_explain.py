@@ -126,6 +126,17 @@ def test_kinds_cover_every_set() -> None:
     assert E.feature_kind("id_hw_h100-sxm") == "identity"
     assert E.feature_kind("batch_size") == E.feature_kind("log1p_ii") == "workload"
     assert E.feature_kind("prior_kind") == "other"
+    # llama.cpp's n_batch and torch's threads were counted as "workload": they are chosen settings of the framework
+    assert E.feature_kind("fw_n_batch") == E.feature_kind("fw_num_threads") == "setting"
+
+
+def test_the_legend_names_and_explains_every_kind() -> None:
+    from perfmodel.ui import explain as X
+
+    assert set(X.KIND_STYLE) == set(E.KINDS)
+    legend = X.legend_markdown()
+    for kind in E.KINDS:
+        assert f"{X.KIND_STYLE[kind][2]} {kind}]" in legend and f"**{kind}**" in X.KIND_HELP
 
 
 def test_explanation_is_frozen_cached_and_states_its_sample(kv_model: E.TreeModel, kv_runs: pd.DataFrame) -> None:

@@ -55,7 +55,7 @@ def test_settings_are_not_framework_metrics_and_are_named() -> None:
     assert features.feature_names(r, "framework") == ["fw_kv_usage"]  # a setting is no metric of the run
     assert features.feature_names(r, "settings") == ["fw_n_batch"]
     assert "fw_n_batch" in features.feature_names(r, "all") and "fw_n_batch" in features.feature_names(r, "static")
-    assert feature_kind("fw_n_batch") == "workload" and feature_kind("fw_kv_usage") == "framework"
+    assert feature_kind("fw_n_batch") == "setting" and feature_kind("fw_kv_usage") == "framework"
     assert set(features.SETTING_DOCS) == set(VARYING_BY)
     assert features.feature_label("fw_n_batch") == "framework setting: llama.cpp n_batch (tok)"
 

@@ -58,6 +58,7 @@ __all__ = [
     "feature_glossary",
     "feature_labels",
     "kind_label",
+    "KIND_HELP",
     "legend_markdown",
     "engine",
     "gbdt_model",
@@ -74,11 +75,21 @@ KIND_STYLE: Mapping[str, tuple[str, str, str]] = {
     # kind: (colour, plotly marker symbol, text marker)
     "physical": ("#1f77b4", "circle", "●"),
     "framework": ("#d62728", "diamond", "◆"),
+    "setting": ("#ff7f0e", "star", "★"),
     "identity": ("#7f7f7f", "square", "■"),
     "workload": ("#2ca02c", "triangle-up", "▲"),
     "other": ("#9467bd", "x", "✕"),
 }
 """One colour and marker per feature kind, used by every chart and table of the page."""
+KIND_HELP = (
+    "**physical**: hardware and model quantities from the catalogs (KV-cache bytes, bytes per SM, memory-"
+    "bandwidth pressure, compute intensity, ...).  \n"
+    "**framework**: metrics the serving framework reported during the run (fw_* columns scraped from /metrics).  \n"
+    "**setting**: a framework setting chosen before the run (torch threads, llama.cpp's n_batch).  \n"
+    "**identity**: which hardware, model or framework a row is (one indicator each).  \n"
+    "**workload**: input and output length, batch size, device count and their ratios.  \n"
+    "**other**: the roofline prior's regime and what fits no kind above.")
+"""What each feature kind holds, for the legend's help."""
 FEATURE_SET_CHOICES = ("all", "physical", "framework", "identity", "raw+derived+physical", "physical+framework")
 QP_WHATIF: Mapping[str, str] = {
     "hardware": "hardware", "model": "model", "framework": "framework", "input_len_tok": "input_len",
@@ -571,7 +582,8 @@ def kind_label(kind: str) -> str:
 
 def legend_markdown() -> str:
     """A one-line coloured legend of the feature kinds (Streamlit Markdown colours)."""
-    names = {"#1f77b4": "blue", "#d62728": "red", "#7f7f7f": "gray", "#2ca02c": "green", "#9467bd": "violet"}
+    names = {"#1f77b4": "blue", "#d62728": "red", "#7f7f7f": "gray", "#2ca02c": "green", "#9467bd": "violet",
+             "#ff7f0e": "orange"}
     return "  ".join(f":{names[c]}[{m} {k}]" for k, (c, _, m) in KIND_STYLE.items())
 
 
