@@ -45,6 +45,7 @@ model_options = list(dict.fromkeys([*sorted(runs.get("model", []).dropna().astyp
 fw_options = sorted(runs.get("framework", []).dropna().astype(str).unique().tolist()) or ["vllm"]
 for msg in W.settle_link(defaults, {"hardware": hw_options, "model": model_options}):
     st.warning(msg, icon=":material/link_off:")
+W.settle_framework(fw_options)
 W.widen_range_to_link_batch()
 settings, moved_settings = W.settle_settings(home, selected, stamp)
 for msg in moved_settings:
@@ -143,7 +144,7 @@ band = (f"{W.rate(at_b['pred_lower'])} - {W.rate(at_b['pred_upper'])}" if not ma
 m2.metric(f"{res.level:.0%} band", band)
 m3.metric("Confidence", "n/a" if math.isnan(at_b["confidence"]) else f"{at_b['confidence']:.2f}",
           help=W.confidence_help(values["predictor"], LOW_CONFIDENCE))
-m4.metric("Roofline bound", "n/a" if math.isnan(at_b["roofline_tok_s"]) else f"{W.rate(at_b['roofline_tok_s'])} tok/s",
+m4.metric("Roofline bound", "n/a" if not math.isfinite(at_b["roofline_tok_s"]) else f"{W.rate(at_b['roofline_tok_s'])} tok/s",
           help="Physical upper bound from the catalogs (n/a: the catalog lacks a figure it needs: the bandwidth, the FLOPS, or the model's KV-cache size, which DeciLM-7B's per-layer KV heads leave undefined).")
 l1, l2, l3, l4 = st.columns(4)
 l1.metric("Total throughput", f"{W.rate(at_b['pred_total_throughput_tok_s'])} tok/s",

@@ -352,6 +352,13 @@ def test_every_link_value_the_page_cannot_use_is_named_with_what_is_shown_instea
     at = _page(dataset=ds, hardware="H200")
     _no_exception(at)
     assert at.selectbox(key=K["hardware"]).value == "h200" and not at.warning
+    # So is a framework: "Transformers" had stayed as written, a framework the dataset never ran
+    at = _page(dataset=ds, hardware="H200", framework="Transformers")
+    _no_exception(at)
+    assert at.selectbox(key=K["framework"]).value == "transformers" and not at.warning
+    assert at.selectbox(key=K["framework"]).options.count("transformers") == 1
+    at = _page(dataset=ds, framework="TensorRT-LLM")  # open-ended, written as the catalog writes it
+    assert at.selectbox(key=K["framework"]).value == "tensorrt-llm"
     # A batch range the wrong way round names the link parameters in words, not "column 'batch_min'".
     at = _page(dataset=ds, batch_min="64", batch_max="8")
     _no_exception(at)

@@ -43,6 +43,7 @@ __all__ = [
     "restore_from_link",
     "apply_defaults",
     "settle_link",
+    "settle_framework",
     "UNSET",
     "settle_settings",
     "choose_settings",
@@ -279,6 +280,21 @@ def widen_range_to_link_batch() -> None:
         st.session_state[KEYS["batch_min"]] = float(b)
     if isinstance(hi, (int, float)) and b > hi:
         st.session_state[KEYS["batch_max"]] = float(b)
+
+
+def settle_framework(options: Sequence[str]) -> None:
+    """Write the framework as the dataset does: a link's or a typed ``vLLM`` had stayed as written, so the
+    dataset's ``vllm`` runs were not its own and the answer was out of domain (band 1,399 - 6,618 against
+    3,240 - 3,757). An unknown framework stays, canonical (frameworks are open-ended). Run before the box
+    is drawn."""
+    from ..catalog import canonical_framework
+
+    v = st.session_state.get(KEYS["framework"])
+    if v in (None, "") or v in options:
+        return
+    by_case = {str(o).lower(): o for o in options}
+    canon = canonical_framework(str(v))
+    st.session_state[KEYS["framework"]] = by_case.get(str(v).strip().lower()) or by_case.get(canon, canon)
 
 
 def settle_link(defaults: Mapping[str, Any], options: Mapping[str, Sequence[str]]) -> list[str]:
@@ -1213,7 +1229,8 @@ def confidence_help(predictor: str, low: float) -> str:
     """
     if predictor == "roofline-gbm":
         return ("0..1: the prediction divided by the upper end of its calibrated 90% band (0.5: the band reaches twice "
-                "the prediction), so it falls as the band widens away from the data; on held-out rows of "
+                "the prediction), so it falls as the band widens away from the data. It is read from the 90% band "
+                "whichever band level the page shows, so it does not change with the level. On held-out rows of "
                 "LLM-Inference-Bench it tracks the error (Spearman -0.34 to -0.61 by protocol). "
                 f"Below {low:g} (a 90% band wider than a factor 25) the page warns.")
     if predictor == "ala":
