@@ -173,13 +173,16 @@ KNEE_MIN_DISTANCE = 0.05
 AICC_MARGIN = 2.0
 """AICc improvement the piecewise shape needs over the exponential to be chosen."""
 N_RESTARTS = 4
+"""Extra starts (other saturation rates) tried when the first exponential fit fails."""
 PLATEAU_MAX_FACTOR = 10.0
 """Upper bound of ``a`` and ``c`` as a multiple of the largest measured throughput. A curve
 still rising linearly has its optimum at infinity (c, a -> inf, b -> 0); the bound keeps the
 optimiser finite and a fit that ends on it says the plateau is not identifiable."""
 RATE_MAX = 1e3
 """Upper bound of ``b`` times the largest measured batch (saturation within 0.1% of the range)."""
-"""Extra starts (other saturation rates) tried when the first exponential fit fails."""
+RATE_PROFILE_POINTS = 241
+"""Saturation rates, log-spaced from 1/1,000 to :data:`RATE_MAX` per largest batch, that :func:`_profile_rate`
+tries when every start of the exponential fit failed."""
 KNEE_GRID_POINTS = 256
 """Points of the grid, uniform in batch over the measured range, on which a fitted curve's Kneedle knee is found."""
 KNEE_REFINE_POINTS = 65
@@ -1050,6 +1053,41 @@ def _exp_point_fits(xs2: np.ndarray, ys2: np.ndarray, w2: np.ndarray, p0: np.nda
             "f_scale": np.where(used_robust, fsc, 1.0), "iterations": np.full(n_rows, it1 + it2)}
 
 
+def _profile_rate(xs: np.ndarray, ys: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, float, float] | None:
+    """The slowest saturation the data allow, where the solver found no optimum: a curve flat from its
+    second measured batch (45, 208, 209, 207 tok/s at batch 1, 16, 32 and 64) fits equally well at every rate
+    fast enough, so the solver crept up that valley until it ran out of steps and the curve fell back to a
+    log-linear one with no plateau. For each rate on a grid ``a`` and ``c`` are a weighted linear fit; the
+    answer is the smallest rate whose residual sum of squares is within one residual variance of the best
+    (``rss <= best * (1 + 1 / (n - 3))``), so the knee, b90 and b95 read from it are upper bounds.
+
+    Returns
+    -------
+    (params, rss, best rate) or None
+        Scaled ``(a, b, c)``, its residual sum of squares and the best rate on the grid; None when no rate
+        gives a rising curve (``a > 0``) with a plateau in bounds.
+    """
+    rates = np.geomspace(1e-3, RATE_MAX, RATE_PROFILE_POINTS)
+    sw = np.sqrt(w)
+    e = np.exp(-rates[:, None] * xs[None, :])  # (rates, points)
+    # weighted least squares of y = c - a e for each rate: normal equations of the 2 x 2 system
+    s_ee, s_e, s_1 = (w * e * e).sum(axis=1), (w * e).sum(axis=1), float(w.sum())
+    s_ey, s_y = (w * e * ys).sum(axis=1), float((w * ys).sum())
+    det = s_ee * s_1 - s_e ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = (s_e * s_y - s_1 * s_ey) / det
+        c = (s_ee * s_y - s_e * s_ey) / det
+        rss = (((c[:, None] - a[:, None] * e - ys[None, :]) * sw[None, :]) ** 2).sum(axis=1)
+    ok = (np.isfinite(rss) & (a > 0) & (c > 0) & (a <= PLATEAU_MAX_FACTOR) & (c <= PLATEAU_MAX_FACTOR)
+          & (np.abs(det) > _TINY))
+    if not ok.any():
+        return None
+    best = float(np.min(rss[ok]))
+    dof = max(len(xs) - 3, 1)
+    i = int(np.flatnonzero(ok & (rss <= best * (1.0 + 1.0 / dof) + _TINY))[0])
+    return np.array([a[i], rates[i], c[i]]), float(rss[i]), float(rates[int(np.argmin(np.where(ok, rss, np.inf)))])
+
+
 def _fit_exp(xs: np.ndarray, ys: np.ndarray, w: np.ndarray, p0: Callable[[], np.ndarray], loss: str,
              restarts: bool, pre: Mapping[str, Any] | None, origin_refit: bool = True) -> dict[str, Any]:
     n = len(xs)
@@ -1084,6 +1122,15 @@ def _fit_exp(xs: np.ndarray, ys: np.ndarray, w: np.ndarray, p0: Callable[[], np.
             fscale, rss_ls = float(res["f_scale"][i]), float(res["rss_ls"][i])
             nfev += int(res["iterations"][i])
             note = f"needed a restart (saturation rate start {rates[i]:g} / largest batch)"
+        else:
+            prof = _profile_rate(xs, ys, w)
+            if prof is not None and r2_of(prof[0]) >= R2_MIN_SUCCESS and prof[2] > prof[0][1] * (1 + 1e-9):
+                # the best rate is faster than the one kept: the data bound the rate from below only
+                p, converged, used_loss, fscale = prof[0], True, "linear", 1.0
+                rss_ls = prof[1]
+                note = ("the saturation rate is bounded only from below (the curve is flat after its first "
+                        "measured batches): the slowest saturation the data allow is shown, so the knee, b90 and "
+                        "b95 are upper bounds")
     p = np.asarray(p, dtype=float).copy()
     tied = False
     if origin_refit and converged and p[2] - p[0] * np.exp(-p[1] * xs.min()) <= 0:

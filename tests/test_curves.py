@@ -445,6 +445,25 @@ def test_all_results_golden(all_results_runs: pd.DataFrame) -> None:
     assert fit.predict([64])[0] == pytest.approx(15306.2 / 2, rel=0.05)
 
 
+def test_a_curve_flat_after_its_first_batch_keeps_its_plateau() -> None:
+    # Intel PVC / vLLM / Llama-2-7B at 2,048 + 2,048 tokens on one device (LLM-Inference-Bench): flat from batch
+    # 16, so every rate fast enough fits alike; the solver crept up that valley until its steps ran out, and the
+    # curve fell back to a log-linear one with no plateau, its band missing the batch-16 point.
+    batch, tput = [1, 16, 32, 64], [45.1, 208.0, 209.4, 206.5]
+    fit = fit_curve(batch, tput)
+    assert fit.success and fit.shape == "exp" and "bounded only from below" in fit.message
+    assert fit.params["c"] == pytest.approx(208, rel=0.01)
+    assert fit.b90 <= 16 and fit.b95 <= 16 and fit.plateau_reached
+    assert np.all(np.abs(fit.residuals) < 3)
+    # the slowest saturation the data allow: a slower one fits clearly worse
+    slower = tput - saturating_exp(np.array(batch, dtype=float), fit.params["a"], fit.params["b"] / 2,
+                                   fit.params["c"])
+    assert np.sum(slower ** 2) > 2 * np.sum(fit.residuals ** 2)
+    # a 0.02 % wobble on a flat tail is the same case
+    wobble = fit_curve(batch, [64, 100, 99.98, 99.99])
+    assert wobble.shape == "exp" and wobble.params["c"] == pytest.approx(100, rel=1e-3)
+
+
 # --------------------------------------------------------------------------- Curves-page review defects
 
 #: perfmodel-large-llama on one H200, 512/128 (sample_runs/...h200_local-sweep-warm.csv): nearly linear from
