@@ -40,6 +40,7 @@ CONFIGS_FOR = "curves._configs_for"
 #: The chart's options in the URL (grouping, selection, shape and intervals are written by links.write_curves_link).
 VIEW = {"y": (K.CURVES_Y, THROUGHPUT_METRICS[0]), "log_x": (K.CURVES_LOG_X, True),
         "n_boot": (K.CURVES_N_BOOT, N_BOOT_DEFAULT), "r2_min": (K.CURVES_R2_MIN, R2_POOR)}
+BOUNDS = {"n_boot": (10, 2000), "r2_min": (0.0, 1.0)}
 
 
 def _intervals_chosen() -> None:
@@ -58,7 +59,7 @@ ds = ui.available_datasets(home)
 analyses.page_analysis("curves")
 stamp = ds.stamp
 ui.restore_dataset_link(ds, links.restore_curves_from_link)
-PS.restore("curves", VIEW)
+PS.restore("curves", VIEW, BOUNDS)
 PS.defaults(VIEW)
 
 c1, c2 = st.columns([1, 2])
@@ -93,11 +94,11 @@ with st.expander("Fit options", icon=":material/tune:"):
         help="bootstrap: intervals of the knees, b90 and b95 and a confidence band (refits every configuration "
              "once per replicate). asymptotic: intervals of the curve's parameters only, several times faster. "
              f"Default: bootstrap up to {curves_core.BOOTSTRAP_MAX_CONFIGS:,} configurations, asymptotic above.")
-    n_boot = o3.number_input("Bootstrap replicates", min_value=10, max_value=2000, step=50, key=K.CURVES_N_BOOT,
+    n_boot = o3.number_input("Bootstrap replicates", *BOUNDS["n_boot"], step=50, key=K.CURVES_N_BOOT,
                              disabled=intervals != "bootstrap")
     PS.settle(K.CURVES_Y, THROUGHPUT_METRICS, THROUGHPUT_METRICS[0])
     y = o4.selectbox("Throughput", THROUGHPUT_METRICS, key=K.CURVES_Y, format_func=axis_title)
-    r2_min = o5.number_input("Flag fits with R² below", min_value=0.0, max_value=1.0, step=0.05, key=K.CURVES_R2_MIN)
+    r2_min = o5.number_input("Flag fits with R² below", *BOUNDS["r2_min"], step=0.05, key=K.CURVES_R2_MIN)
     log_x = st.toggle("log batch axis", key=K.CURVES_LOG_X)
 PS.write(VIEW)
 if chosen_intervals is None and intervals != "bootstrap":

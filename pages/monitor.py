@@ -43,11 +43,10 @@ def unused(name: str) -> dict:
             else None}
 
 
-window = c2.number_input("Baseline window", min_value=2, max_value=100_000, step=100, key="monitor.window",
-                         **unused("window"))
-w = c3.number_input("Mean of last W", min_value=1, max_value=1000, key="monitor.w", **unused("w"))
-z = c4.number_input("z (sigmas)", min_value=0.5, max_value=20.0, step=0.5, key="monitor.z", **unused("z"))
-threshold = c5.number_input("Threshold (relative)", min_value=0.01, max_value=5.0, step=0.01, key="monitor.threshold",
+window = c2.number_input("Baseline window", *M.BOUNDS["window"], step=100, key="monitor.window", **unused("window"))
+w = c3.number_input("Mean of last W", *M.BOUNDS["w"], key="monitor.w", **unused("w"))
+z = c4.number_input("z (sigmas)", *M.BOUNDS["z"], step=0.5, key="monitor.z", **unused("z"))
+threshold = c5.number_input("Threshold (relative)", *M.BOUNDS["threshold"], step=0.01, key="monitor.threshold",
                             **unused("threshold"))
 st.caption(f"The **{detector}** detector uses: " + ", ".join(M.SETTING_LABELS[u] for u in uses)
            + "; the other settings are greyed out.")

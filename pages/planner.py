@@ -27,8 +27,7 @@ if msg:
 # Every input also lives in the URL, so the address bar is a link to this plan.
 first_visit = not st.session_state.get(P.URL_READ)
 st.session_state[P.URL_READ] = True
-if bad := PS.restore(KIND, P.URL_SPEC):
-    st.warning(f"Could not read {', '.join(bad)} from the link; the default is used.", icon=":material/link_off:")
+PS.restore(KIND, P.URL_SPEC, P.URL_BOUNDS)
 # A link the page wrote (not only the app-wide ?dataset=) gives the models, "all" (none in it) included.
 if first_visit and any(k in st.query_params for k in P.URL_SPEC if k != "dataset") \
         and P.KEYS["dataset"] in st.session_state:

@@ -148,6 +148,23 @@ def test_bad_values_in_link_fall_back_to_defaults() -> None:
     assert len(at.multiselect(key=K.CURVES_CONFIGS).value) == 3
 
 
+def test_numbers_in_the_link_that_the_page_cannot_use_are_named() -> None:
+    # n_boot=inf stopped the page with an OverflowError; r2_min=nan flagged a perfect fit as "R² < nan";
+    # r2_min=7 became 0 without a word.
+    _sample_id()
+    at = _curves(n_boot="inf", r2_min="nan", ci="bootstrap")
+    _no_exception(at)
+    assert sorted(w.value for w in at.warning) == [
+        "n_boot='inf' is not a whole number from 10 to 2,000: showing 200",
+        "r2_min='nan' is not a number from 0 to 1: showing 0.9"]
+    assert at.number_input(key=K.CURVES_N_BOOT).value == 200 and at.number_input(key=K.CURVES_R2_MIN).value == 0.9
+    assert not any("nan" in s.value for s in at.success)
+    at = _curves(r2_min="7", n_boot="100000")
+    _no_exception(at)
+    assert len(at.warning) == 2 and at.number_input(key=K.CURVES_R2_MIN).value == 0.9
+    assert at.query_params["r2_min"] in ("0.9", ["0.9"])
+
+
 def test_poor_fits_are_flagged_with_their_message() -> None:
     at = _curves()
     assert at.success and "R² ≥ 0.9" in at.success[0].value  # every sample curve fits well

@@ -30,6 +30,12 @@ def test_upload_prompt_and_settings_from_the_link() -> None:
     assert at.number_input(key="monitor.window").value == 500
     assert at.number_input(key="monitor.z").value == 4.0
     assert any("Upload a recorded stream" in i.value for i in at.info)
+    # z=nan had reached the detector, which stopped with an error; a value out of range is named too
+    bad = _monitor(detector="point", z="nan", window="1")
+    assert not bad.exception and not bad.error, [e.value for e in bad.error]
+    assert sorted(w.value for w in bad.warning) == ["window='1' is not a whole number from 2 to 100,000: showing 1000",
+                                                    "z='nan' is not a number from 0.5 to 20: showing 3"]
+    assert bad.number_input(key="monitor.z").value == 3.0 and bad.number_input(key="monitor.window").value == 1000
 
 
 def test_replay_of_the_sample_dataset_marks_alerts_with_hints() -> None:

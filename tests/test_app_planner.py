@@ -253,7 +253,7 @@ def test_every_input_lives_in_the_url_and_a_copied_address_reopens_the_plan(tmp_
 
     bad = _page("pages/planner.py", dataset=info.id, rate="fast")
     _ok(bad)
-    assert any("Could not read rate='fast'" in w.value for w in bad.warning)
+    assert any("rate='fast' is not a number of at least 0.001: showing 10" in w.value for w in bad.warning)
     assert bad.session_state[P.KEYS["rate"]] == P.DEFAULTS["rate"]
 
 

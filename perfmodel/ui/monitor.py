@@ -17,9 +17,10 @@ from ..monitor.detectors import DEFAULT_MIN_BASELINE
 from ..monitor.streams import MetricStream
 from ..plots import axis_title
 from ..store import Store
+from .pagestate import read_link_value
 from .widgets import labelled_columns
 
-__all__ = ["QP", "DEFAULTS", "USES", "SETTING_LABELS", "REPLAY_LOAD", "replay_columns", "REPLAY_GROUP", "restore_settings", "write_settings",
+__all__ = ["QP", "DEFAULTS", "USES", "SETTING_LABELS", "REPLAY_LOAD", "replay_columns", "REPLAY_GROUP", "restore_settings", "write_settings", "BOUNDS",
            "stream_from_upload", "configuration_of", "stream_from_dataset", "judged_configurations", "replay_note", "report",
            "series_figure", "alerts_view", "DETECTOR_CHOSEN", "AUTO_THRESHOLD", "detector_chosen",
            "apply_detector_switch", "switch_if_nothing_judged"]
@@ -41,21 +42,28 @@ REPLAY_GROUP = "configuration"
 _CHECKED = "monitor.link_checked"
 
 
+BOUNDS = {"window": (2, 100_000), "w": (1, 1000), "z": (0.5, 20.0), "threshold": (0.01, 5.0)}
+"""What the page's number boxes accept, per setting."""
+
+
 def restore_settings() -> None:
-    """On the session's first run, take the detector settings from the URL into the widgets' state."""
+    """On the session's first run, take the detector settings from the URL into the widgets' state; a value the
+    page cannot use is named in a warning (``z=nan`` had reached the detector, which stopped with an error)."""
     if st.session_state.get(_CHECKED):
         return
     st.session_state[_CHECKED] = True
     for name, qp in QP.items():
-        raw = st.query_params.get(qp)
-        if raw is None:
+        raw = st.query_params.get_all(qp)
+        if not raw:
             continue
         default = DEFAULTS[name]
-        try:
-            value: Any = type(default)(raw)
-        except ValueError:
-            continue
-        if name == "detector" and value not in DETECTORS:
+        if name == "detector":
+            value: Any = raw[0] if raw[0] in DETECTORS else None
+            why = None if value else f"{qp}={raw[0]!r} is not one of {', '.join(DETECTORS)}: showing {default}"
+        else:
+            value, why = read_link_value(qp, raw, default, {qp: BOUNDS[name]})
+        if why is not None:
+            st.warning(why, icon=":material/link_off:")
             continue
         st.session_state[f"monitor.{name}"] = value
         if name == "detector":

@@ -9,34 +9,80 @@ named analysis and ``?analysis=ID`` reopens them, like every other page.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import streamlit as st
 
-__all__ = ["Spec", "restore", "write", "defaults", "settle"]
+__all__ = ["Spec", "Bounds", "restore", "write", "defaults", "settle", "read_link_value"]
 
 Spec = Mapping[str, tuple[str, Any]]
 """URL parameter -> (widget key, default value)."""
+Bounds = Mapping[str, tuple[float, float]]
+"""URL parameter -> (smallest, largest) value its widget accepts."""
 
 _CHECKED = "pagestate.{page}.checked"
 
 
 def _parse(raw: list[str], default: Any) -> Any:
-    """A URL value in the default's type, or None when it does not read as one."""
+    """A URL value in the default's type, or None when it does not read as one (``inf`` and ``nan`` do not read
+    as numbers: ``n_boot=inf`` had stopped the Curves page with an OverflowError, ``r2_min=nan`` flagged every
+    fit)."""
     if isinstance(default, list):
         return list(raw)
     value = raw[0]
     try:
         if isinstance(default, bool):
             return {"true": True, "false": False, "1": True, "0": False}.get(value.lower())
-        if isinstance(default, int):
-            return int(float(value))
-        if isinstance(default, float):
-            return float(value)
-    except ValueError:
+        if isinstance(default, int | float):
+            number = float(value)
+            if not math.isfinite(number):
+                return None
+            return int(number) if isinstance(default, int) else number
+    except (ValueError, OverflowError):
         return None
     return value
+
+
+def _kind(default: Any) -> str:
+    if isinstance(default, bool):
+        return "true or false (1 or 0)"
+    return "a whole number" if isinstance(default, int) else "a number"
+
+
+def _shown(default: Any) -> str:
+    return _text(default)[0] if _text(default) else "nothing"
+
+
+def read_link_value(qp: str, raw: list[str], default: Any, bounds: Bounds | None = None) -> tuple[Any, str | None]:
+    """One link value in its default's type, within its widget's bounds.
+
+    Parameters
+    ----------
+    qp
+        The URL parameter (for the message).
+    raw
+        Its values as the URL gives them.
+    default
+        The widget's default (its type says how to read the value).
+    bounds
+        URL parameter -> (smallest, largest) allowed.
+
+    Returns
+    -------
+    (value, message)
+        The value, or None and why it is not used, naming the parameter, the value and what is shown instead
+        (``n_boot='100000' is not a whole number from 10 to 2,000: showing 200``). An out-of-range value had
+        been moved to the widget's minimum without a word.
+    """
+    value = _parse(raw, default)
+    lo, hi = (bounds or {}).get(qp, (-math.inf, math.inf))
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or lo <= value <= hi):
+        return value, None
+    span = ("" if math.isinf(lo) and math.isinf(hi) else f" of at least {lo:,g}" if math.isinf(hi)
+            else f" of at most {hi:,g}" if math.isinf(lo) else f" from {lo:,g} to {hi:,g}")
+    return None, f"{qp}={raw[0]!r} is not {_kind(default)}{span}: showing {_shown(default)}"
 
 
 def _text(value: Any) -> list[str]:
@@ -87,7 +133,7 @@ def settle(key: str, options: Sequence[Any], default: Any) -> None:
         st.session_state[key] = default
 
 
-def restore(page: str, spec: Spec) -> list[str]:
+def restore(page: str, spec: Spec, bounds: Bounds | None = None, *, warn: bool = True) -> list[str]:
     """On the session's first run of the page, put the URL's values into the widgets' state.
 
     Parameters
@@ -96,11 +142,15 @@ def restore(page: str, spec: Spec) -> list[str]:
         The page's name (keys the once-per-session flag).
     spec
         URL parameter -> (widget key, default).
+    bounds
+        URL parameter -> (smallest, largest) value its widget accepts; a value outside is not used.
+    warn
+        Show one warning per value not used (:func:`read_link_value`'s message).
 
     Returns
     -------
     list of str
-        The parameters whose value could not be read (left at their default).
+        Why each value not used was not (left at its default).
     """
     flag = _CHECKED.format(page=page)
     if st.session_state.get(flag):
@@ -111,11 +161,14 @@ def restore(page: str, spec: Spec) -> list[str]:
         raw = [str(v) for v in st.query_params.get_all(qp)]
         if not raw:
             continue
-        value = _parse(raw, default)
-        if value is None:
-            bad.append(f"{qp}={raw[0]!r}")
+        value, why = read_link_value(qp, raw, default, bounds)
+        if why is not None:
+            bad.append(why)
             continue
         st.session_state[key] = value
+    if warn:
+        for why in bad:
+            st.warning(why, icon=":material/link_off:")
     return bad
 
 

@@ -14,7 +14,7 @@ from .. import planner
 from ..errors import Problem, ValidationError
 from . import cached
 
-__all__ = ["KEYS", "DEFAULTS", "URL_SPEC", "URL_READ", "MODELS_FOR", "inputs_dict", "apply_inputs", "default_models", "default_lengths", "page_notes",
+__all__ = ["KEYS", "DEFAULTS", "URL_SPEC", "URL_BOUNDS", "URL_READ", "MODELS_FOR", "inputs_dict", "apply_inputs", "default_models", "default_lengths", "page_notes",
            "front_missing", "choices", "settle_choices", "CATALOG_STASH", "PREDICT_HELP", "SOURCE_HEADER", "plan_model", "plan_tables", "report_html", "report_pdf", "display_table", "display_column_config",
            "infeasible_table", "lengths_caveat", "MISSING"]
 
@@ -35,6 +35,11 @@ DEFAULTS: dict[str, Any] = {"rate": 10.0, "input_len": 1024.0, "output_len": 102
 
 URL_SPEC = {"dataset": (KEYS["dataset"], ""), **{k: (KEYS[k], v) for k, v in DEFAULTS.items()}}
 """The Planner page's inputs in its URL (:mod:`perfmodel.ui.pagestate`): parameter -> (widget key, default)."""
+
+URL_BOUNDS = {"rate": (0.001, float("inf")), "input_len": (1.0, float("inf")), "output_len": (1.0, float("inf")),
+              "headroom": (0.0, 10.0), "e2e": (0.0, float("inf")), "ttft": (0.0, float("inf")),
+              "tpot": (0.0, float("inf")), "usd_rate": (1e-6, float("inf"))}
+"""What the page's number boxes accept (a link value outside is named and not used)."""
 
 URL_READ = "planner._url_read"
 """Set once the session's first run of the page has read its URL."""
