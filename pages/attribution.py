@@ -69,7 +69,7 @@ with st.expander("Glossary: what each feature means", icon=":material/menu_book:
     st.caption("ii = input length, oo = output length, bb = batch size (tokens, tokens, sequences); figures of "
                "the hardware and model come from the catalogs. Charts name features in words; hovering a bar or "
                "a point gives the raw name.")
-    st.dataframe(X.feature_glossary(home, selected, stamp), hide_index=True, key=P + "glossary",
+    st.dataframe(X.feature_glossary(home, selected, stamp), hide_index=True, placeholder="—", key=P + "glossary",
                  column_config={"feature": "feature (raw name)", "name": "name (unit)",
                                 "features": "features it covers here"})
 if not ex.additivity_ok:
@@ -220,7 +220,7 @@ if protocol in done:
         if "top_features" in shown.columns:
             shown["top_features"] = shown["top_features"].map(X.top_features_in_words)
         scored, unscored, failing = X.split_comparison(shown)
-        st.dataframe(scored.drop(columns=["note"]), hide_index=True, key=P + "table",
+        st.dataframe(scored.drop(columns=["note"]), hide_index=True, placeholder="—", key=P + "table",
                      column_config=X.COMPARISON_COLUMNS,
                      column_order=X.comparison_order([c for c in scored.columns if c != "note"]))
         if len(unscored):

@@ -96,6 +96,8 @@ except PerfmodelError as exc:
     st.stop()
 
 table = C.table_with_verdicts(comp)
+if comp.caveat:
+    st.warning(comp.caveat[0].upper() + comp.caveat[1:] + ".", icon=":material/call_split:")
 st.markdown(f"**{comp.message}.**")
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Matched points", f"{len(table):,}", help=f"{comp.n_only_a} only in A, {comp.n_only_b} only in B")
@@ -121,7 +123,7 @@ st.subheader("Per point", anchor=False)
 shown_table = C.per_point_view(table.drop(columns=["significant"]))
 cc = st.column_config
 unit = f" ({u})" if (u := axis_title(metric).rpartition("(")[2].rstrip(")")) != axis_title(metric) else ""
-st.dataframe(shown_table, hide_index=True, key=C.P + "table", column_config=labelled_columns(
+st.dataframe(shown_table, hide_index=True, placeholder="—", key=C.P + "table", column_config=labelled_columns(
     shown_table.columns, diff_pct=cc.NumberColumn("diff %", format="%+.1f"),
     # a throughput to one decimal (14,321.5, not 1,232.789); a latency as localized, whose digits matter
     **{c: cc.NumberColumn(label + unit, format="%,.1f" if metric.endswith(("_tok_s", "_rps")) else "localized",

@@ -85,7 +85,7 @@ with importer:
             st.warning(f"Dataset **{row['name']}** (`{last}`) holds **no run**: nothing in the file could be "
                        f"measured (see its **{row['issues']:,}** issue(s) below).", icon=":material/warning:")
         st.dataframe(tables.per_file_counts(ui.dataset_runs(home, last, stamp), last_issues),
-                     hide_index=True, width="content")
+                     hide_index=True, placeholder="—", width="content")
         ui.issues_table(last_issues, key=K.IMPORT_ISSUE_SEVERITY)
 
 # --- browse -------------------------------------------------------------------------------------
@@ -94,7 +94,7 @@ ds = ui.available_datasets(home, empty_message="No dataset yet: import benchmark
                            on_empty=lambda: ui.write_link(None, {}))
 ui.restore_dataset_link(ds)
 PS.restore("data", VIEW)
-st.dataframe(datasets, hide_index=True, column_order=("name", "rows", "issues", "formats", "created", "id"),
+st.dataframe(datasets, hide_index=True, placeholder="—", column_order=("name", "rows", "issues", "formats", "created", "id"),
              column_config={"created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
 
 selected = ui.dataset_selectbox(ds, K.DATASET_WIDGET, on_change=_forget_per_dataset)
@@ -126,7 +126,7 @@ for flagged, label, why, key, config in (
     if len(flagged):
         with st.expander(f"{len(flagged):,} {label}", icon=":material/report:"):
             st.caption(why + KEEP)
-            st.dataframe(flagged, hide_index=True, key=key, column_config=config)
+            st.dataframe(flagged, hide_index=True, placeholder="—", key=key, column_config=config)
 
 chart_tab, runs_tab, issues_tab = st.tabs(["Chart", "Runs", f"Issues ({len(issues):,})"])
 with chart_tab:
@@ -150,7 +150,7 @@ with runs_tab:
     if K.COLUMNS not in st.session_state:
         st.session_state[K.COLUMNS] = default_cols
     cols = st.multiselect("Columns", all_cols, key=K.COLUMNS, format_func=tables.column_words)
-    st.dataframe(shown[cols or all_cols], hide_index=True,
+    st.dataframe(shown[cols or all_cols], hide_index=True, placeholder="—",
                  column_config={c: st.column_config.Column(tables.column_words(c), help=tables.column_help(c))
                                 for c in cols or all_cols})
     st.download_button("Download filtered runs (CSV)", ui.filtered_csv(home, selected, stamp, fkey),

@@ -130,4 +130,4 @@ else:
                                 "run's TTFT, TPOT and latency together), its metrics listed by the size of their "
                                 "score; on, each metric's alert is its own row with its value and expectation.")
     alerts, alert_columns = M.alerts_view(rep, incidents=not per_metric)
-    st.dataframe(alerts, hide_index=True, column_config=alert_columns, key="monitor.alerts")
+    st.dataframe(alerts, hide_index=True, placeholder="—", column_config=alert_columns, key="monitor.alerts")

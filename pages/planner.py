@@ -135,7 +135,7 @@ st.dataframe(P.display_table(res["table"], res["currency"], res["lengths"]), hid
              column_config=P.display_column_config(res["currency"]), placeholder=P.MISSING)
 if len(res["infeasible"]):
     st.markdown("**Infeasible candidates**")
-    st.dataframe(P.infeasible_table(res["infeasible"]), hide_index=True, key="planner.infeasible",
+    st.dataframe(P.infeasible_table(res["infeasible"]), hide_index=True, placeholder="—", key="planner.infeasible",
                  column_config={"reason": st.column_config.TextColumn(width="large")})
 pts = res["points"]
 feas = pts[pts["memory_ok"].astype(bool) & pts["slo_ok"].astype(bool)] if len(pts) else pts

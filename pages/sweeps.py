@@ -212,7 +212,7 @@ def progress_panel() -> None:
     failed = points[points["status"] == "failed"]
     if len(failed):
         st.subheader(f"Failed points ({len(failed)})", anchor=False)
-        st.dataframe(failed[["key", "attempts", "error"]], hide_index=True)
+        st.dataframe(failed[["key", "attempts", "error"]], hide_index=True, placeholder="—")
     log = S.sweep_log_tail(home, info.id)
     if log:
         with st.expander("Process output"):
@@ -222,7 +222,7 @@ def progress_panel() -> None:
 progress_panel()
 
 st.subheader("All sweeps", anchor=False)
-st.dataframe(table, hide_index=True, column_order=("name", "status", "done", "failed", "points", "backend", "created",
+st.dataframe(table, hide_index=True, placeholder="—", column_order=("name", "status", "done", "failed", "points", "backend", "created",
                                                    "updated", "id", "dataset_id", "error"),
              column_config={"created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss"),
                             "updated": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss")})

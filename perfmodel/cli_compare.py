@@ -101,6 +101,7 @@ def compare_cmd(ctx: click.Context, dataset_a: str, dataset_b: str, where_both: 
     n_sig = int((table["verdict"] == "beyond noise").sum())
     if _want_json(ctx, as_json):
         _echo_json({"label_a": label_a, "label_b": label_b, "metric": metric, "message": comp.message,
+                    "caveat": comp.caveat,
                     "n_matched": len(table), "n_beyond_noise": n_sig,
                     "n_within_noise": int((table["verdict"] == "within noise").sum()),
                     "n_no_repeats": int((table["verdict"] == "no repeats").sum()),
@@ -109,6 +110,8 @@ def compare_cmd(ctx: click.Context, dataset_a: str, dataset_b: str, where_both: 
                     "output": str(output) if output is not None else None})
         return
     click.echo(f"A = {label_a}\nB = {label_b}\n{metric}: {comp.message}.")
+    if comp.caveat:
+        click.echo(f"warning: {comp.caveat}.", err=True)
     click.echo(f"{comp.n_only_a} point(s) only in A, {comp.n_only_b} only in B (not compared).")
     if len(table):
         keys = [c for c in comp.table.columns if c not in {*SHOWN_COLUMNS, "n_a", "n_b", "significant", "std_a",

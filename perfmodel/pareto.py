@@ -33,7 +33,7 @@ from .curves import DEFAULT_BY, OPTIONAL_BY, VARYING_BY
 from .errors import Problem, ValidationError
 
 __all__ = ["FRONTS", "NOISE_ALPHA", "COMPARE_KEYS", "COMPARE_METRICS", "pareto_mask", "fronts", "front_figure", "candidate_labels", "Comparison",
-           "compare", "noise_verdicts", "VERDICTS", "select_runs", "configuration_labels", "comparison_figure"]
+           "compare", "confounded", "noise_verdicts", "VERDICTS", "select_runs", "configuration_labels", "comparison_figure"]
 
 FRONTS: dict[str, tuple[str, bool, str, bool]] = {
     "throughput_vs_latency": ("e2e_s", True, "throughput_per_device_tok_s", False),
@@ -277,6 +277,9 @@ class Comparison:
     contrast
         Configuration columns not matched on because each side has one value,
         a different one: column -> (value of A, value of B).
+    caveat
+        Why the differences cannot be put down to one cause, when the sides differ in the workload (model,
+        lengths) and something else, or in three things or more; None otherwise.
     """
 
     table: pd.DataFrame = field(repr=False)
@@ -288,6 +291,34 @@ class Comparison:
     message: str
     keys: tuple[str, ...] = ()
     contrast: Mapping[str, tuple[Any, Any]] = field(default_factory=dict)
+    caveat: str | None = None
+
+
+_WORKLOAD = frozenset({"model", "input_len_tok", "output_len_tok"})
+
+
+def confounded(contrast: Mapping[str, tuple[Any, Any]]) -> str | None:
+    """Why a comparison whose sides differ in several things at once says little, or None.
+
+    MiniMax at 10,279 input tokens on an H100 was matched with gpt-oss at 1,000 on an H200 by device count and
+    batch alone, and the page gave "+163.1%" as if it measured something. A difference of workload (model,
+    lengths) together with anything else, or of three things or more, cannot be put down to one of them.
+
+    Parameters
+    ----------
+    contrast
+        :attr:`Comparison.contrast`.
+
+    Returns
+    -------
+    str or None
+    """
+    cols = set(contrast)
+    if len(cols) < 3 and not (cols & _WORKLOAD and cols - _WORKLOAD):
+        return None
+    return (f"the sides differ in {len(cols)} things at once ("
+            + ", ".join(f"{k} {_shown(va)} vs {_shown(vb)}" for k, (va, vb) in contrast.items())
+            + "): no difference below can be put down to one of them")
 
 
 def _recorded(df: pd.DataFrame, col: str) -> bool:
@@ -407,15 +438,17 @@ def compare(runs_a: pd.DataFrame, runs_b: pd.DataFrame, *, keys: Sequence[str] |
     n_judged = int(judged.sum())
     if len(table):
         med = float(np.nanmedian(table["diff_pct"]))
-        msg = (f"{len(table)} matched point(s): median {label_b} vs {label_a} {med:+.1f}%; {n_sig} of {n_judged} "
-               f"with repeats on both sides differ beyond run-to-run noise (Welch's t-test, p < {NOISE_ALPHA:g})")
+        msg = f"{len(table)} matched point(s): median {label_b} vs {label_a} {med:+.1f}%; " + (
+            f"{n_sig} of {n_judged} with repeats on both sides differ beyond run-to-run noise (Welch's t-test, "
+            f"p < {NOISE_ALPHA:g})" if n_judged else
+            "none has repeats on both sides, so no difference can be judged against run-to-run noise")
         unsettled = judged & ~table["significant"].fillna(False).astype(bool) & (table["diff_pct"].abs() >= 10)
         if unsettled.any():
             few = int(min(m["n_a"][unsettled].min(), m["n_b"][unsettled].min()))
             msg += (f"; {int(unsettled.sum())} within noise differ by 10% or more, which {few} repeat"
                     f"{'s' if few > 1 else ''} a side spread too widely to settle (more repeats would)")
         n_mixed = int(mixed.sum())
-        if n_judged + n_mixed < len(table):
+        if n_judged and n_judged + n_mixed < len(table):
             msg += f"; {len(table) - n_judged - n_mixed} without repeats cannot be judged"
         if n_mixed:
             msg += (f"; {n_mixed} average runs at several {' / '.join(sorted({*mixed_a, *mixed_b}))} settings on "
@@ -426,7 +459,7 @@ def compare(runs_a: pd.DataFrame, runs_b: pd.DataFrame, *, keys: Sequence[str] |
         msg += "; not matched on " + ", ".join(f"{k} ({_shown(va)} vs {_shown(vb)})"
                                                  for k, (va, vb) in contrast.items())
     return Comparison(table=table, label_a=label_a, label_b=label_b, metric=metric, n_only_a=only_a,
-                      n_only_b=only_b, message=msg, keys=tuple(ks), contrast=contrast)
+                      n_only_b=only_b, message=msg, keys=tuple(ks), contrast=contrast, caveat=confounded(contrast))
 
 
 def _aggregate(d: pd.DataFrame, runs: pd.DataFrame, ks: Sequence[str], metric: str) -> tuple[pd.DataFrame, list[str]]:

@@ -208,6 +208,25 @@ def test_compare_contrasts_the_column_the_sides_differ_in() -> None:
                    keys=["framework", "batch_size"]).table.empty
 
 
+def test_a_comparison_of_sides_that_differ_in_several_things_says_so() -> None:
+    # MiniMax at 10,279 input tokens on an H100 was matched with gpt-oss at 1,000 on an H200 by device count and
+    # batch alone, and the headline "+163.1%" stood as if it measured something; with no repeats on either side
+    # the summary read "0 of 0 with repeats on both sides differ".
+    row = {"hardware": "h100-sxm", "device_count": 1, "framework": "vllm", "model": "llama-3-8b",
+           "input_len_tok": 128.0, "output_len_tok": 128.0, "batch_size": 1.0, "output_throughput_tok_s": 100.0}
+    a = pd.DataFrame([row])
+    one = compare(a, pd.DataFrame([{**row, "framework": "sglang", "output_throughput_tok_s": 120.0}]))
+    assert one.caveat is None  # one thing differs: that is the comparison
+    assert "none has repeats on both sides, so no difference can be judged" in one.message and "0 of 0" not in one.message
+    hw_fw = compare(a, pd.DataFrame([{**row, "hardware": "h200", "framework": "sglang"}]))
+    assert hw_fw.caveat is None  # a deployment against another: two things, neither the workload
+    workload = compare(a, pd.DataFrame([{**row, "hardware": "h200", "model": "qwen2-7b"}]))
+    assert workload.caveat == ("the sides differ in 2 things at once (hardware h100-sxm vs h200, model llama-3-8b "
+                               "vs qwen2-7b): no difference below can be put down to one of them")
+    three = compare(a, pd.DataFrame([{**row, "hardware": "h200", "framework": "sglang", "device_count": 2}]))
+    assert three.caveat is not None and three.caveat.startswith("the sides differ in 3 things at once")
+
+
 def test_compare_skips_configuration_columns_a_side_does_not_record() -> None:
     local = _configs([("transformers", 1.0, 1.0, [100, 104, 96])])
     served = local.drop(columns=["fw_num_threads"]).assign(weight_dtype=None, kv_cache_dtype=None, tp_size=np.nan,
