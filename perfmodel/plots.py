@@ -127,6 +127,7 @@ COLUMN_LABELS: dict[str, str] = {
     "start_index": "first sample",
     "end_index": "last sample",
     "n_alerts": "samples flagged",
+    "n_metrics": "metrics that changed",
 }
 """Labels of columns that are not in the canonical schema (derived tables), units included;
 :func:`axis_title` looks here first."""

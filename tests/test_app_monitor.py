@@ -281,3 +281,34 @@ def test_switching_dataset_opens_on_the_new_streams_largest_alert() -> None:
     top = alerts.loc[alerts["score"].abs().idxmax()]
     assert at.selectbox(key="monitor.group").value == top["group"]
     assert axis_title(at.selectbox(key="monitor.metric_shown").value) == top["metric"] != "output throughput (tok/s)"
+
+
+def test_without_an_alert_the_chart_opens_on_the_group_with_most_judged_samples() -> None:
+    # Replaying LLM-Inference-Bench opened on its first configuration, one run: a single dot on an empty axis.
+    import numpy as np
+
+    from perfmodel.monitor import monitor_stream, replay_runs
+    from perfmodel.ui import monitor as M
+
+    rows = [{"hardware": "a100-40gb", "model": "llama-3-8b", "framework": "vllm", "output_throughput_tok_s": 100.0}]
+    rows += [{"hardware": "h100-sxm", "model": "llama-3-8b", "framework": "vllm",
+              "output_throughput_tok_s": 200.0 + (i % 3)} for i in range(40)]
+    stream = replay_runs(pd.DataFrame(rows).assign(device_count=1, input_len_tok=128.0, output_len_tok=128.0,
+                                                   batch_size=1.0))
+    rep = monitor_stream(stream, detector="point", window=10)
+    assert rep.alerts.empty and len(stream.groups) == 2
+    groups = list(stream.groups)
+    group, metric = M.opening_choice(rep, groups, ["output_throughput_tok_s"])
+    assert metric == "output_throughput_tok_s" and group.startswith("h100-sxm") and group != groups[0]
+    assert np.isfinite(rep.detections[(group, metric)].score).sum() > 0
+
+
+def test_every_alert_and_incident_column_is_headed_in_words() -> None:
+    # The incidents table was headed "n_metrics" beside "first sample" and "samples flagged".
+    from perfmodel.monitor.core import ALERT_COLUMNS, INCIDENT_COLUMNS
+    from perfmodel.ui.widgets import labelled_columns
+
+    for cols in (ALERT_COLUMNS, INCIDENT_COLUMNS):
+        config = labelled_columns(cols)
+        raw = [c for c in cols if "_" in c and "timestamp" not in c and c not in config]  # clocks: alerts_view
+        assert not raw, raw
