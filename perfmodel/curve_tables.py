@@ -39,6 +39,7 @@ __all__ = [
     "poor_fits",
     "default_overlay",
     "NO_PLATEAU",
+    "FIT_FAILED",
     "NO_PLATEAU_HELP",
     "NOT_ESTIMABLE",
     "BATCH_ESTIMATE_HELP",
@@ -521,6 +522,10 @@ NO_PLATEAU = "—"
 NO_PLATEAU_HELP = ("— : the curve's shape has no plateau (log-linear rises by the same amount per doubling of the "
                    "batch at every batch), so it has no knee and never reaches 90%/95% of a plateau.")
 """Tooltip of the knees, b90 and b95 columns where they may hold :data:`NO_PLATEAU`."""
+FIT_FAILED = "fit failed (see message)"
+"""Shown instead of the plateau's interval, the knees, b90 and b95 of a fit that failed (contradictory repeats, no
+convergence): its numbers had stood in the table like any other's, plateau 201.7 [154.7, 381.9] beside "repeats
+disagree by more than 3x"."""
 
 
 def _plateau_text(rec: Mapping[str, Any]) -> str:
@@ -564,7 +569,8 @@ def fits_summary(table: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
         intervals, :func:`batch_estimate_text`: an interval of no width is "not estimable", a value beyond the
         largest measured batch is marked an extrapolation; :data:`NO_PLATEAU` for shapes without a plateau,
         :data:`perfmodel.curves.PLATEAU_SHAPES`),
-        ``kv_full_batch`` (:func:`kv_full_batches`), ``r2``, ``n_points``, ``n_batches``, ``success``,
+        :data:`FIT_FAILED` in the plateau's interval, the knees, b90 and b95 of a fit that failed (its plateau
+        empty), ``kv_full_batch`` (:func:`kv_full_batches`), ``r2``, ``n_points``, ``n_batches``, ``success``,
         ``poor_fit``, ``message``.
     """
     from .curves import PLATEAU_SHAPES
@@ -579,12 +585,16 @@ def fits_summary(table: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
                            b95=float(rec["b95"]), **where)
         flat = rec["shape"] in ("none", *PLATEAU_SHAPES)
         extrapolated = bool(rec.get("plateau_extrapolated", False))
+        failed = not bool(rec["success"]) and rec["shape"] != "none"
         rows.append({
             "configuration": label, "shape": rec["shape"],
-            "plateau_tok_s": math.nan if extrapolated else rec["c"], "plateau_ci": _plateau_text(rec),
-            "knees": knees if flat else NO_PLATEAU,
-            "b90": batch_estimate_text(rec["b90"], rec["b90_lo"], rec["b90_hi"], **where) if flat else NO_PLATEAU,
-            "b95": batch_estimate_text(rec["b95"], rec["b95_lo"], rec["b95_hi"], **where) if flat else NO_PLATEAU,
+            "plateau_tok_s": math.nan if extrapolated or failed else rec["c"],
+            "plateau_ci": FIT_FAILED if failed else _plateau_text(rec),
+            "knees": FIT_FAILED if failed else knees if flat else NO_PLATEAU,
+            "b90": FIT_FAILED if failed else batch_estimate_text(rec["b90"], rec["b90_lo"], rec["b90_hi"], **where)
+            if flat else NO_PLATEAU,
+            "b95": FIT_FAILED if failed else batch_estimate_text(rec["b95"], rec["b95_lo"], rec["b95_hi"], **where)
+            if flat else NO_PLATEAU,
             "kv_full_batch": kv,
             "r2": rec["r2"], "n_points": int(rec["n_points"]), "n_batches": int(rec["n_batches"]),
             "success": bool(rec["success"]), "poor_fit": bool(rec["poor_fit"]), "message": rec["message"]})

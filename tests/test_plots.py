@@ -322,6 +322,21 @@ def test_fits_summary_blanks_what_a_shape_does_not_have() -> None:
     assert (loglin[["knees", "b90", "b95"]] == NO_PLATEAU).all().all()
 
 
+def test_a_failed_fit_shows_no_plateau_knee_or_b90() -> None:
+    # A fit failed for repeats 4x apart still showed plateau 201.7 [154.7, 381.9], a knee and b90/b95.
+    from perfmodel.curve_tables import FIT_FAILED
+    from perfmodel.curves import fit_curves
+    from perfmodel.plots import fits_summary
+
+    runs = pd.DataFrame({"hardware": "cpu", "batch_size": [1.0, 1.0, 2.0, 2.0, 4.0, 4.0, 8.0, 8.0],
+                         "output_throughput_tok_s": [10.0, 40.0, 20.0, 21.0, 30.0, 31.0, 35.0, 36.0]})
+    for shape in ("exp", "auto"):
+        table = fit_curves(runs, ["hardware"], shape=shape, n_boot=20)
+        row = fits_summary(table, ["hardware"]).iloc[0]
+        assert not row["success"] and "repeats disagree" in row["message"]
+        assert np.isnan(row["plateau_tok_s"]) and (row[["plateau_ci", "knees", "b90", "b95"]] == FIT_FAILED).all()
+
+
 def test_batch_estimates_say_when_an_interval_has_no_width_or_lies_beyond_the_data() -> None:
     # Guards: a knee "29.4 [29.4, 29.4]" (every bootstrap knee on one grid point: false precision) and a
     # b90 of 122 shown like a measured batch for a configuration measured up to batch 64 only.
