@@ -41,8 +41,13 @@ Method, per candidate configuration (hardware, model, framework, devices per rep
    a TTFT SLO on a candidate without measured TTFT is reported as not checked.
    Pessimistic and optimistic latencies scale with the throughput band
    (``latency * central / low`` and ``latency * central / high``).
+   With a predictor, a candidate measured at the workload's lengths is also
+   predicted at the powers of two beyond its largest measured batch (up to 256),
+   as unmeasured candidates are, so that every candidate is sized over the same
+   batches.
 4. **Best operating point**: the batch with the highest throughput per device
-   among those that fit in memory and meet every SLO at the central estimate. A
+   among those that fit in memory and meet every SLO at the central estimate,
+   and across the band where any batch does (a robust batch first). A
    candidate whose SLOs hold only at the optimistic end of the band gets status
    ``optimistic_only`` and says so; one that meets them centrally but not at the
    pessimistic end has ``robust = False``.
@@ -596,6 +601,30 @@ def _measured_curve(sub: pd.DataFrame, level: float, seed: int) -> _Curve:
                   f"no curve fit ({why}); measured means with the range of repeats as band")
 
 
+def _extended(curve: _Curve, predictor: Any, at: pd.DataFrame, lengths: tuple[float, float], level: float) -> _Curve:
+    """A measured curve with the predictor's answers at the :data:`PREDICTED_BATCHES` beyond its largest measured
+    batch, so that measured and predicted candidates are sized over the same batches: a B200 nobody measured had
+    been sized at batch 256 while an H100 measured up to batch 64 was held there, though the same predictor put
+    it in domain at batch 128 with room under the latency target (and cheaper). Unchanged where the predictor
+    gives nothing there."""
+    top = float(np.max(curve.batches)) if len(curve.batches) else math.inf
+    q = _length_query(at, *lengths)
+    q = q[q["batch_size"] > top].reset_index(drop=True)
+    if q.empty:
+        return curve
+    got = _predicted_curve(predictor, q, level)
+    if isinstance(got, str) or not len(got[0].batches):
+        return curve
+    more = got[0]
+    n = len(curve.batches)
+    conf = np.concatenate([np.full(n, curve.confidence), np.asarray(more.confidence_at, dtype=float)])
+    return _Curve(np.concatenate([curve.batches, more.batches]), np.concatenate([curve.mid, more.mid]),
+                  np.concatenate([curve.lo, more.lo]), np.concatenate([curve.hi, more.hi]),
+                  f"{curve.source}; predicted above batch {top:g} ({_name(predictor)})", curve.confidence, curve.r2,
+                  "; ".join(filter(None, [curve.note, f"batches above {top:g} predicted"
+                                          + (f" ({more.note})" if more.note else "")])), confidence_at=conf)
+
+
 def _stat_at(sub: pd.DataFrame, col: str | None, batches: np.ndarray) -> np.ndarray:
     if col is None:
         return np.full(len(batches), np.nan)
@@ -736,6 +765,8 @@ def plan(inputs: PlanInputs | Mapping[str, Any], runs: pd.DataFrame | None = Non
                 continue
             note = f"{note}; not predicted at the workload's lengths: {got}"
         curve = _measured_curve(at, inputs.level, seed + gi)
+        if predictor is not None and (i_len, o_len) == (mean_in, mean_out):
+            curve = _extended(curve, predictor, at, (mean_in, mean_out), inputs.level)
         if curve.note:
             note = "; ".join(filter(None, [note, curve.note]))
         # Latencies measured at other lengths are other requests' (a 2048/128 run's 5 s for a 1024/1024
@@ -957,6 +988,11 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
         return
     status = "ok"
     choice = mem_ok & ok_mid
+    if (choice & ok_lo).any():
+        # A batch that meets the targets across its band is preferred to a faster one that meets them only
+        # centrally: the table ranks robust candidates first, and a curve extended by a predictor beyond its
+        # measured batches had traded a robust measured batch for a fragile predicted one.
+        choice &= ok_lo
     if not choice.any():
         choice = mem_ok & ok_hi
         status = "optimistic_only"

@@ -660,3 +660,27 @@ def test_the_offered_load_sets_what_a_replica_holds_and_its_latency() -> None:
     assert meas["latency_basis"].startswith("e2e: measured")
     assert meas["e2e_at_load_s"] <= meas["e2e_s"] and meas["e2e_at_load_s"] == pytest.approx(
         0.5 * max(meas["load_batch"], 1.0), rel=0.05)  # the runs' p90 e2e is 0.5 s x batch
+
+
+def test_with_prediction_a_measured_candidate_is_sized_over_the_batches_an_unmeasured_one_gets(
+        all_results_csv) -> None:  # noqa: ANN001
+    # A reviewer's plan: a B200 nobody measured was sized at batch 256 (2 devices, 0.271 USD per million tokens)
+    # while Llama-3-8B on one H100 with vLLM, measured up to batch 64, was held there (4 devices), though the
+    # same predictor put it in domain at batch 128 within the 60 s target with 3 devices, for less.
+    from perfmodel.importers import read_file
+
+    runs = read_file(all_results_csv).runs
+    wl = {"request_rate_rps": 10, "input_len_tok": 1024, "output_len_tok": 1024}
+    base = {"workload": wl, "slo": {"e2e_s": 60, "percentile": "mean"}, "models": ["llama-3-8b"],
+            "hardware": ["h100-sxm", "b200"], "frameworks": ["vllm"], "headroom": 0.2}
+    measured_only = plan(plan_inputs_from_dict(base), runs).table
+    h100 = measured_only[(measured_only["hardware"] == "h100-sxm") & (measured_only["device_count"] == 1)].iloc[0]
+    assert h100["batch_size"] == 64  # without a predictor: the measured batches only
+    res = plan(plan_inputs_from_dict({**base, "predict": True}), runs)
+    t = res.table
+    one = t[(t["hardware"] == "h100-sxm") & (t["device_count"] == 1)].iloc[0]
+    assert one["batch_size"] > 64 and one["devices"] < h100["devices"] and one["robust"]
+    assert "predicted above batch 64" in one["source"] and "batches above 64 predicted" in one["note"]
+    assert res.recommendation["hardware"] == "h100-sxm"
+    b200 = t[t["hardware"] == "b200"].iloc[0]
+    assert one["cost_per_m_output_tok"] < b200["cost_per_m_output_tok"]
