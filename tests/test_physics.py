@@ -27,13 +27,24 @@ def test_llama3_8b_h100_by_hand() -> None:
     bw = 3350e9
     assert r["weight_bytes"] == pytest.approx(weights)
     assert r["kv_bytes_per_token"] == pytest.approx(kv_tok)
-    assert r["prefill_s_min"] == pytest.approx(2 * 8.03e9 * 128 / 989.5e12)
+    # 128 prompt tokens at peak FLOPs take 2.1 ms, less than one read of the weights (4.8 ms)
+    assert 2 * 8.03e9 * 128 / 989.5e12 < weights / bw
+    assert r["prefill_s_min"] == pytest.approx(weights / bw)
     step = (weights + kv_tok * 1 * (128 + 64)) / bw
     assert r["decode_step_s_min"] == pytest.approx(step)
-    e2e = 2 * 8.03e9 * 128 / 989.5e12 + 127 * step
+    e2e = weights / bw + 127 * step
     assert r["e2e_s_min"] == pytest.approx(e2e)
     assert r["output_tok_s_max"] == pytest.approx(128 / e2e)
     assert r["bound"] == "memory"
+
+
+def test_a_short_request_pays_one_read_of_the_weights() -> None:
+    # One output token after a 16-token prompt was bounded at 3,851 tok/s at batch 16 while the What-if page
+    # said TTFT is at least one read of the weights (4.79 ms: 3,340 tok/s); an empty prompt's bound was infinite.
+    r = physics.roofline(_row(input_len_tok=16.0, output_len_tok=1.0, batch_size=16.0)).iloc[0]
+    assert r["output_tok_s_max"] == pytest.approx(16 / r["ttft_s_min"]) and r["output_tok_s_max"] < 3341
+    empty = physics.roofline(_row(input_len_tok=0.0, output_len_tok=1.0, batch_size=3.0)).iloc[0]
+    assert np.isfinite(empty["output_tok_s_max"]) and empty["e2e_s_min"] == pytest.approx(8.03e9 * 2 / 3350e9)
 
 
 def test_kv_fit_batch_by_hand() -> None:
