@@ -142,7 +142,8 @@ m1.metric(f"Predicted at batch {values['batch_size']:g}", f"{W.rate(at_b['pred_t
 band = (f"{W.rate(at_b['pred_lower'])} - {W.rate(at_b['pred_upper'])}" if not math.isnan(at_b["pred_lower"])
         else "n/a")
 m2.metric(f"{res.level:.0%} band", band)
-m3.metric("Confidence", "n/a" if math.isnan(at_b["confidence"]) else f"{at_b['confidence']:.2f}",
+m3.metric("Confidence", "n/a" if math.isnan(at_b["confidence"]) else
+          "< 0.01" if at_b["confidence"] < 0.005 else f"{at_b['confidence']:.2f}",
           help=W.confidence_help(values["predictor"], LOW_CONFIDENCE))
 m4.metric("Roofline bound", "n/a" if not math.isfinite(at_b["roofline_tok_s"]) else f"{W.rate(at_b['roofline_tok_s'])} tok/s",
           help="Physical upper bound from the catalogs (n/a: the catalog lacks a figure it needs: the bandwidth, the FLOPS, or the model's KV-cache size, which DeciLM-7B's per-layer KV heads leave undefined).")

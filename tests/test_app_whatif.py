@@ -974,3 +974,33 @@ def test_the_band_level_applies_to_the_predictors_that_give_a_band() -> None:
         _no_exception(at)
         [band] = [e for e in at.get("button_group") if e.proto.label == "Band level"]
         assert band.proto.disabled is off, predictor
+
+
+@pytest.mark.usefixtures("tiny_sample_only")
+def test_switching_datasets_keeps_what_is_not_the_datas() -> None:
+    # Switching to another dataset and back reset the band level, the predictor, the suspect-point choice and
+    # the axis, and put the point on the dataset's first configuration.
+    from perfmodel.api import import_files
+
+    samples.ensure_sample_data(Store())
+    other = import_files([str(LLAMA_CPP_SAMPLE)], name="llama-server")[0].id
+    first = Store().dataset(samples.SAMPLE_DATASET_NAME).id
+    at = _whatif()
+    _no_exception(at)
+    at.selectbox(key=K["dataset"]).set_value(first).run()
+    assert at.selectbox(key=K["dataset"]).value == first
+    at.session_state[K["level"]] = 0.95
+    at.session_state[K["log_x"]] = False
+    at.session_state[K["predictor"]] = "xgboost"
+    at.run()
+    hardware, model = at.selectbox(key=K["hardware"]).value, at.selectbox(key=K["model"]).value
+    at.selectbox(key=K["dataset"]).set_value(other).run()
+    _no_exception(at)
+    at.selectbox(key=K["dataset"]).set_value(first).run()
+    _no_exception(at)
+    assert at.session_state[K["level"]] == 0.95 and at.session_state[K["log_x"]] is False
+    assert at.session_state[K["predictor"]] == "xgboost"
+    assert (at.selectbox(key=K["hardware"]).value, at.selectbox(key=K["model"]).value) == (hardware, model)
+    # the llama-server runs are llama.cpp's: the tiny sample's transformers point is not theirs
+    at.selectbox(key=K["dataset"]).set_value(other).run()
+    assert at.selectbox(key=K["framework"]).value == "llama.cpp"

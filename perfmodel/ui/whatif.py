@@ -232,6 +232,14 @@ def apply_defaults(home: str, dataset_id: str, stamp: int) -> dict[str, Any]:
     fresh = st.session_state.get(_DEFAULTS_FOR) not in (dataset_id, _FIRST_DATASET)
     values = {**d, "batch_size": d["batch_max"], "level": 0.9, "predictor": DEFAULT_PREDICTOR,
               "keep_suspect": False, "log_x": True}
+    if fresh and _DEFAULTS_FOR in st.session_state:
+        # Another dataset chosen: what is not the data's stays (band level, predictor, suspect points, axis), and
+        # so does the point where the new dataset measured it. Switching away and back had reset everything,
+        # the point to the dataset's first configuration.
+        kept = list(_VIEW_SETTINGS)
+        if _measured_in(cached.dataset_runs(home, dataset_id, stamp)):
+            kept += [*_POINT, "batch_min", "batch_max", "batch_size", *VARYING_BY]
+        values.update({n: st.session_state[KEYS[n]] for n in kept if KEYS[n] in st.session_state})
     fallback = {"input_len_tok": 512.0, "output_len_tok": 128.0, "device_count": 1.0}
     for name, key in KEYS.items():
         if name == "dataset":
@@ -245,6 +253,23 @@ def apply_defaults(home: str, dataset_id: str, stamp: int) -> dict[str, Any]:
             st.session_state[key] = v
     st.session_state[_DEFAULTS_FOR] = dataset_id
     return d
+
+
+_VIEW_SETTINGS = ("level", "predictor", "keep_suspect", "log_x")
+_POINT = ("hardware", "model", "framework", "device_count", "input_len_tok", "output_len_tok")
+
+
+def _measured_in(runs: pd.DataFrame) -> bool:
+    """Whether ``runs`` measured the configuration the page shows (hardware, model, framework, devices, lengths)."""
+    if runs.empty or any(c not in runs.columns or KEYS[c] not in st.session_state for c in _POINT):
+        return False
+    hit = np.ones(len(runs), dtype=bool)
+    for c in _POINT:
+        v = st.session_state[KEYS[c]]
+        col = runs[c]
+        hit &= (pd.to_numeric(col, errors="coerce").to_numpy(dtype=float) == float(v)) \
+            if c in ("device_count", "input_len_tok", "output_len_tok") else (col.astype(str) == str(v)).to_numpy()
+    return bool(hit.any())
 
 
 def _catalog_key(name: str, value: str) -> str | None:
