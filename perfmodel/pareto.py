@@ -21,6 +21,7 @@ the runs pooled as the repeats of a point are true repeats of one configuration.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -211,13 +212,15 @@ def front_figure(points: pd.DataFrame, name: str, *, title: str | None = None,
         fl = labels[m].reindex(f.index)
         # The front's points are named on the chart, not only on hover: a printed report has no hover.
         # Neighbours alternate to the two sides of the staircase (above-left and below-right of a rising front,
-        # above-right and below-left of a falling one), so that close points' names do not print over each other.
+        # above-right and below-left of a falling one), so that close points' names do not print over each other,
+        # and each name is tied to its point by a short leader line: two names beside two points had read as
+        # either's.
         rising = len(f) < 2 or float(f[yc].iloc[-1]) >= float(f[yc].iloc[0])
-        fig.add_trace(go.Scatter(x=f[xc], y=f[yc], mode="lines+markers+text" if len(f) <= _LABELLED else
-                                 "lines+markers", name="Pareto front", text=fl, hovertemplate=hover,
-                                 textposition=front_label_sides(len(f), rising=rising),
-                                 textfont={"size": 10, "color": "#7a1f1f"},
-                                 line={"color": "#d62728", "shape": "hv"}, marker={"size": 9}, cliponaxis=False))
+        fig.add_trace(go.Scatter(x=f[xc], y=f[yc], mode="lines+markers", name="Pareto front", text=fl,
+                                 hovertemplate=hover, line={"color": "#d62728", "shape": "hv"}, marker={"size": 9},
+                                 cliponaxis=False))
+        named = list(zip(f[xc].astype(float), f[yc].astype(float), fl, front_label_sides(len(f), rising=rising),
+                         strict=True)) if len(f) <= _LABELLED else []
 
     def titled(col: str) -> str:  # axis_title knows no currency: the plan's is added to a cost
         return f"{axis_title(col)} ({currency})" if currency and col.startswith("cost_") else axis_title(col)
@@ -229,11 +232,23 @@ def front_figure(points: pd.DataFrame, name: str, *, title: str | None = None,
                       legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "right", "x": 1})
     # Operating points from batch 1 to 256 lie decades apart (0.4 s to 40 s end to end): on a linear axis the
     # small batches crowd into one corner, their names over each other.
-    if len(points) and wide_span(points[xc]):
+    log_x, log_y = (bool(len(points)) and wide_span(points[c]) for c in (xc, yc))
+    if log_x:
         fig.update_xaxes(type="log", title_text=f"{titled(xc)} (log scale)", tickformat=",~g")
-    if len(points) and wide_span(points[yc]):
+    if log_y:
         fig.update_yaxes(type="log", title_text=f"{titled(yc)} (log scale)", tickformat=",~g")
+    for x, y, text, side in (named if len(points) else []):
+        # an annotation on a log axis is placed by the logarithm of its value
+        fig.add_annotation(x=math.log10(x) if log_x else x, y=math.log10(y) if log_y else y, text=text,
+                           showarrow=True, arrowhead=0, arrowwidth=1, arrowcolor="#7a1f1f",
+                           ax=_LEADER_PX[0] * (1 if "right" in side else -1),
+                           ay=_LEADER_PX[1] * (1 if "bottom" in side else -1),
+                           xanchor="left" if "right" in side else "right", font={"size": 10, "color": "#7a1f1f"})
     return fig
+
+
+_LEADER_PX = (28, 22)
+"""How far (pixels, right and down) a front point's name sits from the point, along its leader line."""
 
 
 def front_label_sides(n: int, *, rising: bool) -> list[str]:

@@ -60,9 +60,20 @@ def test_front_labels_alternate_across_the_staircase_and_the_legend_leaves_them_
                         "throughput_per_device_tok_s": [60.0, 1200.0, 8500.0, 14000.0],
                         "cost_per_m_output_tok": [25.0, 1.0, 0.2, 0.1], "memory_ok": True, "slo_ok": True})
     rising = front_figure(pts, "throughput_vs_latency")
-    assert list(rising.data[1].textposition) == ["bottom right", "top left"] * 2
+    # each name is tied to its point by a leader line (two names beside two points had read as either's):
+    # below-right (ax > 0, ay > 0) and above-left in turn
+    notes = rising.layout.annotations
+    assert [a.text for a in notes] == list(rising.data[1].text) and all(a.showarrow for a in notes)
+    assert [(a.ax > 0, a.ay > 0) for a in notes] == [(True, True), (False, False)] * 2
+    assert rising.layout.yaxis.type == "log"  # 60 to 14,000 tok/s: placed by the logarithm
+    assert [a.x for a in notes] == list(rising.data[1].x)
+    assert [a.y for a in notes] == pytest.approx(np.log10(rising.data[1].y))
     falling = front_figure(pts, "cost_vs_latency")
-    assert list(falling.data[1].textposition)[:2] == ["top right", "bottom left"]
+    assert [(a.ax > 0, a.ay > 0) for a in falling.layout.annotations][:2] == [(True, False), (False, True)]
+    # on a log axis an annotation is placed by the logarithm of its value
+    wide = front_figure(pts.assign(e2e_s=[0.4, 4.0, 40.0, 90.0]), "throughput_vs_latency")
+    assert wide.layout.xaxis.type == "log"
+    assert [a.x for a in wide.layout.annotations] == pytest.approx(np.log10([0.4, 4.0, 40.0, 90.0]))
     # the ends are named inwards, whatever the alternation (a last name to the right ran off the figure)
     from perfmodel.pareto import front_label_sides
 
@@ -288,7 +299,7 @@ def test_the_front_s_points_are_named_on_the_chart_for_a_printed_report() -> Non
     # A reviewer could not read a printed cost-vs-latency front: its points were named on hover only.
     fig = front_figure(_points(), "cost_vs_latency")
     front = next(t for t in fig.data if t.name == "Pareto front")
-    assert "text" in front.mode and len(front.text) == len(front.x) > 0
+    assert [a.text for a in fig.layout.annotations] == list(front.text) and len(front.text) == len(front.x) > 0
     assert all(" x" in str(t) and " b" in str(t) for t in front.text)
     assert "text" not in next(t for t in fig.data if t.name == "operating points").mode
 
