@@ -265,10 +265,13 @@ def _measured_in(runs: pd.DataFrame) -> bool:
         return False
     hit = np.ones(len(runs), dtype=bool)
     for c in _POINT:
-        v = st.session_state[KEYS[c]]
-        col = runs[c]
-        hit &= (pd.to_numeric(col, errors="coerce").to_numpy(dtype=float) == float(v)) \
-            if c in ("device_count", "input_len_tok", "output_len_tok") else (col.astype(str) == str(v)).to_numpy()
+        v, col = st.session_state[KEYS[c]], runs[c]
+        if c in ("device_count", "input_len_tok", "output_len_tok"):
+            if not isinstance(v, int | float):
+                return False
+            hit &= pd.to_numeric(col, errors="coerce").to_numpy(dtype=float) == float(v)
+        else:
+            hit &= (col.astype(str) == str(v)).to_numpy()
     return bool(hit.any())
 
 
