@@ -19,6 +19,7 @@ import pandas as pd
 from ..schema import column_words
 
 __all__ = [
+    "improves",
     "PHASE_GROWTH_REL",
     "SATURATION_PCT",
     "KV_FULL_FRACTION",
@@ -288,6 +289,25 @@ def explain(group_frame: pd.DataFrame, start: int, end: int, metric: str, *,
                         "look for (if it lasts, the expectation is out of date).")
     sentence = _sentence(metric, change, causes, ref.stop - ref.start, against, replay=replay)
     return Hint(tuple(causes), sentence)
+
+
+def improves(metric: str, direction: str) -> bool:
+    """Whether an alert in ``direction`` (``"high"`` or ``"low"``) is ``metric`` getting better: a throughput
+    above its band, a latency below it. Such an alert is no fault (its hint says so).
+
+    Parameters
+    ----------
+    metric
+        The metric's column name.
+    direction
+        The alert's direction.
+
+    Returns
+    -------
+    bool
+    """
+    better = _better(metric)
+    return better is not None and (direction == "high") == (better == "higher")
 
 
 def _better(metric: str) -> str | None:
