@@ -186,7 +186,7 @@ def test_empty_store_imports_the_samples_and_shows_them(tmp_path: Path,
     at = _app()
     _no_exception(at)
     info = " ".join(_texts(at.info))
-    assert "sample data (1 file(s))" in info and "real measurements made by perfmodel itself" in info
+    assert "sample data (1 file)" in info and "real measurements made by perfmodel itself" in info
     (ds,) = Store().datasets()
     assert at.selectbox(key=K.DATASET_WIDGET).value == ds.id
     assert at.query_params["dataset"] == ds.id
@@ -211,7 +211,7 @@ def test_real_sample_runs_import(monkeypatch: pytest.MonkeyPatch) -> None:
     n_rows = sum(len(pd.read_csv(f)) for f in files)
     assert ds.n_runs == n_rows  # perfmodel's own measurements import without a dropped row
     notice = " ".join(_texts(at.info))
-    assert f"sample data ({len(files)} file(s))" in notice  # counted, not listed (ten names filled the notice)
+    assert f"sample data ({len(files)} files)" in notice  # counted, not listed (ten names filled the notice)
     # Half the files were measured on a GPU: the notice used to call them all "real CPU measurements".
     assert "CPU measurements" not in notice
     if any("h200" in f.name for f in files):

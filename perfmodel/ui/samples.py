@@ -85,7 +85,7 @@ def sample_notice_text(names: Sequence[str]) -> str:
     -------
     str
     """
-    return (f"The store was empty, so perfmodel imported its sample data ({len(names)} file(s)) as the dataset "
+    return (f"The store was empty, so perfmodel imported its sample data ({len(names)} file{'s' if len(names) != 1 else ''}) as the dataset "
             f"**{SAMPLE_DATASET_NAME}**: real measurements made by perfmodel itself, with small random-weight "
             "models on a 2-vCPU VM and Llama-shaped random-weight models on an NVIDIA H200 GPU (see "
             "`sample_runs/README.md`; the dataset table below lists the files). Import your own result files below.")

@@ -218,9 +218,10 @@ def sample_notice() -> None:
     """Say that the sample data was imported into an empty store (or why it could not be)."""
     names = st.session_state.get(K.SAMPLE_NOTICE)
     if names:
-        box, button = st.columns([12, 1], vertical_alignment="center")
-        box.info(sample_notice_text(names), icon=":material/science:")
-        if button.button("Got it", key="ui.sample_notice.dismiss", help="Hide this notice for this session"):
+        # the button under the notice, not in a narrow column beside it, where it read "G..." at 1,200 px
+        st.info(sample_notice_text(names), icon=":material/science:")
+        if st.button("Got it", key="ui.sample_notice.dismiss", help="Hide this notice for this session",
+                     type="tertiary", icon=":material/check:"):
             st.session_state.pop(K.SAMPLE_NOTICE, None)
             st.rerun()
     error = st.session_state.get(K.SAMPLE_ERROR)
