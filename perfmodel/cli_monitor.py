@@ -23,6 +23,13 @@ __all__ = ["monitor_cmd", "detect_cmd", "register"]
 _DETECTORS = ("point", "window", "threshold")
 
 
+def _json(local: bool) -> bool:
+    """The command's own ``--json`` or the root's (``perfmodel --json detect FILE`` had printed text)."""
+    from .cli import _want_json
+
+    return _want_json(click.get_current_context(), local)
+
+
 def _expected(values: tuple[str, ...]) -> dict[str, float]:
     out: dict[str, float] = {}
     for v in values:
@@ -190,7 +197,8 @@ def detect_cmd(file: Path, detector: str, metrics: tuple[str, ...], group_col: s
     stored configuration's curve (--expect-from) or a trained predictor (--model-dir) for the query
     options (--hardware, --model, --framework, --device-count, --input-len, --output-len, --batch).
     """
-    _score_file(file, detector, metrics, group_col, window, w, z, threshold, robust, expected, as_json, query)
+    _score_file(file, detector, metrics, group_col, window, w, z, threshold, robust, expected, _json(as_json),
+                query)
 
 
 @click.command("monitor")
@@ -213,14 +221,15 @@ def monitor_cmd(file: Path | None, target: str | None, interval_s: float, durati
     if (file is None) == (target is None):
         raise click.UsageError("give a FILE or --target URL (one of them)")
     if file is not None:
-        _score_file(file, detector, metrics, group_col, window, w, z, threshold, robust, expected, as_json, query)
+        _score_file(file, detector, metrics, group_col, window, w, z, threshold, robust, expected, _json(as_json),
+                    query)
         return
     assert target is not None
     if (query.get("expect_from") or query.get("model_dir")) and not query.get("expect_metric"):
         raise click.UsageError("with --target, say which scraped metric the expectation is for (--expect-metric)")
     exp = _model_expectations(query, query.get("expect_metric"), None)
     exp.update(_expected(expected))
-    _live(target, interval_s, duration_s, detector, metrics, window, w, z, threshold, robust, exp, as_json,
+    _live(target, interval_s, duration_s, detector, metrics, window, w, z, threshold, robust, exp, _json(as_json),
           telemetry_period_s)
 
 

@@ -82,10 +82,12 @@ def sweep_cmd(plan_file: Path | None, resume_id: str | None, again_id: str | Non
     Each finished point is stored at once in the dataset the sweep fills, so
     `perfmodel show/export/fit` see it like any imported dataset.
     """
+    from .cli import _want_json
     from .store import Store
     from .sweep.plan import load_plan, plan_from_dict, plan_overrides
     from .sweep.runner import create_sweep, run_sweep, stop_on_signals
 
+    as_json = _want_json(click.get_current_context(), as_json)
     store = Store()
     overrides = {k: (_grid(v) if k in ("input_lens", "output_lens") else v) for k, v in flags.items()}
     overrides["name"] = overrides.pop("dataset_name")
@@ -150,10 +152,11 @@ def sweep_cmd(plan_file: Path | None, resume_id: str | None, again_id: str | Non
 @click.option("--json", "as_json", is_flag=True, help="JSON output.")
 def sweeps_cmd(as_json: bool) -> None:
     """List the recorded sweeps with their status (interrupted = its process is gone)."""
+    from .cli import _want_json
     from .store import Store
 
     infos = Store().sweeps()
-    if as_json:
+    if _want_json(click.get_current_context(), as_json):
         click.echo(json.dumps([{"id": i.id, "name": i.name, "status": i.state, "dataset_id": i.dataset_id,
                                 "backend": i.backend, "n_points": i.n_points, "n_done": i.n_done,
                                 "n_failed": i.n_failed, "created_at": i.created_at, "updated_at": i.updated_at,

@@ -318,6 +318,7 @@ def test_prediction_rows_say_what_the_numbers_do_not(quick_model, tmp_path):
     assert (pred["level"] == "").all()  # the linear baseline gives no band, so no band level
     assert pred.loc[0, "note"] == ""
     assert pred.loc[1, "note"].startswith("cannot run: ") and "exceed" in pred.loc[1, "note"]
+    assert "cannot run: cannot run" not in pred.loc[1, "note"]  # the memory reason had been prefixed twice
     assert "exceed llama-3-8b's context of 8,192 tokens" in pred.loc[2, "note"]
     assert "warning: 2 row(s) have a note (see the note column), e.g. row 2: cannot run" in res.output
     # its own output as queries: the old answers replaced, not a crash on a second 'level' column

@@ -52,6 +52,9 @@ def test_detect_json_lists_alerts_with_hints() -> None:
     res = CliRunner().invoke(main, ["detect", str(DATA / "stream.csv"), "--metric", "tpot_s", "--json"])
     assert res.exit_code == 0, res.output
     recs = json.loads(res.output)
+    # the root's --json too, as every other command reads it (it had printed text)
+    root = CliRunner().invoke(main, ["--json", "detect", str(DATA / "stream.csv"), "--metric", "tpot_s"])
+    assert root.exit_code == 0 and json.loads(root.output) == recs
     big = [r for r in recs if r["score"] > 10]
     assert len(big) == 1
     r = big[0]

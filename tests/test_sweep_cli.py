@@ -32,6 +32,9 @@ def test_dry_run_lists_points_and_estimate(tmp_path: Path) -> None:
     out = json.loads(res.output)
     assert out["n_points"] == 3 and out["points"] == ["b1-i8-o4-r0", "b2-i8-o4-r0", "b4-i8-o4-r0"]
     assert out["estimate_s"] > 0 and out["plan"]["repeats"] == 1  # the flag overrides the file
+    root = CliRunner().invoke(main, ["--json", "sweep", str(plan), "--dry-run", "--repeats", "1"])
+    assert root.exit_code == 0 and json.loads(root.output)["n_points"] == 3  # the root's --json too
+    assert json.loads(CliRunner().invoke(main, ["--json", "sweeps"]).output) == []  # had printed "no sweeps yet"
     assert Store().sweeps() == []
 
 

@@ -556,6 +556,7 @@ class VllmBenchmarkThroughput(Importer):
                 total_tok = r.num("total_num_tokens")
                 row: dict[str, Any] = {
                     "source_row": i,
+                    "framework": "vllm",  # the script runs vLLM in-process: nothing else can have served it
                     "load_kind": "offline",
                     "request_rate_rps": math.inf,
                     "n_requests": n,
@@ -572,6 +573,14 @@ class VllmBenchmarkThroughput(Importer):
             for name in ("input_len_tok", "output_len_tok"):
                 if (v := meta_length(meta, name)) is not None:
                     row[name] = v
+            if "input_len_tok" in row and "output_len_tok" in row and total_tok and n:
+                given, per_req_tok = row["input_len_tok"] + row["output_len_tok"], total_tok / n
+                if abs(given - per_req_tok) > 0.02 * per_req_tok:  # tokens are counted, not estimated
+                    issues.append(Issue(
+                        sample.name, i, "total_num_tokens",
+                        f"the file records {per_req_tok:,.1f} input+output tokens per request, but the lengths given "
+                        f"add up to {given:,.0f} ({row['input_len_tok']:g} + {row['output_len_tok']:g}): check "
+                        "--input-len/--output-len against the run's command line", "warning"))
             if "input_len_tok" not in row or "output_len_tok" not in row:
                 per_req = f" ({total_tok / n:.1f} input+output tokens per request)" if total_tok and n else ""
                 issues.append(Issue(
@@ -623,6 +632,7 @@ class VllmBenchmarkLatency(Importer):
                 r.numbers("latencies")  # checked for type only: iterations of one batch, not requests
                 row: dict[str, Any] = {
                     "source_row": i,
+                    "framework": "vllm",  # the script runs vLLM in-process
                     "load_kind": "static_batch",
                     "e2e_latency_s": avg,
                     "e2e_latency_p50_s": pct.num("50"),

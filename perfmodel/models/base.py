@@ -761,7 +761,9 @@ def query_notes(predictor: Any, runs: pd.DataFrame, pred: pd.DataFrame) -> list[
     nonpositive = nonpositive_note(str(getattr(predictor, "name", "") or ""))
     notes = []
     for i, why in enumerate(blocked):
-        parts = [f"cannot run: {why}"] if why is not None else []
+        # a memory reason already says so ("cannot run: cannot run: llama-3-70b's weights ..." had been written)
+        parts = ([why if str(why).startswith(MEMORY_REASON_PREFIX) else MEMORY_REASON_PREFIX + str(why)]
+                 if why is not None else [])
         limit = limits.get(models[i])
         if limit is not None and np.isfinite(total[i]) and total[i] > limit:
             parts.append(f"input + output length {total[i]:,.0f} tokens exceed {models[i]}'s context of {limit:,} "

@@ -175,6 +175,13 @@ def test_throughput_file(formats_dir: Path) -> None:
     assert "input_len_tok" not in r
     (w,) = p.issues
     assert "431.0 input+output tokens per request" in w.message
+    assert r["framework"] == "vllm"  # the script runs vLLM in-process (it had been stored as "unknown")
+    # lengths given that disagree with the file's tokens per request are named (220 + 190 against 431)
+    off = parse(THROUGHPUT, path, ImportMeta(input_len_tok=220, output_len_tok=190))
+    assert [i.message for i in off.issues] == [
+        "the file records 431.0 input+output tokens per request, but the lengths given add up to 410 (220 + 190): "
+        "check --input-len/--output-len against the run's command line"]
+    assert not parse(THROUGHPUT, path, ImportMeta(input_len_tok=216, output_len_tok=215)).issues
 
 
 def test_latency_file_uses_script_defaults_with_warning(formats_dir: Path) -> None:
@@ -182,7 +189,7 @@ def test_latency_file_uses_script_defaults_with_warning(formats_dir: Path) -> No
     assert LATENCY.sniff(Sample(path)) > 0.9
     res = finish(LATENCY, path, ImportMeta(hardware="x", model="llama"))
     r = res.runs.iloc[0]
-    assert r["load_kind"] == "static_batch" and r["batch_size"] == 8
+    assert r["load_kind"] == "static_batch" and r["batch_size"] == 8 and r["framework"] == "vllm"
     assert (r["input_len_tok"], r["output_len_tok"]) == (32, 128)
     assert r["e2e_latency_s"] == pytest.approx(7.1091228867570555)
     assert r["e2e_latency_p90_s"] == pytest.approx(7.397279229387641)
