@@ -236,7 +236,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
 @click.argument("dataset")
 @click.option("--issues", "show_issues", is_flag=True, help="Show the import issues instead of the runs.")
 @click.option("--head", "head_n", type=click.IntRange(min=0), default=10, show_default=True,
-              help="Rows to show.")
+              help="Rows (or issues) to show, JSON included; `export` writes every run.")
 @click.option("--json", "as_json", is_flag=True, help="JSON output.")
 @click.pass_context
 def show_cmd(ctx: click.Context, dataset: str, show_issues: bool, head_n: int, as_json: bool) -> None:
@@ -251,8 +251,10 @@ def show_cmd(ctx: click.Context, dataset: str, show_issues: bool, head_n: int, a
     head = table.head(head_n)
     if _want_json(ctx, as_json):
         records = json.loads(head.to_json(orient="records", date_format="iso"))
+        # how many there are, and how many are shown: 10 of 42 issues had come without a word
         _echo_json({"dataset": {**_info_dict(info), "provenance": info.provenance},
-                    "issues" if show_issues else "runs": records})
+                    "issues" if show_issues else "runs": records, "shown": len(records), "total": len(table),
+                    "truncated": len(table) > len(records)})
         return
     click.echo(f"dataset {info.id}  {info.name!r}  ({info.n_runs} runs, {info.n_issues} issues, "
                f"files: {', '.join(info.files)})")
@@ -290,11 +292,12 @@ def formats_cmd(ctx: click.Context, as_json: bool) -> None:
     imps = sorted(registry().values(), key=lambda i: i.name)
     if _want_json(ctx, as_json):
         _echo_json([{"id": i.name, "label": i.label, "has_hardware": i.has_hardware, "has_model": i.has_model,
-                     "description": i.description} for i in imps])
+                     "model_in_file_note": i.model_in_file_note, "description": i.description} for i in imps])
         return
     yn = {True: "yes", False: "no"}
     _table(("id", "label", "hardware in file", "model in file"),
-           [(i.name, i.label, yn[i.has_hardware], yn[i.has_model]) for i in imps])
+           [(i.name, i.label, yn[i.has_hardware],
+             yn[i.has_model] + (f" ({i.model_in_file_note})" if i.model_in_file_note else "")) for i in imps])
 
 
 @main.command("delete")

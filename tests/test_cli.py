@@ -50,6 +50,7 @@ def test_import_show_export_delete(runner: CliRunner, tmp_path: Path) -> None:
     code, out, _ = invoke(runner, "--home", str(home), "show", "My set", "--json", "--head", "2")
     doc = json.loads(out)
     assert len(doc["runs"]) == 2 and doc["dataset"]["provenance"]["files"][0]["file"] == "mine.csv"
+    assert (doc["shown"], doc["total"], doc["truncated"]) == (2, 25, True)  # the cut had not been said
     code, out, _ = invoke(runner, "--home", str(home), "show", "My set", "--issues")
     assert code == 0 and "(no issues)" in out
 
@@ -89,6 +90,8 @@ def test_formats_table(runner: CliRunner) -> None:
     assert any(line.startswith("llm-inference-bench ") for line in out.splitlines())
     doc = json.loads(invoke(runner, "--json", "formats")[1])
     assert {"id", "label", "has_hardware", "has_model"} <= set(doc[0])
+    # AIPerf's CSV export names no model, its JSON does (the table had said "yes" for both)
+    assert any(line.startswith("aiperf ") and line.rstrip().endswith("yes (JSON only)") for line in out.splitlines())
 
 
 @pytest.mark.parametrize("args, expected", [

@@ -337,6 +337,7 @@ class AIPerfImporter(Importer):
                    "load setting (concurrency or rate) from the user")
     has_hardware = False
     has_model = True
+    model_in_file_note = "JSON only"  # the CSV export does not name the model
 
     def sniff(self, sample: Sample) -> float:
         if sample.is_binary:

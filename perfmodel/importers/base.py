@@ -354,6 +354,8 @@ class Importer(ABC):
     #: True when the format names the hardware / model in the file itself.
     has_hardware: ClassVar[bool] = False
     has_model: ClassVar[bool] = False
+    #: Where only some of the format's files name the model, which ones (``perfmodel formats`` shows it).
+    model_in_file_note: ClassVar[str | None] = None
     #: True when the format may be binary (Parquet): sniffed and parsed even with NUL bytes.
     binary: ClassVar[bool] = False
     #: True when ``parse`` reads ``ImportMeta.column_map`` and ``latency_unit``; :func:`read_file`

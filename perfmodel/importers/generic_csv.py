@@ -297,6 +297,10 @@ class GenericCsvImporter(Importer):
         if missing:
             hint = {c: f"{w} (or --{w} on the command line, the {w} field of the upload form)"
                     for c, w in (("hardware_raw", "hardware"), ("model_raw", "model"), ("framework", "framework"))}
+            # the lengths can be given for the whole file too: the message had named only the mapping
+            hint.update({c: f"{c} (or --{w} on the command line, the {label} field of the upload form)"
+                         for c, w, label in (("input_len_tok", "input-len", "Input tokens"),
+                                             ("output_len_tok", "output-len", "Output tokens"))})
             problems.append("required canonical column(s) not mapped: "
                             + ", ".join(hint.get(m, m) for m in missing))
         if problems:
