@@ -793,11 +793,17 @@ def _only_framework(predictor: Any) -> str | None:
 @click.option("--input-len", type=float, help="One-point form: input tokens.")
 @click.option("--output-len", type=float, help="One-point form: output tokens.")
 @click.option("--batch", type=float, help="One-point form: batch size.")
+@click.option("--n-batch", type=float, default=None,
+              help="One-point form: llama.cpp's n_batch, where the model was trained at several (fw_n_batch).")
+@click.option("--num-threads", type=float, default=None,
+              help="One-point form: the engine's thread count, where the model was trained at several "
+                   "(fw_num_threads).")
 @click.option("--json", "as_json", is_flag=True, help="JSON output: the prediction rows as records.")
 @click.pass_context
 def predict_cmd(ctx: click.Context, model_dir: Path, queries: Path | None, output: Path | None, level: float,
                 hardware: str | None, model_name: str | None, framework: str | None, device_count: int,
-                input_len: float | None, output_len: float | None, batch: float | None, as_json: bool) -> None:
+                input_len: float | None, output_len: float | None, batch: float | None, n_batch: float | None,
+                num_threads: float | None, as_json: bool) -> None:
     """Predict throughput with MODEL_DIR for every row of QUERIES (or one point given by options)."""
     import numpy as np
     import pandas as pd
@@ -820,11 +826,13 @@ def predict_cmd(ctx: click.Context, model_dir: Path, queries: Path | None, outpu
                                       if "--framework" in missing and known else ""))
         raw = pd.DataFrame([{"hardware": hardware, "model": model_name, "framework": framework,
                              "device_count": device_count, "input_len_tok": input_len,
-                             "output_len_tok": output_len, "batch_size": batch}])
+                             "output_len_tok": output_len, "batch_size": batch,
+                             **{c: v for c, v in (("fw_n_batch", n_batch), ("fw_num_threads", num_threads))
+                                if v is not None}}])
         with _point_errors():
             table = _resolve_names(raw, "the command line")
     else:
-        given = [k for k, v in point.items() if v is not None]
+        given = [k for k, v in {**point, "--n-batch": n_batch, "--num-threads": num_threads}.items() if v is not None]
         if given:
             raise click.UsageError(f"give either a QUERIES file or the one-point options, not both ({given[0]})")
         raw, table = _read_queries(queries)

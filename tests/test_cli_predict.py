@@ -348,3 +348,38 @@ def test_a_throughput_below_zero_is_out_of_domain_without_latency():
     queries = pd.DataFrame({"hardware": ["h100-sxm"] * 3, "model": ["llama-3-8b"] * 3, "device_count": [1] * 3,
                             "input_len_tok": [128.0] * 3, "output_len_tok": [128.0] * 3, "batch_size": [1.0] * 3})
     assert query_notes(None, queries, out)[1:] == [NONPOSITIVE_NOTE] * 2
+
+
+@pytest.fixture
+def h100_a100_roofline(all_results_csv, tmp_path_factory):  # noqa: ANN001, ANN201
+    from perfmodel.importers import read_file
+    from perfmodel.models import get_predictor
+
+    runs = read_file(all_results_csv).runs
+    out = tmp_path_factory.mktemp("rg") / "model"
+    get_predictor("roofline-gbm").fit(runs[runs["hardware"].isin(["h100-sxm", "a100-40gb"])]).save(out)
+    return out
+
+
+def test_a_llama_cpp_query_outside_what_llama_cpp_was_measured_at_is_out_of_domain(h100_a100_roofline):  # noqa: ANN001
+    # Trained at n_batch 1, 16, 32 and 64 (49.6 to 91.7 tok/s), a query without n_batch was answered 100.9 tok/s,
+    # band 92.3-110.4, in domain; at batch 16 llama.cpp (measured at one sequence only) was in domain too.
+    point = ["predict", str(h100_a100_roofline), "--hardware", "H100", "--model", "llama-3-8b", "--framework",
+             "llama.cpp", "--input-len", "1024", "--output-len", "1024"]
+    res = CliRunner().invoke(main, [*point, "--batch", "1"])
+    assert res.exit_code == 0, res.output
+    assert "in_domain False" in res.output
+    assert ("out of domain: llama.cpp ran this configuration at n_batch 1; n_batch 16; n_batch 32; n_batch 64, and "
+            "the query gives none: give the setting (fw_n_batch in a query file, --n-batch for one point)") in res.output
+    given = CliRunner().invoke(main, [*point, "--batch", "1", "--n-batch", "64"])
+    assert given.exit_code == 0 and "in_domain True" in given.output, given.output
+    assert float(given.output.split(" tok/s")[0].replace(",", "")) == pytest.approx(91.7, rel=0.03)
+    wide = CliRunner().invoke(main, [*point, "--batch", "16", "--n-batch", "64"])
+    assert "in_domain False" in wide.output
+    assert "batch 16 is more than twice outside the batches llama.cpp was trained at (1)" in wide.output
+    vllm = CliRunner().invoke(main, [*point[:7], "vllm", *point[8:], "--batch", "16"])
+    assert "in_domain True" in vllm.output  # vLLM was measured at batch 16
+    # the setting is a one-point option only: beside a query file it is refused like the others
+    both = CliRunner().invoke(main, ["predict", str(h100_a100_roofline), str(h100_a100_roofline / "metadata.json"),
+                                     "--n-batch", "64"])
+    assert both.exit_code == 2 and "--n-batch" in both.output

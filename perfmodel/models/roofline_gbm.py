@@ -535,6 +535,9 @@ def _without_settings(keys: np.ndarray) -> np.ndarray:
 
 _MODEL_OF_KEY = CONFIG_COLUMNS.index("model")
 _FRAMEWORK_OF_KEY = CONFIG_COLUMNS.index("framework")
+_ALWAYS_GIVEN = tuple(CONFIG_COLUMNS.index(c) for c in ("hardware", "device_count", "framework", "model",
+                                                        "input_len_tok", "output_len_tok"))
+"""Key parts every query gives (:data:`perfmodel.physics.QUERY_COLUMNS` and the framework)."""
 _MOE_SPECS: dict[str, Any] = {}
 
 
@@ -2232,6 +2235,9 @@ class RooflineGBM(Predictor):
         self.hw_frameworks_ = self._hw_frameworks(data)
         self.platform_rows_ = self._platform_rows(mat)
         self.batch_range_ = [float(bb.min()), float(bb.max())]
+        fws = np.array([_norm(v) or "" for v in _values(data, "framework")], dtype=object)
+        self.fw_batch_range_ = {str(f): [float(bb[fws == f].min()), float(bb[fws == f].max())]
+                                for f in np.unique(fws) if f}
         self.len_lo_ = np.array([max(float(data[c].min()), 1.0) for c in ("input_len_tok", "output_len_tok")])
         self.len_hi_ = np.array([max(float(data[c].max()), 1.0) for c in ("input_len_tok", "output_len_tok")])
         self.knn_ref_ = self._knn_space(knn)
@@ -2674,7 +2680,8 @@ class RooflineGBM(Predictor):
         b_lo, b_hi = self.batch_range_
         tol = self.domain_range_factor
         in_dom = np.isin(cat, (0, 1, 2, _BEYOND_LENGTH)) & (dk <= self.knn_cut_) & (ld <= math.log2(tol)) \
-            & (bb >= b_lo / tol) & (bb <= b_hi * tol)
+            & (bb >= b_lo / tol) & (bb <= b_hi * tol) & ~self._framework_batch_out(runs, bb)[0] \
+            & np.array([w is None for w in self._setting_unmeasured(keys)], dtype=bool)
         # Neither the answer nor its band runs faster than the bound no measurement may beat
         # (physics.flag_suspect): far from the data the band's width alone took it 10x above.
         # Past the batch whose KV cache fills the memory no more sequences run at once, so the bound stops there:
@@ -2820,6 +2827,63 @@ class RooflineGBM(Predictor):
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.log(bb * f["mem_bw_gbs"] * 1e9 * f["device_count"] / (f["active_params"] * f["dtype_bytes"]))
 
+    def _framework_batch_out(self, runs: pd.DataFrame, bb: np.ndarray
+                             ) -> tuple[np.ndarray, list[tuple[str, list[float]] | None]]:
+        """Which queries ask a batch more than twice outside the batches their (known) framework was trained at,
+        and that framework's range. LLM-Inference-Bench measured llama.cpp at one sequence only: a llama.cpp
+        query at batch 16 had been in domain (confidence 0.90) on the trained batches of the other frameworks."""
+        ranges = getattr(self, "fw_batch_range_", {})
+        tol = self.domain_range_factor
+        out = np.zeros(len(bb), dtype=bool)
+        which: list[tuple[str, list[float]] | None] = [None] * len(bb)
+        if not ranges:
+            return out, which
+        for i, v in enumerate(_values(runs, "framework")):
+            fw = _norm(v) or ""
+            r = ranges.get(fw)
+            if r is not None and (bb[i] < r[0] / tol or bb[i] > r[1] * tol):
+                out[i], which[i] = True, (fw, r)
+        return out, which
+
+    def _setting_unmeasured(self, keys: np.ndarray) -> list[str | None]:
+        """Per query, why its measurement setting is not its trained configuration's (None where it is, or the
+        configuration is new): a llama.cpp query without ``n_batch`` on a configuration trained at four values
+        had been answered in domain (100.9 tok/s, band 92.3-110.4) above all four (49.6-91.7)."""
+        out: list[str | None] = [None] * len(keys)
+        cached = getattr(self, "_bare_index", None)
+        if cached is None or cached[0] is not self.anchors_:  # built once per fitted (or loaded) model
+            index: dict[tuple[str, ...], list[list[str]]] = {}
+            for k in self.anchors_:
+                parts = k.split("|")
+                if "@" in parts[_FRAMEWORK_OF_KEY]:
+                    parts[_FRAMEWORK_OF_KEY] = parts[_FRAMEWORK_OF_KEY].partition("@")[0]
+                    index.setdefault(tuple(parts[j] for j in _ALWAYS_GIVEN), []).append([*parts, k])
+            self._bare_index = cached = (self.anchors_, index)
+        index = cached[1]
+        if not index:
+            return out
+        for i, k in enumerate(keys.tolist()):
+            if k in self.anchors_:
+                continue
+            parts = k.split("|")
+            fw, given = _framework_settings(parts[_FRAMEWORK_OF_KEY])
+            parts[_FRAMEWORK_OF_KEY] = fw
+            # the same configuration, a part the query leaves blank (load kind, dtypes) matching any
+            measured = [c[-1] for c in index.get(tuple(parts[j] for j in _ALWAYS_GIVEN), [])
+                        if all(not p or p == q for p, q in zip(parts, c[:-1], strict=False))]
+            if not measured:
+                continue
+            settings = sorted((_framework_settings(m.split("|")[_FRAMEWORK_OF_KEY])[1] for m in measured),
+                              key=lambda d: tuple(sorted(d.items())))
+            names = sorted({c for d in settings for c in d})
+            sets = "; ".join(", ".join(f"{c.removeprefix('fw_')} {d[c]:g}" for c in names if c in d) for d in settings)
+            asked = ("not at " + ", ".join(f"{c.removeprefix('fw_')} {v:g}" for c, v in given.items()) if given
+                     else "and the query gives none")
+            how = " or ".join(f"{c} in a query file, --{c.removeprefix('fw_').replace('_', '-')} for one point"
+                              for c in names)
+            out[i] = f"{fw} ran this configuration at {sets}, {asked}: give the setting ({how})"
+        return out
+
     def domain_reasons(self, runs: pd.DataFrame) -> list[list[str]]:
         """Why each query is out of domain (``in_domain`` false in :meth:`predict`), in words; an empty
         list for a query inside it.
@@ -2849,6 +2913,14 @@ class RooflineGBM(Predictor):
         tol = self.domain_range_factor
         for i in np.flatnonzero((bb < b_lo / tol) | (bb > b_hi * tol)):
             out[i].append(f"batch {bb[i]:g} is more than twice outside the trained batches {b_lo:g}-{b_hi:g}")
+        fw_out, fw_range = self._framework_batch_out(done, bb)
+        for i in np.flatnonzero(fw_out & (bb >= b_lo / tol) & (bb <= b_hi * tol)):
+            fw, (f_lo, f_hi) = fw_range[i]
+            span = f"{f_lo:g}" if f_lo == f_hi else f"{f_lo:g}-{f_hi:g}"
+            out[i].append(f"batch {bb[i]:g} is more than twice outside the batches {fw} was trained at ({span})")
+        for i, why in enumerate(self._setting_unmeasured(_config_keys(done).to_numpy())):
+            if why is not None:
+                out[i].append(why)
         ld = self._length_distance(done, self.len_lo_, self.len_hi_)
         lo, hi = self.len_lo_, self.len_hi_
         for i in np.flatnonzero(ld > math.log2(tol)):
@@ -2912,6 +2984,7 @@ class RooflineGBM(Predictor):
         state = {
             "feature_names": self.feature_names_, "curves": self.curves_,
             "seen": {k: sorted(v) for k, v in self.seen_.items()}, "batch_range": self.batch_range_,
+            "fw_batch_range": getattr(self, "fw_batch_range_", {}),
             "len_lo": self.len_lo_, "len_hi": self.len_hi_, "knn_center": self.knn_center_,
             "knn_scale": self.knn_scale_, "knn_ref": np.round(self.knn_ref_, 12), "n_train": self.n_train_,
             "scores": self.scores_, "knn_cut": getattr(self, "knn_cut_", math.inf),
@@ -2964,6 +3037,7 @@ class RooflineGBM(Predictor):
             obj.curves_ = {k: [float(x) for x in v] for k, v in st["curves"].items()}
             obj.seen_ = {k: set(v) for k, v in st["seen"].items()}
             obj.batch_range_ = [float(x) for x in st["batch_range"]]
+            obj.fw_batch_range_ = {str(k): [float(x) for x in v] for k, v in st.get("fw_batch_range", {}).items()}
             obj.len_lo_ = np.array(st["len_lo"], dtype=float)
             obj.len_hi_ = np.array(st["len_hi"], dtype=float)
             obj.knn_center_ = np.array(st["knn_center"], dtype=float)
