@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from perfmodel.curves import VARYING_BY
 from perfmodel.importers import read_file
 from perfmodel.planner import CANDIDATE_KEYS, plan
 
@@ -29,8 +30,21 @@ KEYS = [*CANDIDATE_KEYS, "batch_size"]
 
 
 def _compare(truth: pd.DataFrame, got: pd.DataFrame, demand: float) -> pd.DataFrame:
-    """Operating points of ``got`` matched to the measured means ``truth``: APE, band coverage, devices."""
-    m = truth.merge(got, on=KEYS)
+    """Operating points of ``got`` matched to the measured means ``truth``: APE, band coverage, devices. A
+    candidate run at several settings (llama.cpp's n_batch) is sized at its best one, and its points say which:
+    they are matched to the held-out runs at that setting, the others' to the runs at every setting."""
+    sets = [c for c in VARYING_BY if c in got.columns]
+    got = got.assign(**{c: got[c].astype(float) for c in sets})
+    per_setting = truth.groupby([*KEYS, *sets], dropna=False).output_throughput_tok_s.mean() \
+        .rename("measured").reset_index() if sets else None
+    pooled = truth.groupby(KEYS).output_throughput_tok_s.mean().rename("measured").reset_index()
+    if per_setting is None:
+        m = pooled.merge(got, on=KEYS)
+    else:
+        with_setting = got[got[sets].notna().any(axis=1)]
+        m = pd.concat([per_setting.merge(with_setting, on=[*KEYS, *sets]),
+                       pooled.merge(got[got[sets].isna().all(axis=1)].drop(columns=sets), on=KEYS)],
+                      ignore_index=True)
     t, y = m["measured"].to_numpy(float), m["throughput_tok_s"].to_numpy(float)
     need = np.ceil(demand / t - 1e-9) * m["device_count"].to_numpy(float)
     return pd.DataFrame({"framework": m["framework"], "ape": np.abs(y / t - 1) * 100,
@@ -60,7 +74,8 @@ def main() -> None:
         at = (runs["input_len_tok"] == i_len) & (runs["output_len_tok"] == o_len)
         inputs = {"workload": {"request_rate_rps": args.rate, "input_len_tok": i_len, "output_len_tok": o_len},
                   "slo": {}}
-        truth = runs[at].groupby(KEYS).output_throughput_tok_s.mean().rename("measured").reset_index()
+        truth = runs[at]
+        n_truth = truth.groupby(KEYS).ngroups  # measured operating points (candidate and batch)
         demand = args.rate * o_len * 1.2  # the planner's default headroom
         t0 = time.perf_counter()
         near = plan(inputs, runs[~at]).points
@@ -70,9 +85,9 @@ def main() -> None:
         for name, got in (("nearest", near), ("predicted", pred)):
             d = _compare(truth, got, demand)
             pooled[name].append(d)
-            lines.append(_row(f"{i_len:g}/{o_len:g} {name}", d, len(truth)))
-        n_pooled += len(truth)
-        print(f"{i_len:g}/{o_len:g}: {len(truth)} measured operating points; nearest {t1 - t0:.1f} s, "
+            lines.append(_row(f"{i_len:g}/{o_len:g} {name}", d, n_truth))
+        n_pooled += n_truth
+        print(f"{i_len:g}/{o_len:g}: {n_truth} measured operating points; nearest {t1 - t0:.1f} s, "
               f"predicted {t2 - t1:.1f} s (training included)", flush=True)
     print("\n| held-out lengths, method | operating points matched | median APE % | p90 APE % | "
           "inside the 90% band | devices right |")

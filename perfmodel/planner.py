@@ -601,6 +601,71 @@ def _measured_curve(sub: pd.DataFrame, level: float, seed: int) -> _Curve:
                   f"no curve fit ({why}); measured means with the range of repeats as band")
 
 
+def _varying(at: pd.DataFrame) -> list[str]:
+    """The measurement settings (:data:`perfmodel.curves.VARYING_BY`) that take several values in ``at``."""
+    from .curves import VARYING_BY
+
+    return [c for c in VARYING_BY if c in at.columns and at[c].nunique(dropna=False) > 1]
+
+
+def _by_setting(at: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """A candidate's runs split by the measurement settings they vary (:data:`perfmodel.curves.VARYING_BY`:
+    llama.cpp's ``n_batch``, the engine's threads), each with its label (``n_batch 64``); one part, labelled
+    ``""``, where no setting varies."""
+    cols = _varying(at)
+    if not cols:
+        return [("", at)]
+    out = []
+    for vals, part in at.groupby(cols, dropna=False, sort=True):
+        vals = vals if isinstance(vals, tuple) else (vals,)
+        out.append((", ".join(f"{c.removeprefix('fw_')} "
+                              + ("unset" if pd.isna(v) else f"{float(v):g}") for c, v in zip(cols, vals, strict=True)),
+                    part))
+    return out
+
+
+def _rank(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A candidate row's place in the table: ok before optimistic-only, robust before fragile, priced before
+    not, then cheaper, fewer devices, more capacity, shorter latency (:func:`plan`'s order)."""
+    cost = float(row["cost_per_m_output_tok"])
+    cap = float(row["throughput_tok_s"]) * float(row["replicas"])
+    e2e = float(row["e2e_s"]) if row.get("e2e_s") is not None and math.isfinite(float(row["e2e_s"])) else math.inf
+    return (row["status"] != "ok", not bool(row["robust"]), not math.isfinite(cost),
+            cost if math.isfinite(cost) else math.inf, row["devices"], -cap, e2e)
+
+
+def _measured_candidate(cand: dict[str, Any], at: pd.DataFrame, measured: tuple[float, float], inputs: PlanInputs,
+                        predictor: Any, seed: int, rows: list[dict[str, Any]], bad: list[dict[str, Any]],
+                        pts: list[pd.DataFrame]) -> None:
+    """A measured candidate's curve (at the workload's lengths, predicted from ``measured`` where they differ
+    and a predictor is given) and its evaluation, appended to ``rows``/``bad``/``pts``."""
+    mean_in, mean_out = inputs.workload.mean_lengths
+    i_len, o_len = measured
+    note = "" if (i_len, o_len) == (mean_in, mean_out) else \
+        f"measured at {i_len:g}/{o_len:g} tokens, the nearest to {mean_in:g}/{mean_out:g}"
+    if predictor is not None and (i_len, o_len) != (mean_in, mean_out):
+        got = _predicted_curve(predictor, _length_query(at, mean_in, mean_out), inputs.level)
+        if not isinstance(got, str):
+            curve, ttft = got
+            curve.source = f"predicted at the workload's lengths ({_name(predictor)})"
+            note = (f"predicted at {mean_in:g}/{mean_out:g} tokens from the runs at {i_len:g}/{o_len:g}"
+                    + ("" if not curve.note else f"; {curve.note}"))
+            _evaluate_candidate(cand, curve, _without_measured(at), inputs, (mean_in, mean_out), note, rows, bad,
+                                pts, ttft=ttft)
+            return
+        note = f"{note}; not predicted at the workload's lengths: {got}"
+    curve = _measured_curve(at, inputs.level, seed)
+    if predictor is not None and (i_len, o_len) == (mean_in, mean_out):
+        curve = _extended(curve, predictor, at, (mean_in, mean_out), inputs.level)
+    if curve.note:
+        note = "; ".join(filter(None, [note, curve.note]))
+    # Latencies measured at other lengths are other requests' (a 2048/128 run's 5 s for a 1024/1024
+    # workload): derived from the throughput at the workload's lengths instead.
+    same = (i_len, o_len) == (mean_in, mean_out)
+    _evaluate_candidate(cand, curve, at if same else _without_measured(at, power=True), inputs, (i_len, o_len), note,
+                        rows, bad, pts)
+
+
 def _extended(curve: _Curve, predictor: Any, at: pd.DataFrame, lengths: tuple[float, float], level: float) -> _Curve:
     """A measured curve with the predictor's answers at the :data:`PREDICTED_BATCHES` beyond its largest measured
     batch, so that measured and predicted candidates are sized over the same batches: a B200 nobody measured had
@@ -750,30 +815,36 @@ def plan(inputs: PlanInputs | Mapping[str, Any], runs: pd.DataFrame | None = Non
         cand["device_count"] = int(cand["device_count"])
         seen.add((str(cand["hardware"]), str(cand["model"]), cand["device_count"]))
         i_len, o_len = nearest_lengths(sub, mean_in, mean_out)
-        at = sub[(sub["input_len_tok"] == i_len) & (sub["output_len_tok"] == o_len)]
-        note = "" if (i_len, o_len) == (mean_in, mean_out) else \
-            f"measured at {i_len:g}/{o_len:g} tokens, the nearest to {mean_in:g}/{mean_out:g}"
-        if predictor is not None and (i_len, o_len) != (mean_in, mean_out):
-            got = _predicted_curve(predictor, _length_query(at, mean_in, mean_out), inputs.level)
-            if not isinstance(got, str):
-                curve, ttft = got
-                curve.source = f"predicted at the workload's lengths ({_name(predictor)})"
-                note = (f"predicted at {mean_in:g}/{mean_out:g} tokens from the runs at {i_len:g}/{o_len:g}"
-                        + ("" if not curve.note else f"; {curve.note}"))
-                _evaluate_candidate(cand, curve, _without_measured(at), inputs, (mean_in, mean_out), note, rows, bad,
-                                    pts, ttft=ttft)
-                continue
-            note = f"{note}; not predicted at the workload's lengths: {got}"
-        curve = _measured_curve(at, inputs.level, seed + gi)
-        if predictor is not None and (i_len, o_len) == (mean_in, mean_out):
-            curve = _extended(curve, predictor, at, (mean_in, mean_out), inputs.level)
-        if curve.note:
-            note = "; ".join(filter(None, [note, curve.note]))
-        # Latencies measured at other lengths are other requests' (a 2048/128 run's 5 s for a 1024/1024
-        # workload): derived from the throughput at the workload's lengths instead.
-        same = (i_len, o_len) == (mean_in, mean_out)
-        _evaluate_candidate(cand, curve, at if same else _without_measured(at, power=True), inputs, (i_len, o_len), note, rows,
-                            bad, pts)
+        at_all = sub[(sub["input_len_tok"] == i_len) & (sub["output_len_tok"] == o_len)]
+        settings = _by_setting(at_all)
+        if len(settings) == 1:
+            _measured_candidate(cand, at_all, (i_len, o_len), inputs, predictor, seed + gi, rows, bad, pts)
+            continue
+        # Runs at several settings of the framework (llama.cpp's n_batch: 49.6 to 91.7 tok/s on one H100) are
+        # not repeats: each setting is sized on its own and the best kept, as an operator would set it. Their
+        # average had sized llama.cpp at 79.9 tok/s per device.
+        trials = []
+        for label, at in settings:
+            r_s: list[dict[str, Any]] = []
+            b_s: list[dict[str, Any]] = []
+            p_s: list[pd.DataFrame] = []
+            _measured_candidate(cand, at, (i_len, o_len), inputs, predictor, seed + gi, r_s, b_s, p_s)
+            # the operating points say which setting they are of
+            values = {c: at[c].iloc[0] for c in _varying(at_all)}
+            trials.append((r_s, b_s, [p.assign(**values) for p in p_s], label))
+        ran = [t for t in trials if t[0]]
+        if not ran:
+            bad.extend({**b, "reason": f"{b['reason']} (at every setting measured; at {trials[0][3]})"}
+                       for b in trials[0][1])
+            continue
+        r_s, _, p_s, label = min(ran, key=lambda t: _rank(t[0][0]))
+        names = {s.rpartition(" ")[0] for s, _ in settings}
+        measured = (f"{names.pop()} " + ", ".join(s.rpartition(" ")[2] for s, _ in settings) if len(names) == 1
+                    and "," not in settings[0][0] else "; ".join(s for s, _ in settings))
+        r_s[0]["note"] = "; ".join(filter(None, [f"at {label}, the best of the settings measured ({measured})",
+                                                 r_s[0]["note"]]))
+        rows.extend(r_s)
+        pts.extend(p_s)
     if predictor is not None:
         _predicted(inputs, predictor, runs, seen, rows, bad, pts)
     elif inputs.models and inputs.hardware:
@@ -1123,7 +1194,8 @@ def _length_query(at: pd.DataFrame, input_len: float, output_len: float) -> pd.D
     """The queries that predict ``at`` (one configuration at one length pair) at the given lengths: one per
     measured batch and :data:`PREDICTED_BATCHES` batch, and setting (:data:`perfmodel.curves.VARYING_BY`, e.g. llama.cpp's ``n_batch``), with the
     configuration's columns as measured and the results left out; ``_weight`` counts the runs each stands
-    for, so that the predicted curve mixes the settings as the measured one does."""
+    for, so that a curve over runs at several settings mixes them as the measured one does (:func:`plan` sizes
+    each setting on its own, so there it holds one)."""
     from .curves import VARYING_BY
     from .schema import COLUMN_NAMES
 
