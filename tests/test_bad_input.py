@@ -250,3 +250,16 @@ def test_edited_export_with_a_bad_source_row_drops_that_row(tmp_path: Path) -> N
     info, (res,) = import_files([src], store=Store(tmp_path / "h"))
     assert [(i.row, i.column) for i in res.issues if i.severity == "error"] == [(2, "source_row")]
     assert info.n_runs == 3 and res.runs["source_row"].tolist() == [1, 3, 4]
+
+
+def test_notes_that_describe_a_format_are_not_read_as_it(tmp_path: Path) -> None:
+    # The shared format notes (SOURCES.md) quote vLLM's result banner and trtllm-bench's section names in prose:
+    # the file was read as a vLLM console log, before that as a trtllm-bench report.
+    from perfmodel.importers import read_file
+
+    notes = tmp_path / "NOTES.md"
+    notes.write_text("- Structure: free text. The `============ Serving Benchmark Result ============` block has "
+                     "lines `Label:  value`.\n- trtllm-bench stdout report: sections `PERFORMANCE OVERVIEW` "
+                     "(Token Throughput (tokens/sec), Request Throughput (req/sec)).\n")
+    with pytest.raises(ImportFormatError, match="NOTES.md: not a recognised benchmark result file"):
+        read_file(notes)

@@ -145,8 +145,11 @@ class TrtllmBenchReportImporter(Importer):
 
     def sniff(self, sample: Sample) -> float:
         # No JSON guard: the report starts with a "[date] [TRT-LLM]" log prefix.
+        # The report's own banner line and a "Key:<tab>value" throughput line: a Markdown file describing the
+        # format (its SOURCES.md) names both in prose and had been read as a report.
         head = sample.text_head
-        if "PERFORMANCE OVERVIEW" in head and re.search(r"Throughput \((?:tokens|req)/sec\)", head):
+        if re.search(r"^=\s*PERFORMANCE OVERVIEW", head, re.M) and \
+                re.search(r"^[\w ]*Throughput \((?:tokens|req)/sec\):\s", head, re.M):
             return 0.95
         return 0.0
 

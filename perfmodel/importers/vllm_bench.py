@@ -766,7 +766,9 @@ class VllmBenchServeLog(Importer):
         if sample.first_char in ("{", "["):
             return 0.0
         head = sample.text_head
-        if not _BLOCK_START.search(head):
+        # the banner on a line of its own, as vLLM prints it: a Markdown file quoting it in prose (the format
+        # notes' SOURCES.md) had been read as a console log
+        if not _BLOCK_START.search(head) or not re.search(r"^\s*" + _BLOCK_START.pattern + r"\s*$", head, re.M):
             return 0.0
         if "Namespace(" in head or "Peak output token throughput" in head:
             return 0.9
