@@ -177,14 +177,22 @@ class GpuConc(Importer):
             if row is not None:
                 rows.append(row)
         if rows:
-            if not any(r.get("hardware_raw") for r in rows):
+            if not any(r.get("hardware_raw") for r in rows) and not meta.hardware:  # given: nothing to ask
                 issues.append(Issue(sample.name, None, "gpu_info.model",
                                     "the file says 'Unknown GPU' (or nothing): supply the hardware with "
                                     "--hardware", "warning"))
+            # what is stored, in the message: the configured lengths, beside the client's own estimate
+            est = [r["output_throughput_tok_s"] / r["request_throughput_rps"] for r in rows
+                   if r.get("output_throughput_tok_s") and r.get("request_throughput_rps")]
+            configured = {r.get("output_len_tok") for r in rows} - {None}
+            told = (f"the output length stored is the configured {', '.join(f'{v:g}' for v in sorted(configured))} "
+                    f"tokens, where the client's estimate (throughput / request rate) averages "
+                    f"{sum(est) / len(est):,.0f}" if est and configured else
+                    "the output length is the client's estimate (throughput / request rate)")
             issues.append(Issue(
                 sample.name, None, "output_len_tok",
                 "output tokens are estimated by the client from streamed text (~0.75 tokens per word), not "
-                "counted by a tokenizer: output throughput and output length (throughput / request rate) carry "
-                "that estimate; input length is the configured target", "warning"))
+                f"counted by a tokenizer: output throughput carries that estimate, and {told}; input length is "
+                "the configured target", "warning"))
         all_failed = not rows and any(i.column == "successful_requests" for i in issues)
         return finish_rows(rows, issues, sample.name, provenance=provenance, allow_empty=all_failed)

@@ -35,6 +35,9 @@ def test_h100_summary(formats_dir: Path) -> None:
     assert r.loc[256, "n_failed"] == 103 and r.loc[256, "n_requests"] == 455
     warnings = [i for i in res.issues if i.severity == "warning"]
     assert sum("estimated by the client" in i.message for i in warnings) == 1
+    # it says what is stored (the configured length), not that the length carries the estimate
+    [est] = [i.message for i in warnings if "estimated by the client" in i.message]
+    assert "the output length stored is the configured 1000 tokens, where the client's estimate" in est
     assert {i.row for i in warnings if i.column == "failed_requests"} == {8, 10}
 
 
@@ -63,6 +66,7 @@ def test_unknown_gpu_needs_hardware(formats_dir: Path) -> None:
         finish(GPU, path)
     res = finish(GPU, path, ImportMeta(hardware="MI300X"))
     assert len(res.runs) == 10 and res.runs.set_index("batch_size").loc[1024, "n_failed"] == 244
+    assert not [i for i in res.issues if "Unknown GPU" in i.message]  # given: not asked for again
 
 
 def test_wrong_type_and_truncated(tmp_path: Path, formats_dir: Path) -> None:
