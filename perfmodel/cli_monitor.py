@@ -107,12 +107,39 @@ def _model_expectations(q: dict[str, Any], metric: str | None, stream_metrics: t
     return {metric: value}
 
 
-def _score_file(file: Path, detector: str, metrics: tuple[str, ...], group_col: str | None, window: int, w: int,
-                z: float, threshold: float, robust: bool, expected: tuple[str, ...], as_json: bool,
-                q: dict[str, Any] | None = None) -> None:
-    from .monitor import monitor_stream, read_stream
+def _stream(source: Path | str, group_col: str | None) -> tuple[Any, str]:
+    """The stream to judge and its name: a recorded stream file as it is; a benchmark result file (a runs table
+    any importer reads) or a stored dataset (by id or name) replayed one series per measurement, so that a
+    sweep's batch sizes are not read as one series drifting (a canonical runs file had been one stream whose
+    TTFT "changed +700%" as the batch grew).
+    """
+    from .errors import ImportFormatError
+    from .importers import detect_format, read_file
+    from .importers.base import Sample
+    from .monitor import read_stream
+    from .monitor.replay import replay_configurations
+    from .store import Store
 
-    stream = read_stream(file, group_col=group_col)
+    path = Path(source)
+    if path.is_file():
+        if group_col is None:
+            try:
+                detect_format(Sample(path))
+            except ImportFormatError:
+                pass  # not a result file: a metric stream
+            else:
+                return replay_configurations(read_file(path).runs, source=path.name), path.name
+        return read_stream(path, group_col=group_col), path.name
+    info = Store().dataset(str(source))  # NotFoundError names the known datasets
+    return replay_configurations(Store().runs(info.id), source=f"dataset {info.name}"), f"dataset {info.name}"
+
+
+def _score_file(file: Path | str, detector: str, metrics: tuple[str, ...], group_col: str | None, window: int,
+                w: int, z: float, threshold: float, robust: bool, expected: tuple[str, ...], as_json: bool,
+                q: dict[str, Any] | None = None) -> None:
+    from .monitor import monitor_stream
+
+    stream, name = _stream(file, group_col)
     exp: dict[str, float] = _model_expectations(q or {}, (q or {}).get("expect_metric"), stream.metrics)
     exp.update(_expected(expected))  # an explicit METRIC=VALUE wins
     rep = monitor_stream(stream, detector=detector, metrics=list(metrics) or None, window=window, w=w, z=z,
@@ -122,7 +149,7 @@ def _score_file(file: Path, detector: str, metrics: tuple[str, ...], group_col: 
         click.echo(json.dumps(recs, indent=2))
         return
     n = sum(len(stream.group_frame(g)) for g in stream.groups)
-    click.echo(f"{file.name}: {n} samples, {len(stream.groups)} group(s), detector {detector}: "
+    click.echo(f"{name}: {n} samples, {len(stream.groups)} group(s), detector {detector}: "
                f"{len(recs)} alert(s) in {len(rep.incidents())} incident(s)")
     for m, v in exp.items():
         click.echo(f"expected {m}: {v:,.4g}")
@@ -185,12 +212,13 @@ def _options(f: Any) -> Any:
 
 
 @click.command("detect")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("file", metavar="FILE|DATASET")
 @_options
-def detect_cmd(file: Path, detector: str, metrics: tuple[str, ...], group_col: str | None, window: int, w: int,
+def detect_cmd(file: str, detector: str, metrics: tuple[str, ...], group_col: str | None, window: int, w: int,
                z: float, threshold: float, robust: bool, expected: tuple[str, ...], as_json: bool,
                **query: Any) -> None:
-    """Score a recorded metric stream FILE (CSV/JSONL samples, Prometheus dump, nvidia-smi log).
+    """Score a recorded metric stream FILE (CSV/JSONL samples, Prometheus dump, nvidia-smi log), or replay a
+    benchmark result file or a stored DATASET (id or name) one series per measurement (configuration and load).
 
     Prints each anomaly with its group, start and end timestamp, detector, score and hint. The
     expected value of the threshold detector and of the cold start comes from --expected, or from a

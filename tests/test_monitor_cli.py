@@ -166,3 +166,22 @@ def test_live_target_that_stops_answering_is_retried_then_given_up() -> None:
         assert res.exit_code == 2 and "HTTP Error 503" in res.output
         assert re.search(r"cannot scrape \S+ for \d+ s: HTTP Error 503", res.output), res.output  # gave up
         assert "scrape failed" in res.stderr  # it was an outage, retried before giving up
+
+
+def test_detect_replays_a_result_file_or_a_dataset_one_series_per_measurement(tmp_path: Path) -> None:
+    # A canonical runs file (a sweep from batch 1 to 32) had been one stream whose TTFT "changed +700%" as the
+    # batch grew; a stored dataset could not be replayed from the command line at all.
+    from perfmodel.api import import_files
+
+    sample = Path(__file__).resolve().parents[1] / "sample_runs" / "perfmodel-tiny-llama_cpu-x86-2vcpu.csv"
+    res = CliRunner().invoke(main, ["--json", "detect", str(sample)])
+    assert res.exit_code == 0, res.output
+    assert not [r for r in json.loads(res.output) if r["group"] == "all"]
+    text = CliRunner().invoke(main, ["detect", str(sample)]).output
+    assert text.startswith(f"{sample.name}: 96 samples, 32 group(s)")  # 32 configuration x batch series
+    info, _ = import_files([sample], name="tiny sweep")
+    by_name = CliRunner().invoke(main, ["detect", "tiny sweep", "--detector", "threshold"])
+    assert by_name.exit_code == 0 and by_name.output.startswith("dataset tiny sweep: 96 samples, 32 group(s)")
+    assert "batch 4]" in by_name.output  # each alert names its measurement
+    missing = CliRunner().invoke(main, ["detect", "no such thing"])
+    assert missing.exit_code == 2 and "no dataset 'no such thing'" in missing.output
