@@ -32,11 +32,11 @@ def test_explain_dataset_writes_the_importance_table(tmp_path: Path) -> None:
     assert rep.set_index("feature").loc["kv_cache_bytes", "label"] == "KV-cache size (B)"
     assert "| rank | feature | label | kind |" in stdout and "| KV-cache size (B) |" in stdout
     # the sample's framework-internal metrics are real (fw_decode_s, fw_prefill_s); its thread count is a
-    # setting chosen before the run, counted with the workload
+    # setting chosen before the run, its own kind
     assert {"fw_decode_s", "fw_prefill_s"} <= set(rep["feature"])
     kinds = rep.set_index("feature")["kind"]
     assert set(kinds[[f for f in kinds.index if f.startswith("fw_") and f != "fw_num_threads"]]) == {"framework"}
-    assert kinds.get("fw_num_threads", "workload") == "workload"
+    assert kinds.get("fw_num_threads", "setting") == "setting"
     assert rep["share"].sum() == __import__("pytest").approx(1.0)
 
 

@@ -131,8 +131,11 @@ def test_server_metrics_scraped_into_fw_columns(sweep_runs) -> None:
         # never more requests in the server than the client kept in flight; none waited for a slot
         if pd.isna(r["fw_llamacpp_requests_processing_max"]):
             continue
-        assert 1 <= r["fw_llamacpp_requests_processing_max"] <= c  # the in-window scrapes saw requests in flight
+        # (a point's in-window scrapes can all fall between two requests on a loaded machine: seen once, 0 at
+        # concurrency 1, so a point may see none; every concurrency level as a whole saw requests in flight)
+        assert 0 <= r["fw_llamacpp_requests_processing_max"] <= c
         assert r["fw_llamacpp_requests_deferred_max"] == 0
+    assert (runs.groupby("batch_size")["fw_llamacpp_requests_processing_max"].max() >= 1).all()
     # batching is visible inside the server: tokens per llama_decode call grow with concurrency
     # (measured 1.0 / 1.9-2.0 / 3.8-3.9 at concurrency 1 / 2 / 4)
     per_decode = (runs["fw_llamacpp_tokens_predicted_per_s"] / runs["fw_llamacpp_n_decode_per_s"]).groupby(
