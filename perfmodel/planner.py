@@ -627,11 +627,15 @@ def _by_setting(at: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
 def _rank(row: Mapping[str, Any]) -> tuple[Any, ...]:
     """A candidate row's place in the table: ok before optimistic-only, robust before fragile, priced before
     not, then cheaper, fewer devices, more capacity, shorter latency (:func:`plan`'s order)."""
-    cost = float(row["cost_per_m_output_tok"])
-    cap = float(row["throughput_tok_s"]) * float(row["replicas"])
-    e2e = float(row["e2e_s"]) if row.get("e2e_s") is not None and math.isfinite(float(row["e2e_s"])) else math.inf
-    return (row["status"] != "ok", not bool(row["robust"]), not math.isfinite(cost),
-            cost if math.isfinite(cost) else math.inf, row["devices"], -cap, e2e)
+    def number(key: str, missing: float) -> float:
+        v = row.get(key)
+        v = float(v) if v is not None else math.nan
+        return v if math.isfinite(v) else missing
+
+    cost = number("cost_per_m_output_tok", math.inf)
+    cap = number("throughput_tok_s", -math.inf) * number("replicas", 1.0)
+    return (row["status"] != "ok", not bool(row["robust"]), not math.isfinite(cost), cost, row["devices"],
+            -cap if math.isfinite(cap) else math.inf, number("e2e_s", math.inf))
 
 
 def _measured_candidate(cand: dict[str, Any], at: pd.DataFrame, measured: tuple[float, float], inputs: PlanInputs,
@@ -876,14 +880,8 @@ def plan(inputs: PlanInputs | Mapping[str, Any], runs: pd.DataFrame | None = Non
         # replica's throughput), then the shortest latency, before any name: an alphabetical tie-break had
         # recommended DeepSpeed-MII on an A100 over TensorRT-LLM on the same GPU at the same price, with 2,129
         # against 3,055 tok/s and 3.85 against 2.68 s.
-        capacity = pd.to_numeric(table["throughput_tok_s"], errors="coerce") * table["replicas"].astype(float)
-        table = table.assign(_nocost=~np.isfinite(table["cost_per_m_output_tok"].astype(float)),
-                             _opt=table["status"] != "ok", _fragile=~table["robust"].astype(bool),
-                             _tp=-capacity.fillna(-np.inf),
-                             _e2e=pd.to_numeric(table["e2e_s"], errors="coerce").fillna(np.inf))
-        table = table.sort_values(["_opt", "_fragile", "_nocost", "cost_per_m_output_tok", "devices", "_tp", "_e2e",
-                                   "hardware", "model", "framework", "device_count"], kind="stable") \
-            .drop(columns=["_nocost", "_opt", "_fragile", "_tp", "_e2e"]).reset_index(drop=True)
+        order = sorted(range(len(table)), key=lambda i: (*_rank(rows[i]), *(str(rows[i][k]) for k in CANDIDATE_KEYS)))
+        table = table.iloc[order].reset_index(drop=True)
     infeasible = pd.DataFrame(bad, columns=[*CANDIDATE_KEYS, "reason"])
     points = pd.concat(pts, ignore_index=True) if pts else pd.DataFrame(columns=_POINT_COLUMNS)
     return PlanResult(inputs=inputs, table=table, infeasible=infeasible, points=points, notes=tuple(notes),
