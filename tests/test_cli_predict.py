@@ -370,7 +370,12 @@ def test_a_llama_cpp_query_outside_what_llama_cpp_was_measured_at_is_out_of_doma
     assert res.exit_code == 0, res.output
     assert "in_domain False" in res.output
     assert ("out of domain: llama.cpp ran this configuration at n_batch 1; n_batch 16; n_batch 32; n_batch 64, and "
-            "the query gives none: give the setting (fw_n_batch in a query file, --n-batch for one point)") in res.output
+            "the query gives none (the answer spans them): give the setting (fw_n_batch in a query file, --n-batch "
+            "for one point)") in res.output
+    # the answer spans the four settings' answers: its band holds every measurement, its confidence says so
+    lo, hi = (float(v) for v in res.output.split("band [")[1].split("]")[0].split(", "))
+    assert lo <= 49.6 and hi >= 91.7, res.output
+    assert float(res.output.split("confidence ")[1].split()[0]) < 0.8, res.output
     given = CliRunner().invoke(main, [*point, "--batch", "1", "--n-batch", "64"])
     assert given.exit_code == 0 and "in_domain True" in given.output, given.output
     assert float(given.output.split(" tok/s")[0].replace(",", "")) == pytest.approx(91.7, rel=0.03)

@@ -2698,6 +2698,7 @@ class RooflineGBM(Predictor):
         out = prediction_frame(runs.index, np.fmin(np.exp(pred), top), lo, hi, conf, in_dom)
         if getattr(self, "kv_cap", False) and not capped:
             out = self._cap_at_kv_full(runs, out, bb, kv_fit, lvl, keys)
+        out = self._spread_over_settings(runs, out, keys, lvl, capped)
         # Weights the devices cannot hold: no run exists to predict (the trees would still answer, with
         # confidence 0.88 for Llama-3-70B in 16-bit on one 96 GB GH200). The completed query carries the
         # dtype of the trained configuration it names.
@@ -2705,6 +2706,38 @@ class RooflineGBM(Predictor):
         if parts is not None:
             parts.append(over)
         return mask_weights_over_memory(out, over)
+
+    def _spread_over_settings(self, runs: pd.DataFrame, out: pd.DataFrame, keys: np.ndarray, lvl: float,
+                              capped: bool) -> pd.DataFrame:
+        """Rows that give no measurement setting where their configuration was trained at several (llama.cpp's
+        ``n_batch``) are answered over those settings: the median of the answers at each, a band from the
+        lowest lower end to the highest upper end, the least confidence times the square root of the ratio of the
+        smallest answer to the largest (the confidence of a band as wide as their spread); they stay out of domain
+        (:meth:`_setting_unmeasured` says why). One extrapolated figure had been given instead: 100.9 tok/s,
+        band 92.3-110.4, for a configuration measured at 49.6-91.7 over its four settings."""
+        found = [(i, f[1]) for i, f in enumerate(self._settings_measured(keys))
+                 if f is not None and not f[2] and len(f[1]) > 1]
+        if not found:
+            return out
+        rows = [i for i, sets in found for _ in sets]
+        sub = runs.iloc[rows].copy()
+        for c in sorted({c for _, sets in found for d in sets for c in d}):
+            sub[c] = np.array([d.get(c, np.nan) for _, sets in found for d in sets], dtype=float)
+        at = self._predict(sub.set_axis(range(len(sub))), lvl, capped=capped)
+        mid, low, high, conf = (out[c].to_numpy(dtype=float, copy=True)
+                                for c in ("pred_throughput_tok_s", "pred_lower", "pred_upper", "confidence"))
+        start = 0
+        for i, sets in found:
+            part = at.iloc[start:start + len(sets)]
+            start += len(sets)
+            with np.errstate(divide="ignore"):
+                mid[i] = float(np.exp(np.median(np.log(part["pred_throughput_tok_s"].to_numpy(dtype=float)))))
+            low[i], high[i] = part["pred_lower"].min(skipna=False), part["pred_upper"].max(skipna=False)
+            # the confidence of the least sure setting, less the settings' own spread (as a band of that
+            # half-width would lower it: confidence is exp(-half-width of the log band))
+            pts = part["pred_throughput_tok_s"].to_numpy(dtype=float)
+            conf[i] = part["confidence"].min(skipna=False) * math.sqrt(pts.min() / pts.max())
+        return out.assign(pred_throughput_tok_s=mid, pred_lower=low, pred_upper=high, confidence=conf)
 
     def _dense_roofline(self, runs: pd.DataFrame, log_bound: np.ndarray, kind: np.ndarray, bb: np.ndarray,
                         in_flight: np.ndarray) -> np.ndarray:
@@ -2845,11 +2878,11 @@ class RooflineGBM(Predictor):
                 out[i], which[i] = True, (fw, r)
         return out, which
 
-    def _setting_unmeasured(self, keys: np.ndarray) -> list[str | None]:
-        """Per query, why its measurement setting is not its trained configuration's (None where it is, or the
-        configuration is new): a llama.cpp query without ``n_batch`` on a configuration trained at four values
-        had been answered in domain (100.9 tok/s, band 92.3-110.4) above all four (49.6-91.7)."""
-        out: list[str | None] = [None] * len(keys)
+    def _settings_measured(self, keys: np.ndarray) -> list[tuple[str, list[dict[str, float]], dict[str, float]] | None]:
+        """Per query whose key is no trained configuration but whose configuration was trained at measurement
+        settings (:data:`perfmodel.curves.VARYING_BY`): its framework, the settings trained (sorted) and the
+        settings the query gives (empty: none); None elsewhere."""
+        out: list[tuple[str, list[dict[str, float]], dict[str, float]] | None] = [None] * len(keys)
         cached = getattr(self, "_bare_index", None)
         if cached is None or cached[0] is not self.anchors_:  # built once per fitted (or loaded) model
             index: dict[tuple[str, ...], list[list[str]]] = {}
@@ -2875,10 +2908,22 @@ class RooflineGBM(Predictor):
                 continue
             settings = sorted((_framework_settings(m.split("|")[_FRAMEWORK_OF_KEY])[1] for m in measured),
                               key=lambda d: tuple(sorted(d.items())))
+            out[i] = (fw, settings, given)
+        return out
+
+    def _setting_unmeasured(self, keys: np.ndarray) -> list[str | None]:
+        """Per query, why its measurement setting is not its trained configuration's (None where it is, or the
+        configuration is new): a llama.cpp query without ``n_batch`` on a configuration trained at four values
+        had been answered in domain (100.9 tok/s, band 92.3-110.4) above all four (49.6-91.7)."""
+        out: list[str | None] = [None] * len(keys)
+        for i, found in enumerate(self._settings_measured(keys)):
+            if found is None:
+                continue
+            fw, settings, given = found
             names = sorted({c for d in settings for c in d})
             sets = "; ".join(", ".join(f"{c.removeprefix('fw_')} {d[c]:g}" for c in names if c in d) for d in settings)
             asked = ("not at " + ", ".join(f"{c.removeprefix('fw_')} {v:g}" for c, v in given.items()) if given
-                     else "and the query gives none")
+                     else "and the query gives none" + (" (the answer spans them)" if len(settings) > 1 else ""))
             how = " or ".join(f"{c} in a query file, --{c.removeprefix('fw_').replace('_', '-')} for one point"
                               for c in names)
             out[i] = f"{fw} ran this configuration at {sets}, {asked}: give the setting ({how})"
