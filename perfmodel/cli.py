@@ -578,36 +578,10 @@ def _load_training_runs(data: str) -> Any:
 
 
 def _resolve_names(df: Any, file: str, problems: list[Any] | None = None) -> Any:
-    """Catalog-resolve hardware/model names and canonicalise frameworks of a query table.
-
-    With ``problems``, every unknown name is added to it (a :class:`~perfmodel.errors.Problem` at the first row
-    that has it) instead of raising on the first, so that a file's problems are reported in one pass."""
+    """:func:`perfmodel.catalog.canonical_names` of a query table read from ``file``."""
     from . import catalog
-    from .errors import Problem, UnknownNameError
 
-    out = df.copy()
-    for col, resolver in (("hardware", catalog.resolve_hardware), ("model", catalog.resolve_model)):
-        if col not in out.columns:
-            continue
-        mapping = {}
-        for raw in out[col].dropna().astype(str).unique():
-            try:
-                mapping[raw] = resolver(raw).key
-            except UnknownNameError as exc:
-                rows = [i + 1 for i, v in enumerate(out[col].astype("string")) if v == raw][:5]
-                if problems is not None:
-                    also = f" (also in row(s) {', '.join(map(str, rows[1:]))})" if len(rows) > 1 else ""
-                    problems.append(Problem(str(UnknownNameError(col, raw, exc.suggestions)) + also, file=file,
-                                            row=rows[0], column=col))
-                    continue
-                raise UnknownNameError(col, raw, exc.suggestions,
-                                       hint=f"In {file}, row(s) {', '.join(map(str, rows))}, column {col!r}") \
-                    from None
-        out[col] = out[col].astype("string").map(mapping).astype("string")
-    if "framework" in out.columns:
-        out["framework"] = out["framework"].astype("string").map(
-            lambda v: catalog.canonical_framework(v) if isinstance(v, str) else v).astype("string")
-    return out
+    return catalog.canonical_names(df, file=file, problems=problems)
 
 
 _QUERY_REQUIRED = ("hardware", "model", "framework", "input_len_tok", "output_len_tok", "batch_size")
@@ -691,7 +665,9 @@ def _check_model_output(output: Path) -> None:
               help="Feature set (raw, derived, physical, framework, settings, identity, static, all; join with '+'). "
                    "Default: the predictor's own (roofline-gbm: static, every set but the framework "
                    "metrics measured during a run, which a query for a new configuration lacks).")
-@click.option("--y", "y_col", default="output_throughput_tok_s", show_default=True, help="Throughput column.")
+@click.option("--y", "y_col", type=click.Choice(("output_throughput_tok_s", "total_throughput_tok_s")),
+              default="output_throughput_tok_s", show_default=True,
+              help="Throughput to learn (roofline-gbm: output only; it derives the total).")
 @click.option("--seed", type=int, default=None, help="Seed of the predictor's randomness.")
 @click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Model directory to write (JSON files).")
@@ -788,8 +764,8 @@ def _only_framework(predictor: Any) -> str | None:
 @click.option("--hardware", help="One-point form: hardware name.")
 @click.option("--model", "model_name", help="One-point form: model name.")
 @click.option("--framework", help="One-point form: framework (default: the model's only one).")
-@click.option("--device-count", type=click.IntRange(min=1), default=1, show_default=True,
-              help="One-point form: accelerators.")
+@click.option("--device-count", type=click.IntRange(min=1), default=None,
+              help="One-point form: accelerators (default 1).")
 @click.option("--input-len", type=float, help="One-point form: input tokens.")
 @click.option("--output-len", type=float, help="One-point form: output tokens.")
 @click.option("--batch", type=float, help="One-point form: batch size.")
@@ -801,7 +777,7 @@ def _only_framework(predictor: Any) -> str | None:
 @click.option("--json", "as_json", is_flag=True, help="JSON output: the prediction rows as records.")
 @click.pass_context
 def predict_cmd(ctx: click.Context, model_dir: Path, queries: Path | None, output: Path | None, level: float,
-                hardware: str | None, model_name: str | None, framework: str | None, device_count: int,
+                hardware: str | None, model_name: str | None, framework: str | None, device_count: int | None,
                 input_len: float | None, output_len: float | None, batch: float | None, n_batch: float | None,
                 num_threads: float | None, as_json: bool) -> None:
     """Predict throughput with MODEL_DIR for every row of QUERIES (or one point given by options)."""
@@ -825,14 +801,15 @@ def predict_cmd(ctx: click.Context, model_dir: Path, queries: Path | None, outpu
                                    + (f" (the model was trained on {', '.join(known)})"
                                       if "--framework" in missing and known else ""))
         raw = pd.DataFrame([{"hardware": hardware, "model": model_name, "framework": framework,
-                             "device_count": device_count, "input_len_tok": input_len,
+                             "device_count": device_count or 1, "input_len_tok": input_len,
                              "output_len_tok": output_len, "batch_size": batch,
                              **{c: v for c, v in (("fw_n_batch", n_batch), ("fw_num_threads", num_threads))
                                 if v is not None}}])
         with _point_errors():
             table = _resolve_names(raw, "the command line")
     else:
-        given = [k for k, v in {**point, "--n-batch": n_batch, "--num-threads": num_threads}.items() if v is not None]
+        given = [k for k, v in {**point, "--device-count": device_count, "--n-batch": n_batch,
+                                "--num-threads": num_threads}.items() if v is not None]
         if given:
             raise click.UsageError(f"give either a QUERIES file or the one-point options, not both ({given[0]})")
         raw, table = _read_queries(queries)
@@ -847,6 +824,12 @@ def predict_cmd(ctx: click.Context, model_dir: Path, queries: Path | None, outpu
     # what the numbers alone do not say: a configuration that cannot run (a blank row), a request longer than
     # the model's context, a throughput <= 0 from a baseline far from its data
     out["note"] = query_notes(predictor, table.reset_index(drop=True), pred.reset_index(drop=True))
+    # why a row is out of domain (an unknown framework had read in_domain False with an empty note)
+    if hasattr(predictor, "domain_reasons"):
+        outside = ~out["in_domain"].astype(bool).to_numpy()
+        reasons = predictor.domain_reasons(table.reset_index(drop=True)) if outside.any() else [[]] * len(out)
+        out["domain_reason"] = [("; ".join(r) or "no single reason: several near-misses") if o else ""
+                                for r, o in zip(reasons, outside, strict=True)]
     # which band pred_lower/upper are; none where the predictor gives no band (the baselines, the hybrid)
     banded = pd.to_numeric(out["pred_lower"], errors="coerce").notna()
     out.insert(out.columns.get_loc("pred_upper") + 1, "level", np.where(banded, level, np.nan))
@@ -870,9 +853,8 @@ def predict_cmd(ctx: click.Context, model_dir: Path, queries: Path | None, outpu
                 if math.isfinite(rec.pred_lower) and math.isfinite(rec.pred_upper) else "no band (n/a)")
         click.echo(f"{rec.pred_throughput_tok_s:,.1f} tok/s  band {band}  confidence {rec.confidence:.3f}  "
                    f"in_domain {bool(rec.in_domain)}")
-        if not bool(rec.in_domain) and hasattr(predictor, "domain_reasons"):
-            why = predictor.domain_reasons(table.reset_index(drop=True))[0]
-            click.echo("out of domain: " + ("; ".join(why) if why else "(no single reason: several near-misses)"))
+        if rec.get("domain_reason"):
+            click.echo(f"out of domain: {rec.domain_reason}")
         if rec.note:
             click.echo(f"note: {rec.note}")
         lat = [f"total {rec.pred_total_throughput_tok_s:,.1f} tok/s", f"e2e latency {rec.pred_e2e_latency_s:,.3g} s"]

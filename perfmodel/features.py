@@ -91,6 +91,7 @@ __all__ = [
     "format_feature_value",
     "glossary",
     "feature_names",
+    "training_feature_names",
     "build_features",
 ]
 
@@ -376,9 +377,12 @@ _COMPOSITE: Mapping[str, tuple[str, ...]] = {
 
 
 def _parts(set: str) -> tuple[str, ...]:
-    names = [s.strip() for s in str(set).split("+") if s.strip()]
-    if not names:
+    names = [s.strip() for s in str(set).split("+")]
+    if not any(names):
         raise PerfmodelError(f"empty feature set name {set!r}; choose from {', '.join(FEATURE_SETS)}")
+    if not all(names):  # 'raw+' had been read as 'raw'
+        raise PerfmodelError(f"feature set {set!r} has an empty part: join set names with single '+' "
+                             f"(e.g. 'raw+physical'); choose from {', '.join(FEATURE_SETS)}")
     out: list[str] = []
     for name in names:
         if name not in FEATURE_SETS:
@@ -486,6 +490,28 @@ def feature_names(runs: pd.DataFrame, set: str = "all") -> list[str]:
             names += _identity_columns(_identity_values(runs))
         else:
             names += list(FEATURE_SETS[part])
+    return names
+
+
+def training_feature_names(runs: pd.DataFrame, set: str) -> list[str]:
+    """:func:`feature_names` of the rows a predictor trains on, refusing a set that gives none there.
+
+    Raises
+    ------
+    ValidationError
+        The set gives no feature on these rows (``framework`` on rows without server metrics had given a
+        traceback from the regressor, or a model that learnt from nothing); the message names the option.
+    PerfmodelError, UnknownNameError
+        As :func:`feature_names`.
+    """
+    from .errors import ValidationError
+
+    names = feature_names(runs, set)
+    if not names:
+        have = [s for s in FEATURE_SETS if s != set and feature_names(runs, s)]
+        raise ValidationError(f"feature set {set!r} gives no feature on these training rows"
+                              + (" (they carry no framework metric, no fw_* column)" if "framework" in _parts(set)
+                                 else "") + f"; sets that do: {', '.join(have)}")
     return names
 
 

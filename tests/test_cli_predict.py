@@ -105,6 +105,21 @@ def test_usage_errors(model_dir, slice_csv, tmp_path):
     assert res.exit_code == 2 and "--model" in res.output
     res = CliRunner().invoke(main, ["train", str(slice_csv), "--predictor", "nope", "-o", str(tmp_path / "x")])
     assert res.exit_code == 2 and "xgboost" in res.output
+    res = CliRunner().invoke(main, ["train", str(slice_csv), "--y", "e2e_latency_s", "-o", str(tmp_path / "x")])
+    assert res.exit_code == 2 and "total_throughput_tok_s" in res.output
+
+
+@pytest.mark.parametrize("predictor", ["xgboost", "linear", "roofline-gbm"])
+def test_a_feature_set_that_gives_no_feature_is_refused(slice_csv, tmp_path, predictor):
+    # LLM-Inference-Bench carries no server metric: 'framework' had given xgboost's C++ backtrace, a scikit-learn
+    # traceback, and a roofline-gbm that learnt from nothing; 'raw+' had been read as 'raw'
+    for features, says in (("framework", "gives no feature on these training rows (they carry no framework "
+                                         "metric"), ("raw+", "has an empty part")):
+        out = tmp_path / f"m-{features}"
+        res = CliRunner().invoke(main, ["train", str(slice_csv), "--predictor", predictor, "--features", features,
+                                        "-o", str(out)])
+        assert res.exit_code != 0 and says in res.output and "Traceback" not in res.output, res.output
+        assert not out.exists()
 
 
 def test_evaluate_command(slice_csv, tmp_path):
@@ -256,6 +271,18 @@ def test_one_point_out_of_domain_says_why(tmp_path):
               "--input-len", "128", "--output-len", "128", "--batch", "16"]
     res = CliRunner().invoke(main, inside)
     assert res.exit_code == 0 and "in_domain True" in res.output and "out of domain" not in res.output, res.output
+    # the file form says it in a column (an unknown framework had read in_domain False with an empty note), and
+    # --device-count beside a file is refused (it had been ignored: every row kept its own count)
+    q, pred = tmp_path / "q.csv", tmp_path / "pred.csv"
+    q.write_text("hardware,model,framework,input_len_tok,output_len_tok,batch_size\n"
+                 "H100,llama-3-8b,vllm,128,128,16\nH100,llama-3-8b,myengine,128,128,16\n")
+    res = CliRunner().invoke(main, ["predict", str(out), str(q), "-o", str(pred)])
+    assert res.exit_code == 0, res.output
+    rows = pd.read_csv(pred, keep_default_na=False)
+    assert rows["in_domain"].tolist() == [True, False]
+    assert rows["domain_reason"].iloc[0] == "" and "framework 'myengine'" in rows["domain_reason"].iloc[1]
+    res = CliRunner().invoke(main, ["predict", str(out), str(q), "--device-count", "4"])
+    assert res.exit_code == 2 and "not both (--device-count)" in res.output
 
 
 def test_help_lists_every_predictor_and_protocol():

@@ -93,6 +93,7 @@ from __future__ import annotations
 from ._load import (
     CatalogFile,
     canonical_framework,
+    canonical_names,
     framework_aliases,
     hardware_catalog,
     load_file,
@@ -128,6 +129,7 @@ __all__ = [
     "resolve_hardware",
     "resolve_model",
     "canonical_framework",
+    "canonical_names",
     "canonical_dtype",
     "load_file",
     "user_files",

@@ -501,6 +501,67 @@ def canonical_framework(name: str) -> str:
     return index.get(normalize(raw), raw.lower())
 
 
+def canonical_names(table: Any, *, file: str | None = None, problems: list[Problem] | None = None) -> Any:
+    """A copy of a table (pandas) with its ``hardware`` and ``model`` names catalog-resolved to their keys
+    and its ``framework`` names canonical (:func:`canonical_framework`); the table itself when every name
+    already is, so that tables read from the store cost nothing.
+
+    Parameters
+    ----------
+    table
+        A pandas DataFrame; the columns it lacks are left alone.
+    file
+        Where the table came from, for messages ("In FILE, row(s) ...").
+    problems
+        When given, every unknown name is appended to it (a :class:`~perfmodel.errors.Problem` at the first
+        row that has it) and its cells are left empty, instead of raising on the first.
+
+    Raises
+    ------
+    UnknownNameError
+        A hardware or model name is not in the catalog (without ``problems``), naming its rows and column.
+    """
+    known = {"hardware": hardware_catalog(), "model": model_catalog()}
+
+    def canonical(col: str, values: Any) -> bool:
+        names = values.dropna().astype(str).unique()
+        if col == "framework":
+            return all(canonical_framework(v) == v for v in names)
+        return all(v in known[col] for v in names)
+
+    if all(c not in table.columns or canonical(c, table[c]) for c in ("hardware", "model", "framework")):
+        return table
+    out = table.copy()
+    # the row a user would count in the source when the table says (source_row), else the 1-based position
+    given = out["source_row"].tolist() if "source_row" in out.columns else []
+    labels = given if given and all(isinstance(v, int | float) and v == v for v in given) \
+        else list(range(1, len(out) + 1))
+    labels = [int(v) for v in labels]
+    for col, resolver in (("hardware", resolve_hardware), ("model", resolve_model)):
+        if col not in out.columns or canonical(col, out[col]):
+            continue
+        mapping = {}
+        as_text = out[col].astype("string")
+        for raw in out[col].dropna().astype(str).unique():
+            try:
+                mapping[raw] = resolver(raw).key
+            except UnknownNameError as exc:
+                rows = [labels[i] for i, v in enumerate(as_text) if v == raw][:5]
+                if problems is not None:
+                    also = f" (also in row(s) {', '.join(map(str, rows[1:]))})" if len(rows) > 1 else ""
+                    problems.append(Problem(str(UnknownNameError(col, raw, exc.suggestions)) + also, file=file,
+                                            row=rows[0], column=col))
+                    continue
+                where = (f"In {file}, " if file else "In ") + ("row" if len(rows) == 1 else "rows")
+                raise UnknownNameError(col, raw, exc.suggestions,
+                                       hint=f"{where} {', '.join(map(str, rows))}, column {col!r}") from None
+        out[col] = as_text.map(mapping).astype("string")
+    if "framework" in out.columns:
+        out["framework"] = out["framework"].astype("string").map(
+            lambda v: canonical_framework(v) if isinstance(v, str) else v).astype("string")
+    return out
+
+
 def _conflicts() -> list[str]:
     """Names claimed by two entries (for the tests; the later entry wins)."""
     return list(_state().conflicts)

@@ -54,6 +54,9 @@ __all__ = [
     "register",
     "load_predictor",
     "check_level",
+    "as_queries",
+    "check_target",
+    "TARGETS",
     "write_metadata",
     "read_metadata",
     "read_predictor_metadata",
@@ -118,6 +121,43 @@ def register_predictor(cls: type[Predictor]) -> type[Predictor]:
 
 register = register_predictor
 """Alias of :func:`register_predictor` (the decorator name the predictor modules use)."""
+
+
+TARGETS = ("output_throughput_tok_s", "total_throughput_tok_s")
+"""The throughputs a predictor may learn (``fit(runs, y=...)``); a predictor may take fewer (``targets``)."""
+
+
+def check_target(predictor: str, y: str, targets: tuple[str, ...] = TARGETS, why: str = "") -> str:
+    """``y`` when it is one of ``targets``, else a :class:`~perfmodel.errors.ValidationError` naming the valid
+    ones (``e2e_latency_s`` had been learnt as if a throughput, and every latency derived from it)."""
+    from ..errors import ValidationError
+
+    if y not in targets:
+        raise ValidationError(f"{predictor}: cannot learn {y!r}: the target (y) must be "
+                              + " or ".join(repr(t) for t in targets) + (f" ({why})" if why else ""))
+    return y
+
+
+def as_queries(runs: pd.DataFrame) -> pd.DataFrame:
+    """A query or training table as every predictor reads it: hardware and model names resolved to their
+    catalog keys and frameworks canonical (:func:`perfmodel.catalog.canonical_names`, so that ``"H100"``,
+    ``"vLLM"`` and ``"meta-llama/Meta-Llama-3-8B"`` are the configuration the CLI and the store call
+    ``h100-sxm``, ``vllm`` and ``llama-3-8b``), and one device where ``device_count`` is absent (as in a
+    query CSV). The table itself when nothing changes.
+
+    Raises
+    ------
+    UnknownNameError
+        A hardware or model name is not in the catalog (its rows and column named).
+    """
+    from .. import catalog
+
+    if not isinstance(runs, pd.DataFrame):
+        raise PerfmodelError(f"expected a runs table (pandas DataFrame), got {type(runs).__name__}")
+    out = catalog.canonical_names(runs)
+    if "device_count" not in out.columns:
+        out = out.assign(device_count=1)
+    return out
 
 
 def check_level(level: float) -> float:
@@ -670,6 +710,7 @@ def predict_with_latency(predictor: Predictor, runs: pd.DataFrame, *, level: flo
     :data:`PREDICTION_COLUMNS` then :data:`LATENCY_COLUMNS`, index = ``runs.index``), with the rows of
     configurations that cannot run (:meth:`Predictor.cannot_run`) masked by
     :func:`mask_weights_over_memory`, whichever the predictor."""
+    runs = as_queries(runs)
     if len(runs) == 0:
         return predictor.predict(runs, level=level).reindex(columns=[*PREDICTION_COLUMNS, *LATENCY_COLUMNS])
     pred, band = predictor.predict_with_ttft_band(runs, level=level)

@@ -39,7 +39,9 @@ from ..errors import PerfmodelError, Problem, ValidationError
 from .base import (
     NotFittedError,
     Predictor,
+    as_queries,
     check_level,
+    check_target,
     prediction_frame,
     read_predictor_metadata,
     register,
@@ -116,10 +118,10 @@ class _FeatureBaseline(Predictor):
         return {"features": self.features, "seed": self.seed}
 
     def _design(self, runs: pd.DataFrame, *, fit: bool) -> tuple[np.ndarray, np.ndarray]:
-        from ..features import build_features, feature_names
+        from ..features import build_features, training_feature_names
 
         if fit:
-            self.feature_names_ = feature_names(runs, self.features)
+            self.feature_names_ = training_feature_names(runs, self.features)
             self.seen_ = {c: sorted(set(runs[c].dropna().astype(str))) for c in CATEGORICAL_COLUMNS}
         x = build_features(runs, names=self.feature_names_).to_numpy(dtype=float, na_value=np.nan)
         fin = np.where(np.isfinite(x), x, np.nan)
@@ -162,6 +164,8 @@ class _FeatureBaseline(Predictor):
         ValidationError
             No usable training row, or a column the features need is missing.
         """
+        check_target(self.name, y)
+        runs = as_queries(runs)
         target = _target(runs, y)
         ok = np.isfinite(target) & (target > 0)
         if not ok.any():
@@ -200,6 +204,7 @@ class _FeatureBaseline(Predictor):
         if not hasattr(self, "feature_names_"):
             raise NotFittedError(f"this {self.name} predictor is not fitted yet: call fit(runs) first")
         check_level(level)
+        runs = as_queries(runs)
         check_queries(runs)
         x, inside = self._design(runs, fit=False)
         nan = np.full(len(x), np.nan)

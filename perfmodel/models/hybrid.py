@@ -55,7 +55,9 @@ from ..errors import PerfmodelError, ValidationError
 from .base import (
     NotFittedError,
     Predictor,
+    as_queries,
     check_level,
+    check_target,
     prediction_frame,
     read_predictor_metadata,
     register,
@@ -235,6 +237,8 @@ class ALAPredictor(Predictor):
 
         self._check_settings()
         t_start = time.perf_counter()
+        check_target("ala", y)
+        runs = as_queries(runs)
         if y not in runs.columns:
             raise ValidationError(f"ala: the training table has no column {y!r}")
         yv = pd.to_numeric(runs[y], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
@@ -359,6 +363,7 @@ class ALAPredictor(Predictor):
         if not hasattr(self, "booster_"):
             raise NotFittedError("this ala predictor is not fitted yet: call fit(runs) first")
         check_level(level)
+        runs = as_queries(runs)
         check_queries(runs)
         q = runs
         xc = self._config_x(q)

@@ -139,7 +139,9 @@ from .base import (
     DEFAULT_TARGET,
     Predictor,
     ProgressCallback,
+    as_queries,
     check_level,
+    check_target,
     mask_weights_over_memory,
     prediction_frame,
     read_metadata,
@@ -1858,6 +1860,7 @@ class RooflineGBM(Predictor):
 
     def _ttft(self, runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         """Predicted TTFT per query and the query's configuration key."""
+        runs = as_queries(runs)
         physics.check_query(runs, columns=(*physics.QUERY_COLUMNS, "framework"))
         runs, keys = _complete_query(runs, self.anchors_)
         return self._ttft_at(runs, self._design(runs)[0]), keys
@@ -2188,6 +2191,10 @@ class RooflineGBM(Predictor):
         """
         t0 = time.perf_counter()
         self._check_settings()
+        check_target(self.name, y, ("output_throughput_tok_s",),
+                     "its roofline prior bounds the output tokens a second; the total throughput is derived from "
+                     "it as pred_total_throughput_tok_s")
+        runs = as_queries(runs)
         physics.check_query(runs, columns=(*physics.QUERY_COLUMNS, "framework"))
         if y not in runs.columns:
             raise ValidationError(f"cannot fit {self.name}", [Problem("target column is missing", column=y)])
@@ -2202,7 +2209,7 @@ class RooflineGBM(Predictor):
         step = _progress_steps(progress)
         step("features", 0.0)
         self.y_ = y
-        self.feature_names_ = feats.feature_names(data, self.features)
+        self.feature_names_ = feats.training_feature_names(data, self.features)
         mat, log_prior, kind, knn, kv_fit = self._design(data)
         self.step_overhead_ = ({f: self.step_overhead * v for f, v in _step_overheads(data, yv, log_prior, kind).items()}
                                if self.step_overhead > 0 else {})
@@ -2595,6 +2602,7 @@ class RooflineGBM(Predictor):
         """
         self._check_fitted()
         lvl = check_level(level)
+        runs = as_queries(runs)
         physics.check_query(runs, columns=(*physics.QUERY_COLUMNS, "framework"))
         if len(runs) == 0:
             return prediction_frame(runs.index, *(np.empty(0),) * 4, np.empty(0, dtype=bool))
@@ -2608,6 +2616,7 @@ class RooflineGBM(Predictor):
         if len(runs) == 0 or getattr(self, "ttft_booster_", None) is None:
             return self.predict(runs, level=level), self.predict_ttft_band(runs, level=level)
         lvl = check_level(level)
+        runs = as_queries(runs)
         physics.check_query(runs, columns=(*physics.QUERY_COLUMNS, "framework"))
         with _small_query_cache(len(runs)):
             parts: list[Any] = []
@@ -2849,6 +2858,7 @@ class RooflineGBM(Predictor):
         completes it (the dtype of the one trained configuration it names: Llama-3-70B served in AWQ on one
         GPU fits where its 16-bit default would not)."""
         self._check_fitted()
+        runs = as_queries(runs)
         physics.check_query(runs, columns=(*physics.QUERY_COLUMNS, "framework"))
         return weights_over_memory(_complete_query(runs, self.anchors_)[0])
 
@@ -2941,6 +2951,7 @@ class RooflineGBM(Predictor):
         from their nearest neighbours (in the normalised workload and hardware features).
         """
         self._check_fitted()
+        runs = as_queries(runs)
         physics.check_query(runs, columns=(*physics.QUERY_COLUMNS, "framework"))
         out: list[list[str]] = [[] for _ in range(len(runs))]
         if not len(runs):
