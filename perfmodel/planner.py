@@ -89,6 +89,7 @@ __all__ = [
     "SLO",
     "PlanInputs",
     "PlanResult",
+    "SETTING_COLUMNS",
     "lengths_caveat",
     "PERCENTILES",
     "CANDIDATE_KEYS",
@@ -306,7 +307,8 @@ class PlanResult:
         ``ttft_s``, ``tpot_s``, ``latency_basis``, ``memory_need_gb`` and
         ``memory_gb`` (both in 1e9 B: the latter is the devices' memory, whose
         catalog figure is binary, 85.9 for one "80 GB" H100), ``lengths``,
-        ``source``, ``confidence``, ``note``.
+        ``source``, ``confidence``, ``note``, and the measurement setting the row is sized at where the
+        candidate's runs vary it (``fw_num_threads``, ``fw_n_batch``; empty elsewhere).
     infeasible
         One row per rejected candidate: :data:`CANDIDATE_KEYS` and ``reason``.
     points
@@ -572,6 +574,9 @@ class _Curve:
     note: str = ""
     confidence_at: np.ndarray | None = None
     """Per batch, where the source gives one (a predictor): the row's confidence is the chosen batch's."""
+    in_domain_at: np.ndarray | None = None
+    """Per batch, where a predictor answered: False outside its training domain (an operating point there is
+    an extrapolation, never robust)."""
 
 
 def _measured_curve(sub: pd.DataFrame, level: float, seed: int) -> _Curve:
@@ -687,11 +692,13 @@ def _extended(curve: _Curve, predictor: Any, at: pd.DataFrame, lengths: tuple[fl
     more = got[0]
     n = len(curve.batches)
     conf = np.concatenate([np.full(n, curve.confidence), np.asarray(more.confidence_at, dtype=float)])
+    inside = np.concatenate([np.ones(n, dtype=bool), np.asarray(more.in_domain_at, dtype=bool)])
     return _Curve(np.concatenate([curve.batches, more.batches]), np.concatenate([curve.mid, more.mid]),
                   np.concatenate([curve.lo, more.lo]), np.concatenate([curve.hi, more.hi]),
                   f"{curve.source}; predicted above batch {top:g} ({_name(predictor)})", curve.confidence, curve.r2,
                   "; ".join(filter(None, [curve.note, f"batches above {top:g} predicted"
-                                          + (f" ({more.note})" if more.note else "")])), confidence_at=conf)
+                                          + (f" ({more.note})" if more.note else "")])), confidence_at=conf,
+                  in_domain_at=inside)
 
 
 def _stat_at(sub: pd.DataFrame, col: str | None, batches: np.ndarray) -> np.ndarray:
@@ -838,8 +845,16 @@ def plan(inputs: PlanInputs | Mapping[str, Any], runs: pd.DataFrame | None = Non
             trials.append((r_s, b_s, [p.assign(**values) for p in p_s], label))
         ran = [t for t in trials if t[0]]
         if not ran:
-            bad.extend({**b, "reason": f"{b['reason']} (at every setting measured; at {trials[0][3]})"}
-                       for b in trials[0][1])
+            # the reason of the setting that came closest (its shortest e2e where memory fits): the first
+            # setting's (n_batch 1, llama.cpp's slowest) had been quoted as the "best e2e"
+            def closest(trial: tuple[Any, ...]) -> float:
+                e2e = [p.loc[p["memory_ok"].astype(bool), "e2e_s"].to_numpy(dtype=float) for p in trial[2]]
+                fin = np.concatenate([e[np.isfinite(e)] for e in e2e]) if e2e else np.empty(0)
+                return float(fin.min()) if len(fin) else math.inf
+
+            best = min(trials, key=closest)
+            bad.extend({**b, "reason": f"{b['reason']} (at every setting measured; at {best[3]}, the closest)"}
+                       for b in best[1])
             continue
         r_s, _, p_s, label = min(ran, key=lambda t: _rank(t[0][0]))
         names = {s.rpartition(" ")[0] for s, _ in settings}
@@ -847,6 +862,8 @@ def plan(inputs: PlanInputs | Mapping[str, Any], runs: pd.DataFrame | None = Non
                     and "," not in settings[0][0] else "; ".join(s for s, _ in settings))
         r_s[0]["note"] = "; ".join(filter(None, [f"at {label}, the best of the settings measured ({measured})",
                                                  r_s[0]["note"]]))
+        # the setting as data too (the report predicts each candidate's point at it)
+        r_s[0].update({c: float(v) for c, v in p_s[0][_varying(at_all)].iloc[0].items()} if p_s else {})
         rows.extend(r_s)
         pts.extend(p_s)
     if predictor is not None:
@@ -888,12 +905,16 @@ def plan(inputs: PlanInputs | Mapping[str, Any], runs: pd.DataFrame | None = Non
                       currency=inputs.currency)
 
 
+SETTING_COLUMNS = ("fw_num_threads", "fw_n_batch")
+"""The measurement settings a candidate's row is sized at, where its runs vary them (:data:`perfmodel.curves.VARYING_BY`;
+empty elsewhere)."""
 _BOUNDED = ("throughput_tok_s", "throughput_per_device_tok_s", "devices", "cost_per_hour", "cost_per_m_output_tok",
             "cost_per_m_total_tok", "energy_j_per_output_tok")
 _TABLE_COLUMNS = [*CANDIDATE_KEYS, "status", "robust", "batch_size", "replicas",
                   *[c + s for c in _BOUNDED for s in ("", "_lo", "_hi")],
                   "price_per_device_hour", "price_source", "energy_basis", "e2e_s", "ttft_s", "tpot_s",
-                  "load_batch", "e2e_at_load_s", "latency_basis", "memory_need_gb", "memory_gb", "lengths", "source", "confidence", "note"]
+                  "load_batch", "e2e_at_load_s", "latency_basis", "memory_need_gb", "memory_gb", "lengths", "source", "confidence", "note",
+                  *SETTING_COLUMNS]
 _POINT_COLUMNS = [*CANDIDATE_KEYS, "batch_size", "throughput_tok_s", "throughput_tok_s_lo", "throughput_tok_s_hi",
                   "throughput_per_device_tok_s", "e2e_s", "ttft_s", "tpot_s", "memory_ok", "slo_ok", "slo_ok_lo",
                   "slo_ok_hi", "devices", "cost_per_m_output_tok", "energy_j_per_output_tok"]
@@ -1006,6 +1027,9 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
     out_len = w.mean_lengths[1]  # the workload's requests, whatever lengths the throughput was measured at
     derived_e2e = b * out_len / curve.mid
     derived_tpot = b / curve.mid
+    # per batch, whether the latency is the basis's (measured or predicted) or derived: a curve extended past its
+    # measured batches derives them there (a derived e2e had been labelled "measured mean")
+    known = {k: np.isfinite(v) for k, v in lat.items()}
     lat["e2e"] = np.where(np.isfinite(lat["e2e"]), lat["e2e"], derived_e2e)
     lat["tpot"] = np.where(np.isfinite(lat["tpot"]), lat["tpot"], derived_tpot)
     with np.errstate(divide="ignore"):  # a predictor's band may reach 0 far from its data
@@ -1122,9 +1146,15 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
     load_b, load_e2e = at_offered_load(b[: j + 1], curve.mid[: j + 1], w.demand_output_tok_s / rep,
                                        lat["e2e"][: j + 1])
     ttft_checked = slo.ttft_s is None or bool(ttft_known[j])
-    lat_basis = ", ".join(f"{k}: {basis[k]}" for k in ("e2e", "ttft", "tpot")
+    lat_basis = ", ".join(f"{k}: {basis[k] if known[k][j] else 'derived'}" for k in ("e2e", "ttft", "tpot")
                           if not (k == "ttft" and not np.isfinite(lat["ttft"][j])))
     extra = []
+    # An operating point the predictor answered outside its training domain is an extrapolation: llama.cpp,
+    # measured one sequence at a time, had been sized "ok" and robust at batch 128 on a GH200, 29x its measurement.
+    outside = curve.in_domain_at is not None and not bool(curve.in_domain_at[j])
+    if outside:
+        extra.append(f"batch {float(b[j]):g} is outside the predictor's training domain: an extrapolation, "
+                     "not robust (measure it before relying on it)")
     if status == "optimistic_only":
         extra.append("only works at the optimistic end of the throughput band")
     elif bool(no_band[j]):
@@ -1135,10 +1165,10 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
         extra.append(f"TTFT not measured: checked only against its physical floor, "
                      f"{compact_seconds(float(floor[j]))} at this batch" if np.isfinite(floor[j])
                      else "TTFT not measured: TTFT target not checked")
-    if basis["e2e"] == "derived" or basis["tpot"] == "derived":
+    if not (known["e2e"][j] and known["tpot"][j]):
         extra.append("latency derived from throughput and batch where not measured")
     e_basis = "measured" if np.isfinite(power[j]) else ("tdp" if np.isfinite(tdp_w) else "none")
-    rows.append({**key, "status": status, "robust": bool(ok_lo[j]) and status == "ok",
+    rows.append({**key, "status": status, "robust": bool(ok_lo[j]) and status == "ok" and not outside,
                  "batch_size": float(b[j]), "replicas": rep,
                  "throughput_tok_s": t, "throughput_tok_s_lo": t_lo, "throughput_tok_s_hi": t_hi,
                  "throughput_per_device_tok_s": t / n_dev, "throughput_per_device_tok_s_lo": t_lo / n_dev,
@@ -1251,7 +1281,8 @@ def _predicted_curve(predictor: Any, q: pd.DataFrame, level: float) -> tuple[_Cu
     dom = g["dom"].all().to_numpy(dtype=bool)
     ttft = avg["ttft"] if "pred_ttft_s" in pred.columns else None
     curve = _Curve(b, mid, lo, hi, f"predicted ({_name(predictor)})", float(np.nanmean(avg["conf"])), math.nan,
-                   "" if dom.all() else "outside the training domain", confidence_at=avg["conf"])
+                   "" if dom.all() else "outside the training domain", confidence_at=avg["conf"],
+                   in_domain_at=dom)
     return curve, ttft
 
 

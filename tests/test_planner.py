@@ -693,3 +693,54 @@ def test_with_prediction_a_measured_candidate_is_sized_over_the_batches_an_unmea
     assert res.recommendation["hardware"] == "h100-sxm"
     b200 = t[t["hardware"] == "b200"].iloc[0]
     assert one["cost_per_m_output_tok"] < b200["cost_per_m_output_tok"]
+
+
+def test_an_operating_point_outside_the_predictors_domain_is_not_robust(all_results_csv) -> None:  # noqa: ANN001
+    # A reviewer's plan: llama.cpp, measured one sequence at a time (its "Batch Size" is n_batch), was sized
+    # "ok" and robust at batch 64 to 128 (29x its measurement) where the predictor said out of domain.
+    from perfmodel.importers import read_file
+
+    runs = read_file(all_results_csv).runs
+    base = {"workload": {"request_rate_rps": 10, "input_len_tok": 1024, "output_len_tok": 1024},
+            "slo": {"e2e_s": 600, "percentile": "mean"}, "models": ["llama-3-8b"], "hardware": ["h100-sxm"],
+            "frameworks": ["llama.cpp", "vllm"], "device_counts": [1], "predict": True}
+    t = plan(plan_inputs_from_dict(base), runs).table.set_index("framework")
+    cpp, vllm = t.loc["llama.cpp"], t.loc["vllm"]
+    assert cpp["batch_size"] > 1 and "predicted above batch 1" in cpp["source"]
+    assert not cpp["robust"] and cpp["status"] == "ok"
+    assert f"batch {cpp['batch_size']:g} is outside the predictor's training domain" in cpp["note"]
+    assert cpp["fw_n_batch"] == 64 and cpp["note"].startswith("at n_batch 64")  # the setting, as data too
+    assert vllm["robust"] and "outside the predictor's training domain" not in vllm["note"]
+    assert np.isnan(vllm["fw_n_batch"])
+
+
+def test_a_candidate_infeasible_at_every_setting_quotes_the_setting_that_came_closest() -> None:
+    # Guards: the reason quoted the first setting's (n_batch 1, the slowest) e2e as the "best".
+    runs = pd.concat([synthetic_runs().assign(fw_n_batch=1.0),
+                      synthetic_runs().assign(fw_n_batch=64.0, output_throughput_tok_s=lambda d:
+                                              d["output_throughput_tok_s"] * 1.8)], ignore_index=True)
+    res = plan(inputs(slo={"e2e_s": 0.01, "percentile": "mean"}), runs)
+    assert res.table.empty
+    [reason] = res.infeasible["reason"].tolist()
+    alone = plan(inputs(slo={"e2e_s": 0.01, "percentile": "mean"}),
+                 runs[runs["fw_n_batch"] == 64.0].drop(columns="fw_n_batch")).infeasible["reason"].iloc[0]
+    assert reason == f"{alone} (at every setting measured; at n_batch 64, the closest)"
+
+
+def test_a_latency_derived_past_the_measured_batches_is_labelled_derived() -> None:
+    # Guards: e2e measured up to batch 64 and derived from the predicted throughput above it read "e2e: measured".
+    class _Above(_RecordingPredictor):
+        def predict(self, q: pd.DataFrame, level: float = 0.9) -> pd.DataFrame:
+            y = 4000.0 + 10.0 * q["batch_size"].to_numpy(dtype=float)
+            return pd.DataFrame({"pred_throughput_tok_s": y, "pred_lower": 0.9 * y, "pred_upper": 1.1 * y,
+                                 "confidence": 0.6, "in_domain": True}, index=q.index)
+
+    runs = synthetic_runs(latency=True)
+    [row] = plan(inputs(slo={"e2e_s": 1000, "percentile": "p90"}), runs, predictor=_Above()).table.to_dict("records")
+    b = row["batch_size"]
+    assert b > 64 and "predicted above batch 64" in row["source"]
+    assert row["latency_basis"] == "e2e: derived, tpot: derived"
+    assert row["e2e_s"] == pytest.approx(b * 1000 / (4000 + 10 * b))
+    assert "latency derived from throughput and batch where not measured" in row["note"]
+    [held] = plan(inputs(slo={"e2e_s": 1000, "percentile": "p90"}), runs).table.to_dict("records")
+    assert held["batch_size"] == 64 and held["latency_basis"].startswith("e2e: measured")

@@ -147,6 +147,25 @@ def test_a_point_the_predictor_cannot_run_says_why() -> None:
                for p in sec.paragraphs)
 
 
+def test_a_candidate_is_predicted_at_the_setting_it_was_sized_at() -> None:
+    # Guards: the section queried llama.cpp's point without its n_batch, so the predictor answered over every
+    # setting it was trained at (out of domain) rather than at the one the plan chose.
+    from test_planner import _RecordingPredictor
+
+    from perfmodel.planner import plan
+    from perfmodel.report.build import _predictions_section
+
+    runs = pd.concat([synthetic_runs().assign(fw_n_batch=1.0),
+                      synthetic_runs().assign(fw_n_batch=64.0, output_throughput_tok_s=lambda d:
+                                              d["output_throughput_tok_s"] * 1.8)], ignore_index=True)
+    res = plan(PLAN, runs)
+    assert res.table["fw_n_batch"].tolist() == [64.0]
+    rec = _RecordingPredictor()
+    _predictions_section(res, rec, "recording", "")
+    [q] = rec.queries
+    assert q["fw_n_batch"].tolist() == [64.0] and "fw_num_threads" not in q.columns
+
+
 def test_a_plan_that_leaves_no_candidate_is_told_apart_from_no_plan() -> None:
     # Guards: the Predictions section said "No plan was given" when the plan's SLOs rejected every candidate.
     plan = {**PLAN, "slo": {"e2e_s": 0.001}}

@@ -29,7 +29,7 @@ from ..curve_tables import (
 from ..errors import PerfmodelError
 from ..models.base import DEFAULT_TARGET, cannot_run_reasons
 from ..pareto import candidate_labels
-from ..planner import PlanInputs, PlanResult, nearest_lengths, plan, unmatched_candidates
+from ..planner import SETTING_COLUMNS, PlanInputs, PlanResult, nearest_lengths, plan, unmatched_candidates
 from ..plots import log_y_axis, wide_span
 from ..whatif import suspect_mask
 
@@ -430,6 +430,11 @@ def _predictions_section(res: PlanResult | None, predictor: Any, name: str, erro
                           "input_len_tok": [float(s.split("/")[0]) for s in t["lengths"]],
                           "output_len_tok": [float(s.split("/")[1]) for s in t["lengths"]],
                           "batch_size": t["batch_size"], "load_kind": "static_batch"})
+        # the setting each candidate was sized at (llama.cpp's n_batch): without it, a configuration measured
+        # at several is answered over all of them, out of domain
+        for c in SETTING_COLUMNS:
+            if c in t.columns and t[c].notna().any():
+                q[c] = t[c].to_numpy(dtype=float)
         try:
             p = predictor.predict(q, level=res.inputs.level)
             # A point with no prediction because its weights, as the predictor reads the query, exceed the
