@@ -551,6 +551,14 @@ def _price(hw: str, inputs: PlanInputs) -> tuple[float, str]:
         return math.nan, "none"
     if spec.key in inputs.prices:
         return float(inputs.prices[spec.key]), "user"
+    # a price given under another of the hardware's names ("H100" for h100-sxm), as unmatched_candidates
+    # matches it: it had been listed as applied while the catalog's price was used
+    for name, price in inputs.prices.items():
+        try:
+            if catalog.resolve_hardware(name).key == spec.key:
+                return float(price), "user"
+        except UnknownNameError:
+            continue
     if spec.price_per_hour_usd is None:
         return math.nan, "none"
     src = spec.sources.get("price_per_hour_usd") or spec.sources.get("all") or "catalog"

@@ -744,3 +744,10 @@ def test_a_latency_derived_past_the_measured_batches_is_labelled_derived() -> No
     assert "latency derived from throughput and batch where not measured" in row["note"]
     [held] = plan(inputs(slo={"e2e_s": 1000, "percentile": "p90"}), runs).table.to_dict("records")
     assert held["batch_size"] == 64 and held["latency_basis"].startswith("e2e: measured")
+
+
+@pytest.mark.parametrize("name", ["H100", "NVIDIA H100 SXM", "h100-sxm"])
+def test_a_price_given_under_any_of_the_hardwares_names_is_used(name: str) -> None:
+    # Guards: --price H100=2 was listed as applied while the catalog's price (2.99 USD) was used.
+    [row] = plan(inputs(prices={name: 2.0}), synthetic_runs()).table.to_dict("records")
+    assert row["price_per_device_hour"] == 2.0 and row["price_source"] == "user"
