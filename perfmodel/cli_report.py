@@ -33,6 +33,7 @@ _PLAN_FLAGS = {"workload.request_rate_rps": "--rate", "workload.output_tok_s": "
                "slo.ttft_s": "--ttft", "slo.tpot_s": "--tpot", "slo.e2e_s": "--e2e", "slo.percentile": "--percentile",
                "models": "--model", "hardware": "--hardware", "frameworks": "--framework",
                "device_counts": "--devices", "prices": "--price", "currency": "--currency",
+               "usd_to_currency": "--usd-to-currency",
                "headroom": "--headroom", "level": "--level", "predict": "--predict",
                "predicted_framework": "--predicted-framework"}
 """Planner option (as in :class:`perfmodel.planner.PlanInputs`) -> the ``plan`` flag that sets it."""
@@ -91,7 +92,7 @@ def _plan_dict(plan_file: Path | None, flags: dict[str, Any]) -> dict[str, Any]:
         if flags.get(key):
             data[key] = list(flags[key])
     _overlay(data, "prices", dict(flags.get("prices") or {}))
-    for key in ("currency", "headroom", "level", "predict", "predicted_framework"):
+    for key in ("currency", "usd_to_currency", "headroom", "level", "predict", "predicted_framework"):
         if flags.get(key) is not None:
             data[key] = flags[key]
     return data
@@ -118,6 +119,8 @@ def _plan_options(f: Any) -> Any:
         click.option("--price", "price_values", multiple=True, metavar="HW=PRICE",
                      help="Price per device-hour overriding the catalog (repeatable)."),
         click.option("--currency", help="Currency of the prices (default USD)."),
+        click.option("--usd-to-currency", "usd_to_currency", type=float,
+                     help="Exchange rate: one USD in --currency (multiplies the catalog's USD prices; default 1)."),
         click.option("--headroom", type=float, help="Spare capacity (0.2 = provision 120% of demand)."),
         click.option("--level", type=float, help="Band level (default 0.9)."),
         click.option("--predict/--no-predict", default=None,

@@ -897,8 +897,8 @@ def plan(inputs: PlanInputs | Mapping[str, Any], runs: pd.DataFrame | None = Non
     if inputs.currency.upper() != "USD" and inputs.usd_to_currency == 1.0 \
             and table["price_source"].astype(str).str.startswith("catalog").any():
         notes.append(f"the catalog's prices are in USD and were read as {inputs.currency} at 1 USD = 1 "
-                     f"{inputs.currency}: give the exchange rate (usd_to_currency, the Planner page's 'USD to "
-                     f"{inputs.currency}') or a price for every hardware")
+                     f"{inputs.currency}: give the exchange rate (usd_to_currency: --usd-to-currency, the Planner "
+                     f"page's 'USD to {inputs.currency}') or a price for every hardware")
     if len(table):
         # The recommendation (the cheapest robust candidate, PlanResult.recommendation) is the first row.
         # Equal costs (the same devices at the same price) go to the most capacity (the fleet's: replicas x a

@@ -42,6 +42,24 @@ def test_plan_flags_table_json_and_save(dataset: str, tmp_path: Path) -> None:
     assert r.exit_code == 0
 
 
+def test_plan_in_another_currency_takes_the_exchange_rate_and_the_report_shows_it(dataset: str,
+                                                                                   tmp_path: Path) -> None:
+    # Guards: the CLI had no flag for the rate (the note named usd_to_currency, which no flag set), and the
+    # report's workload table showed "EUR" with no rate.
+    from perfmodel import catalog
+
+    args = ["plan", dataset, "--rate", "10", "--input-len", "1000", "--output-len", "1000", "--e2e", "12",
+            "--currency", "EUR", "--usd-to-currency", "0.5", "--json", "--save", "eur"]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    usd = catalog.resolve_hardware("h100-sxm").price_per_hour_usd
+    assert out["candidates"][0]["price_per_device_hour"] == pytest.approx(0.5 * usd)
+    r = CliRunner().invoke(main, ["report", out["analysis_id"], "-o", str(tmp_path / "r.html"), "--no-accuracy"])
+    assert r.exit_code == 0, r.output
+    assert "EUR at 1 USD = 0.5 EUR (catalog prices converted)" in (tmp_path / "r.html").read_text()
+
+
 def test_plan_file_and_errors(dataset: str, tmp_path: Path) -> None:
     f = tmp_path / "plan.yaml"
     f.write_text("workload: {request_rate_rps: 10, input_len_tok: 1000, output_len_tok: 1000}\n"

@@ -244,7 +244,8 @@ def _plan_sections(res: PlanResult) -> tuple[Section, Section, Section]:
                       ("memory usable", f"{inp.memory_fraction:.0%} of device memory"),
                       ("models", ", ".join(inp.models) or "all in the data"),
                       ("hardware", ", ".join(inp.hardware) or "all in the data"),
-                      ("currency", inp.currency),
+                      ("currency", inp.currency if inp.currency.upper() == "USD" else
+                       f"{inp.currency} at 1 USD = {inp.usd_to_currency:g} {inp.currency} (catalog prices converted)"),
                       ("price overrides", ", ".join(f"{k}={v:g}" for k, v in inp.prices.items()) or "none")]
     if w.lengths:
         workload_rows.append(("length histogram", "; ".join(f"{b.input_len_tok:g}/{b.output_len_tok:g} x{b.weight:g}"
