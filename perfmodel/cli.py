@@ -613,7 +613,7 @@ def _read_queries(path: Path) -> tuple[Any, Any]:
             # in the same pass (they had come up only on the next run, after the numbers were fixed).
             problems: list[Any] = []
             try:
-                physics.check_query(q, columns=(*physics.QUERY_COLUMNS, "framework"), file=path.name)
+                physics.check_query(q, columns=(*physics.QUERY_COLUMNS, "framework"), file=path.name, query=True)
             except ValidationError as exc:
                 problems.extend(exc.problems)
             for c in _QUERY_NUMERIC:

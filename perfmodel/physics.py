@@ -114,7 +114,7 @@ def _is_missing(value: object) -> bool:
 
 
 def check_query(runs: pd.DataFrame, *, columns: tuple[str, ...] = QUERY_COLUMNS,
-                file: str | None = None) -> None:
+                file: str | None = None, query: bool = False) -> None:
     """Check that ``runs`` has what physical features and bounds need.
 
     Parameters
@@ -126,6 +126,11 @@ def check_query(runs: pd.DataFrame, *, columns: tuple[str, ...] = QUERY_COLUMNS,
         numbers; any other column (names) must be present and non-empty.
     file
         File name for messages.
+    query
+        The rows are a user's queries (``perfmodel predict``'s file), not measurements: a ``weight_dtype`` the
+        catalog does not know and ``tp_size`` x ``pp_size`` above ``device_count`` are refused (in
+        measurements, which predictors also read, an engine's own name for the dtype, such as ``auto``, is
+        read as the model's default, and the sizes as recorded).
 
     Raises
     ------
@@ -133,7 +138,9 @@ def check_query(runs: pd.DataFrame, *, columns: tuple[str, ...] = QUERY_COLUMNS,
         A required column is missing, or a length, batch or device count is
         missing, non-numeric, not finite or not positive (input length may be
         0), or a device count (device_count, tp_size, pp_size) is not a whole
-        number; every problem names its row and column.
+        number; with ``query``, a ``weight_dtype`` the catalog does not know or
+        ``tp_size`` x ``pp_size`` above ``device_count``; every problem names
+        its row and column.
     """
     if not isinstance(runs, pd.DataFrame):
         raise PerfmodelError(f"expected a runs table (pandas DataFrame), got {type(runs).__name__}")
@@ -168,8 +175,33 @@ def check_query(runs: pd.DataFrame, *, columns: tuple[str, ...] = QUERY_COLUMNS,
             problems.append(Problem(msg, file=file, row=int(rows[i]), column=c))
         if (~ok).sum() > 10:
             problems.append(Problem(f"{int((~ok).sum()) - 10} more invalid values", file=file, column=c))
+    if query:
+        problems += _optional_problems(runs, rows, file)
     if problems:
         raise ValidationError(f"the query table is not usable ({len(problems)} problem(s)):", problems)
+
+
+def _optional_problems(runs: pd.DataFrame, rows: np.ndarray, file: str | None) -> list[Problem]:
+    """:func:`check_query`'s checks of the optional columns: a ``weight_dtype`` the catalog knows (``float99`` had
+    been read as the model's default), and ``tp_size`` x ``pp_size`` within ``device_count`` (TP 8 on 4 devices
+    had been predicted)."""
+    out: list[Problem] = []
+    if "weight_dtype" in runs.columns:
+        dtypes = runs["weight_dtype"].astype(object)
+        bad = {v for v in pd.unique(dtypes.dropna()) if not _is_missing(v) and math.isnan(_bytes_of(v))}
+        for i in [i for i, v in enumerate(dtypes) if v in bad][:10] if bad else []:
+            out.append(Problem(f"unknown dtype {as_written(dtypes.iloc[i])}; known: {', '.join(DTYPE_BYTES)}",
+                               file=file, row=int(rows[i]), column="weight_dtype"))
+    if "tp_size" in runs.columns and "device_count" in runs.columns:
+        def num(c: str) -> np.ndarray:
+            return pd.to_numeric(runs[c], errors="coerce").to_numpy(dtype=float) if c in runs.columns \
+                else np.ones(len(runs))
+
+        tp, pp, dc = num("tp_size"), np.nan_to_num(num("pp_size"), nan=1.0), num("device_count")
+        for i in np.flatnonzero(np.isfinite(tp) & np.isfinite(dc) & (tp * pp > dc))[:10]:
+            out.append(Problem(f"tp_size x pp_size = {tp[i] * pp[i]:g} devices, more than device_count "
+                               f"{dc[i]:g}", file=file, row=int(rows[i]), column="tp_size"))
+    return out
 
 
 def _resolve(runs: pd.DataFrame, column: str, kind: str) -> dict[str, HardwareSpec | ModelSpec]:

@@ -283,6 +283,15 @@ def test_one_point_out_of_domain_says_why(tmp_path):
     assert rows["domain_reason"].iloc[0] == "" and "framework 'myengine'" in rows["domain_reason"].iloc[1]
     res = CliRunner().invoke(main, ["predict", str(out), str(q), "--device-count", "4"])
     assert res.exit_code == 2 and "not both (--device-count)" in res.output
+    # a dtype the catalog does not know, and more tensor x pipeline parallelism than devices, are refused with
+    # their rows ('float99' had been read as the model's default dtype, and TP 8 on one device predicted)
+    q.write_text("hardware,model,framework,input_len_tok,output_len_tok,batch_size,weight_dtype,tp_size\n"
+                 "H100,llama-3-8b,vllm,128,128,16,bfloat16,1\nH100,llama-3-8b,vllm,128,128,16,float99,1\n"
+                 "H100,llama-3-8b,vllm,128,128,16,,8\n")
+    res = CliRunner().invoke(main, ["predict", str(out), str(q)])
+    assert res.exit_code != 0 and "Traceback" not in res.output
+    assert "row 2, column 'weight_dtype': unknown dtype 'float99'; known: fp64" in res.output, res.output
+    assert "row 3, column 'tp_size': tp_size x pp_size = 8 devices, more than device_count 1" in res.output
 
 
 def test_help_lists_every_predictor_and_protocol():
