@@ -396,18 +396,27 @@ def _cell(v: Any, fmt: str | None = None) -> str:
 @click.pass_context
 def fit_cmd(ctx: click.Context, dataset: str, by: tuple[str, ...], shape: str, intervals: str, n_boot: int,
             seed: int, x_col: str, y_col: str, output: Path | None, as_json: bool) -> None:
-    """Fit a saturation curve (throughput vs batch) per configuration of DATASET; report plateaus and knees."""
-    from .curve_tables import default_curve_by, fits_summary
+    """Fit a saturation curve (throughput vs batch) per configuration of DATASET (a stored dataset or a result
+    file); report plateaus and knees."""
+    from .curve_tables import default_curve_by, fits_summary, kv_full_batches
     from .curves import fit_curves
-    from .store import Store
 
     want_json = _want_json(ctx, as_json)
     if want_json and output is not None:
         raise click.UsageError("choose one of --json and -o/--output")
-    runs = Store().runs(dataset)
+    runs = _load_training_runs(dataset)
     by_cols = list(by) if by else default_curve_by(runs)
+    if not by and x_col != "batch_size":
+        # a curve along another column (--x input_len_tok) is one per configuration and batch: grouped by the
+        # x column too, every group had held one point and no curve was fitted
+        by_cols = [c for c in by_cols if c != x_col] + (["batch_size"] if "batch_size" in runs.columns else [])
     table, _ = fit_curves(runs, by_cols, shape=_SHAPE_ALIASES.get(shape, shape), x=x_col, y=y_col,
                           intervals=intervals, n_boot=n_boot, seed=seed, return_fits=True)
+    # the batch at which the KV cache fills, as the printed table has it (the file and JSON had lacked it)
+    table = table.assign(kv_full_batch=kv_full_batches(table).to_numpy())
+    if x_col != "batch_size" and "message" in table.columns:  # the curve module counts "batch sizes"
+        table["message"] = table["message"].astype(str).str.replace(
+            "distinct batch size(s)", f"distinct {x_col} value(s)", regex=False)
     if want_json:
         _echo_json(json.loads(table.to_json(orient="records")))
         return
@@ -419,6 +428,9 @@ def fit_cmd(ctx: click.Context, dataset: str, by: tuple[str, ...], shape: str, i
     n_ok = int(summary["success"].sum())
     click.echo(f"{len(summary)} configuration(s) by {', '.join(by_cols)}: {n_ok} fitted, "
                f"{len(summary) - n_ok} not ({y_col} vs {x_col}, intervals: {shown_intervals})")
+    if n_ok == 0 and len(summary) and x_col != "batch_size" and not by:
+        click.echo(f"note: no configuration has three {x_col} values once grouped by the columns above (in this "
+                   f"data {x_col} may vary only together with one of them): choose the grouping with --by", err=True)
     rows = []
     for rec in summary.to_dict("records"):
         msg = str(rec["message"])

@@ -213,3 +213,21 @@ def test_table_cells_never_read_in_e_notation(runner: CliRunner, tmp_path: Path)
     import re
 
     assert "e+0" not in res.output and len(re.findall(r" \d\d,\d\d\d ", res.output)) == 2  # both plateaus
+
+
+def test_fit_reads_a_result_file_writes_the_kv_full_batch_and_names_another_x(runner: CliRunner,
+                                                                             tmp_path: Path) -> None:
+    # Guards: `fit FILE.csv` was refused (train and evaluate take files), the file and JSON lacked the KV-full
+    # batch the printed table shows, and --x output_len_tok grouped by output length too and said "batch size(s)"
+    path = write_known_curves(tmp_path / "known.csv")
+    dest = tmp_path / "fits.csv"
+    code, out, err = invoke(runner, "fit", str(path), "--n-boot", "0", "-o", str(dest))
+    assert code == 0, err
+    table = pd.read_csv(dest)
+    assert "kv_full_batch" in table.columns and (table["kv_full_batch"] > 100).all()
+    code, out, err = invoke(runner, "fit", str(path), "--n-boot", "0", "--x", "output_len_tok", "--json")
+    recs = json.loads(out)
+    assert code == 0 and all("output_len_tok" not in r and r["batch_size"] in BATCHES for r in recs)
+    assert all("distinct output_len_tok value(s)" in r["message"] for r in recs if not r["success"])
+    code, out, err = invoke(runner, "fit", str(path), "--n-boot", "0", "--x", "output_len_tok")
+    assert "note: no configuration has three output_len_tok values" in err
