@@ -310,7 +310,15 @@ def report_cmd(source: str, plan_file: Path | None, output: Path, no_accuracy: b
             inputs = load_plan_inputs(plan_file)
         except UnicodeDecodeError as exc:  # load_plan_inputs reports only an OSError as unreadable
             raise _unreadable_plan(plan_file, exc) from None
-    info = store.dataset(ds_ref)
+    try:
+        info = store.dataset(ds_ref)
+    except NotFoundError as exc:
+        if ds_ref != source:
+            raise
+        # SOURCE may name either: the message had spoken of datasets only
+        saved = ", ".join(f"{a.id} ({a.name})" for a in store.analyses()[:10]) or "none"
+        raise NotFoundError(f"{exc}; nor is {source!r} a saved analysis (saved: {saved}; see `perfmodel "
+                            "analyses`)") from None
     t0 = time.perf_counter()
     rep = build_report(store.runs(info.id), dataset_name=info.name, info=info, plan_inputs=inputs,
                        accuracy=not no_accuracy, on_progress=lambda s: click.echo(f"  {s}...", err=True))

@@ -73,6 +73,8 @@ def test_plan_file_and_errors(dataset: str, tmp_path: Path) -> None:
     assert r.exit_code == 2 and "HARDWARE=PRICE" in r.output
     r = CliRunner().invoke(main, ["report", "nope", "-o", str(tmp_path / "r.html")])
     assert r.exit_code == 2 and "no dataset 'nope'" in r.output
+    # SOURCE may be a saved analysis too: the message had spoken of datasets only
+    assert "nor is 'nope' a saved analysis (saved: none; see `perfmodel analyses`)" in r.output
     r = CliRunner().invoke(main, ["report", dataset, "-o", str(tmp_path / "r.txt")])
     assert r.exit_code == 2 and ".html or .pdf" in r.output
 
