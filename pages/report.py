@@ -20,9 +20,14 @@ st.caption("Executive summary, workload and SLOs, candidates, curves with knees,
            "attributions, provenance and hold-out accuracy, in one file that works offline.")
 ds = ui.available_datasets(home)
 stamp, ids, names = ds.stamp, ds.ids, ds.names
+plans = {a.id: a for a in cached.open_store(home).analyses("planner")}
+if (opened := st.query_params.get(analyses.QUERY_KEY)) in plans:
+    # A saved plan opened here (/report?analysis=ID) is the report of that plan: it had switched to the Planner.
+    del st.query_params[analyses.QUERY_KEY]
+    st.query_params["plan"] = opened
+    st.query_params["dataset"] = str(plans[opened].payload.get("dataset") or "")
 analyses.page_analysis("report")
 PS.restore("report", SPEC)
-plans = {a.id: a for a in cached.open_store(home).analyses("planner")}
 choices = ["", *plans]
 if st.session_state.get("report.plan") not in choices:
     st.session_state["report.plan"] = ""

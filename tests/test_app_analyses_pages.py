@@ -79,3 +79,19 @@ def test_monitor_settings_and_stream_reopen() -> None:
     assert at2.multiselect(key="monitor.metrics").value == chosen
     assert at2.selectbox(key="monitor.dataset").value == Store().datasets()[0].id
     assert _qp(at2) == params
+
+
+def test_a_saved_plan_opened_on_the_report_page_is_the_report_of_that_plan() -> None:
+    # Guards: /report?analysis=<a Planner analysis> switched to the Planner page.
+    at = _open("pages/report.py")
+    _ok(at)
+    (sample,) = Store().datasets()
+    plan = Store().save_analysis("a plan", "planner", {
+        "page": "planner", "params": {"dataset": [sample.id]}, "dataset": sample.id,
+        "plan": {"workload": {"request_rate_rps": 2, "input_len_tok": 64, "output_len_tok": 32}}})
+    at2 = _open("pages/report.py", analysis=plan.id)
+    _ok(at2)
+    assert at2.title[0].value == "Report"
+    assert at2.selectbox(key="report.plan").value == plan.id
+    assert at2.selectbox(key="report.dataset").value == sample.id
+    assert "analysis" not in at2.query_params and _qp(at2)["plan"] == [plan.id]
