@@ -151,7 +151,10 @@ def explain_cmd(ctx: click.Context, source: str, data: str | None, feature_set: 
     if not src.is_dir() or not (src / METADATA_FILE).is_file():
         click.echo(f"fitted {model.description}")
     click.echo(ex.message)
-    click.echo(to_markdown(imp.head(_TOP_SHOWN), ["rank", "feature", "label", "kind", "mean_abs_shap", "share"]))
+    # mean |SHAP| with 3 significant digits and the share in percent (both had read 0.2 / 0.0 at one decimal)
+    shown = imp.head(_TOP_SHOWN).assign(mean_abs_shap=lambda d: [f"{v:.3g}" for v in d["mean_abs_shap"]],
+                                        share=lambda d: [f"{v:.1%}" for v in d["share"]])
+    click.echo(to_markdown(shown, ["rank", "feature", "label", "kind", "mean_abs_shap", "share"]))
     if len(imp) > _TOP_SHOWN:
         click.echo(f"... {len(imp) - _TOP_SHOWN} more features (all in -o)")
     click.echo("share by kind: " + ", ".join(f"{k} {v:.1%}" for k, v in by_kind.items()))

@@ -38,6 +38,9 @@ def test_explain_dataset_writes_the_importance_table(tmp_path: Path) -> None:
     assert set(kinds[[f for f in kinds.index if f.startswith("fw_") and f != "fw_num_threads"]]) == {"framework"}
     assert kinds.get("fw_num_threads", "setting") == "setting"
     assert rep["share"].sum() == __import__("pytest").approx(1.0)
+    # the printed values read as the file's (3 significant digits, the share in percent): they had read 0.2/0.0
+    top = rep.sort_values("rank").iloc[0]
+    assert f"| {top['mean_abs_shap']:.3g} | {top['share']:.1%} |" in stdout
 
 
 def test_explain_physical_only_never_lists_framework_columns(tmp_path: Path) -> None:
