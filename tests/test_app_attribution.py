@@ -503,3 +503,16 @@ def test_a_second_what_if_link_in_the_same_session_explains_its_point() -> None:
     assert at.number_input(key="attribution.q.input_len_tok").value == 64
     assert at.number_input(key="attribution.q.output_len_tok").value == 32
     assert any("its prediction did not" in i.value for i in at.info)  # said to come from What-if
+
+
+def test_another_engines_setting_on_a_point_is_explained_as_a_framework_difference() -> None:
+    # Guards: "llama.cpp n_batch: not set" gave vLLM points x1.22 with the hover of a missing figure ("a device
+    # without PCIe lanes"), read as the effect of a setting.
+    wf = _waterfall()
+    wf.table.loc[2, ["feature", "kind", "value"]] = ["fw_n_batch", "setting", np.nan]
+    fig = X.waterfall_figure(wf)
+    hover = {t.y[0]: t.hovertemplate for t in fig.data if t.showlegend is False}
+    setting = hover["framework setting: llama.cpp n_batch: not set in this run"]
+    assert "this bar is a framework difference, not the effect of a setting" in setting
+    assert "PCIe lanes" not in setting
+    assert "PCIe lanes" in hover["PCIe contention = n/a (no value here)"]

@@ -904,7 +904,11 @@ def waterfall_figure(wf: E.Waterfall, *, top: int = 12, title: str = "") -> go.F
                  else f"SHAP {rec.shap:+.4g}")
         doc = feature_doc(rec.feature)
         about = f"<br>{rec.feature}: {doc.formula}" if doc is not None else ""
-        if doc is not None and not math.isfinite(float(rec.value)):
+        if doc is not None and not math.isfinite(float(rec.value)) and rec.feature in VARYING_BY:
+            # x1.22 on vLLM points from "llama.cpp n_batch: not set" had read as the effect of a setting
+            about += ("<br>Not set in this run: another engine's setting. The trees split on it where they told "
+                      "the engines apart, so this bar is a framework difference, not the effect of a setting.")
+        elif doc is not None and not math.isfinite(float(rec.value)):
             about += ("<br>No value at this point: the bar is the effect of the figure's absence (it stands for "
                       "whatever lacks it, such as a device without PCIe lanes in the catalog), not of a size.")
         # Colour: the feature's kind (legend "feature kind"); hatching: the step lowers the output
