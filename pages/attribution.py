@@ -90,13 +90,12 @@ for note in X.read_together_notes(ex, imp):
 st.subheader("Dependence", anchor=False)
 ranked = imp["feature"].tolist()
 d1, d2 = st.columns(2)
-PS.settle(P + "dep_x", ranked, ranked[0] if ranked else None)
+PS.settle(P + "dep_x", ranked, ranked[0] if ranked else None, what="dependence feature")
 feat = d1.selectbox("Feature", ranked, key=P + "dep_x",
                     format_func=lambda f: X.kind_label(ex.kinds[ex.feature_names.index(f)]).split()[0] + " "
                     + X.feature_labels([f])[0] + f" · {f}")
 others = ["(none)"] + [f for f in ranked if f != feat]
-if st.session_state.get(P + "dep_color") not in others:
-    st.session_state[P + "dep_color"] = others[1] if len(others) > 1 else "(none)"
+PS.settle(P + "dep_color", others, others[1] if len(others) > 1 else "(none)", what="dependence colour")
 colour = d2.selectbox("Coloured by", others, key=P + "dep_color",
                       format_func=lambda f: f if f == "(none)" else X.feature_labels([f])[0] + f" · {f}")
 st.plotly_chart(X.dependence_figure(ex, feat, None if colour == "(none)" else colour), key=P + "dependence")

@@ -94,6 +94,16 @@ def test_a_bad_link_value_is_named_and_the_default_used() -> None:
     assert at.number_input(key="attribution.q.input_len_tok").value == 512
 
 
+def test_a_link_colour_the_features_do_not_offer_is_named_not_replaced_silently() -> None:
+    # Guards: a link's dependence colour that this view does not offer was replaced without a word.
+    at = _page(dep_color="not_a_feature")
+    assert not at.exception
+    shown = at.selectbox(key="attribution.dep_color").value
+    assert shown != "not_a_feature"
+    assert any("dependence colour 'not_a_feature' is not among the choices here; showing "
+               f"'{shown}' instead" in w.value for w in at.warning), [w.value for w in at.warning]
+
+
 def test_physical_model_has_no_framework_attribution_and_comparison_runs() -> None:
     at = _page()
     at.selectbox(key="attribution.features").select("physical").run()

@@ -113,7 +113,7 @@ def defaults(spec: Spec) -> None:
             st.session_state[key] = list(default) if isinstance(default, list) else default
 
 
-def settle(key: str, options: Sequence[Any], default: Any) -> None:
+def settle(key: str, options: Sequence[Any], default: Any, *, what: str | None = None) -> None:
     """Give a choice widget ``default`` when its state is none of ``options`` (nothing yet, or a link's value
     that this dataset does not offer), before the widget is drawn.
 
@@ -128,9 +128,16 @@ def settle(key: str, options: Sequence[Any], default: Any) -> None:
         The options the widget is about to get.
     default
         The value to fall back on.
+    what
+        The choice in words; when given, a value that is replaced (a link's, or one the other inputs no longer
+        offer) is named in a warning rather than replaced silently.
     """
-    if st.session_state.get(key) not in options:
+    old = st.session_state.get(key)
+    if old not in options:
         st.session_state[key] = default
+        if what and old not in (None, ""):
+            st.warning(f"The {what} {old!r} is not among the choices here; showing {default!r} instead.",
+                       icon=":material/link_off:")
 
 
 def restore(page: str, spec: Spec, bounds: Bounds | None = None, *, warn: bool = True) -> list[str]:
