@@ -150,7 +150,7 @@ with runs_tab:
     if K.COLUMNS not in st.session_state:
         st.session_state[K.COLUMNS] = default_cols
     cols = st.multiselect("Columns", all_cols, key=K.COLUMNS, format_func=tables.column_words)
-    st.dataframe(shown[cols or all_cols], hide_index=True, placeholder="—",
+    st.dataframe(tables.runs_display(shown[cols or all_cols]), hide_index=True, placeholder="—",
                  column_config={c: st.column_config.Column(tables.column_words(c), help=tables.column_help(c))
                                 for c in cols or all_cols})
     st.download_button("Download filtered runs (CSV)", ui.filtered_csv(home, selected, stamp, fkey),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -159,6 +160,16 @@ def test_table_helpers() -> None:
     # The CSV download re-imports as the canonical format with the same rows.
     again, res = import_bytes([("again.csv", tables.runs_csv_bytes(kept))], store=Store())
     assert res[0].format == "canonical" and again.n_runs == 3
+
+
+def test_an_unlimited_request_rate_reads_unlimited_in_the_runs_table() -> None:
+    # Guards: SGLang's request rate of inf (every request at once) read "Infinity" in the Data page's table.
+    df = pd.DataFrame({"batch_size": [8.0, 32.0, 4.0], "request_rate_rps": [float("inf"), 2.5, np.nan]})
+    shown = tables.runs_display(df)
+    assert shown["request_rate_rps"].tolist() == [tables.UNLIMITED_RATE, "2.5", pd.NA]
+    assert shown["batch_size"].tolist() == [8.0, 32.0, 4.0] and df["request_rate_rps"].iloc[0] == float("inf")
+    finite = df.iloc[1:]
+    assert tables.runs_display(finite) is finite  # nothing to rewrite: numbers stay numbers
 
 
 def test_ensure_sample_data_fills_only_an_empty_store(tmp_path: Path) -> None:

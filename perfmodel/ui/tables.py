@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
 from ..curve_tables import has_positive
@@ -105,6 +106,23 @@ DEFAULT_RUN_COLUMNS = ("hardware", "model", "framework", "device_count", "tp_siz
                        "output_throughput_tok_s", "total_throughput_tok_s", "request_throughput_rps",
                        "e2e_latency_s", "ttft_s", "tpot_s", "source_file", "source_row")
 """Columns shown in the runs table until the user picks others (those with values only)."""
+
+
+UNLIMITED_RATE = "unlimited"
+"""How the runs table shows a request rate of ``inf`` (every request sent at once, as SGLang and vLLM record a
+run without a rate limit); it had read "Infinity"."""
+
+
+def runs_display(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs as the Data page's table shows them: a request rate of ``inf`` reads :data:`UNLIMITED_RATE`
+    (the column becomes text, the other rates written as numbers); a copy, other columns unchanged."""
+    if "request_rate_rps" not in runs.columns:
+        return runs
+    rate = pd.to_numeric(runs["request_rate_rps"], errors="coerce")
+    if not np.isinf(rate.to_numpy(dtype=float, na_value=np.nan)).any():
+        return runs
+    text = [None if pd.isna(v) else UNLIMITED_RATE if np.isinf(v) else f"{v:g}" for v in rate]
+    return runs.assign(request_rate_rps=pd.Series(text, index=runs.index, dtype="string"))
 
 
 def datasets_frame(infos: Sequence[DatasetInfo]) -> pd.DataFrame:
