@@ -157,6 +157,10 @@ def test_table_helpers() -> None:
     with pytest.raises(ValueError, match="cannot filter"):
         tables.filter_runs(df, {"batch_size": ["1"]})
     assert tables.default_x(df) == "batch_size"
+    # one configuration written one file per load point is one curve, not a colour per file
+    one = df[(df["hardware"] == "a100-80gb") & (df["output_len_tok"] == 1024)].assign(
+        source_file=lambda d: [f"c{i}.jsonl" for i in range(len(d))])
+    assert one["source_file"].nunique() > 1 and tables.default_color(one) == "hardware"
     # The CSV download re-imports as the canonical format with the same rows.
     again, res = import_bytes([("again.csv", tables.runs_csv_bytes(kept))], store=Store())
     assert res[0].format == "canonical" and again.n_runs == 3

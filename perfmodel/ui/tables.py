@@ -326,7 +326,8 @@ def severity_counts(issues: pd.DataFrame) -> dict[str, int]:
 
 def default_color(runs: pd.DataFrame) -> str:
     """The colour column to offer first: the first of :data:`~perfmodel.plots.COLOR_OPTIONS` that
-    tells the runs apart (more than one value), else ``hardware``.
+    tells the runs apart (more than one value), else ``hardware``. Never ``source_file``: a client that writes
+    one file per load point (SGLang's bench_serving) had split one curve into single points, one per colour.
 
     Parameters
     ----------
@@ -338,7 +339,7 @@ def default_color(runs: pd.DataFrame) -> str:
     str
     """
     for col in COLOR_OPTIONS:
-        if col in runs.columns and runs[col].nunique(dropna=True) > 1:
+        if col != "source_file" and col in runs.columns and runs[col].nunique(dropna=True) > 1:
             return col
     return "hardware"
 
