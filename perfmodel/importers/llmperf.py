@@ -15,6 +15,15 @@ Formats
     requests and errors); it holds no timestamps, so the run's wall time and
     therefore its aggregate throughput cannot be derived.
 
+llmperf's ``inter_token_latency_s`` is not the time between tokens: it is the
+sum of the gaps from the request's start to each streamed chunk (the first gap is
+the TTFT) divided by the output tokens, i.e. about end-to-end latency / output
+tokens, TTFT included (the anyscale leaderboard summary's mean is 0.0158 s, against
+e2e / out = 0.0160 s and (e2e - TTFT) / (out - 1) = 0.0144 s from its means). It is therefore not
+stored as ``itl_*``; ``tpot_s`` is derived as (e2e - TTFT) / (output tokens - 1):
+from the means in a summary, per request (then mean and percentiles) from the
+individual responses. An ``info`` issue says so.
+
 llmperf measures hosted endpoints: no file names the hardware (pass
 ``--hardware``). The leaderboard's ``framework`` field names the *provider*
 (e.g. "anyscale", "groq"), not the serving engine, so it goes to provenance.
@@ -44,7 +53,12 @@ from .vllm_bench import (
 
 __all__ = ["LlmperfSummary", "LlmperfIndividual"]
 
-_LAT = {"ttft": ("ttft_s",), "itl": ("inter_token_latency_s",), "e2e_latency": ("end_to_end_latency_s",)}
+# inter_token_latency_s is left out on purpose: it includes the TTFT (see the module docstring).
+_LAT = {"ttft": ("ttft_s",), "e2e_latency": ("end_to_end_latency_s",)}
+#: What llmperf's inter_token_latency_s is, for the info issue of both importers.
+_ITL_NOTE = ("llmperf's inter_token_latency_s is (sum of the gaps from the request's start to each chunk) / "
+             "output tokens, about end-to-end latency / output tokens with the TTFT included, not the time "
+             "between tokens: it is not stored as itl_*")
 
 
 _STATS = {"mean": "", "quantiles_p50": "_p50", "quantiles_p90": "_p90", "quantiles_p99": "_p99"}
@@ -116,10 +130,51 @@ class LlmperfSummary(Importer):
         out["request_throughput_rps"] = per_min / 60.0 if per_min is not None else None
         out["throughput_basis"] = "output" if out_tp is not None else "none"
         out.update(_summary_latencies(r))
+        out["tpot_s"] = _summary_tpot(r, out, row, file, issues)
         ts = r.num("timestamp")
         if ts is not None and math.isfinite(ts):
             out["timestamp"] = datetime.fromtimestamp(ts, tz=UTC).isoformat()
         return out
+
+
+def _summary_tpot(r: FieldReader, out: Mapping[str, Any], row: int, file: str,
+                  issues: list[Issue]) -> float | None:
+    """TPOT of a summary, (mean e2e - mean TTFT) / (mean output tokens - 1), with an info issue.
+
+    Parameters
+    ----------
+    r
+        The summary record.
+    out
+        The row built so far (its ``e2e_latency_s`` and ``ttft_s``; the output length is the
+        measured ``results_number_output_tokens_mean``, never the configured target).
+    row, file
+        Where the record is, for the issue.
+    issues
+        The issue saying what was stored instead of llmperf's ITL is appended here.
+
+    Returns
+    -------
+    float or None
+        The TPOT in seconds; None when a mean is missing or the output is one token or less.
+    """
+    try:
+        itl = r.num("results_inter_token_latency_s_mean")
+    except BadValue:  # not stored: a wrong type here must not cost the row
+        itl = None
+    e2e, ttft, n_out = out.get("e2e_latency_s"), out.get("ttft_s"), r.num("results_number_output_tokens_mean")
+    written = f" (the file's mean: {itl:.6g} s)" if itl is not None else ""
+    if e2e is None or ttft is None or n_out is None or not n_out > 1:
+        issues.append(Issue(file, row, "results_inter_token_latency_s_mean",
+                            f"{_ITL_NOTE}{written}; tpot_s left empty (it needs the means of end-to-end "
+                            "latency, TTFT and output tokens, with more than one output token)", "info"))
+        return None
+    tpot = (e2e - ttft) / (n_out - 1)
+    issues.append(Issue(file, row, "results_inter_token_latency_s_mean",
+                        f"{_ITL_NOTE}{written}; tpot_s = (mean end-to-end latency - mean TTFT) / (mean output "
+                        f"tokens - 1) = ({e2e:.6g} - {ttft:.6g}) / ({n_out:.6g} - 1) = {tpot:.6g} s, from the "
+                        "means (its percentiles cannot be derived from the file)", "info"))
+    return tpot
 
 
 def _stats(values: np.ndarray) -> dict[str, float]:
@@ -177,12 +232,22 @@ class LlmperfIndividual(Importer):
             return finish_rows([], issues, sample.name, allow_empty=True)
         row: dict[str, Any] = {"source_row": 1, "n_requests": len(ok), "n_failed": n_failed,
                                "throughput_basis": "none"}
-        for stem, key in (("ttft", "ttft_s"), ("e2e_latency", "end_to_end_latency_s"),
-                          ("itl", "inter_token_latency_s")):
+        for stem, key in (("ttft", "ttft_s"), ("e2e_latency", "end_to_end_latency_s")):
             vals = np.array([d[key] for d in ok if key in d], dtype=float)
             if len(vals):
                 for suffix, v in _stats(vals).items():
                     row[f"{stem}{suffix}_s"] = v
+        # Per request (e2e - TTFT) / (output tokens - 1): llmperf's inter_token_latency_s includes the TTFT.
+        tpot = np.array([(d["end_to_end_latency_s"] - d["ttft_s"]) / (d["number_output_tokens"] - 1)
+                         for d in ok if d["number_output_tokens"] > 1], dtype=float)
+        if len(tpot):
+            for suffix, v in _stats(tpot).items():
+                row[f"tpot{suffix}_s"] = v
+        issues.append(Issue(
+            sample.name, None, "inter_token_latency_s",
+            f"{_ITL_NOTE}; tpot_* = per request (end_to_end_latency_s - ttft_s) / (number_output_tokens - 1) "
+            f"over the {len(tpot)} successful request(s) with more than one output token"
+            + ("" if len(tpot) else " (none: tpot_* left empty)"), "info"))
         ins = [d["number_input_tokens"] for d in ok if "number_input_tokens" in d]
         if ins:
             row["input_len_tok"] = float(np.mean(ins))

@@ -7,6 +7,8 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 from _helpers import finish, parse
 
@@ -44,6 +46,39 @@ def test_summary(formats_dir: Path, name: str, model: str, out_tp: float,
     assert "framework" not in SUMMARY.parse(Sample(path), ImportMeta()).runs.columns  # provider, not engine
 
 
+@pytest.mark.parametrize("name", ["anyscale_70b_summary", "groq_70b_summary"])
+def test_summary_itl_is_not_stored_tpot_excludes_ttft(formats_dir: Path, name: str) -> None:
+    """llmperf's results_inter_token_latency_s_mean is e2e / output tokens (TTFT included).
+    Regression: it was stored as itl_s (0.0158 s for anyscale where the decode takes 0.0144 s a token)."""
+    path = _p(formats_dir, name)
+    summ = json.loads(path.read_text())
+    e2e, ttft = summ["results_end_to_end_latency_s_mean"], summ["results_ttft_s_mean"]
+    n_out = summ["results_number_output_tokens_mean"]
+    # What the file's ITL is: closer to e2e / out than to the decode-only figure.
+    itl = summ["results_inter_token_latency_s_mean"]
+    assert abs(itl - e2e / n_out) < abs(itl - (e2e - ttft) / (n_out - 1))
+    res = finish(SUMMARY, path, ImportMeta(hardware="A100-80GB"))
+    r = res.runs.iloc[0]
+    assert r["tpot_s"] == pytest.approx((e2e - ttft) / (n_out - 1), rel=1e-12)
+    assert all(pd.isna(r.get(c)) for c in ("itl_s", "itl_p50_s", "itl_p90_s", "itl_p99_s"))
+    (note,) = [i for i in res.issues if i.column == "results_inter_token_latency_s_mean"]
+    assert note.severity == "info" and note.row == 1 and "TTFT included" in note.message
+    assert "tpot_s = (mean end-to-end latency - mean TTFT) / (mean output tokens - 1)" in note.message
+
+
+def test_summary_tpot_left_empty_without_the_means(tmp_path: Path, formats_dir: Path) -> None:
+    """Without a mean TTFT the TTFT-inclusive ITL is not stored in its place: tpot and itl stay empty."""
+    summ = json.loads(_p(formats_dir, "groq_70b_summary").read_text())
+    del summ["results_ttft_s_mean"]
+    f = tmp_path / "no_ttft_summary.json"
+    f.write_text(json.dumps(summ))
+    p = parse(SUMMARY, f)
+    r = p.runs.iloc[0]
+    assert pd.isna(r.get("tpot_s")) and pd.isna(r.get("itl_s"))
+    (note,) = [i for i in p.issues if i.column == "results_inter_token_latency_s_mean"]
+    assert note.severity == "info" and "tpot_s left empty" in note.message
+
+
 def test_summary_without_hardware_asks_for_it(formats_dir: Path) -> None:
     with pytest.raises(ImportFormatError, match="hardware"):
         finish(SUMMARY, _p(formats_dir, "groq_70b_summary"))
@@ -59,9 +94,16 @@ def test_individual_aggregates_to_one_point_matching_summary(formats_dir: Path) 
     assert r["n_requests"] == 150 and r["n_failed"] == 0 and r["throughput_basis"] == "none"
     assert r["ttft_s"] == pytest.approx(0.24890269464666667)
     assert r["e2e_latency_p90_s"] == pytest.approx(summ["results_end_to_end_latency_s_quantiles_p90"])
-    assert r["itl_p99_s"] == pytest.approx(summ["results_inter_token_latency_s_quantiles_p99"])
     assert r["output_len_tok"] == pytest.approx(146.94666666666666)
     assert "output_throughput_tok_s" not in r
+    # inter_token_latency_s includes the TTFT: not stored; TPOT per request instead.
+    recs = [d for d in json.loads(path.read_text()) if not d["error_code"] and d["number_output_tokens"] > 1]
+    tpot = np.array([(d["end_to_end_latency_s"] - d["ttft_s"]) / (d["number_output_tokens"] - 1) for d in recs])
+    assert len(tpot) > 100 and not any(k.startswith("itl") for k in r)
+    assert r["tpot_s"] == pytest.approx(tpot.mean()) and r["tpot_p90_s"] == pytest.approx(np.percentile(tpot, 90))
+    assert r["tpot_s"] < np.mean([d["inter_token_latency_s"] for d in recs])
+    assert any(i.column == "inter_token_latency_s" and i.severity == "info" and "TTFT included" in i.message
+               for i in p.issues)
     w = [i for i in p.issues if i.column == "output_throughput_tok_s"]
     assert w and "no timestamps" in w[0].message and w[0].severity == "warning"
 
