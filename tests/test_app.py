@@ -362,9 +362,23 @@ def test_an_import_that_left_rows_out_is_not_a_green_import() -> None:
 
 
 def test_upload_with_unknown_hardware_is_a_clear_error() -> None:
+    # Each row naming hardware the catalog lacks is a row error; the other rows import (one unknown name had
+    # blocked the whole file); a file whose every row names it is refused.
     at = _app()
     text = UI_RUNS.read_text().replace("h100-sxm", "Quantum Abacus 9000")
     at.file_uploader(key=K.UPLOAD_FILES).set_value([("odd.csv", text.encode(), "text/csv")])
+    at.button(key=K.UPLOAD_SUBMIT).click().run()
+    _no_exception(at)
+    [warning] = [w.value for w in at.warning if w.value.startswith("Imported")]
+    assert "**7** row(s) of the file(s) were left out for errors" in warning  # 6 unknown, 1 warm-up row
+    (info,) = Store().datasets()
+    issues = Store().issues(info.id)
+    odd = issues[issues["message"].str.contains("Quantum Abacus 9000", regex=False)]
+    assert info.n_runs == 6 and len(odd) == 6 and set(odd["column"]) == {"hardware"}
+    Store().delete_dataset(info.id)
+    only = "\n".join(ln for ln in text.splitlines() if not ln.startswith("a100-80gb")) + "\n"
+    at = _app()
+    at.file_uploader(key=K.UPLOAD_FILES).set_value([("all_odd.csv", only.encode(), "text/csv")])
     at.button(key=K.UPLOAD_SUBMIT).click().run()
     _no_exception(at)
     assert at.error and "Quantum Abacus 9000" in at.error[0].value
@@ -457,7 +471,9 @@ def test_delete_needs_confirming_and_does_not_arm_the_next_dataset() -> None:
 def test_broken_sample_file_is_reported_not_raised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     d = tmp_path / "samples"
     d.mkdir()
-    (d / "broken.csv").write_text(UI_RUNS.read_text().replace("h100-sxm", "Quantum Abacus 9000"))
+    # every row unknown (a file with some known rows imports those, the others as row errors)
+    (d / "broken.csv").write_text(UI_RUNS.read_text().replace("h100-sxm", "Quantum Abacus 9000")
+                                  .replace("a100-80gb", "Quantum Abacus 9000"))
     monkeypatch.setattr(samples, "SAMPLE_DIR", d)
     at = _app()
     _no_exception(at)

@@ -104,7 +104,8 @@ def _cell(v: str) -> Any:
         return v  # left as text: schema coercion names the row and column
 
 
-def metric_table(block: list[list[str]], file: str) -> dict[str, dict[str, Any]]:
+def metric_table(block: list[list[str]], file: str,
+                 issues: list[Issue] | None = None) -> dict[str, dict[str, Any]]:
     """A ``Metric,stat1,stat2,...`` (or ``Metric,Value``) block as ``{name: {"unit", stat: value}}``.
 
     Parameters
@@ -113,6 +114,10 @@ def metric_table(block: list[list[str]], file: str) -> dict[str, dict[str, Any]]
         Rows of the block, header first.
     file
         File name for messages.
+    issues
+        Where a metric row with fewer cells than the header (a file cut off mid-row: its
+        last cell may be cut too) is reported as an ``error`` naming the metric and the
+        missing columns; the metric is left out. None: such a row raises instead.
 
     Returns
     -------
@@ -123,7 +128,7 @@ def metric_table(block: list[list[str]], file: str) -> dict[str, dict[str, Any]]
     Raises
     ------
     ImportFormatError
-        When a row has more cells than the header.
+        When a row has more cells than the header, or fewer and ``issues`` is None.
     """
     header = [h.lower() for h in block[0]]
     stats = ["avg" if h == "value" else h for h in header[1:]]
@@ -134,6 +139,14 @@ def metric_table(block: list[list[str]], file: str) -> dict[str, dict[str, Any]]
         if len(row) > len(header):
             raise ImportFormatError(f"{file}: metric row {row[0]!r} has {len(row)} cells but its table "
                                     f"header has {len(header)} (line {n} of the block)")
+        if len(row) < len(header):
+            msg = (f"metric row {row[0]!r} has {len(row)} cells but its table header has {len(header)} (line {n} "
+                   "of the block; a short or truncated row): no value for column(s) "
+                   + ", ".join(repr(h) for h in block[0][len(row):]) + "; the metric is left out")
+            if issues is None:
+                raise ImportFormatError(f"{file}: {msg}")
+            issues.append(Issue(file, None, row[0], msg))
+            continue
         name, unit = _split_label(row[0])
         entry: dict[str, Any] = {"unit": unit}
         for stat, v in zip(stats, row[1:], strict=False):
@@ -366,7 +379,7 @@ class AIPerfImporter(Importer):
             if head[:3] == _TELEMETRY_HEADER:
                 telemetry = block
             elif head and head[0] == "metric":
-                metrics.update(metric_table(block, file))
+                metrics.update(metric_table(block, file, issues))
         if "request latency" not in metrics and "time to first token" not in metrics:
             raise ImportFormatError(f"{file}: expected AIPerf's per-request table (rows 'Request Latency (ms)', "
                                     "'Time to First Token (ms)', ...) but found none")

@@ -109,7 +109,9 @@ class ImportMeta(BaseModel):
     Values given here fill what the file does not record: a row that records its
     own value keeps it (a sweep over batch sizes or lengths must not collapse into
     one point), and rows that disagree with the supplied value are reported once
-    per column as a warning. ``column_map`` (canonical column -> source column) and
+    per column as a warning. A hardware or model name written in the file that the
+    catalog does not know is the exception: the supplied name is read for it (with
+    a warning), since the user has said what ran. ``column_map`` (canonical column -> source column) and
     ``latency_unit`` (how latency columns are written) are read only by the generic
     CSV importer; other formats refuse them rather than ignore them.
     """
@@ -154,6 +156,9 @@ class Parsed:
     #: carry (perfmodel's own export re-imported), filling only missing cells; issues
     #: then name rows by their position in this file.
     keep_source: bool = False
+    #: With ``keep_source``: each row's 1-based position among the file's data rows, when the
+    #: importer left some out (a short row); None means 1..n. Issues name rows by it.
+    positions: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -570,14 +575,15 @@ def _agrees(values: pd.Series, value: Any, name: str) -> np.ndarray:
             return num == float(value)
     from .. import catalog
 
-    def key(text: str) -> str:
+    def key(text: str) -> str | None:
         # Spellings of one catalog entry or framework agree: only a real difference is reported.
         if name in ("hardware", "model"):
             resolver = catalog.resolve_hardware if name == "hardware" else catalog.resolve_model
             try:
                 return str(resolver(text).key)
             except UnknownNameError:
-                return text.strip().casefold()
+                # A name the catalog does not know is read as the supplied one (finalize warns).
+                return None
         if name == "framework":
             return catalog.canonical_framework(text)
         return text.strip().casefold()
@@ -585,7 +591,7 @@ def _agrees(values: pd.Series, value: Any, name: str) -> np.ndarray:
     # One comparison per distinct value, not per row (a million rows).
     codes, uniques = pd.factorize(values.astype("string").str.strip())
     want = key(str(value))
-    same = np.array([key(str(u)) == want for u in uniques], dtype=bool)
+    same = np.array([key(str(u)) in (want, None) for u in uniques], dtype=bool)
     return same[codes] if len(uniques) else np.zeros(len(values), dtype=bool)
 
 
@@ -652,10 +658,10 @@ def _row_label(runs: pd.DataFrame, pos: int) -> int:
     return int(label) if pd.notna(label) else int(pos) + 1
 
 
-def _provenance_rows(values: pd.Series, file: str) -> tuple[pd.Series, list[Problem]]:
+def _provenance_rows(values: pd.Series, file: str, positions: np.ndarray) -> tuple[pd.Series, list[Problem]]:
     """The ``source_row`` a canonical table carries from the file it was first imported
     from, as integers; a value that is not a whole number is a problem of its row
-    (rows named by their position in this file)."""
+    (rows named by their position in this file, ``positions``)."""
     num = pd.to_numeric(values, errors="coerce").astype("float64")
     present = values.notna().to_numpy(dtype=bool).copy()
     text = present & num.isna().to_numpy()
@@ -664,7 +670,7 @@ def _provenance_rows(values: pd.Series, file: str) -> tuple[pd.Series, list[Prob
         present[text] = ~_blank(values[text])
     whole = num.notna().to_numpy() & np.isfinite(num.fillna(0).to_numpy()) & (num == num.round()).to_numpy()
     bad = np.flatnonzero(present & ~whole)
-    problems = [Problem(f"expected a whole number, got {values.iloc[i]!r}", file=file, row=int(i) + 1,
+    problems = [Problem(f"expected a whole number, got {values.iloc[i]!r}", file=file, row=int(positions[i]),
                         column="source_row") for i in bad]
     return num.where(present & whole).round().astype("Int64").reset_index(drop=True), problems
 
@@ -675,7 +681,10 @@ def finalize(parsed: Parsed, *, meta: ImportMeta, fmt: str, file: str, sha256: s
     """Fill in supplied metadata, resolve names, derive throughputs and check every row.
 
     What ``meta`` supplies fills only the cells the file leaves empty (a file's own
-    value wins; disagreements become one warning per column). Rows that fail
+    value wins; disagreements become one warning per column), and replaces hardware
+    and model names the catalog does not know (one warning). Without a supplied name,
+    rows naming an unknown hardware or model are dropped as ``error`` issues naming
+    file, row and column, and the other rows are kept. Rows that fail
     :func:`perfmodel.schema.coerce_runs` or :func:`perfmodel.schema.check_runs` are
     dropped and kept as ``error`` issues naming file, row and column. A file with no
     valid rows raises unless the parser marked it ``allow_empty``.
@@ -685,7 +694,8 @@ def finalize(parsed: Parsed, *, meta: ImportMeta, fmt: str, file: str, sha256: s
     ImportFormatError
         No valid row remains (the message names the first problems).
     UnknownNameError
-        Hardware or model not in the catalog (the message lists close names and
+        A supplied hardware or model not in the catalog, or a file whose rows all
+        name an unknown one with none supplied (the message lists close names and
         the option to pass).
     """
     from .. import catalog
@@ -699,9 +709,10 @@ def finalize(parsed: Parsed, *, meta: ImportMeta, fmt: str, file: str, sha256: s
         # names no row of *this* file (a sweep's rows have none, a merged dataset repeats
         # them). Rows are checked, named and dropped by their position here, and the
         # provenance is put back on the rows that are kept.
+        positions = np.arange(1, n + 1) if parsed.positions is None else np.asarray(parsed.positions)
         provenance_rows = runs["source_row"] if "source_row" in runs.columns \
-            else pd.Series(np.arange(1, n + 1), index=runs.index)
-        runs["source_row"] = np.arange(1, n + 1)
+            else pd.Series(positions, index=runs.index)
+        runs["source_row"] = positions
     elif "source_row" not in runs.columns:
         runs["source_row"] = np.arange(1, n + 1)
 
@@ -750,16 +761,20 @@ def finalize(parsed: Parsed, *, meta: ImportMeta, fmt: str, file: str, sha256: s
             if resolve:
                 resolver = catalog.resolve_hardware if kind == "hardware" else catalog.resolve_model
                 mapping = {}
+                unknown: dict[str, UnknownNameError] = {}
                 for raw in runs[raw_col].astype(str).unique():
                     try:
                         mapping[raw] = resolver(raw).key
                     except UnknownNameError as exc:
                         # A supplied name was checked above: this one is written in the file.
-                        raise UnknownNameError(
-                            kind, raw, exc.suggestions,
-                            hint=f"named in {file}; add the {kind} (or this name as an alias) to a catalog "
-                                 f"YAML file (see `perfmodel catalog --help`); {opt} only fills rows that "
-                                 f"name no {kind}") from None
+                        unknown[raw] = exc
+                if unknown:
+                    drop = _unknown_names(runs, raw_col, kind, opt, unknown, mapping, getattr(meta, kind),
+                                          resolver, issues, file)
+                    if drop.any():
+                        runs = runs.loc[~drop].reset_index(drop=True)
+                        if provenance_rows is not None:
+                            provenance_rows = provenance_rows[~drop].reset_index(drop=True)
                 runs[col] = runs[raw_col].astype(str).map(mapping)
         if "framework" in runs.columns:
             fw = runs["framework"].astype("string")
@@ -813,7 +828,8 @@ def finalize(parsed: Parsed, *, meta: ImportMeta, fmt: str, file: str, sha256: s
                 parts.append(f"column {p.column!r}: {p.message}")
         raise ImportFormatError(f"{file}: " + "; ".join(parts))
     if provenance_rows is not None:
-        provenance_rows, prov_problems = _provenance_rows(provenance_rows, file)
+        provenance_rows, prov_problems = _provenance_rows(provenance_rows, file,
+                                                          table["source_row"].to_numpy(dtype="int64"))
         problems += prov_problems
     problems += check_runs(table, file=file)
     # Drop by the labels the problems were named with (check_runs names rows by a
@@ -849,6 +865,59 @@ def finalize(parsed: Parsed, *, meta: ImportMeta, fmt: str, file: str, sha256: s
     issues.sort(key=lambda i: order[i.severity])
     return ImportResult(runs=table, issues=tuple(issues), format=fmt, file=file, sha256=sha256,
                         provenance=dict(parsed.provenance))
+
+
+def _unknown_names(runs: pd.DataFrame, raw_col: str, kind: str, opt: str, unknown: Mapping[str, UnknownNameError],
+                   mapping: dict[str, Any], supplied: str | None, resolver: Callable[[str], Any],
+                   issues: list[Issue], file: str) -> np.ndarray:
+    """Deal with hardware or model names written in the file that the catalog does not know.
+
+    With a name supplied (``--hardware``/``--model``) the user has said what the file ran:
+    the unknown names are read as it (``mapping`` is completed in place), with one warning.
+    Without one, each row naming an unknown name is an error and is left out, so the rows
+    with known names still import; when no row names a known one, nothing could be imported
+    and the error is raised.
+
+    Returns
+    -------
+    numpy.ndarray
+        True for the rows to leave out (their issues are appended to ``issues``).
+
+    Raises
+    ------
+    UnknownNameError
+        No row names a known name and none was supplied (the message names the first
+        unknown name, close catalog names and the option to pass).
+    """
+    raw = runs[raw_col].astype(str)
+    bad = raw.isin(list(unknown)).to_numpy(dtype=bool)
+    first = _row_label(runs, int(np.flatnonzero(bad)[0]))
+    names = ", ".join(repr(u) for u in list(unknown)[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5
+                                                            else "")
+    if supplied is not None:
+        key = resolver(supplied).key
+        for u in unknown:
+            mapping[u] = key
+        issues.append(Issue(file, first, kind, (
+            f"{int(bad.sum())} of {len(runs)} row(s) name a {kind} the catalog does not know ({names}; first: row "
+            f"{first}): read as {opt} {supplied!r} ({key}), the name as written kept in {raw_col}"), "warning"))
+        return np.zeros(len(runs), dtype=bool)
+    how = (f"pass {opt} NAME to read it as a catalog {kind}, or add the {kind} (or this name as an alias) to a "
+           "catalog YAML file (see `perfmodel catalog --help`)")
+    if bad.all():
+        u, exc = next(iter(unknown.items()))
+        raise UnknownNameError(kind, u, exc.suggestions, hint=f"named in {file} (row {first}, column {kind}"
+                               + (f"; also {names}" if len(unknown) > 1 else "") + f"); {how}")
+    for n, pos in enumerate(np.flatnonzero(bad)):
+        if n == MAX_ISSUES_PER_FILE:
+            issues.append(Issue(file, None, kind, f"{int(bad.sum()) - n} more row(s) with an unknown {kind} "
+                                "left out, not listed"))
+            break
+        exc = unknown[raw.iloc[pos]]
+        close = f" (closest known: {', '.join(exc.suggestions)})" if exc.suggestions else ""
+        issues.append(Issue(file, _row_label(runs, int(pos)), kind,
+                            f"unknown {kind} {raw.iloc[pos]!r}{close}; row left out: {how}"))
+    return bad
 
 
 def _derive_throughputs(runs: pd.DataFrame) -> None:

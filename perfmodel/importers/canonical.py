@@ -12,14 +12,16 @@ any other format (:func:`~perfmodel.importers.base.finalize`).
 
 from __future__ import annotations
 
+import csv
 import io
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..errors import ImportFormatError
 from ..schema import COLUMNS, is_extra_column
-from .base import Importer, ImportMeta, Parsed, Sample, register
+from .base import Importer, ImportMeta, Issue, Parsed, Sample, register
 
 __all__ = ["CanonicalImporter", "SIGNATURE"]
 
@@ -52,6 +54,45 @@ def _exact_float(s: pd.Series) -> pd.Series:
         return text
 
 
+def _short_rows(text: str, df: pd.DataFrame, file: str, issues: list[Issue]) -> np.ndarray:
+    """True for a last data row with fewer fields than the header in a text that stops without a line
+    break (a file cut off mid-row: the last field may be cut too), reported as an ``error`` naming its
+    position and missing columns; any other short row is kept (its missing cells empty) with a warning
+    (see :func:`perfmodel.importers.generic_csv.short_row_issues`).
+
+    Only rows whose last cell is empty are looked at (an export's last column, source_row,
+    is always written), so a whole file costs nothing. Rows are counted as pandas reads them
+    (blank lines skipped); when the count differs (a field spanning lines), nothing is flagged.
+    """
+    header = [str(c) for c in df.columns]
+    short = np.zeros(len(df), dtype=bool)
+    candidates = np.flatnonzero(df.iloc[:, -1].isna().to_numpy())
+    if not len(candidates):
+        return short
+    lines = [ln for ln in text.split("\n") if ln.strip()][1:]
+    if len(lines) == len(df):
+        counts = {int(i): len(next(csv.reader([lines[i].rstrip("\r")]), [])) for i in candidates}
+    else:
+        # A quoted field spans lines: count each record with the csv module instead.
+        every = [len(r) for r in csv.reader(io.StringIO(text)) if r][1:]
+        if len(every) != len(df):
+            return short
+        counts = {int(i): every[i] for i in candidates}
+    cut_off = not text.endswith(("\n", "\r"))
+    for i, k in counts.items():
+        if k < len(header):
+            missing = header[k:]
+            head = (f"expected {len(header)} fields, found {k} (a short or truncated row): no value for "
+                    "column(s) " + ", ".join(repr(h) for h in missing))
+            if cut_off and i == len(df) - 1:
+                short[i] = True
+                issues.append(Issue(file, i + 1, missing[0], head + "; row skipped (the file ends mid-row: its "
+                                    "last field may be cut too)"))
+            else:
+                issues.append(Issue(file, i + 1, missing[0], head + "; read as empty", "warning"))
+    return short
+
+
 @register
 class CanonicalImporter(Importer):
     name = "canonical"
@@ -75,10 +116,16 @@ class CanonicalImporter(Importer):
         return 0.0
 
     def parse(self, sample: Sample, meta: ImportMeta) -> Parsed:
+        issues: list[Issue] = []
+        positions = None
         if _is_parquet(sample):
             df = self._read_parquet(sample)
         else:
             df = self._read_csv(sample)
+            short = _short_rows(sample.text, df, sample.name, issues)
+            if short.any():
+                positions = np.flatnonzero(~short) + 1
+                df = df.loc[~short].reset_index(drop=True)
         dup = df.columns[df.columns.duplicated()].tolist()
         if dup:
             raise ImportFormatError(f"{sample.name}: column(s) {dup} appear more than once in the header")
@@ -88,7 +135,7 @@ class CanonicalImporter(Importer):
                 df[raw] = df[raw].astype("string").fillna(df[key].astype("string")) if raw in df.columns \
                     else df[key]
         provenance: dict[str, Any] = {"container": "parquet" if _is_parquet(sample) else "csv"}
-        return Parsed(runs=df, provenance=provenance, keep_source=True)
+        return Parsed(runs=df, issues=issues, provenance=provenance, keep_source=True, positions=positions)
 
     @staticmethod
     def _read_parquet(sample: Sample) -> pd.DataFrame:

@@ -111,7 +111,7 @@ class GenAIPerfImporter(Importer):
             metrics: dict[str, dict[str, Any]] = {}
             for block in csv_blocks(sample.text):
                 if block and block[0] and block[0][0].lower() == "metric":
-                    metrics.update(metric_table(block, file))
+                    metrics.update(metric_table(block, file, issues))
             if "request latency" not in metrics and "time to first token" not in metrics:
                 raise ImportFormatError(f"{file}: expected genai-perf's statistics table (rows 'Request "
                                         "Latency (ms)', 'Time To First Token (ms)', ...) but found none")

@@ -33,6 +33,8 @@ __all__ = [
     "numeric_column",
     "numeric_columns",
     "row_checks",
+    "short_row_issues",
+    "require_columns",
     "csv_header_has",
     "MISSING_TOKENS",
 ]
@@ -62,6 +64,12 @@ class CsvRows:
         True for blank (or all-empty) lines.
     too_long
         True for rows with more fields than the header.
+    n_fields
+        Fields written on each row that has fewer than the header (a short or truncated
+        row: pandas fills its missing cells with NaN, which would read as empty cells);
+        the header's count on every other row (``too_long`` says which have more).
+    cut_off
+        The text does not end with a line break: its last row may be cut mid-field.
     """
 
     header: list[str]
@@ -69,6 +77,13 @@ class CsvRows:
     source_row: np.ndarray
     blank: np.ndarray
     too_long: np.ndarray
+    n_fields: np.ndarray
+    cut_off: bool = False
+
+    @property
+    def too_short(self) -> np.ndarray:
+        """True for non-blank rows with fewer fields than the header."""
+        return ~self.blank & (self.n_fields < len(self.header))
 
     def col(self, name: str) -> pd.Series:
         """The column under header ``name`` (as written, stripped)."""
@@ -153,7 +168,38 @@ def read_csv_rows(sample: Sample, *, text_columns: Iterable[str] = (), all_text:
     blank = frame.isna().all(axis=1).to_numpy()
     extra = [c for c in frame.columns if int(c[1:]) >= ncols]
     too_long = frame[extra].notna().any(axis=1).to_numpy() if extra else np.zeros(n, dtype=bool)
-    return CsvRows(header=header, frame=frame, source_row=np.arange(1, n + 1), blank=blank, too_long=too_long)
+    n_fields = _field_counts(sample.text, lines_before + 1, frame, ncols, blank)
+    return CsvRows(header=header, frame=frame, source_row=np.arange(1, n + 1), blank=blank, too_long=too_long,
+                   n_fields=n_fields, cut_off=not sample.text.endswith(("\n", "\r")))
+
+
+def _field_counts(text: str, skip: int, frame: pd.DataFrame, ncols: int, blank: np.ndarray) -> np.ndarray:
+    """Fields on each data row whose last header column is empty (the header's count elsewhere).
+
+    A row cut short ("a,b" under a header "a,b,c", or a file cut off mid-row) and a row
+    that writes the last cell empty ("a,b,") read alike in pandas; only the raw line
+    tells them apart. Only rows whose last cell is empty are looked at, so a file
+    without such rows costs nothing.
+    """
+    counts = np.full(len(frame), ncols, dtype="int64")
+    candidates = np.flatnonzero(frame[f"c{ncols - 1}"].isna().to_numpy() & ~blank)
+    if not len(candidates):
+        return counts
+    body = text.split("\n")[skip:]
+    if body and body[-1] == "":
+        body.pop()  # the file's final newline ends the last row; it starts no new one
+    if len(body) == len(frame):
+        for i in candidates:
+            line = body[i].rstrip("\r")
+            # Without a quote every comma separates two fields; the csv module only for quoted lines.
+            counts[i] = line.count(",") + 1 if '"' not in line else len(next(csv.reader([line]), []))
+    else:
+        # A quoted field spans lines: count each record with the csv module instead.
+        every = [len(r) for r in csv.reader(io.StringIO("\n".join(body)))]
+        if len(every) == len(frame):
+            for i in candidates:
+                counts[i] = every[i]
+    return counts
 
 
 def _read_slow(text: str, skip: int, ncols: int) -> pd.DataFrame:
@@ -205,7 +251,8 @@ def row_checks(rows: CsvRows, file: str) -> tuple[np.ndarray, list[Issue]]:
     """The rows to keep and the issues of the file's shape.
 
     Blank lines are skipped with an ``info`` issue; rows with more fields than
-    the header are skipped with an ``error`` issue naming the counts.
+    the header, and rows with fewer (a short or truncated row, see
+    :func:`short_row_issues`), are skipped with an ``error`` issue naming the counts.
     """
     keep = ~rows.blank
     issues = [Issue(file, int(r), None, "blank line skipped", "info") for r in rows.source_row[rows.blank]]
@@ -213,7 +260,70 @@ def row_checks(rows: CsvRows, file: str) -> tuple[np.ndarray, list[Issue]]:
         issues.append(Issue(file, int(rows.source_row[i]), None,
                             f"expected {len(rows.header)} fields, found {len(rows.fields(i))}; row skipped"))
         keep[i] = False
+    issues += short_row_issues(rows, keep, file)
     return keep, issues
+
+
+def short_row_issues(rows: CsvRows, keep: np.ndarray, file: str, *, warn: bool = True) -> list[Issue]:
+    """Issues for rows with fewer fields than the header: the last row of a file cut off mid-row is dropped
+    from ``keep`` (in place) with an error; any other short row is kept, its missing cells empty, with a
+    warning.
+
+    A file that stops without a line break was cut off: its last row's last field may be cut too (a model
+    name "NousResea", a number "12" of "1234.5"), so none of that row is kept (the cut name had failed the
+    whole import as an unknown model). A short row that ends with a line break was written short: its
+    fields are whole (LLM-Inference-Bench's ttft_itl.csv leaves end_latency off three GH200 rows), and a
+    missing cell the importer needs is reported as missing by its own checks. Each issue names the row, the
+    first missing column (``column``) and every missing one. ``warn=False``: no warning for the rows kept (an
+    importer that reports their missing cells itself).
+    """
+    issues = []
+    short = np.flatnonzero(rows.too_short & keep)
+    written = np.flatnonzero(~rows.blank)
+    last = int(written[-1]) if len(written) else -1
+    for i in short:
+        k = int(rows.n_fields[i])
+        missing = rows.header[k:]
+        head = (f"expected {len(rows.header)} fields, found {k} (a short or truncated row): no value for "
+                "column(s) " + ", ".join(repr(h) for h in missing))
+        if rows.cut_off and i == last:
+            issues.append(Issue(file, int(rows.source_row[i]), missing[0],
+                                head + "; row skipped (the file ends mid-row: its last field may be cut too)"))
+            keep[i] = False
+        elif warn:
+            issues.append(Issue(file, int(rows.source_row[i]), missing[0], head + "; read as empty",
+                                "warning"))
+    return issues
+
+
+def require_columns(rows: CsvRows, names: Iterable[str], file: str, label: str, *, exact: bool = False) -> None:
+    """Refuse a file whose header lacks a column the importer needs (instead of a bare ``KeyError``).
+
+    Parameters
+    ----------
+    rows
+        The file as read.
+    names
+        The columns needed, compared without surrounding spaces.
+    file
+        The file's name, for the message.
+    label
+        The format's human name, for the message.
+    exact
+        Compare case too (for importers that look columns up as written).
+
+    Raises
+    ------
+    ImportFormatError
+        One or more columns are missing (the message names them all and lists the file's columns).
+    """
+    fold = (lambda h: h.strip()) if exact else (lambda h: h.strip().lower())
+    have = {fold(h) for h in rows.header}
+    missing = [n for n in names if fold(n) not in have]
+    if missing:
+        raise ImportFormatError(
+            f"{file}: missing column(s) " + ", ".join(repr(m) for m in missing) + f" that a {label} file has; "
+            "columns found: " + ", ".join(repr(h) for h in rows.header))
 
 
 def numeric_columns(rows: CsvRows, names: Iterable[str], keep: np.ndarray, issues: list[Issue], file: str, *,

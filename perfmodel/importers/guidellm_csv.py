@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from .base import Importer, ImportMeta, Issue, Parsed, Sample, register
-from .generic_csv import csv_header_has, numeric_columns, read_csv_rows, row_checks
+from .generic_csv import csv_header_has, numeric_columns, read_csv_rows, require_columns, row_checks
 from .lengths import MEAN_LENGTHS
 
 __all__ = ["GuidellmCsvImporter", "PROFILE_LOAD_KINDS"]
@@ -72,10 +72,12 @@ class GuidellmCsvImporter(Importer):
         Raises
         ------
         ImportFormatError
-            Only through :func:`read_csv_rows` when the file has no header.
+            Only when the file has no header or the header lacks a column it needs
+            (profile, rps_mean, concurrency_mean, prompt_tokens_mean, output_tokens_mean).
         """
         file = sample.name
         rows = read_csv_rows(sample, all_text=True)
+        require_columns(rows, _KEYS, file, self.label)
         lower = {h.lower(): h for h in rows.header}
         keep, issues = row_checks(rows, file)
         num = numeric_columns(rows, _NUMERIC, keep, issues, file, columns=lower, expected="a number or '-'")

@@ -54,7 +54,7 @@ import pandas as pd
 
 from ..errors import ImportFormatError
 from .base import Importer, ImportMeta, Issue, Parsed, Sample, register
-from .generic_csv import CsvRows, numeric_column, read_csv_rows
+from .generic_csv import CsvRows, numeric_column, read_csv_rows, short_row_issues
 
 __all__ = ["LlmInferenceBenchImporter", "ROLE_BY_HEADER", "IDENTITY_RTOL", "power_unit"]
 
@@ -188,7 +188,8 @@ class LlmInferenceBenchImporter(Importer):
         ------
         ImportFormatError
             A required column (hardware, device count, framework, model, lengths,
-            batch size) is missing from the header.
+            batch size) is missing from the header, or Throughput is missing from a
+            table that is not a TTFT table.
         """
         file = sample.name
         text_headers: list[str] = []
@@ -212,12 +213,21 @@ class LlmInferenceBenchImporter(Importer):
             raise ImportFormatError(
                 f"{file}: missing column(s) " + ", ".join(repr(want[m].title()) for m in missing)
                 + "; columns found: " + ", ".join(repr(h) for h in rows.header))
+        if "throughput" not in roles and "ttft" not in roles:
+            # Without it a throughput table would import as latency-only rows, silently.
+            raise ImportFormatError(
+                f"{file}: missing column 'Throughput' (tokens per second, the measurement of an "
+                "LLM-Inference-Bench table; only the TTFT table, with 'TTFT Latency', goes without it); columns "
+                "found: " + ", ".join(repr(h) for h in rows.header))
         name_of = {role: rows.header[i] for role, i in roles.items()}
         cols: dict[str, pd.Series] = {role: rows.frame[f"c{i}"] for role, i in roles.items()}
         keep = ~rows.blank
         for r in rows.source_row[rows.blank]:
             issues.append(Issue(file, int(r), None, "blank line skipped", "info"))
         self._repair_long_rows(rows, roles, cols, keep, issues, file)
+        # The last row of a file cut off mid-row: its last field may be cut too. A row written short is
+        # kept, its missing cells reported below.
+        issues += short_row_issues(rows, keep, file, warn=False)
 
         # --- numbers, vectorised; a cell that is not a number drops its row
         num: dict[str, pd.Series] = {}
@@ -240,20 +250,20 @@ class LlmInferenceBenchImporter(Importer):
             miss = ~core_present[role] & keep
             for i in np.flatnonzero(miss):
                 issues.append(Issue(file, int(rows.source_row[i]), name_of[role],
-                                    "missing value (short row?); row skipped"))
+                                    "missing value (empty cell or short row); row skipped"))
             keep &= ~miss
         if "throughput" in num:
             miss = num["throughput"].isna().to_numpy() & keep
             for i in np.flatnonzero(miss):
                 issues.append(Issue(file, int(rows.source_row[i]), name_of["throughput"],
-                                    "missing throughput (short row?); row skipped"))
+                                    "missing throughput (empty cell or short row); row skipped"))
             keep &= ~miss
         for role in ("latency", "end_latency"):
             if role in num:
                 miss = num[role].isna().to_numpy() & keep
                 for i in np.flatnonzero(miss):
                     issues.append(Issue(file, int(rows.source_row[i]), name_of[role],
-                                        "missing value (short row); row kept without it", "warning"))
+                                        "missing value (empty cell or short row); row kept without it", "warning"))
 
         if "io_len" in num:
             in_len = out_len = num["io_len"]
@@ -278,6 +288,8 @@ class LlmInferenceBenchImporter(Importer):
             self._throughput(runs, num, text, keep, issues, file, provenance)
         else:
             runs["throughput_basis"] = "none"
+            issues.append(Issue(file, None, None, "no 'Throughput' column (a TTFT table): rows keep their "
+                                "latencies with throughput_basis 'none'", "info"))
         if "ttft" in num:
             runs["ttft_s"] = num["ttft"]
         if "end_latency" in num:

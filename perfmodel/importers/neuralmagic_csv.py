@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .base import Importer, ImportMeta, Issue, Parsed, Sample, register
-from .generic_csv import csv_header_has, numeric_columns, read_csv_rows, row_checks
+from .generic_csv import csv_header_has, numeric_columns, read_csv_rows, require_columns, row_checks
 
 __all__ = ["NeuralMagicOfflineImporter", "NeuralMagicServerImporter", "DECODE_OUTPUT_TOK"]
 
@@ -31,6 +31,8 @@ DECODE_OUTPUT_TOK = 20.0
 
 _OFFLINE_HEADER = ("model_id", "seq_len", "batch_size", "weight_type", "tput")
 _SERVER_KEYS = ("model_name", "gpu_type", "input_tokens", "output_tokens", "qps", "num_prompts", "mean_latency")
+# The columns parse reads without a fallback (num_prompts and the percentiles are optional).
+_SERVER_REQUIRED = ("model_name", "gpu_type", "input_tokens", "output_tokens", "qps", "mean_latency")
 
 # weight_type -> (weight_dtype, quantization); GPTQ/Marlin checkpoints do not say their bit width here.
 _WEIGHT_TYPES: dict[str, tuple[str | None, str | None]] = {
@@ -62,11 +64,12 @@ class NeuralMagicOfflineImporter(Importer):
         Raises
         ------
         ImportFormatError
-            Never for row problems (those become issues); only through
-            :func:`read_csv_rows` when the file has no header.
+            Never for row problems (those become issues); only when the file has no
+            header or the header lacks one of its five columns.
         """
         file = sample.name
         rows = read_csv_rows(sample, text_columns=("model_id", "weight_type"))
+        require_columns(rows, _OFFLINE_HEADER, file, self.label, exact=True)
         keep, issues = row_checks(rows, file)
         num = numeric_columns(rows, ("seq_len", "batch_size", "tput"), keep, issues, file)
         seq, batch, tput = num["seq_len"], num["batch_size"], num["tput"]
@@ -122,10 +125,12 @@ class NeuralMagicServerImporter(Importer):
         Raises
         ------
         ImportFormatError
-            Only through :func:`read_csv_rows` when the file has no header.
+            Only when the file has no header or the header lacks a column it needs
+            (model_name, gpu_type, input_tokens, output_tokens, qps, mean_latency).
         """
         file = sample.name
         rows = read_csv_rows(sample, text_columns=("model_name", "gpu_type", "use_beam_search"))
+        require_columns(rows, _SERVER_REQUIRED, file, self.label, exact=True)
         keep, issues = row_checks(rows, file)
         names = ("input_tokens", "output_tokens", "qps", "best_of", "num_prompts", "mean_latency",
                  "p50_latency", "p90_latency", "p99_latency")

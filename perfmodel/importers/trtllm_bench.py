@@ -34,7 +34,7 @@ import pandas as pd
 
 from ..errors import ImportFormatError
 from .base import Importer, ImportMeta, Issue, Parsed, Sample, dig, ms_to_s, register
-from .generic_csv import csv_header_has, numeric_columns, read_csv_rows, row_checks
+from .generic_csv import csv_header_has, numeric_columns, read_csv_rows, require_columns, row_checks
 
 __all__ = ["TrtllmBenchCsvImporter", "TrtllmBenchReportImporter", "TrtllmBenchJsonImporter", "parse_report"]
 
@@ -61,10 +61,12 @@ class TrtllmBenchCsvImporter(Importer):
         Raises
         ------
         ImportFormatError
-            Only through :func:`read_csv_rows` when the file has no header.
+            Only when the file has no header or the header lacks a column it needs
+            (ISL, OSL, Requests, Token_Throughput, Request_Throughput).
         """
         file = sample.name
         rows = read_csv_rows(sample)
+        require_columns(rows, _CSV_KEYS, file, self.label)
         lower = {h.lower(): h for h in rows.header}
         keep, issues = row_checks(rows, file)
         num = numeric_columns(rows, ("isl", "osl", "requests", "token_throughput", "request_throughput",

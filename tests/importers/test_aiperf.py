@@ -16,6 +16,7 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from _helpers import MetaWithConcurrency, parse_detected
 
@@ -99,6 +100,33 @@ def test_truncated_and_wrong_type(tmp_path: Path, formats_dir: Path) -> None:
     h.write_text((DATA / "profile_export_aiperf.json").read_text()[:400])
     with pytest.raises(ImportFormatError, match="not readable as JSON"):
         read_file(h, format="aiperf", meta=meta)
+
+
+def test_csv_cut_off_in_a_metric_row(tmp_path: Path, formats_dir: Path) -> None:
+    """A file cut off inside a metric row: the row's cells are not read as that metric's statistics.
+    Regression: 'Time to First Token (ms),84.8' (84.82 cut) was stored as ttft_s 0.0848, silently."""
+    from perfmodel.api import import_files
+    from perfmodel.errors import ValidationError
+    from perfmodel.store import Store
+
+    text = (formats_dir / "aiperf" / H100).read_text()
+    label = "Time to First Token (ms)"
+    start = text.index(label + ",")
+    line_no = text[:start].count("\n") + 1
+    header = text.splitlines()[0].split(",")
+    f = tmp_path / "profile_export_aiperf.csv"
+    f.write_text(text[:start + len(label) + 5])  # two cells, the second cut
+    meta = MetaWithConcurrency(hardware="H100-80GB-SXM", model=MODEL, concurrency=8)
+    res = read_file(f, meta=meta)
+    assert len(res.runs) == 1 and pd.isna(res.runs["ttft_s"].iloc[0])
+    (err,) = [i for i in res.issues if i.severity == "error"]
+    assert (err.file, err.column) == (f.name, label)
+    assert f"has 2 cells but its table header has {len(header)} (line {line_no} of the block" in err.message
+    assert ", ".join(repr(h) for h in header[2:]) in err.message and "left out" in err.message
+    store = Store(tmp_path / "store")
+    with pytest.raises(ValidationError, match="strict import: nothing was stored"):
+        import_files([f], meta=meta, store=store, strict=True)
+    assert store.datasets() == []
 
 
 def test_json_load_setting_wins_over_a_supplied_one() -> None:

@@ -47,3 +47,49 @@ def test_supplied_batch_is_not_put_on_request_rate_points(tmp_path: Path) -> Non
     assert "records as 'request_rate' points (first: row 1)" in msgs["batch_size"]
     # that row has no request rate either: nothing can draw it, which the import says
     assert "1 of 3 run(s) record no batch size or concurrency and no finite request rate" in msgs["batch_size"]
+
+
+def _export(all_results_csv: Path, tmp_path: Path, n: int = 10) -> tuple[Path, list[str]]:
+    """The first ``n`` runs of the real All_results.csv, imported and written back as a canonical CSV."""
+    src = tmp_path / "ten.csv"
+    pd.read_csv(all_results_csv).head(n).to_csv(src, index=False)
+    out = tmp_path / "export.csv"
+    read_file(src).runs.to_csv(out, index=False)
+    return out, out.read_text().splitlines(keepends=True)
+
+
+def test_canonical_csv_cut_off_mid_row(all_results_csv: Path, tmp_path: Path) -> None:
+    """A canonical CSV cut off mid-row: that row is an error, not stored with its cells empty (and its last
+    value cut). Regression: it was stored silently."""
+    out, lines = _export(all_results_csv, tmp_path)
+    header = lines[0].rstrip("\n").split(",")
+    f = tmp_path / "cut.csv"
+    f.write_text("".join(lines[:-1]) + ",".join(lines[-1].split(",")[:25])[:-2])
+    res = read_file(f)
+    assert res.runs["source_row"].tolist() == list(range(1, 10))
+    (err,) = [i for i in res.issues if i.severity == "error"]
+    assert (err.file, err.row, err.column) == ("cut.csv", 10, header[25])
+    assert f"expected {len(header)} fields, found 25" in err.message and repr(header[-1]) in err.message
+
+
+def test_canonical_short_row_mid_file_keeps_row_names(all_results_csv: Path, tmp_path: Path) -> None:
+    """Issues name rows by their position in the file, and the rows kept carry their first import's
+    source_row; a row written short (ending with a line break) is kept, its missing cells empty, with a warning."""
+    out, lines = _export(all_results_csv, tmp_path)
+    header = lines[0].rstrip("\n").split(",")
+    assert header[-1] == "source_row"
+    lines[2] = ",".join(lines[2].split(",")[:30]) + "\n"  # position 2: short
+    fields = lines[5].rstrip("\n").split(",")
+    lines[5] = ",".join(fields[:-1] + ["x5"]) + "\n"  # position 5: a source_row that is not a number
+    f = tmp_path / "mid.csv"
+    f.write_text("".join(lines))
+    res = read_file(f)
+    errors = {i.row: i for i in res.issues if i.severity == "error"}
+    warnings = {i.row: i for i in res.issues if i.severity == "warning"}
+    assert set(errors) == {5} and set(warnings) == {2}
+    assert warnings[2].column == header[30] and "found 30" in warnings[2].message
+    assert warnings[2].message.endswith("; read as empty")
+    assert errors[5].column == "source_row" and "'x5'" in errors[5].message
+    rows = res.runs["source_row"]
+    assert rows.isna().tolist() == [False, True, *[False] * 7]
+    assert rows.dropna().tolist() == [1, 3, 4, 6, 7, 8, 9, 10]

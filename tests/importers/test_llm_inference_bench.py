@@ -106,10 +106,13 @@ def test_tp_pp_sizes(llm_bench_dir: Path, stub_catalog: None) -> None:
 
 def test_ttft_itl(llm_bench_dir: Path, stub_catalog: None) -> None:
     res = _read(llm_bench_dir / "ttft_itl.csv")
-    assert len(res.runs) == 30 and len(res.issues) == 15
+    assert len(res.runs) == 30 and len(res.issues) == 16
+    assert any("no 'Throughput' column (a TTFT table)" in i.message for i in res.issues)
     assert sum("blank line" in i.message for i in res.issues) == 11
+    # Rows 39-41 end after TTFT Latency, with a line break: written short, kept without end_latency (a file
+    # cut off mid-row would end without one)
     short = [i for i in res.issues if "short row" in i.message]
-    assert [i.row for i in short] == [39, 40, 41]
+    assert [i.row for i in short] == [39, 40, 41] and all(i.severity == "warning" for i in short)
     first = res.runs.iloc[0]
     assert first["source_row"] == 2 and first["ttft_s"] == pytest.approx(2.2758256473345684)
     assert first["output_len_tok"] == 1 and first["throughput_basis"] == "none"
@@ -188,3 +191,17 @@ def test_latency_unit_is_refused_not_ignored(tmp_path: Path, stub_catalog: None)
         read_file(p, meta=ImportMeta(latency_unit="ms"))
     with pytest.raises(ImportFormatError, match=r"--map and --latency-unit apply only"):
         read_file(p, meta=ImportMeta(latency_unit="s", column_map={"batch_size": "Batch Size"}))
+
+
+@pytest.mark.parametrize("drop", ["Throughput", "Throughput,Latency"])
+def test_no_throughput_column_is_refused(all_results_csv: Path, tmp_path: Path, drop: str) -> None:
+    """Regression: All_results.csv without its Throughput column imported 4,772 latency-only rows with
+    no issue at all."""
+    import pandas as pd
+
+    f = tmp_path / "no_tput.csv"
+    pd.read_csv(all_results_csv).drop(columns=drop.split(",")).head(50).to_csv(f, index=False)
+    with pytest.raises(ImportFormatError, match=r"no_tput\.csv: missing column 'Throughput'") as ei:
+        read_file(f)
+    assert "columns found: 'Hardware'" in str(ei.value)
+    assert ("'Latency'" in str(ei.value)) == ("Latency" not in drop.split(","))
