@@ -166,6 +166,22 @@ def test_unfitted_raises(tmp_path) -> None:  # type: ignore[no-untyped-def]
         m.save(tmp_path / "x")
 
 
+def test_weights_at_a_width_no_training_row_had_are_out_of_domain(fitted: tuple[RooflineGBM, pd.DataFrame],
+                                                                   tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # An fp8 query on a model trained on 16-bit runs only had been in domain: the roofline halves the weight
+    # bytes, but nothing measured says how efficient the kernels are at that precision.
+    m, df = fitted
+    q = df.head(2).reset_index(drop=True)
+    assert m.predict(q)["in_domain"].all() and m.dtype_bytes_ == [2.0]
+    fp8 = q.assign(weight_dtype=["fp8", "bf16"])
+    pred = m.predict(fp8)
+    assert pred["in_domain"].tolist() == [False, True]
+    why = m.domain_reasons(fp8)
+    assert why[0] == ["weights of 1 byte(s) per parameter are not in the training data (trained: 2)"] and not why[1]
+    m.save(tmp_path / "m")
+    pd.testing.assert_frame_equal(load_predictor(tmp_path / "m").predict(fp8), pred)
+
+
 def test_bad_queries_name_row_and_column(fitted: tuple[RooflineGBM, pd.DataFrame]) -> None:
     m, df = fitted
     q = df.head(3).reset_index(drop=True)

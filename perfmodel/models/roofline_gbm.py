@@ -2239,6 +2239,7 @@ class RooflineGBM(Predictor):
         self.ttft_booster_, self.ttft_scores_ = self._fit_ttft(data, mat)
         self.ttft_basis_ = _TTFT_BASIS
         self.seen_ = {c: set(data[c].astype("string").dropna().unique().tolist()) for c in _IDENTITY}
+        self.dtype_bytes_ = sorted({round(float(v), 3) for v in knn_raw[:, _KNN_FEATURES.index("dtype_bytes")]})
         self.hw_frameworks_ = self._hw_frameworks(data)
         self.platform_rows_ = self._platform_rows(mat)
         self.batch_range_ = [float(bb.min()), float(bb.max())]
@@ -2690,7 +2691,8 @@ class RooflineGBM(Predictor):
         tol = self.domain_range_factor
         in_dom = np.isin(cat, (0, 1, 2, _BEYOND_LENGTH)) & (dk <= self.knn_cut_) & (ld <= math.log2(tol)) \
             & (bb >= b_lo / tol) & (bb <= b_hi * tol) & ~self._framework_batch_out(runs, bb)[0] \
-            & np.array([w is None for w in self._setting_unmeasured(keys)], dtype=bool)
+            & np.array([w is None for w in self._setting_unmeasured(keys)], dtype=bool) \
+            & ~self._dtype_unseen(knn)
         # Neither the answer nor its band runs faster than the bound no measurement may beat
         # (physics.flag_suspect): far from the data the band's width alone took it 10x above.
         # Past the batch whose KV cache fills the memory no more sequences run at once, so the bound stops there:
@@ -2939,6 +2941,17 @@ class RooflineGBM(Predictor):
             out[i] = f"{fw} ran this configuration at {sets}, {asked}: give the setting ({how})"
         return out
 
+    def _dtype_unseen(self, knn: np.ndarray) -> np.ndarray:
+        """Which completed queries (their kNN features ``knn``, :meth:`_design`'s) read their weights at a width
+        (bytes per parameter) no training row had: an fp8 query on a model trained on bf16 runs only had been
+        in domain (the roofline scales the weights, but not the kernels' efficiency at that precision). All
+        False for a model saved before the check."""
+        seen = getattr(self, "dtype_bytes_", None)
+        if not seen or not len(knn):
+            return np.zeros(len(knn), dtype=bool)
+        nbytes = np.round(knn[:, _KNN_FEATURES.index("dtype_bytes")], 3)
+        return ~np.isin(nbytes, np.asarray(seen, dtype=float))
+
     def domain_reasons(self, runs: pd.DataFrame) -> list[list[str]]:
         """Why each query is out of domain (``in_domain`` false in :meth:`predict`), in words; an empty
         list for a query inside it.
@@ -2947,7 +2960,7 @@ class RooflineGBM(Predictor):
         cannot run, :func:`perfmodel.models.base.weights_over_memory`, first), a hardware, framework or
         model absent from the training data,
         a batch more than twice outside the trained batches, lengths more than twice outside the trained
-        lengths, and a query farther from every training point than 99 % of the training points are
+        lengths, weights of a width (bytes per parameter) no training row had, and a query farther from every training point than 99 % of the training points are
         from their nearest neighbours (in the normalised workload and hardware features).
         """
         self._check_fitted()
@@ -2977,12 +2990,19 @@ class RooflineGBM(Predictor):
         for i, why in enumerate(self._setting_unmeasured(_config_keys(done).to_numpy())):
             if why is not None:
                 out[i].append(why)
+        knn = self._design(done)[3]
+        unseen = self._dtype_unseen(knn)
+        if unseen.any():
+            nbytes = knn[:, _KNN_FEATURES.index("dtype_bytes")]
+            trained = ", ".join(f"{b:g}" for b in self.dtype_bytes_)
+            for i in np.flatnonzero(unseen):
+                out[i].append(f"weights of {nbytes[i]:g} byte(s) per parameter are not in the training data "
+                              f"(trained: {trained})")
         ld = self._length_distance(done, self.len_lo_, self.len_hi_)
         lo, hi = self.len_lo_, self.len_hi_
         for i in np.flatnonzero(ld > math.log2(tol)):
             out[i].append(f"the lengths are more than twice outside the trained ones (input {lo[0]:g}-{hi[0]:g}, "
                           f"output {lo[1]:g}-{hi[1]:g} tokens)")
-        knn = self._design(done)[3]
         dk = self._knn_distance(self.knn_ref_, self._knn_space(knn))
         for i in np.flatnonzero(dk > self.knn_cut_):
             out[i].append("it is farther from every training point than 99 % of the training points are from "
@@ -3041,6 +3061,7 @@ class RooflineGBM(Predictor):
             "feature_names": self.feature_names_, "curves": self.curves_,
             "seen": {k: sorted(v) for k, v in self.seen_.items()}, "batch_range": self.batch_range_,
             "fw_batch_range": getattr(self, "fw_batch_range_", {}),
+            "dtype_bytes": getattr(self, "dtype_bytes_", None),
             "len_lo": self.len_lo_, "len_hi": self.len_hi_, "knn_center": self.knn_center_,
             "knn_scale": self.knn_scale_, "knn_ref": np.round(self.knn_ref_, 12), "n_train": self.n_train_,
             "scores": self.scores_, "knn_cut": getattr(self, "knn_cut_", math.inf),
@@ -3094,6 +3115,8 @@ class RooflineGBM(Predictor):
             obj.seen_ = {k: set(v) for k, v in st["seen"].items()}
             obj.batch_range_ = [float(x) for x in st["batch_range"]]
             obj.fw_batch_range_ = {str(k): [float(x) for x in v] for k, v in st.get("fw_batch_range", {}).items()}
+            if st.get("dtype_bytes") is not None:  # models saved before it: no dtype check
+                obj.dtype_bytes_ = [float(x) for x in st["dtype_bytes"]]
             obj.len_lo_ = np.array(st["len_lo"], dtype=float)
             obj.len_hi_ = np.array(st["len_hi"], dtype=float)
             obj.knn_center_ = np.array(st["knn_center"], dtype=float)
