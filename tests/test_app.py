@@ -593,3 +593,17 @@ def test_a_burst_without_a_concurrency_limit_is_said_at_import(formats_dir: Path
     [warn] = [i for i in results[0].issues if i.column == "batch_size"]
     assert warn.severity == "warning" and warn.message.startswith(
         "1 of 1 run(s) record no batch size or concurrency and no finite request rate")
+
+
+def test_the_upload_forms_hardware_and_model_read_with_their_catalog_keys() -> None:
+    # Guards: the pickers showed names only, so typing the catalog key ("h100-sxm") found nothing.
+    from perfmodel import catalog
+    from perfmodel.ui.widgets import upload_field_keys
+
+    at = _app()
+    _no_exception(at)
+    f = upload_field_keys()
+    hw = at.selectbox(key=f["hardware"]).options
+    h100 = catalog.resolve_hardware("h100-sxm").name
+    assert f"{h100} (h100-sxm)" in hw
+    assert f"{catalog.resolve_model('llama-3-8b').name} (llama-3-8b)" in at.selectbox(key=f["model"]).options

@@ -144,12 +144,13 @@ def upload_form(home: str) -> tuple[bool, list[tuple[str, bytes]], UploadForm]:
         values["format"] = c1.selectbox(
             "Format", [AUTO_FORMAT, *formats], key=f["format"],
             format_func=lambda v: "auto-detect from content" if v == AUTO_FORMAT else f"{formats[v]} ({v})")
+        # name and catalog key, so that typing either finds it (the key, "h100-sxm", had found nothing)
         values["hardware"] = c2.selectbox(
             "Hardware", [AS_IN_FILE, *hardware], key=f["hardware"],
-            format_func=lambda v: v if v == AS_IN_FILE else hardware.get(v, v))
+            format_func=lambda v: v if v == AS_IN_FILE else f"{hardware.get(v, v)} ({v})")
         values["model"] = c3.selectbox(
             "Model", [AS_IN_FILE, *models], key=f["model"],
-            format_func=lambda v: v if v == AS_IN_FILE else models.get(v, v))
+            format_func=lambda v: v if v == AS_IN_FILE else f"{models.get(v, v)} ({v})")
         c1, c2, c3, c4 = st.columns(4)
         values["framework"] = c1.text_input("Framework", key=f["framework"], placeholder=AS_IN_FILE)
         values["framework_version"] = c2.text_input("Framework version", key=f["framework_version"],
