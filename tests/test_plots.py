@@ -40,6 +40,15 @@ def test_one_trace_per_colour_with_gaps_between_configurations() -> None:
     assert "1 run(s) not shown: no finite batch size" in fig.layout.title.text
 
 
+def test_one_point_or_a_flat_set_is_drawn_from_zero() -> None:
+    # Guards: one point's axis spanned a hair around it (1,418.4 to 1,418.6), reading as a wild swing.
+    one = _runs().iloc[[0]]
+    assert list(throughput_figure(one).layout.yaxis.range) == [0.0, pytest.approx(1.15 * 300.0)]
+    flat = _runs().iloc[:3].assign(output_throughput_tok_s=[300.0, 305.0, 302.0])
+    assert list(throughput_figure(flat).layout.yaxis.range) == [0.0, pytest.approx(1.15 * 305.0)]
+    assert throughput_figure(_runs()).layout.yaxis.range is None  # a spread set keeps plotly's own range
+
+
 def test_a_setting_splits_the_line_and_far_apart_colours_get_a_log_axis() -> None:
     # LLM-Inference-Bench's llama.cpp rows at four n_batch values zig-zagged as one line per configuration,
     # and the sample's CPU runs lay flat along zero beside the H200's 21,000 tok/s.
