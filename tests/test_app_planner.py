@@ -199,10 +199,14 @@ def test_one_model_by_default_several_said_to_be_alternatives_and_an_empty_front
 
 
 def test_page_notes_say_when_a_percentile_target_was_judged_against_means() -> None:
-    table = pd.DataFrame({"model": ["m", "m"], "latency_basis": ["measured mean (percentile not recorded)",
-                                                                 "measured p90"]})
+    # the basis as the planner writes it; a TPOT on the mean, with no TPOT target, is not counted (it had been)
+    table = pd.DataFrame({"model": ["m"] * 3, "latency_basis": [
+        "e2e: measured mean (percentile not recorded), tpot: measured mean (percentile not recorded)",
+        "e2e: measured p90, tpot: measured p90", "e2e: measured p90, tpot: measured mean (percentile not recorded)"]})
     notes = P.page_notes(table, {"slo": {"percentile": "p90", "e2e_s": 60.0}})
-    assert len(notes) == 1 and "judged against the measured mean" in notes[0] and "1 of 2" in notes[0]
+    assert len(notes) == 1 and "judged against the measured mean" in notes[0] and "1 of 3" in notes[0]
+    [tpot] = P.page_notes(table, {"slo": {"percentile": "p90", "tpot_s": 0.1}})
+    assert "2 of 3" in tpot
     assert P.page_notes(table, {"slo": {"percentile": "mean", "e2e_s": 60.0}}) == []
     assert P.page_notes(table, {"slo": {"percentile": "p90"}}) == []  # no latency target: nothing judged
 

@@ -217,10 +217,12 @@ def page_notes(table: pd.DataFrame, inputs: dict[str, Any]) -> list[str]:
     pct = str((inputs.get("slo") or {}).get("percentile", "mean"))
     targets = [k for k in ("e2e_s", "ttft_s", "tpot_s") if (inputs.get("slo") or {}).get(k)]
     if pct != "mean" and targets and len(table) and "latency_basis" in table.columns:
-        basis = table["latency_basis"].dropna().astype(str)
-        if basis.str.contains("mean").any():
+        basis = table["latency_basis"].astype(str)
+        # the targets' own latencies only (a TPOT with no target read "measured mean" and was counted)
+        on_mean = pd.concat([basis.str.contains(rf"\b{k[:-2]}: measured mean") for k in targets], axis=1).any(axis=1)
+        if on_mean.any():
             out.append(f"The {pct} latency targets are judged against the measured mean where the runs did not "
-                       f"record the {pct} ({int(basis.str.contains('mean').sum())} of {len(table)} candidates): "
+                       f"record the {pct} ({int(on_mean.sum())} of {len(table)} candidates): "
                        "a percentile above the median sits above the mean for the usual right-skewed latencies, "
                        "so those candidates may miss the target.")
         # Only the targets set, and only where their own latency was derived ("e2e: measured p90, tpot: derived"
