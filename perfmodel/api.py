@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pandas as pd
 
 from .errors import ImportFormatError, PerfmodelError, Problem, ValidationError
 from .importers.base import ImportMeta, ImportResult, read_file
+from .importers.duplicates import drop_duplicate_points, file_sha256, note_same_content, same_content
 from .importers.lengths import common_mean_lengths
 from .store import DatasetInfo, Store
 
@@ -30,6 +32,10 @@ def import_files(paths: Sequence[str | Path], *, format: str | None = None, meta
                  name: str | None = None, store: Store | None = None,
                  strict: bool = False) -> tuple[DatasetInfo, list[ImportResult]]:
     """Import result files and store them as one dataset (all files or none).
+
+    A file given twice (the same bytes, by SHA-256) is read once, and a point that two files both hold
+    (``vllm bench sweep``'s ``run=N.json`` and ``summary.json``) is stored once, each with a warning that
+    names both files (see :mod:`perfmodel.importers.duplicates`).
 
     Parameters
     ----------
@@ -72,7 +78,14 @@ def import_files(paths: Sequence[str | Path], *, format: str | None = None, meta
     names = {Path(p).name for p in paths}
     paths = [p for p in paths if not ("benchmark_config" in Path(p).name
                                       and Path(p).name.replace("benchmark_config", "benchmark_report") in names)]
-    results = common_mean_lengths([read_file(p, format=format, meta=meta) for p in paths])
+    # The same bytes given twice (a path twice, or a file copied into two folders) are read once.
+    repeats = same_content([file_sha256(p) for p in paths])
+    again: dict[int, list[tuple[str, str]]] = {}
+    for i, first in repeats.items():
+        again.setdefault(first, []).append((Path(paths[i]).name, Path(paths[first]).name))
+    results = [note_same_content(read_file(p, format=format, meta=meta), again.get(i, []))
+               for i, p in enumerate(paths) if i not in repeats]
+    results = common_mean_lengths(drop_duplicate_points(results))
     if strict:
         _refuse_errors(results)
     info = _store(store).add_dataset(results, name=name, meta=meta)
@@ -111,14 +124,24 @@ def import_bytes(files: Sequence[tuple[str, bytes]], *, format: str | None = Non
     meta = meta or ImportMeta()
     results = []
     named = [(Path(str(file_name)).name or "upload", bytes(data)) for file_name, data in files]
+    # The same bytes uploaded twice are read once; the file read notes the others.
+    repeats = same_content([hashlib.sha256(data).hexdigest() for _name, data in named])
+    again_by_file: dict[tuple[str, bytes], list[tuple[str, str]]] = {}
+    for i, first in repeats.items():
+        again_by_file.setdefault(named[first], []).append((named[i][0], named[first][0]))
+    named = [f for i, f in enumerate(named) if i not in repeats]
+    again: list[list[tuple[str, str]]] = []
     rest, pairs = _optimum_pairs(named) if format in (None, "optimum-benchmark") else (named, [])
     for (report, r_data), (config, c_data) in pairs:
         from .importers.optimum_benchmark import read_report_with_config
 
         results.append(read_report_with_config(report, config, meta=meta, report_data=r_data, config_data=c_data))
+        again.append(again_by_file.get((report, r_data), []) + again_by_file.get((config, c_data), []))
     for base, data in rest:
         results.append(read_file(Path(base), format=format, meta=meta, data=data, name=base))
-    results = common_mean_lengths(results)
+        again.append(again_by_file.get((base, data), []))
+    results = [note_same_content(r, names) for r, names in zip(results, again, strict=True)]
+    results = common_mean_lengths(drop_duplicate_points(results))
     info = _store(store).add_dataset(results, name=name, meta=meta)
     return info, results
 

@@ -25,8 +25,8 @@ DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8"
 
 DTYPE_ALIASES: Mapping[str, str] = MappingProxyType({
     "float64": "fp64", "double": "fp64",
-    "float32": "fp32", "float": "fp32",
-    "float16": "fp16", "half": "fp16",
+    "float32": "fp32", "float": "fp32", "f32": "fp32",  # f32/f16: llama.cpp's (GGUF's) spellings
+    "float16": "fp16", "half": "fp16", "f16": "fp16",
     "bfloat16": "bf16",
     "float8": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "e4m3": "fp8",
     "float4": "fp4", "nvfp4": "fp4", "mxfp4": "fp4",

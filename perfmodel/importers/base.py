@@ -29,7 +29,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from ..errors import ImportFormatError, PerfmodelError, Problem, UnknownNameError, as_written
 from ..schema import check_runs, coerce_runs
@@ -41,6 +41,7 @@ __all__ = [
     "ImportResult",
     "Sample",
     "Importer",
+    "check_dtype",
     "register",
     "registry",
     "detect_format",
@@ -77,6 +78,9 @@ _NUMERIC_META = frozenset({"device_count", "tp_size", "pp_size", "repeat_idx", "
 #: Cell texts the schema reads as "no value" (besides NA): a supplied value fills them.
 _BLANK_TEXTS = ("", "nan", "NaN", "<NA>")
 MAX_ISSUES_PER_FILE = 1000
+#: The warning of a file whose device count was assumed (a duplicate check reads such a count as unrecorded).
+ASSUMED_DEVICE_COUNT = ("the file does not say how many devices were used; assumed tp × pp or 1 "
+                        "(pass --device-count)")
 
 Severity = Literal["error", "warning", "info"]
 
@@ -113,7 +117,9 @@ class ImportMeta(BaseModel):
     catalog does not know is the exception: the supplied name is read for it (with
     a warning), since the user has said what ran. ``column_map`` (canonical column -> source column) and
     ``latency_unit`` (how latency columns are written) are read only by the generic
-    CSV importer; other formats refuse them rather than ignore them.
+    CSV importer; other formats refuse them rather than ignore them. ``weight_dtype`` and
+    ``kv_cache_dtype`` must name a dtype the catalog knows (:func:`check_dtype`): a typo such as
+    ``fp9`` is refused, naming the option and the valid values, instead of being stored.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -135,6 +141,58 @@ class ImportMeta(BaseModel):
     load_kind: Literal["static_batch", "concurrency", "request_rate", "offline"] | None = None
     column_map: dict[str, str] | None = Field(None, description="canonical column -> source column (generic CSV)")
     latency_unit: Literal["s", "ms"] | None = Field(None, description="unit of latency columns (generic CSV)")
+
+    @field_validator("weight_dtype", "kv_cache_dtype")
+    @classmethod
+    def _known_dtype(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """A dtype the catalog knows (:data:`perfmodel.physics.DTYPE_BYTES`, in any spelling
+        :func:`perfmodel.catalog.canonical_dtype` maps); blank is not given. The value is kept as written."""
+        if value is None or not value.strip():
+            return None
+        return check_dtype(value, META_OPTIONS[str(info.field_name)])
+
+
+#: Words of quantization schemes, which name no dtype (the weight dtype option points to --quantization).
+_QUANT_WORDS = ("awq", "gptq", "marlin", "nf4", "bnb", "bitsandbytes", "gguf", "w4a16", "w4a8", "w8a8", "w8a16",
+                "smoothquant", "squeezellm", "exl2", "hqq", "aqlm", "q4_", "q5_", "q6_", "q8_", "q2_", "q3_")
+
+
+def check_dtype(value: str, option: str) -> str:
+    """``value`` stripped, when it names a dtype the catalog knows; otherwise a clear error.
+
+    Parameters
+    ----------
+    value
+        A weight or KV-cache dtype as the user wrote it (``bf16``, ``bfloat16``, ``torch.float16``, ``fp8_e4m3``).
+    option
+        The option that gave it, for the message (``--weight-dtype``).
+
+    Returns
+    -------
+    str
+        The value as written, stripped.
+
+    Raises
+    ------
+    ValueError
+        Not a dtype of :data:`perfmodel.physics.DTYPE_BYTES` in any spelling
+        :func:`perfmodel.catalog.canonical_dtype` maps; the message names the option and the valid values.
+    """
+    from ..catalog._specs import DTYPE_ALIASES, canonical_dtype
+    from ..physics import DTYPE_BYTES
+
+    text = value.strip()
+    key = canonical_dtype(text)
+    if key in DTYPE_BYTES:
+        return text
+    spellings = ", ".join(a for a, k in DTYPE_ALIASES.items() if k in DTYPE_BYTES and a not in DTYPE_BYTES)
+    hint = ""
+    if option == "--kv-cache-dtype" and key == "auto":
+        hint = "; leave --kv-cache-dtype out when the KV cache has the weights' dtype (vLLM's 'auto')"
+    elif any(w in key for w in _QUANT_WORDS):
+        hint = f"; {text!r} is a quantization scheme: give it with --quantization"
+    raise ValueError(f"{option} {text!r} is not a dtype perfmodel knows; valid: {', '.join(DTYPE_BYTES)} "
+                     f"(also written {spellings}){hint}")
 
 
 @dataclass
@@ -683,8 +741,8 @@ def finalize(parsed: Parsed, *, meta: ImportMeta, fmt: str, file: str, sha256: s
     What ``meta`` supplies fills only the cells the file leaves empty (a file's own
     value wins; disagreements become one warning per column), and replaces hardware
     and model names the catalog does not know (one warning). Without a supplied name,
-    rows naming an unknown hardware or model are dropped as ``error`` issues naming
-    file, row and column, and the other rows are kept. Rows that fail
+    rows naming an unknown hardware or model, or naming none (an empty cell), are dropped
+    as ``error`` issues naming file, row and column, and the other rows are kept. Rows that fail
     :func:`perfmodel.schema.coerce_runs` or :func:`perfmodel.schema.check_runs` are
     dropped and kept as ``error`` issues naming file, row and column. A file with no
     valid rows raises unless the parser marked it ``allow_empty``.
@@ -692,7 +750,8 @@ def finalize(parsed: Parsed, *, meta: ImportMeta, fmt: str, file: str, sha256: s
     Raises
     ------
     ImportFormatError
-        No valid row remains (the message names the first problems).
+        No valid row remains (the message names the first problems), or no row names the
+        hardware or model and none was supplied (the message names the option to pass).
     UnknownNameError
         A supplied hardware or model not in the catalog, or a file whose rows all
         name an unknown one with none supplied (the message lists close names and
@@ -735,11 +794,16 @@ def finalize(parsed: Parsed, *, meta: ImportMeta, fmt: str, file: str, sha256: s
     # --- user-supplied metadata fills what the file does not record
     _fill_supplied(runs, meta, issues, file)
 
+    parse_errors = [i for i in issues if i.severity == "error"]
+    if not n and parse_errors and not parsed.allow_empty:
+        # The importer left out every row: say why, not which columns an empty table lacks.
+        raise ImportFormatError(f"{file}: no valid measurement could be imported ("
+                                + "; ".join(str(i) for i in parse_errors[:3]) + ")")
     if n:
         # --- names through the catalogs (unique values only: fast on a million rows)
         absent = [(kind, opt) for raw_col, kind, opt in (("hardware_raw", "hardware", "--hardware"),
                                                          ("model_raw", "model", "--model"))
-                  if raw_col not in runs.columns or runs[raw_col].isna().all()]
+                  if raw_col not in runs.columns or _blank(runs[raw_col]).all()]
         if absent:  # both at once, not one per attempt
             raise ImportFormatError(
                 f"{file}: the file does not say which {' or '.join(k for k, _ in absent)} it ran on; supply "
@@ -749,15 +813,14 @@ def finalize(parsed: Parsed, *, meta: ImportMeta, fmt: str, file: str, sha256: s
                 + (" fields" if len(absent) > 1 else " field") + " of the upload form")
         for raw_col, col, kind, opt in (("hardware_raw", "hardware", "hardware", "--hardware"),
                                         ("model_raw", "model", "model", "--model")):
-            if raw_col not in runs.columns or runs[raw_col].isna().all():
-                raise ImportFormatError(
-                    f"{file}: the file does not say which {kind} it ran on; supply it with {opt} NAME "
-                    f"(CLI) or the {kind} field of the upload form")
-            missing = runs[raw_col].isna()
+            # Some rows name none (every row naming none was refused above): each is an error of its row,
+            # and the rows that name one still import.
+            missing = _blank(runs[raw_col])
             if missing.any():
-                first = int(runs.loc[missing, "source_row"].iloc[0])
-                raise ImportFormatError(
-                    f"{file}: row {first} has no {kind}; supply it with {opt} NAME")
+                _missing_names(runs, missing, kind, opt, issues, file)
+                runs = runs.loc[~missing].reset_index(drop=True)
+                if provenance_rows is not None:
+                    provenance_rows = provenance_rows[~missing].reset_index(drop=True)
             if resolve:
                 resolver = catalog.resolve_hardware if kind == "hardware" else catalog.resolve_model
                 mapping = {}
@@ -799,9 +862,7 @@ def finalize(parsed: Parsed, *, meta: ImportMeta, fmt: str, file: str, sha256: s
                                errors="coerce").astype("float64")
             filled = dc.fillna(guess).fillna(fill)
             if dc.isna().any():
-                issues.append(Issue(file, None, "device_count",
-                                    "the file does not say how many devices were used; assumed tp × pp or 1 "
-                                    "(pass --device-count)", "warning"))
+                issues.append(Issue(file, None, "device_count", ASSUMED_DEVICE_COUNT, "warning"))
             runs["device_count"] = filled
         if "repeat_idx" not in runs.columns:
             runs["repeat_idx"] = 0
@@ -859,12 +920,31 @@ def finalize(parsed: Parsed, *, meta: ImportMeta, fmt: str, file: str, sha256: s
                 "or prediction can use them; measure with a concurrency limit (e.g. vLLM's --max-concurrency) "
                 "for a load axis"), "warning"))
     if table.empty and not parsed.allow_empty:
-        detail = "; ".join(str(i) for i in row_issues[:3]) or "the file holds no measurements"
+        # check_runs' row errors first, then the rows left out for a missing or unknown name.
+        detail = "; ".join(str(i) for i in [i for i in issues if i.severity == "error"][:3]) \
+            or "the file holds no measurements"
         raise ImportFormatError(f"{file}: no valid measurement could be imported ({detail})")
     order = {"error": 0, "warning": 1, "info": 2}
     issues.sort(key=lambda i: order[i.severity])
     return ImportResult(runs=table, issues=tuple(issues), format=fmt, file=file, sha256=sha256,
                         provenance=dict(parsed.provenance))
+
+
+def _missing_names(runs: pd.DataFrame, missing: np.ndarray, kind: str, opt: str, issues: list[Issue],
+                   file: str) -> None:
+    """Append an error for each row (``missing``) that names no hardware or model: it is left out.
+
+    With the name supplied (``--hardware``/``--model``) no row is missing one (the supplied name fills
+    them); when no row of the file names one, :func:`finalize` refuses the file instead.
+    """
+    for n, pos in enumerate(np.flatnonzero(missing)):
+        if n == MAX_ISSUES_PER_FILE:
+            issues.append(Issue(file, None, kind, f"{int(missing.sum()) - n} more row(s) with no {kind} left out, "
+                                "not listed"))
+            break
+        issues.append(Issue(file, _row_label(runs, int(pos)), kind,
+                            f"no {kind} in this row; row left out: pass {opt} NAME to supply it for the rows that "
+                            "name none (the other rows keep their own)"))
 
 
 def _unknown_names(runs: pd.DataFrame, raw_col: str, kind: str, opt: str, unknown: Mapping[str, UnknownNameError],
