@@ -784,12 +784,16 @@ def finalize(parsed: Parsed, *, meta: ImportMeta, fmt: str, file: str, sha256: s
                 resolver: Callable[[str], Any] = (catalog.resolve_hardware if kind == "hardware"
                                                   else catalog.resolve_model)
                 try:
-                    resolver(supplied)
+                    spec = resolver(supplied)
                 except UnknownNameError as exc:
                     raise UnknownNameError(
                         kind, supplied, exc.suggestions,
                         hint=f"given with {opt} for {file}; pass a catalog name, or add the {kind} to a "
                              f"catalog YAML file (see `perfmodel catalog --help`)") from None
+                if str(supplied).strip().casefold() != spec.key:
+                    # which entry an alias became ("h100" is the SXM part, not the PCIe one): said, not silent
+                    issues.append(Issue(file, None, kind, f"{opt} {str(supplied).strip()!r} read as the catalog's "
+                                        f"{spec.key} ({spec.name})", "info"))
 
     # --- user-supplied metadata fills what the file does not record
     _fill_supplied(runs, meta, issues, file)

@@ -51,7 +51,7 @@ def test_supplied_model_is_read_for_unknown_names(all_results_csv: Path, tmp_pat
     assert runs.loc[3, "model"] == want and runs.loc[3, "model_raw"] == UNKNOWN
     # Rows whose name the catalog knows keep it: --model does not collapse a multi-model file.
     assert runs.loc[1, "model"] == catalog.resolve_model(df["Model"].iloc[0]).key
-    warned = {i.message.split(" row(s)")[0]: i for i in res.issues if i.column == "model"}
+    warned = {i.message.split(" row(s)")[0]: i for i in res.issues if i.column == "model" and i.severity != "info"}
     assert set(warned) == {"2 of 40", "--model 'meta-llama/Llama-2-7b-hf' not applied to 38 of 40"}
     read_as = warned["2 of 40"]
     assert read_as.severity == "warning" and read_as.row == 3 and "the catalog does not know" in read_as.message
