@@ -1,8 +1,10 @@
-"""The public import/load/export API shared by the CLI and the app.
+"""The public import/load/export/train/predict API shared by the CLI and the app.
 
->>> from perfmodel.api import import_files, load_runs
+>>> from perfmodel.api import import_files, load_runs, predict, train
 >>> info, results = import_files(["bench.json"], meta=ImportMeta(hardware="H100-80GB-SXM"))  # doctest: +SKIP
 >>> runs = load_runs(info.id)  # doctest: +SKIP
+>>> model = train(runs, output="model/")  # doctest: +SKIP
+>>> pred = predict("model/", queries)  # PRED.csv's columns beside the queries  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -10,16 +12,17 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from .errors import ImportFormatError, PerfmodelError, Problem, ValidationError
+from .errors import ImportFormatError, PerfmodelError, Problem, UnknownNameError, ValidationError
 from .importers.base import ImportMeta, ImportResult, read_file
 from .importers.duplicates import drop_duplicate_points, file_sha256, note_same_content, same_content
 from .importers.lengths import common_mean_lengths
 from .store import DatasetInfo, Store
 
-__all__ = ["import_files", "import_bytes", "load_runs", "export_runs", "EXPORT_SUFFIXES"]
+__all__ = ["import_files", "import_bytes", "load_runs", "export_runs", "train", "predict", "EXPORT_SUFFIXES"]
 
 EXPORT_SUFFIXES = (".csv", ".parquet")
 
@@ -246,3 +249,99 @@ def export_runs(ref: str, path: str | Path, *, store: Store | None = None) -> Pa
     except OSError as exc:
         raise PerfmodelError(f"cannot write {out}: {exc.strerror or exc}") from exc
     return out
+
+
+def train(data: pd.DataFrame | str | Path, *, predictor: str = "roofline-gbm", features: str | None = None,
+          y: str = "output_throughput_tok_s", seed: int | None = None, output: str | Path | None = None,
+          store: Store | None = None) -> Any:
+    """Train a predictor, as ``perfmodel train`` does.
+
+    Parameters
+    ----------
+    data
+        A runs table, a result file (any importable format) or a stored dataset's id or name.
+    predictor
+        A registered predictor (``roofline-gbm``, ``ala``, ``xgboost``, ``random-forest``, ``linear``).
+    features
+        Feature set (default: the predictor's own).
+    y
+        The throughput to learn.
+    seed
+        Seed of the predictor's randomness, where it has one.
+    output
+        When given, the model directory to write (JSON only).
+    store
+        Store to read a dataset from (default store when None).
+
+    Returns
+    -------
+    Predictor
+        The fitted predictor.
+
+    Raises
+    ------
+    UnknownNameError
+        An unknown predictor (``kind`` "predictor", listing the known ones).
+    ValidationError
+        A feature set given to a predictor that takes none (the problem's column: ``features``).
+    PerfmodelError
+        No usable training row, or a file that cannot be read.
+    """
+    import inspect
+
+    from .models import PREDICTORS, _load_all, get_predictor
+
+    _load_all()
+    if predictor not in PREDICTORS:
+        raise UnknownNameError("predictor", predictor, list(PREDICTORS))
+    params = inspect.signature(PREDICTORS[predictor]).parameters
+    settings: dict[str, Any] = {}
+    if features is not None:
+        if "features" not in params:
+            raise ValidationError(f"predictor {predictor!r} does not take a feature set",
+                                  [Problem(f"not taken by {predictor}", column="features")])
+        settings["features"] = features
+    if seed is not None and "seed" in params:
+        settings["seed"] = seed
+    if isinstance(data, pd.DataFrame):
+        runs = data
+    elif Path(data).is_file():
+        runs = read_file(Path(data)).runs
+    else:
+        runs = _store(store).runs(str(data))
+    model = get_predictor(predictor, **settings).fit(runs, y=y)
+    if output is not None:
+        model.save(output)
+    return model
+
+
+def predict(model: Any, queries: pd.DataFrame, *, level: float = 0.9) -> pd.DataFrame:
+    """Predict for every query row, as ``perfmodel predict MODEL_DIR QUERIES.csv`` does.
+
+    Parameters
+    ----------
+    model
+        A fitted predictor, or the directory one was saved to.
+    queries
+        Query rows: hardware, model, framework, lengths, batch (names as the catalog reads them; one device
+        where ``device_count`` is absent).
+    level
+        Nominal coverage of the band.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The queries with PRED.csv's columns beside them (:func:`perfmodel.models.base.prediction_table`),
+        index = ``queries.index``.
+
+    Raises
+    ------
+    ValidationError, UnknownNameError
+        Bad queries (row and column named).
+    """
+    from .models import load_predictor
+    from .models.base import prediction_table
+
+    predictor = load_predictor(model) if isinstance(model, str | Path) else model
+    table = prediction_table(predictor, queries, level=level)
+    return pd.concat([queries.drop(columns=[c for c in table.columns if c in queries.columns]), table], axis=1)

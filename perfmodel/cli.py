@@ -686,29 +686,29 @@ def _check_model_output(output: Path) -> None:
 def train_cmd(data: str, predictor_name: str, feature_set: str | None, y_col: str, seed: int | None,
               output: Path) -> None:
     """Train a predictor on DATA (a result file or a stored dataset) and save it to MODEL_DIR."""
-    import inspect
     import time
 
-    from .models import PREDICTORS, _load_all, get_predictor
+    from . import api
+    from .errors import UnknownNameError, ValidationError
+    from .models import PREDICTORS, _load_all
 
     _load_all()
-    if predictor_name not in PREDICTORS:
+    if predictor_name not in PREDICTORS:  # before any data is read
         raise click.BadParameter(f"{predictor_name!r} is not a predictor; choose from {', '.join(PREDICTORS)}",
                                  param_hint="--predictor")
-    params = inspect.signature(PREDICTORS[predictor_name]).parameters
-    settings: dict[str, Any] = {}
-    if feature_set is not None:
-        if "features" not in params:
-            raise click.BadParameter(f"predictor {predictor_name!r} does not take a feature set",
-                                     param_hint="--features")
-        settings["features"] = feature_set
-    if seed is not None and "seed" in params:
-        settings["seed"] = seed
     _check_model_output(output)
     runs = _load_training_runs(data)
-    model = get_predictor(predictor_name, **settings)
     t0 = time.perf_counter()
-    model.fit(runs, y=y_col)
+    try:
+        model = api.train(runs, predictor=predictor_name, features=feature_set, y=y_col, seed=seed)
+    except (UnknownNameError, ValidationError) as exc:
+        option = ("--predictor" if isinstance(exc, UnknownNameError) and exc.kind == "predictor" else
+                  "--features" if isinstance(exc, ValidationError)
+                  and any(p.column == "features" for p in exc.problems) else None)
+        if option is None:
+            raise
+        raise click.BadParameter(exc.headline if isinstance(exc, ValidationError) else str(exc),
+                                 param_hint=option) from None
     took = time.perf_counter() - t0
     model.save(output)
     click.echo(f"trained {predictor_name} on {len(runs)} rows in {took:.2f} s; saved to {output}")
@@ -793,11 +793,10 @@ def predict_cmd(ctx: click.Context, model_dir: Path, queries: Path | None, outpu
                 input_len: float | None, output_len: float | None, batch: float | None, n_batch: float | None,
                 num_threads: float | None, as_json: bool) -> None:
     """Predict throughput with MODEL_DIR for every row of QUERIES (or one point given by options)."""
-    import numpy as np
     import pandas as pd
 
-    from .models import load_predictor, predict_with_latency
-    from .models.base import query_notes
+    from .models import load_predictor
+    from .models.base import prediction_table
 
     point = {"--hardware": hardware, "--model": model_name, "--framework": framework, "--input-len": input_len,
              "--output-len": output_len, "--batch": batch}
@@ -826,25 +825,13 @@ def predict_cmd(ctx: click.Context, model_dir: Path, queries: Path | None, outpu
             raise click.UsageError(f"give either a QUERIES file or the one-point options, not both ({given[0]})")
         raw, table = _read_queries(queries)
     with _point_errors() if queries is None else _in_file(queries.name):
-        pred = predict_with_latency(predictor, table.reset_index(drop=True), level=level)
+        pred = prediction_table(predictor, table.reset_index(drop=True), level=level)
     # A file predict wrote (its columns are queries too): its old answers are replaced, not duplicated
-    old = [c for c in (*pred.columns, "level", "note") if c in raw.columns]
+    old = [c for c in pred.columns if c in raw.columns]
     if old:
         raw = raw.drop(columns=old)
         click.echo(f"note: the query file's own prediction columns ({', '.join(old)}) were replaced", err=True)
     out = pd.concat([raw.reset_index(drop=True), pred.reset_index(drop=True)], axis=1)
-    # what the numbers alone do not say: a configuration that cannot run (a blank row), a request longer than
-    # the model's context, a throughput <= 0 from a baseline far from its data
-    out["note"] = query_notes(predictor, table.reset_index(drop=True), pred.reset_index(drop=True))
-    # why a row is out of domain (an unknown framework had read in_domain False with an empty note)
-    if hasattr(predictor, "domain_reasons"):
-        outside = ~out["in_domain"].astype(bool).to_numpy()
-        reasons = predictor.domain_reasons(table.reset_index(drop=True)) if outside.any() else [[]] * len(out)
-        out["domain_reason"] = [("; ".join(r) or "no single reason: several near-misses") if o else ""
-                                for r, o in zip(reasons, outside, strict=True)]
-    # which band pred_lower/upper are; none where the predictor gives no band (the baselines, the hybrid)
-    banded = pd.to_numeric(out["pred_lower"], errors="coerce").notna()
-    out.insert(out.columns.get_loc("pred_upper") + 1, "level", np.where(banded, level, np.nan))
     if queries is None:
         out["hardware"], out["model"] = table["hardware"].to_numpy(), table["model"].to_numpy()
     if output is not None:

@@ -13,7 +13,7 @@ from pandas.testing import assert_frame_equal
 from test_store import dump, write_canonical_csv
 
 from perfmodel.api import export_runs, import_bytes, import_files, load_runs
-from perfmodel.errors import ImportFormatError, PerfmodelError
+from perfmodel.errors import ImportFormatError, PerfmodelError, UnknownNameError, ValidationError
 from perfmodel.importers import ImportMeta, detect_format, read_file
 from perfmodel.importers.base import Sample
 from perfmodel.store import Store
@@ -190,3 +190,35 @@ def test_all_results_imports_resolves_and_round_trips(all_results_csv: Path, tmp
         info2, _ = import_files([out], store=store)
         assert info2.n_runs == 4772
         assert_frame_equal(load_runs(info2.id, store=store), runs, check_exact=True)
+
+
+def test_train_and_predict_in_python_give_the_cli_s_file(tmp_path):  # noqa: ANN001, ANN201
+    # Guards: perfmodel.api had no train or predict; Python callers assembled PRED.csv's columns themselves
+    # (and without the note, level and domain_reason the CLI writes).
+    from _predict_data import synthetic_runs
+    from click.testing import CliRunner
+
+    from perfmodel import api
+    from perfmodel.cli import main
+
+    runs = synthetic_runs(noise=0.02)
+    model = api.train(runs, predictor="roofline-gbm", output=tmp_path / "m")
+    assert 0 < model.n_train_ <= len(runs) and (tmp_path / "m" / "metadata.json").is_file()
+    queries = pd.DataFrame({"hardware": ["H100", "h200"], "model": ["llama-3-8b"] * 2, "framework": ["vllm"] * 2,
+                            "input_len_tok": [128, 128], "output_len_tok": [128, 128], "batch_size": [16, 16]},
+                           index=[7, 9])
+    got = api.predict(tmp_path / "m", queries)
+    assert list(got.index) == [7, 9] and list(got.columns[:6]) == list(queries.columns)
+    assert got["in_domain"].tolist() == [True, False] and got["domain_reason"].iloc[0] == ""
+    assert "hardware 'h200' is not in the training data" in got["domain_reason"].iloc[1]
+    q = tmp_path / "q.csv"
+    queries.to_csv(q, index=False)
+    res = CliRunner().invoke(main, ["predict", str(tmp_path / "m"), str(q), "-o", str(tmp_path / "p.csv")])
+    assert res.exit_code == 0, res.output
+    cli = pd.read_csv(tmp_path / "p.csv", keep_default_na=False)
+    assert list(cli.columns) == list(got.columns)
+    np.testing.assert_allclose(cli["pred_throughput_tok_s"], got["pred_throughput_tok_s"], rtol=1e-12)
+    with pytest.raises(UnknownNameError, match="unknown predictor 'nope'"):
+        api.train(runs, predictor="nope")
+    with pytest.raises(ValidationError, match="does not take a feature set"):
+        api.train(runs, predictor="ala", features="raw")

@@ -46,6 +46,7 @@ __all__ = [
     "LATENCY_COLUMNS",
     "derived_predictions",
     "predict_with_latency",
+    "prediction_table",
     "LEVELS",
     "METADATA_FILE",
     "FORMAT_VERSION",
@@ -724,6 +725,52 @@ def predict_with_latency(predictor: Predictor, runs: pd.DataFrame, *, level: flo
     # latency or TTFT (the baselines' own predict stays as published).
     over = np.array([r is not None for r in predictor.cannot_run(runs)], dtype=bool)
     return mask_weights_over_memory(out, over)
+
+
+def prediction_table(predictor: Predictor, queries: pd.DataFrame, *, level: float = 0.9) -> pd.DataFrame:
+    """The columns ``perfmodel predict`` adds to each query row (PRED.csv's), for a table of queries.
+
+    :func:`predict_with_latency` (:data:`PREDICTION_COLUMNS` with ``level`` after ``pred_upper``: the band's
+    level where there is a band, NaN where the predictor gives none; then :data:`LATENCY_COLUMNS`), ``note``
+    (:func:`query_notes`) and, for a predictor that says why (roofline-gbm), ``domain_reason``: why a row is out
+    of domain, empty inside it.
+
+    Parameters
+    ----------
+    predictor
+        A fitted predictor.
+    queries
+        Query rows (names as the catalog or the CLI reads them, :func:`as_queries`).
+    level
+        Nominal coverage of the band.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index = ``queries.index``.
+
+    Raises
+    ------
+    ValidationError, UnknownNameError
+        Bad queries (row and column named).
+    """
+    q = as_queries(queries).reset_index(drop=True)
+    pred = predict_with_latency(predictor, q, level=level).reset_index(drop=True)
+    out = pred.copy()
+    # which band pred_lower/upper are; none where the predictor gives no band (the baselines, the hybrid)
+    banded = pd.to_numeric(out["pred_lower"], errors="coerce").notna().to_numpy()
+    out.insert(out.columns.get_loc("pred_upper") + 1, "level", np.where(banded, level, np.nan))
+    # what the numbers alone do not say: a configuration that cannot run (a blank row), a request longer than
+    # the model's context, a throughput <= 0 from a baseline far from its data
+    out["note"] = query_notes(predictor, q, pred)
+    # why a row is out of domain (an unknown framework had read in_domain False with an empty note)
+    if hasattr(predictor, "domain_reasons"):
+        outside = ~out["in_domain"].astype(bool).to_numpy()
+        reasons = predictor.domain_reasons(q) if outside.any() else [[]] * len(out)
+        out["domain_reason"] = [("; ".join(r) or "no single reason: several near-misses") if o else ""
+                                for r, o in zip(reasons, outside, strict=True)]
+    out.index = queries.index
+    return out
 
 
 def nonpositive_note(name: str = "") -> str:
