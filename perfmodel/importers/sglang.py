@@ -6,7 +6,10 @@ Formats
     ``python -m sglang.bench_serving --output-file``: JSON Lines, one object
     per run, with bare ``Infinity`` tokens for an unlimited request rate.
     ``server_info`` carries the server's arguments and version; for
-    prefill/decode-disaggregated runs it is ``{internal_states, prefill, decode}``.
+    prefill/decode-disaggregated runs it is ``{internal_states, prefill, decode}``,
+    one entry per role rather than per server, so the device count of such a
+    run is derived only where its ``tag`` or file name gives the server counts
+    ("1p2d": one prefill, two decode servers) and is otherwise left empty.
     ``concurrency`` is the *measured* mean number of requests in flight;
     ``max_concurrency`` the client's limit. Input lengths are taken from the
     measured ``total_input_tokens / completed`` because ``random_range_ratio``
@@ -22,6 +25,7 @@ Formats
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -45,7 +49,8 @@ _LAT = {"ttft": ("ttft",), "tpot": ("tpot",), "itl": ("itl",), "e2e_latency": ("
 #: server_info keys worth keeping in provenance (the full dict has ~300 server arguments)
 _SERVER_KEYS = ("version", "model_path", "served_model_name", "tp_size", "pp_size", "dp_size", "ep_size",
                 "dtype", "kv_cache_dtype", "quantization", "device", "disaggregation_mode",
-                "chunked_prefill_size", "max_running_requests", "mem_fraction_static", "attention_backend")
+                "chunked_prefill_size", "max_running_requests", "mem_fraction_static", "attention_backend",
+                "enable_dp_attention")
 
 
 def _server_summary(info: Mapping[str, Any]) -> dict[str, Any]:
@@ -92,7 +97,7 @@ def serving_row(rec: Mapping[str, Any], row: int, file: str, issues: list[Issue]
         return None
     out["n_requests"] = completed
     if "prefill" in info or "decode" in info:
-        _pd_servers(info, row, file, issues, out, prov)
+        _pd_servers(info, row, file, issues, out, prov, r.text("tag"))
     else:
         prov["server"] = _server_summary(info)
         if (v := info.get("version")) is not None:
@@ -100,9 +105,8 @@ def serving_row(rec: Mapping[str, Any], row: int, file: str, issues: list[Issue]
         for key in ("tp_size", "pp_size"):
             if (n := _positive_int(info.get(key))) is not None:
                 out[key] = n
-        tp, pp, dp = (_positive_int(info.get(k)) for k in ("tp_size", "pp_size", "dp_size"))
-        if tp and pp and dp:
-            out["device_count"] = tp * pp * dp
+        if (n := _server_devices(info)) is not None:
+            out["device_count"] = n
         if (v := _dtype(info.get("dtype"))) is not None:
             out["weight_dtype"] = v
         if (v := _dtype(info.get("kv_cache_dtype"))) is not None:
@@ -148,33 +152,95 @@ def serving_row(rec: Mapping[str, Any], row: int, file: str, issues: list[Issue]
     return out
 
 
+#: "1p2d", "2P4D", "1p-2d" in a tag or file name: how many prefill and decode servers ran
+_PD_COUNTS = re.compile(r"(?<![0-9a-z])(\d+)p[-_]?(\d+)d(?![0-9a-z])", re.IGNORECASE)
+
+
+def _server_devices(info: Mapping[str, Any]) -> int | None:
+    """Devices one server uses, from its arguments (None when a size is missing)."""
+    tp, pp, dp = (_positive_int(info.get(k)) for k in ("tp_size", "pp_size", "dp_size"))
+    if not (tp and pp and dp):
+        return None
+    # With DP attention the dp ranks live inside the tp group (dp divides tp); otherwise
+    # each dp replica is a full tp x pp engine on its own devices.
+    return tp * pp if info.get("enable_dp_attention") is True else tp * pp * dp
+
+
+def _role_devices(servers: list[Mapping[str, Any]]) -> int | None:
+    """Devices per server of one role, when every listed server of it has the same known size."""
+    sizes = {_server_devices(s) for s in servers}
+    if len(sizes) != 1:
+        return None
+    return sizes.pop()
+
+
+def _pd_counts(text: str) -> set[tuple[int, int]]:
+    return {(int(m.group(1)), int(m.group(2))) for m in _PD_COUNTS.finditer(text)}
+
+
 def _pd_servers(info: Mapping[str, Any], row: int, file: str, issues: list[Issue], out: dict[str, Any],
-                prov: dict[str, Any]) -> None:
-    """Prefill/decode-disaggregated run: record both server sets honestly."""
+                prov: dict[str, Any], tag: str | None) -> None:
+    """Prefill/decode-disaggregated run: record both server sets and the devices they span.
+
+    The router reports one ``server_info`` per role, not one per server (a "1p2d" run lists
+    one decode entry), so the number of servers of each role comes from the run's name:
+    the ``tag`` or the file name ("pd_1p2d_..."). Without it the device count is unknown and
+    left empty: it is never taken as one device.
+    """
     prefill, decode = _servers(info.get("prefill")), _servers(info.get("decode"))
-    prov["server"] = {"disaggregated": True,
-                      "prefill": [_server_summary(s) for s in prefill],
-                      "decode": [_server_summary(s) for s in decode]}
+    server: dict[str, Any] = {"disaggregated": True,
+                              "prefill": [_server_summary(s) for s in prefill],
+                              "decode": [_server_summary(s) for s in decode]}
+    prov["server"] = server
     versions = sorted({str(s["version"]) for s in prefill + decode if s.get("version") is not None})
     if len(versions) == 1:
         out["framework_version"] = versions[0]
+    elif len(versions) > 1:
+        issues.append(Issue(file, row, "framework_version",
+                            f"prefill/decode-disaggregated run whose servers report different versions "
+                            f"({', '.join(versions)}); framework_version is left empty", "warning"))
     models = {s.get("model_path") or s.get("served_model_name") for s in prefill + decode}
     models.discard(None)
     if len(models) == 1:
         out["model_raw"] = str(models.pop())
-    listed = []
-    for role, servers in (("prefill", prefill), ("decode", decode)):
-        for s in servers:
-            listed.append(f"{role} tp{s.get('tp_size', '?')}×dp{s.get('dp_size', '?')}×pp{s.get('pp_size', '?')}")
-    vtxt = f"; versions differ ({', '.join(versions)}), so framework_version is left empty" \
-        if len(versions) > 1 else ""
-    # The router reports one server_info per role, not one per server, so the device
-    # count cannot be derived from the file (a "1p2d" run lists one decode entry).
+    listed = ", ".join(f"{role} tp{s.get('tp_size', '?')}×dp{s.get('dp_size', '?')}×pp{s.get('pp_size', '?')}"
+                       for role, servers in (("prefill", prefill), ("decode", decode)) for s in servers)
+    listed = listed or "no servers"
+    named = [(where, _pd_counts(text)) for where, text in (("tag", tag), ("file name", file)) if text]
+    named = [(where, found) for where, found in named if found]
+    counts: set[tuple[int, int]] = set().union(*(found for _, found in named))
+    per_p, per_d = _role_devices(prefill), _role_devices(decode)
+    why = None
+    if not counts:
+        why = ("neither the tag nor the file name says how many servers of each role ran (e.g. '1p2d'), and "
+               "server_info lists one entry per role, not one per server")
+    elif len(counts) > 1:
+        said = "; ".join(f"{where} says " + ", ".join(f"{p}p{d}d" for p, d in sorted(found))
+                         for where, found in named)
+        why = f"the run's name gives conflicting server counts ({said})"
+    elif per_p is None or per_d is None:
+        why = ("server_info does not give one tp/pp/dp size per role (missing, or different between the "
+               "servers it lists)")
+    else:
+        (n_p, n_d), = counts
+        if len(prefill) > n_p or len(decode) > n_d:
+            why = (f"server_info lists {len(prefill)} prefill and {len(decode)} decode server(s), more than the "
+                   f"{n_p}p{n_d}d of the run's name")
+    if why is not None or per_p is None or per_d is None:
+        issues.append(Issue(
+            file, row, "device_count",
+            f"prefill/decode-disaggregated run; server_info lists {listed}, but {why}, so the device count "
+            "cannot be known and device_count is left empty: give it with --device-count on import", "warning"))
+        return
+    (n_p, n_d), = counts
+    out["device_count"] = n_p * per_p + n_d * per_d
+    source = " and ".join(where for where, _ in named)
+    server.update(prefill_servers=n_p, decode_servers=n_d, server_counts_from=source)
     issues.append(Issue(
         file, row, "device_count",
-        f"prefill/decode-disaggregated run; server_info lists {', '.join(listed) or 'no servers'} but not how "
-        f"many servers of each role ran, so the device count is not derived (pass --device-count){vtxt}",
-        "warning"))
+        f"prefill/decode-disaggregated run: {n_p} prefill server(s) × {per_p} device(s) + {n_d} decode server(s) "
+        f"× {per_d} device(s) = {out['device_count']} devices (server counts from the {source}, sizes from "
+        f"server_info: {listed})", "info"))
 
 
 @register

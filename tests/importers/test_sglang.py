@@ -58,17 +58,76 @@ def test_pd_disaggregated_run_recorded_honestly(formats_dir: Path) -> None:
     path = _path(formats_dir, "pd_1p2d_n100_in2048_out512_c128")
     p = parse(SERVING, path)
     r = p.runs.iloc[0].to_dict()
-    assert "device_count" not in r and "tp_size" not in r and "framework_version" not in r
+    assert "tp_size" not in r and "framework_version" not in r
     assert r["batch_size"] == 128 and r["input_len_tok"] == pytest.approx(1089.29)
     assert r["output_throughput_tok_s"] == pytest.approx(665.4595335245467)
     assert r["e2e_latency_p99_s"] == pytest.approx(38.82572670622729)
     server = p.provenance["records"][0]["server"]
     assert server["disaggregated"] and server["prefill"][0]["version"] == "0.5.5.post3"
     assert server["decode"][0]["version"] == "0.5.6"
-    (w,) = [i for i in p.issues if i.column == "device_count"]
-    assert "disaggregated" in w.message and "versions differ" in w.message
+    assert (server["prefill_servers"], server["decode_servers"]) == (1, 2)
+    (v,) = [i for i in p.issues if i.column == "framework_version"]
+    assert v.severity == "warning" and "0.5.5.post3, 0.5.6" in v.message
+
+
+def test_pd_1p2d_run_spans_three_devices(formats_dir: Path) -> None:
+    """Bug guarded: the 1P2D run was stored as one device. Its tag "pd_1p2d_..." says one prefill and two
+    decode servers, server_info says each is tp1 x pp1 x dp1: 1 + 2 = 3 devices (SOURCES.md: prefill on one
+    GH200, two decode servers on A100s)."""
+    path = _path(formats_dir, "pd_1p2d_n100_in2048_out512_c128")
+    res = finish(SERVING, path, ImportMeta(hardware="GH200"))
+    assert res.runs["device_count"].iloc[0] == 3
+    (d,) = [i for i in res.issues if i.column == "device_count"]
+    assert d.severity == "info" and "1 prefill server(s)" in d.message and "2 decode server(s)" in d.message
+    # the file's own count wins over a contrary --device-count (which is for files that do not say)
     res = finish(SERVING, path, ImportMeta(hardware="GH200", device_count=3))
     assert res.runs["device_count"].iloc[0] == 3
+
+
+def _pd_variant(formats_dir: Path, tmp_path: Path, name: str, tag: str | None,
+                edit: dict[str, dict[str, object]] | None = None) -> Path:
+    """The real 1P2D record under another file name and tag, with server_info fields edited per role."""
+    rec = json.loads(_path(formats_dir, "pd_1p2d_n100_in2048_out512_c128").read_text())
+    if tag is None:
+        del rec["tag"]
+    else:
+        rec["tag"] = tag
+    for role, fields in (edit or {}).items():
+        rec["server_info"][role][0].update(fields)
+    out = tmp_path / name
+    out.write_text(json.dumps(rec) + "\n")
+    return out
+
+
+def test_pd_run_without_server_counts_leaves_device_count_empty(formats_dir: Path, tmp_path: Path) -> None:
+    path = _pd_variant(formats_dir, tmp_path, "pd_run.jsonl", None)
+    p = parse(SERVING, path)
+    assert "device_count" not in p.runs.columns
+    (w,) = [i for i in p.issues if i.column == "device_count"]
+    assert w.severity == "warning" and w.row == 1 and "disaggregated" in w.message
+    assert "--device-count" in w.message and "left empty" in w.message
+    res = finish(SERVING, path, ImportMeta(hardware="GH200", device_count=6))
+    assert res.runs["device_count"].iloc[0] == 6
+
+
+def test_pd_run_with_conflicting_counts_is_not_derived(formats_dir: Path, tmp_path: Path) -> None:
+    path = _pd_variant(formats_dir, tmp_path, "bench_1p2d.jsonl", "pd_2p4d_c128")
+    p = parse(SERVING, path)
+    assert "device_count" not in p.runs.columns
+    (w,) = [i for i in p.issues if i.column == "device_count"]
+    assert w.severity == "warning" and "tag says 2p4d" in w.message and "file name says 1p2d" in w.message
+
+
+def test_pd_device_count_multiplies_server_sizes(formats_dir: Path, tmp_path: Path) -> None:
+    """2 prefill servers at tp2 x pp1 x dp1 (2 devices each) + 4 decode servers at tp2 with dp2 DP attention
+    (the dp ranks share the tp devices: 2 each) = 4 + 8 = 12; without DP attention a decode server is 4."""
+    edit: dict[str, dict[str, object]] = {"prefill": {"tp_size": 2},
+                                          "decode": {"tp_size": 2, "dp_size": 2, "enable_dp_attention": True}}
+    path = _pd_variant(formats_dir, tmp_path, "pd_2P4D.jsonl", None, edit)
+    assert parse(SERVING, path).runs["device_count"].iloc[0] == 12
+    edit["decode"]["enable_dp_attention"] = False
+    path = _pd_variant(formats_dir, tmp_path, "run.jsonl", "pd-2p4d", edit)
+    assert parse(SERVING, path).runs["device_count"].iloc[0] == 2 * 2 + 4 * 4
 
 
 def test_bare_infinity_and_wrong_type(tmp_path: Path, formats_dir: Path) -> None:
