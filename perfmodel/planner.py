@@ -203,8 +203,8 @@ class PlanInputs(BaseModel):
     device_counts: list[Annotated[int, Field(gt=0)]] = Field(default_factory=list,
                                                              description="devices per replica (empty: all)")
     frameworks: list[str] = Field(default_factory=list, description="frameworks (empty: all in the data)")
-    prices: dict[str, float] = Field(default_factory=dict,
-                                     description="price per device-hour by hardware, in `currency`")
+    prices: dict[str, Annotated[float, Field(ge=0)]] = Field(
+        default_factory=dict, description="price per device-hour by hardware, in `currency`")
     currency: str = Field("USD", min_length=1, max_length=8, description="currency of every cost")
     usd_to_currency: float = Field(1.0, gt=0, description="multiplies the catalog's USD prices")
     headroom: float = Field(0.2, ge=0, le=10, description="spare capacity: provision (1 + headroom) x demand")
@@ -217,6 +217,28 @@ class PlanInputs(BaseModel):
                                              "trained on the data unless one is given): candidates without "
                                              "measurements, and measured ones at the workload's lengths where "
                                              "only other lengths were measured")
+
+    @model_validator(mode="after")
+    def _prices_and_rate(self) -> PlanInputs:
+        # A rate with the currency left at USD had multiplied USD prices by it and still called them USD; two
+        # prices for one device (--price H100=2 --price h100-sxm=3) had let the last win without a word.
+        if self.usd_to_currency != 1.0 and self.currency.strip().upper() == "USD":
+            raise ValueError(f"usd_to_currency {self.usd_to_currency:g} converts the catalog's USD prices into "
+                             "another currency: give that currency too (currency, --currency)")
+        from . import catalog
+        from .errors import UnknownNameError
+
+        keys: dict[str, list[str]] = {}
+        for name in self.prices:
+            try:
+                keys.setdefault(catalog.resolve_hardware(name).key, []).append(name)
+            except UnknownNameError:
+                continue  # reported by unmatched_candidates with the hardware the data has
+        twice = {k: v for k, v in keys.items() if len(v) > 1}
+        if twice:
+            raise ValueError("two prices for one device: " + "; ".join(
+                f"{', '.join(repr(n) for n in v)} are all {k}" for k, v in twice.items()) + " (give one)")
+        return self
 
 
 def _problems_from_pydantic(exc: _PydanticValidationError, source: str | None) -> list[Problem]:
@@ -1094,6 +1116,11 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
         # centrally: the table ranks robust candidates first, and a curve extended by a predictor beyond its
         # measured batches had traded a robust measured batch for a fragile predicted one.
         choice &= ok_lo
+        # ... and a batch inside the predictor's training domain to one outside it: llama.cpp at n_batch 64 had
+        # been sized at batch 128 (out of domain, so not robust) and lost to n_batch 1 at batch 2, 5x the devices,
+        # though n_batch 64 at batch 2 was in domain and met the targets across its band.
+        if curve.in_domain_at is not None and (choice & curve.in_domain_at).any():
+            choice &= curve.in_domain_at
     if not choice.any():
         choice = mem_ok & ok_hi
         status = "optimistic_only"
@@ -1289,9 +1316,20 @@ def _predicted_curve(predictor: Any, q: pd.DataFrame, level: float) -> tuple[_Cu
     dom = g["dom"].all().to_numpy(dtype=bool)
     ttft = avg["ttft"] if "pred_ttft_s" in pred.columns else None
     curve = _Curve(b, mid, lo, hi, f"predicted ({_name(predictor)})", float(np.nanmean(avg["conf"])), math.nan,
-                   "" if dom.all() else "outside the training domain", confidence_at=avg["conf"],
+                   _outside_note(b, dom), confidence_at=avg["conf"],
                    in_domain_at=dom)
     return curve, ttft
+
+
+def _outside_note(batches: np.ndarray, inside: np.ndarray) -> str:
+    """Which predicted batches lie outside the predictor's training domain, in words (``""`` where none): the note
+    had said "outside the training domain" of a curve whose chosen batch lay inside it."""
+    if inside.all():
+        return ""
+    if not inside.any():
+        return "outside the training domain at every batch"
+    out = [f"{x:g}" for x in batches[~inside]]
+    return "outside the training domain at batch " + ", ".join(out[:6]) + (" ..." if len(out) > 6 else "")
 
 
 def _fewest_devices(model: str, hardware: str, inputs: PlanInputs) -> tuple[int, str]:

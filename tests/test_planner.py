@@ -697,19 +697,27 @@ def test_with_prediction_a_measured_candidate_is_sized_over_the_batches_an_unmea
 
 def test_an_operating_point_outside_the_predictors_domain_is_not_robust(all_results_csv) -> None:  # noqa: ANN001
     # A reviewer's plan: llama.cpp, measured one sequence at a time (its "Batch Size" is n_batch), was sized
-    # "ok" and robust at batch 64 to 128 (29x its measurement) where the predictor said out of domain.
+    # "ok" and robust at batch 64 to 128 (29x its measurement) where the predictor said out of domain; then, once
+    # such points were not robust, n_batch 1 at batch 2 (in domain) beat n_batch 64 at batch 128, 5x the devices.
     from perfmodel.importers import read_file
 
     runs = read_file(all_results_csv).runs
     base = {"workload": {"request_rate_rps": 10, "input_len_tok": 1024, "output_len_tok": 1024},
-            "slo": {"e2e_s": 600, "percentile": "mean"}, "models": ["llama-3-8b"], "hardware": ["h100-sxm"],
+            "slo": {"e2e_s": 600, "percentile": "mean"}, "models": ["llama-3-8b"], "hardware": ["h100-sxm", "b200"],
             "frameworks": ["llama.cpp", "vllm"], "device_counts": [1], "predict": True}
-    t = plan(plan_inputs_from_dict(base), runs).table.set_index("framework")
-    cpp, vllm = t.loc["llama.cpp"], t.loc["vllm"]
-    assert cpp["batch_size"] > 1 and "predicted above batch 1" in cpp["source"]
-    assert not cpp["robust"] and cpp["status"] == "ok"
-    assert f"batch {cpp['batch_size']:g} is outside the predictor's training domain" in cpp["note"]
-    assert cpp["fw_n_batch"] == 64 and cpp["note"].startswith("at n_batch 64")  # the setting, as data too
+    t = plan(plan_inputs_from_dict(base), runs).table
+    cpp = t[(t["framework"] == "llama.cpp") & (t["hardware"] == "h100-sxm")].iloc[0]
+    # an in-domain batch that meets the targets is chosen over a faster one outside the domain
+    assert cpp["batch_size"] == 2 and cpp["robust"] and "predicted above batch 1" in cpp["source"]
+    assert cpp["fw_n_batch"] == 64 and cpp["note"].startswith("at n_batch 64")  # the best setting, as data too
+    # where every batch lies outside (hardware the data lacks), the point is not robust and says why
+    b200 = t[t["hardware"] == "b200"].iloc[0]
+    assert not b200["robust"] and b200["status"] == "ok"
+    assert f"batch {b200['batch_size']:g} is outside the predictor's training domain" in b200["note"]
+    assert "outside the training domain at every batch" in b200["note"]
+    # the curve's note names the batches outside, not "outside the training domain" of a point inside it
+    assert "batches above 1 predicted (outside the training domain at batch 4, 8, 16, 32, 64, 128 ...)" in cpp["note"]
+    vllm = t[(t["framework"] == "vllm") & (t["hardware"] == "h100-sxm")].iloc[0]
     assert vllm["robust"] and "outside the predictor's training domain" not in vllm["note"]
     assert np.isnan(vllm["fw_n_batch"])
 
@@ -751,3 +759,15 @@ def test_a_price_given_under_any_of_the_hardwares_names_is_used(name: str) -> No
     # Guards: --price H100=2 was listed as applied while the catalog's price (2.99 USD) was used.
     [row] = plan(inputs(prices={name: 2.0}), synthetic_runs()).table.to_dict("records")
     assert row["price_per_device_hour"] == 2.0 and row["price_source"] == "user"
+
+
+def test_prices_and_the_exchange_rate_are_checked() -> None:
+    # Guards: a rate with the currency left at USD multiplied USD prices and still called them USD; a negative
+    # price gave negative costs; two prices for one device let the last win without a word.
+    with pytest.raises(ValidationError, match="usd_to_currency 0.9 converts the catalog's USD prices"):
+        inputs(usd_to_currency=0.9)
+    with pytest.raises(ValidationError, match=r"prices.*greater than or equal to 0"):
+        inputs(prices={"h100-sxm": -2.0})
+    with pytest.raises(ValidationError, match="'H100', 'h100-sxm' are all h100-sxm"):
+        inputs(prices={"H100": 2.0, "h100-sxm": 3.0})
+    assert inputs(currency="EUR", usd_to_currency=0.9).usd_to_currency == 0.9
