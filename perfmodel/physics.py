@@ -416,13 +416,13 @@ def roofline(runs: pd.DataFrame) -> pd.DataFrame:
     hws = hardware_specs(runs)
     ms = model_specs(runs)
     nbytes = dtype_bytes(runs, ms).to_numpy()
-    kv_bytes = nbytes.copy()
+    # 4-bit and 8-bit weight schemes keep a 16-bit cache unless told otherwise (vLLM's "auto": the activations'
+    # dtype), whether the column is absent or its cell empty (an empty column had put an fp8 model's cache at
+    # 1 byte, and one query answered 250 tok/s alone and 480 beside a row that had the column).
+    kv_bytes = np.where(nbytes < 2.0, 2.0, nbytes)
     if "kv_cache_dtype" in runs.columns:
         kvd = np.array([_bytes_of(v) for v in runs["kv_cache_dtype"].astype(object)], dtype=float)
-        kv_bytes = np.where(np.isnan(kvd), np.maximum(nbytes, 1.0), kvd)
-    else:
-        # 4-bit weight schemes keep a 16-bit cache unless told otherwise; 8-bit ones usually too.
-        kv_bytes = np.where(nbytes < 2.0, 2.0, nbytes)
+        kv_bytes = np.where(np.isnan(kvd), kv_bytes, kvd)
     dev = pd.to_numeric(runs["device_count"], errors="coerce").astype("float64").to_numpy()
     ii = runs["input_len_tok"].astype("float64").to_numpy()
     oo = runs["output_len_tok"].astype("float64").to_numpy()

@@ -221,3 +221,15 @@ def test_well_behaved_rows_never_beat_the_bound(real_runs: pd.DataFrame) -> None
     eff = real_runs["output_throughput_tok_s"][ok] / b["output_tok_s_max"][ok]
     assert float(eff.max()) <= 1.0
     assert 0.15 < float(eff.median()) < 0.35  # software reaches about a quarter of the hardware limit
+
+
+def test_an_empty_kv_cache_dtype_cell_reads_as_an_absent_column() -> None:
+    # Guards: an fp8 model's cache was 2 bytes without the column and 1 byte with it empty, so one query answered
+    # 250 tok/s alone and 480 beside a row that had the column.
+    absent = physics.roofline(_row(weight_dtype="fp8", batch_size=64.0, input_len_tok=1024.0, output_len_tok=1024.0))
+    empty = physics.roofline(_row(weight_dtype="fp8", kv_cache_dtype=None, batch_size=64.0, input_len_tok=1024.0,
+                                  output_len_tok=1024.0))
+    pd.testing.assert_frame_equal(absent, empty)
+    one = physics.roofline(_row(weight_dtype="fp8", kv_cache_dtype="fp8", batch_size=64.0, input_len_tok=1024.0,
+                                output_len_tok=1024.0))
+    assert one["output_tok_s_max"].iloc[0] > absent["output_tok_s_max"].iloc[0]  # a stated fp8 cache is read
