@@ -847,6 +847,8 @@ def query_notes(predictor: Any, runs: pd.DataFrame, pred: pd.DataFrame) -> list[
              + pd.to_numeric(runs.get("output_len_tok"), errors="coerce").to_numpy(dtype=float)) \
         if {"input_len_tok", "output_len_tok"} <= set(runs.columns) else np.full(len(runs), np.nan)
     nonpositive = nonpositive_note(str(getattr(predictor, "name", "") or ""))
+    # what the predictor left out of a query (a setting of another engine: llama.cpp's n_batch on vLLM)
+    ignored = predictor.ignored_notes(runs) if hasattr(predictor, "ignored_notes") else [None] * len(runs)
     notes = []
     for i, why in enumerate(blocked):
         # a memory reason already says so ("cannot run: cannot run: llama-3-70b's weights ..." had been written)
@@ -858,5 +860,7 @@ def query_notes(predictor: Any, runs: pd.DataFrame, pred: pd.DataFrame) -> list[
                          "tokens (max_context in the model catalog): no real request is that long")
         if np.isfinite(tp[i]) and tp[i] <= 0:
             parts.append(nonpositive)
+        if ignored[i]:
+            parts.append(str(ignored[i]))
         notes.append("; ".join(parts))
     return notes

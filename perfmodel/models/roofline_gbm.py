@@ -349,6 +349,57 @@ _NUMERIC_CONFIG = frozenset({"device_count", "tp_size", "pp_size", "input_len_to
 _COMPLETION_INDEX: dict[tuple[tuple[int, ...], bool], tuple[dict, dict[tuple[str, ...], list[str]]]] = {}
 
 
+_SETTING_FRAMEWORKS: dict[int, tuple[dict, dict[str, frozenset[str]]]] = {}
+
+
+def _setting_frameworks(known: dict[str, Any]) -> dict[str, frozenset[str]]:
+    """Per measurement setting (:data:`perfmodel.curves.VARYING_BY`), the frameworks some trained configuration
+    ``known`` ran with it (from their keys; cached per trained model)."""
+    cached = _SETTING_FRAMEWORKS.get(0)
+    if cached is not None and cached[0] is known:
+        return cached[1]
+    out: dict[str, set[str]] = {}
+    for k in known:
+        if k.startswith("\0"):  # the anchors' sibling tables, not configuration keys
+            continue
+        parts = k.split("|")
+        if len(parts) > _FRAMEWORK_OF_KEY and "@" in parts[_FRAMEWORK_OF_KEY]:
+            fw, settings = _framework_settings(parts[_FRAMEWORK_OF_KEY])
+            for c in settings:
+                out.setdefault(c, set()).add(fw)
+    frozen = {c: frozenset(v) for c, v in out.items()}
+    _SETTING_FRAMEWORKS[0] = (known, frozen)
+    return frozen
+
+
+def foreign_settings(runs: pd.DataFrame, known: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Per setting column of the query, which rows give it for a framework no trained configuration ran with it
+    (llama.cpp's ``n_batch`` on a vLLM query)."""
+    cols = [c for c in VARYING_BY if c in runs.columns]
+    if not cols or not len(runs) or not known:
+        return {}
+    own = _setting_frameworks(known)
+    fws = np.array([_norm(v) or "" for v in _values(runs, "framework")], dtype=object)
+    out = {}
+    for c in cols:
+        bad = ~np.isnan(_floats(runs, c)) & ~np.isin(fws, list(own.get(c, ())))
+        if bad.any():
+            out[c] = bad
+    return out
+
+
+def _without_foreign_settings(runs: pd.DataFrame, known: dict[str, Any]) -> pd.DataFrame:
+    """``runs`` with the settings :func:`foreign_settings` finds left empty: the trees had sent a vLLM query
+    given ``n_batch`` 1 down llama.cpp's branches (90.7 tok/s, in domain, where 3,484 were measured)."""
+    bad = foreign_settings(runs, known)
+    if not bad:
+        return runs
+    out = runs.copy()
+    for c, rows in bad.items():
+        out[c] = out[c].astype("float64").where(~rows)
+    return out
+
+
 def _complete_query(runs: pd.DataFrame, known: dict[str, Any]) -> tuple[pd.DataFrame, np.ndarray]:
     """Fill the :data:`CONFIG_COLUMNS` a query leaves empty from the one trained configuration it names.
 
@@ -371,6 +422,7 @@ def _complete_query(runs: pd.DataFrame, known: dict[str, Any]) -> tuple[pd.DataF
     (runs, keys)
         The completed query and its configuration keys.
     """
+    runs = _without_foreign_settings(runs, known)
     keys = _config_keys(runs).to_numpy()
     if len(runs) == 0 or not known:
         return runs, keys
@@ -2946,6 +2998,20 @@ class RooflineGBM(Predictor):
             how = " or ".join(f"{c} in a query file, --{c.removeprefix('fw_').replace('_', '-')} for one point"
                               for c in names)
             out[i] = f"{fw} ran this configuration at {sets}, {asked}: give the setting ({how})"
+        return out
+
+    def ignored_notes(self, runs: pd.DataFrame) -> list[str | None]:
+        """Per query, the settings it gives that no trained configuration of its framework ran with, which
+        :meth:`predict` leaves out (:func:`foreign_settings`), in words; None where none."""
+        runs = as_queries(runs)
+        out: list[str | None] = [None] * len(runs)
+        own = _setting_frameworks(self.anchors_)
+        for c, rows in foreign_settings(runs, self.anchors_).items():
+            runs_with = ", ".join(sorted(own.get(c, ()))) or "no framework"
+            for i in np.flatnonzero(rows):
+                text = (f"{c.removeprefix('fw_')} ignored: a setting of {runs_with} in the training data, not of "
+                        f"{_values(runs, 'framework')[i]}")
+                out[i] = text if out[i] is None else f"{out[i]}; {text}"
         return out
 
     def _dtype_unseen(self, knn: np.ndarray) -> np.ndarray:
