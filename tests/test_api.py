@@ -218,6 +218,8 @@ def test_train_and_predict_in_python_give_the_cli_s_file(tmp_path):  # noqa: ANN
     cli = pd.read_csv(tmp_path / "p.csv", keep_default_na=False)
     assert list(cli.columns) == list(got.columns)
     np.testing.assert_allclose(cli["pred_throughput_tok_s"], got["pred_throughput_tok_s"], rtol=1e-12)
+    with pytest.raises(ValidationError, match=r"row 2, column 'weight_dtype': unknown dtype 'nonsense'"):
+        api.predict(model, queries.assign(weight_dtype=["bf16", "nonsense"]))  # as the CLI's file form refuses it
     with pytest.raises(UnknownNameError, match="unknown predictor 'nope'"):
         api.train(runs, predictor="nope")
     with pytest.raises(ValidationError, match="does not take a feature set"):

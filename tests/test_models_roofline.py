@@ -182,6 +182,25 @@ def test_weights_at_a_width_no_training_row_had_are_out_of_domain(fitted: tuple[
     pd.testing.assert_frame_equal(load_predictor(tmp_path / "m").predict(fp8), pred)
 
 
+def test_device_counts_and_a_configurations_batches_bound_the_domain(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # 16 H100s had been in domain (confidence 0.65) on data measured at 1-8 devices, and a configuration measured
+    # at batches 1 and 16 in domain at batch 256 (confidence 0.06), because the global batch range held it.
+    df = _synthetic()
+    one = (df["hardware"] == HW[0]) & (df["framework"] == "vllm") & (df["model"] == MODELS[0]) \
+        & (df["device_count"] == 1) & (df["input_len_tok"] == 512.0)
+    m = RooflineGBM(n_estimators=150, random_state=0).fit(df[~one | (df["batch_size"] <= 4.0)])
+    q = df[one].head(1).reset_index(drop=True)
+    at = pd.concat([q.assign(batch_size=4.0), q.assign(batch_size=32.0), q.assign(device_count=4.0),
+                    q.assign(device_count=2.0)], ignore_index=True)
+    assert m.device_range_ == [1.0, 2.0]
+    assert m.predict(at)["in_domain"].tolist() == [True, False, False, True]
+    why = m.domain_reasons(at)
+    assert why[1] == ["batch 32 is more than twice outside the batches this configuration was measured at (1-4)"]
+    assert why[2] == ["4 device(s) are outside the trained device counts (1-2)"]
+    m.save(tmp_path / "m")
+    pd.testing.assert_frame_equal(load_predictor(tmp_path / "m").predict(at), m.predict(at))
+
+
 def test_bad_queries_name_row_and_column(fitted: tuple[RooflineGBM, pd.DataFrame]) -> None:
     m, df = fitted
     q = df.head(3).reset_index(drop=True)

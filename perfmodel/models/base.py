@@ -754,7 +754,12 @@ def prediction_table(predictor: Predictor, queries: pd.DataFrame, *, level: floa
     ValidationError, UnknownNameError
         Bad queries (row and column named).
     """
+    from .. import physics
+
     q = as_queries(queries).reset_index(drop=True)
+    # a user's queries: a dtype the catalog does not know, or more parallelism than devices, are refused here as
+    # in the CLI's file form (Python had read 'nonsense' as bf16)
+    physics.check_query(q, columns=(*physics.QUERY_COLUMNS, "framework"), query=True)
     pred = predict_with_latency(predictor, q, level=level).reset_index(drop=True)
     out = pred.copy()
     # which band pred_lower/upper are; none where the predictor gives no band (the baselines, the hybrid)

@@ -2292,6 +2292,8 @@ class RooflineGBM(Predictor):
         self.ttft_basis_ = _TTFT_BASIS
         self.seen_ = {c: set(data[c].astype("string").dropna().unique().tolist()) for c in _IDENTITY}
         self.dtype_bytes_ = sorted({round(float(v), 3) for v in knn_raw[:, _KNN_FEATURES.index("dtype_bytes")]})
+        dc = _floats(data, "device_count")
+        self.device_range_ = [float(np.nanmin(dc)), float(np.nanmax(dc))]
         self.hw_frameworks_ = self._hw_frameworks(data)
         self.platform_rows_ = self._platform_rows(mat)
         self.batch_range_ = [float(bb.min()), float(bb.max())]
@@ -2751,7 +2753,7 @@ class RooflineGBM(Predictor):
         in_dom = np.isin(cat, (0, 1, 2, _BEYOND_LENGTH)) & (dk <= self.knn_cut_) & (ld <= math.log2(tol)) \
             & (bb >= b_lo / tol) & (bb <= b_hi * tol) & ~fw_out \
             & np.array([w is None for w in self._setting_unmeasured(keys)], dtype=bool) \
-            & ~self._dtype_unseen(knn)
+            & ~self._dtype_unseen(knn) & ~self._devices_out(runs) & ~self._config_batch_out(keys, bb)[0]
         # Neither the answer nor its band runs faster than the bound no measurement may beat
         # (physics.flag_suspect): far from the data the band's width alone took it 10x above.
         # Past the batch whose KV cache fills the memory no more sequences run at once, so the bound stops there:
@@ -3000,6 +3002,32 @@ class RooflineGBM(Predictor):
             out[i] = f"{fw} ran this configuration at {sets}, {asked}: give the setting ({how})"
         return out
 
+    def _devices_out(self, runs: pd.DataFrame) -> np.ndarray:
+        """Which queries ask a device count outside the trained ones: 16 H100s had been in domain with a
+        confidence of 0.65, 3.1x the answer at 4 where the data rose 16-19 % per doubling. All False for a model
+        saved before the check."""
+        rng = getattr(self, "device_range_", None)
+        if not rng or not len(runs):
+            return np.zeros(len(runs), dtype=bool)
+        dc = _floats(runs, "device_count")
+        return (dc < rng[0]) | (dc > rng[1])
+
+    def _config_batch_out(self, keys: np.ndarray, bb: np.ndarray) -> tuple[np.ndarray, list[tuple[float, float] | None]]:
+        """Which queries of a trained configuration ask a batch more than twice outside the batches it was
+        measured at, and that range: Llama-2-70B on 4 A100s, measured at batch 1 and 16, had been in domain at
+        batch 256 with a confidence of 0.06 and a band spanning 95x."""
+        tol = self.domain_range_factor
+        out = np.zeros(len(bb), dtype=bool)
+        which: list[tuple[float, float] | None] = [None] * len(bb)
+        for i, k in enumerate(keys.tolist()):
+            a = self.anchors_.get(k)
+            if a is None or not len(a[0]):
+                continue
+            lo, hi = float(min(a[0])), float(max(a[0]))
+            if bb[i] < lo / tol or bb[i] > hi * tol:
+                out[i], which[i] = True, (lo, hi)
+        return out, which
+
     def ignored_notes(self, runs: pd.DataFrame) -> list[str | None]:
         """Per query, the settings it gives that no trained configuration of its framework ran with, which
         :meth:`predict` leaves out (:func:`foreign_settings`), in words; None where none."""
@@ -3042,7 +3070,7 @@ class RooflineGBM(Predictor):
         out: list[list[str]] = [[] for _ in range(len(runs))]
         if not len(runs):
             return out
-        done, _ = _complete_query(runs, self.anchors_)
+        done, keys_done = _complete_query(runs, self.anchors_)
         for i, why in enumerate(weights_over_memory(done)):
             if why is not None:
                 out[i].append(why)
@@ -3063,6 +3091,18 @@ class RooflineGBM(Predictor):
         for i, why in enumerate(self._setting_unmeasured(_config_keys(done).to_numpy())):
             if why is not None:
                 out[i].append(why)
+        dev_out = self._devices_out(done)
+        if dev_out.any():
+            lo_d, hi_d = self.device_range_
+            dc = _floats(done, "device_count")
+            for i in np.flatnonzero(dev_out):
+                out[i].append(f"{dc[i]:g} device(s) are outside the trained device counts ({lo_d:g}-{hi_d:g})")
+        cfg_out, cfg_range = self._config_batch_out(keys_done, bb)
+        for i in np.flatnonzero(cfg_out & ~fw_out & (bb >= b_lo / tol) & (bb <= b_hi * tol)):
+            lo_b, hi_b = cfg_range[i]
+            span = f"{lo_b:g}" if lo_b == hi_b else f"{lo_b:g}-{hi_b:g}"
+            out[i].append(f"batch {bb[i]:g} is more than twice outside the batches this configuration was measured "
+                          f"at ({span})")
         knn = self._design(done)[3]
         unseen = self._dtype_unseen(knn)
         if unseen.any():
@@ -3135,6 +3175,7 @@ class RooflineGBM(Predictor):
             "seen": {k: sorted(v) for k, v in self.seen_.items()}, "batch_range": self.batch_range_,
             "fw_batch_range": getattr(self, "fw_batch_range_", {}),
             "dtype_bytes": getattr(self, "dtype_bytes_", None),
+            "device_range": getattr(self, "device_range_", None),
             "len_lo": self.len_lo_, "len_hi": self.len_hi_, "knn_center": self.knn_center_,
             "knn_scale": self.knn_scale_, "knn_ref": np.round(self.knn_ref_, 12), "n_train": self.n_train_,
             "scores": self.scores_, "knn_cut": getattr(self, "knn_cut_", math.inf),
@@ -3190,6 +3231,8 @@ class RooflineGBM(Predictor):
             obj.fw_batch_range_ = {str(k): [float(x) for x in v] for k, v in st.get("fw_batch_range", {}).items()}
             if st.get("dtype_bytes") is not None:  # models saved before it: no dtype check
                 obj.dtype_bytes_ = [float(x) for x in st["dtype_bytes"]]
+            if st.get("device_range") is not None:  # models saved before it: no device-count check
+                obj.device_range_ = [float(x) for x in st["device_range"]]
             obj.len_lo_ = np.array(st["len_lo"], dtype=float)
             obj.len_hi_ = np.array(st["len_hi"], dtype=float)
             obj.knn_center_ = np.array(st["knn_center"], dtype=float)
