@@ -849,8 +849,11 @@ def predict_cmd(ctx: click.Context, model_dir: Path, queries: Path | None, outpu
             click.echo(f"no prediction ({why})  confidence {rec.confidence:.3f}  in_domain {bool(rec.in_domain)}")
             return
         band = (f"[{rec.pred_lower:,.1f}, {rec.pred_upper:,.1f}] at {level:g}"
-                if math.isfinite(rec.pred_lower) and math.isfinite(rec.pred_upper) else "no band (n/a)")
-        click.echo(f"{rec.pred_throughput_tok_s:,.1f} tok/s  band {band}  confidence {rec.confidence:.3f}  "
+                if math.isfinite(rec.pred_lower) and math.isfinite(rec.pred_upper) else "none (this predictor gives none)")
+        conf = f"{rec.confidence:.3f}" if math.isfinite(rec.confidence) else "n/a"
+        # which throughput: a model trained on the total answers the total (it had read as output, 2x off)
+        what = "total" if str(getattr(predictor, "y_", "")) == "total_throughput_tok_s" else "output"
+        click.echo(f"{rec.pred_throughput_tok_s:,.1f} tok/s {what}  band {band}  confidence {conf}  "
                    f"in_domain {bool(rec.in_domain)}")
         if rec.get("domain_reason"):
             click.echo(f"out of domain: {rec.domain_reason}")

@@ -80,8 +80,8 @@ def test_predict_result_file_and_one_point(model_dir, slice_csv, tmp_path):
                                     "--framework", "vllm", "--input-len", "512", "--output-len", "512",
                                     "--batch", "32"])
     assert res.exit_code == 0, res.output
-    assert "tok/s" in res.output and "in_domain True" in res.output and "e2e latency" in res.output
-    assert "TTFT" not in res.output
+    assert "tok/s output  band none (this predictor gives none)  confidence n/a  in_domain True" in res.output
+    assert "e2e latency" in res.output and "TTFT" not in res.output
 
 
 @pytest.mark.parametrize(("body", "needle"), [
@@ -435,3 +435,16 @@ def test_a_llama_cpp_query_outside_what_llama_cpp_was_measured_at_is_out_of_doma
     both = CliRunner().invoke(main, ["predict", str(h100_a100_roofline), str(h100_a100_roofline / "metadata.json"),
                                      "--n-batch", "64"])
     assert both.exit_code == 2 and "--n-batch" in both.output
+
+
+def test_a_model_of_the_total_throughput_says_its_answer_is_the_total(tmp_path):
+    # Guards: an xgboost model trained with --y total_throughput_tok_s printed its total as if the output
+    from _predict_data import synthetic_runs
+
+    from perfmodel.models import get_predictor
+
+    runs = synthetic_runs().assign(total_throughput_tok_s=lambda d: d["output_throughput_tok_s"] * 2)
+    get_predictor("xgboost").fit(runs, y="total_throughput_tok_s").save(tmp_path / "m")
+    res = CliRunner().invoke(main, ["predict", str(tmp_path / "m"), "--hardware", "H100", "--model", "llama-3-8b",
+                                    "--framework", "vllm", "--input-len", "128", "--output-len", "128", "--batch", "16"])
+    assert res.exit_code == 0 and " tok/s total  band" in res.output, res.output
