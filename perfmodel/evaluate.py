@@ -378,10 +378,22 @@ def evaluate(runs: pd.DataFrame, predictors: Sequence[str] | Mapping[str, Factor
     per_seed: list[dict[str, Any]] = []
     preds: list[pd.DataFrame] = []
     fold_cache: dict[tuple[str, int], list[Fold]] = {}
+    # Every protocol's folds before any fit: one that gives none on this data had failed after the others'
+    # minutes of training, which were lost.
+    failed: list[str] = []
+    for protocol in protocols:
+        for seed in (seeds if protocol in ("random", "config") else seeds[:1]):
+            try:
+                fold_cache[(protocol, seed if protocol in ("random", "config") else 0)] = folds(data, protocol, seed)
+            except ValidationError as exc:
+                failed.append(exc.headline)
+                break
+    if failed:
+        ok = [p for p in protocols if not any(f"protocol {p!r}" in f for f in failed)]
+        raise ValidationError("evaluate: " + "; ".join(failed) + (
+            f"; the others can run: {', '.join(ok)}" if ok else ""))
     for name, protocol, seed in _iter_jobs(list(factories), protocols, seeds):
         key = (protocol, seed if protocol in ("random", "config") else 0)
-        if key not in fold_cache:
-            fold_cache[key] = folds(data, protocol, seed)
         train_s: list[float] = []
         lat = (math.nan, math.nan)
         parts = []

@@ -105,3 +105,20 @@ def test_evaluate_registered_baseline_quickly():
     rec = ev.table.iloc[0]
     assert rec["n_test"] == round(0.2 * 8) * 4 and np.isnan(rec["coverage"])
     assert np.isnan(rec["median_ape_sd"]) and np.isnan(rec["p90_ape_sd"])  # one seed: no spread, not 0.0
+
+
+def test_a_protocol_without_folds_fails_before_any_training() -> None:
+    # Guards: evaluate trained the other protocols' folds for minutes, then failed on one that gives no fold on
+    # this data (no batch above 64), and the finished work was lost.
+    from perfmodel.errors import ValidationError
+    from perfmodel.models import get_predictor
+
+    fitted: list[int] = []
+
+    def factory(seed: int):  # noqa: ANN202
+        fitted.append(seed)
+        return get_predictor("linear")
+
+    with pytest.raises(ValidationError, match=r"protocol 'batch64' gives no fold.*; the others can run: random"):
+        evaluate(synthetic_runs(), {"linear": factory}, protocols=["random", "batch64"], seeds=[0])
+    assert fitted == []
