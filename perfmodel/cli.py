@@ -711,7 +711,10 @@ def train_cmd(data: str, predictor_name: str, feature_set: str | None, y_col: st
                                  param_hint=option) from None
     took = time.perf_counter() - t0
     model.save(output)
-    click.echo(f"trained {predictor_name} on {len(runs)} rows in {took:.2f} s; saved to {output}")
+    used = int(getattr(model, "n_train_", len(runs)))
+    left = (f" ({len(runs) - used} left out: no positive throughput, or faster than the roofline allows; "
+            "the Data page lists the suspect runs)") if used < len(runs) else ""
+    click.echo(f"trained {predictor_name} on {used} of {len(runs)} rows{left} in {took:.2f} s; saved to {output}")
 
 
 _POINT_OPTIONS = {"hardware": "--hardware", "model": "--model", "framework": "--framework",
@@ -800,6 +803,9 @@ def predict_cmd(ctx: click.Context, model_dir: Path, queries: Path | None, outpu
 
     point = {"--hardware": hardware, "--model": model_name, "--framework": framework, "--input-len": input_len,
              "--output-len": output_len, "--batch": batch}
+    if output is not None and output.suffix.lower() != ".csv":  # a .json or .parquet name had got CSV inside
+        raise click.BadParameter(f"{output.name}: the predictions are written as CSV; give a name ending in .csv "
+                                 "(or --json for JSON on standard output)", param_hint="-o")
     predictor = load_predictor(model_dir)
     if queries is None:
         if framework is None:
@@ -834,6 +840,7 @@ def predict_cmd(ctx: click.Context, model_dir: Path, queries: Path | None, outpu
     out = pd.concat([raw.reset_index(drop=True), pred.reset_index(drop=True)], axis=1)
     if queries is None:
         out["hardware"], out["model"] = table["hardware"].to_numpy(), table["model"].to_numpy()
+        out["framework"] = table["framework"].to_numpy()  # canonical as the others ('vLLM' had stayed)
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         out.to_csv(output, index=False)

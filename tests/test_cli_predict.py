@@ -437,6 +437,27 @@ def test_a_llama_cpp_query_outside_what_llama_cpp_was_measured_at_is_out_of_doma
     assert both.exit_code == 2 and "--n-batch" in both.output
 
 
+def test_train_says_what_it_left_out_and_predict_writes_only_what_it_says(tmp_path):
+    # Guards: "trained roofline-gbm on 32 rows" for a model trained on fewer (suspect rows left out without a
+    # word); -o pred.json had written CSV inside; the one-point JSON echoed the framework as typed ('vLLM')
+    from _predict_data import synthetic_runs
+
+    data = tmp_path / "runs.csv"
+    runs = synthetic_runs()
+    runs.to_csv(data, index=False)
+    res = CliRunner().invoke(main, ["train", str(data), "--predictor", "roofline-gbm", "-o", str(tmp_path / "m")])
+    assert res.exit_code == 0, res.output
+    used = json.loads((tmp_path / "m" / "metadata.json").read_text())["state"]["n_train"]
+    assert used < len(runs) and f"trained roofline-gbm on {used} of {len(runs)} rows ({len(runs) - used} left out" \
+        in res.output
+    point = ["predict", str(tmp_path / "m"), "--hardware", "H100", "--model", "llama-3-8b", "--framework", "vLLM",
+             "--input-len", "128", "--output-len", "128", "--batch", "16"]
+    res = CliRunner().invoke(main, [*point, "-o", str(tmp_path / "pred.json")])
+    assert res.exit_code == 2 and "written as CSV" in res.output and not (tmp_path / "pred.json").exists()
+    res = CliRunner().invoke(main, [*point, "--json"])
+    assert json.loads(res.output)["predictions"][0]["framework"] == "vllm"
+
+
 def test_a_model_of_the_total_throughput_says_its_answer_is_the_total(tmp_path):
     # Guards: an xgboost model trained with --y total_throughput_tok_s printed its total as if the output
     from _predict_data import synthetic_runs
