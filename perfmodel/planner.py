@@ -69,7 +69,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -90,6 +90,7 @@ __all__ = [
     "PlanInputs",
     "PlanResult",
     "SETTING_COLUMNS",
+    "latency_basis_notes",
     "lengths_caveat",
     "PERCENTILES",
     "CANDIDATE_KEYS",
@@ -929,6 +930,8 @@ def plan(inputs: PlanInputs | Mapping[str, Any], runs: pd.DataFrame | None = Non
         # against 3,055 tok/s and 3.85 against 2.68 s.
         order = sorted(range(len(table)), key=lambda i: (*_rank(rows[i]), *(str(rows[i][k]) for k in CANDIDATE_KEYS)))
         table = table.iloc[order].reset_index(drop=True)
+    notes += latency_basis_notes(table, inputs.slo.percentile,
+                                 [k for k in ("e2e_s", "ttft_s", "tpot_s") if getattr(inputs.slo, k) is not None])
     infeasible = pd.DataFrame(bad, columns=[*CANDIDATE_KEYS, "reason"])
     points = pd.concat(pts, ignore_index=True) if pts else pd.DataFrame(columns=_POINT_COLUMNS)
     return PlanResult(inputs=inputs, table=table, infeasible=infeasible, points=points, notes=tuple(notes),
@@ -1319,6 +1322,51 @@ def _predicted_curve(predictor: Any, q: pd.DataFrame, level: float) -> tuple[_Cu
                    _outside_note(b, dom), confidence_at=avg["conf"],
                    in_domain_at=dom)
     return curve, ttft
+
+
+def latency_basis_notes(table: pd.DataFrame, pct: str, targets: Sequence[str]) -> list[str]:
+    """The plan's notes on latency targets judged against means: a percentile the runs did not record (the
+    measured mean stood in), and a latency derived from throughput and batch (a mean). Only the targets set
+    (``targets``: ``e2e_s``, ``ttft_s``, ``tpot_s``) count; the CLI and the report had not said it, only the
+    Planner page.
+
+    Parameters
+    ----------
+    table
+        :attr:`PlanResult.table` (its ``latency_basis``).
+    pct
+        The SLO percentile.
+    targets
+        The targets set.
+
+    Returns
+    -------
+    list of str
+    """
+    out: list[str] = []
+    if pct != "mean" and targets and len(table) and "latency_basis" in table.columns:
+        basis = table["latency_basis"].astype(str)
+        # the targets' own latencies only (a TPOT with no target read "measured mean" and was counted)
+        on_mean = pd.concat([basis.str.contains(rf"\b{k[:-2]}: measured mean") for k in targets], axis=1).any(axis=1)
+        if on_mean.any():
+            out.append(f"The {pct} latency targets are judged against the measured mean where the runs did not "
+                       f"record the {pct} ({int(on_mean.sum())} of {len(table)} candidates): "
+                       "a percentile above the median sits above the mean for the usual right-skewed latencies, "
+                       "so those candidates may miss the target.")
+        # Only the targets set, and only where their own latency was derived ("e2e: measured p90, tpot: derived"
+        # had said every e2e target was judged against a mean when only TPOT, with no target, was derived).
+        words = {"e2e_s": "end-to-end", "tpot_s": "TPOT"}
+        hit = {k: table["latency_basis"].astype(str).str.contains(rf"\b{k[:-2]}: derived") for k in words
+               if k in targets}
+        derived = pd.concat(list(hit.values()), axis=1).any(axis=1) if hit else pd.Series(dtype=bool)
+        if derived.any():
+            which = " and ".join(words[k] for k, m in hit.items() if m.any())
+            out.append(f"Where no {which} latency was measured for a candidate ({int(derived.sum())} of "
+                       f"{len(table)} candidates: sized from runs at other lengths, predicted, or runs that did not "
+                       "record it) it is derived from throughput and batch, which gives a mean: the "
+                       f"{pct} {which} {'targets are' if ' and ' in which else 'target is'} judged against that "
+                       "mean there.")
+    return out
 
 
 def _outside_note(batches: np.ndarray, inside: np.ndarray) -> str:

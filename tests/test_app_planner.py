@@ -198,33 +198,39 @@ def test_one_model_by_default_several_said_to_be_alternatives_and_an_empty_front
     assert len({t.label: t for t in at.tabs}["cost vs latency"].get("plotly_chart")) == 1
 
 
-def test_page_notes_say_when_a_percentile_target_was_judged_against_means() -> None:
+def test_plan_notes_say_when_a_percentile_target_was_judged_against_means() -> None:
+    # the plan's own notes (the CLI and the report had not said it, only the Planner page)
+    from perfmodel.planner import latency_basis_notes as notes_of
+
     # the basis as the planner writes it; a TPOT on the mean, with no TPOT target, is not counted (it had been)
     table = pd.DataFrame({"model": ["m"] * 3, "latency_basis": [
         "e2e: measured mean (percentile not recorded), tpot: measured mean (percentile not recorded)",
         "e2e: measured p90, tpot: measured p90", "e2e: measured p90, tpot: measured mean (percentile not recorded)"]})
-    notes = P.page_notes(table, {"slo": {"percentile": "p90", "e2e_s": 60.0}})
+    notes = notes_of(table, "p90", ["e2e_s"])
     assert len(notes) == 1 and "judged against the measured mean" in notes[0] and "1 of 3" in notes[0]
-    [tpot] = P.page_notes(table, {"slo": {"percentile": "p90", "tpot_s": 0.1}})
+    [tpot] = notes_of(table, "p90", ["tpot_s"])
     assert "2 of 3" in tpot
-    assert P.page_notes(table, {"slo": {"percentile": "mean", "e2e_s": 60.0}}) == []
-    assert P.page_notes(table, {"slo": {"percentile": "p90"}}) == []  # no latency target: nothing judged
+    assert notes_of(table, "mean", ["e2e_s"]) == []
+    assert notes_of(table, "p90", []) == []  # no latency target: nothing judged
+    assert P.page_notes(table, {"slo": {"percentile": "p90", "e2e_s": 60.0}}) == []  # the page shows the plan's
 
 
 def test_the_derived_latency_note_names_only_targets_whose_latency_was_derived() -> None:
     # LLM-Inference-Bench at 128/128 with an e2e target: every candidate's e2e was measured and only its TPOT,
     # with no target, derived; the note had said the e2e and TPOT targets were judged against a mean (49 of 49).
+    from perfmodel.planner import latency_basis_notes as notes_of
+
     table = pd.DataFrame({"model": ["m"] * 3, "latency_basis": ["e2e: measured p90, tpot: derived"] * 2
                           + ["e2e: derived, tpot: derived"]})
-    assert P.page_notes(table, {"slo": {"percentile": "p90", "e2e_s": 60.0}}) == [
+    assert notes_of(table, "p90", ["e2e_s"]) == [
         "Where no end-to-end latency was measured for a candidate (1 of 3 candidates: sized from runs at other "
         "lengths, predicted, or runs that did not record it) it is derived from throughput and batch, which gives "
         "a mean: the p90 end-to-end target is judged against that mean there."]
-    [both] = P.page_notes(table, {"slo": {"percentile": "p90", "e2e_s": 60.0, "tpot_s": 0.1}})
+    [both] = notes_of(table, "p90", ["e2e_s", "tpot_s"])
     assert "(3 of 3 candidates" in both and "the p90 end-to-end and TPOT targets are judged" in both
-    [tpot] = P.page_notes(table, {"slo": {"percentile": "p90", "tpot_s": 0.1}})
+    [tpot] = notes_of(table, "p90", ["tpot_s"])
     assert "Where no TPOT latency" in tpot and "(3 of 3" in tpot
-    assert P.page_notes(table.iloc[:2], {"slo": {"percentile": "p90", "e2e_s": 60.0}}) == []
+    assert notes_of(table.iloc[:2], "p90", ["e2e_s"]) == []
 
 
 def test_every_input_lives_in_the_url_and_a_copied_address_reopens_the_plan(tmp_path: Path) -> None:

@@ -188,7 +188,8 @@ def settle_choices(runs: pd.DataFrame, home: str, predict: bool) -> tuple[list[s
 
 def page_notes(table: pd.DataFrame, inputs: dict[str, Any]) -> list[str]:
     """What the Planner page should say above its table that the table alone does not: candidates of
-    several models, and a latency target judged against means where the percentile asked for was not recorded.
+    several models, and candidates predicted without runs. (A latency target judged against means is one of the
+    plan's own notes, :func:`perfmodel.planner.latency_basis_notes`, which the CLI and the report show too.)
 
     Parameters
     ----------
@@ -214,30 +215,6 @@ def page_notes(table: pd.DataFrame, inputs: dict[str, Any]) -> list[str]:
             out.append(f"{len(bare)} of {len(table)} candidates have no runs of their hardware and model: they are the "
                        f"predictor's extrapolation from other hardware and models{low}. Their device counts are "
                        "as sure as the band under *devices (low)* / *devices (high)* says.")
-    pct = str((inputs.get("slo") or {}).get("percentile", "mean"))
-    targets = [k for k in ("e2e_s", "ttft_s", "tpot_s") if (inputs.get("slo") or {}).get(k)]
-    if pct != "mean" and targets and len(table) and "latency_basis" in table.columns:
-        basis = table["latency_basis"].astype(str)
-        # the targets' own latencies only (a TPOT with no target read "measured mean" and was counted)
-        on_mean = pd.concat([basis.str.contains(rf"\b{k[:-2]}: measured mean") for k in targets], axis=1).any(axis=1)
-        if on_mean.any():
-            out.append(f"The {pct} latency targets are judged against the measured mean where the runs did not "
-                       f"record the {pct} ({int(on_mean.sum())} of {len(table)} candidates): "
-                       "a percentile above the median sits above the mean for the usual right-skewed latencies, "
-                       "so those candidates may miss the target.")
-        # Only the targets set, and only where their own latency was derived ("e2e: measured p90, tpot: derived"
-        # had said every e2e target was judged against a mean when only TPOT, with no target, was derived).
-        words = {"e2e_s": "end-to-end", "tpot_s": "TPOT"}
-        hit = {k: table["latency_basis"].astype(str).str.contains(rf"\b{k[:-2]}: derived") for k in words
-               if k in targets}
-        derived = pd.concat(list(hit.values()), axis=1).any(axis=1) if hit else pd.Series(dtype=bool)
-        if derived.any():
-            which = " and ".join(words[k] for k, m in hit.items() if m.any())
-            out.append(f"Where no {which} latency was measured for a candidate ({int(derived.sum())} of "
-                       f"{len(table)} candidates: sized from runs at other lengths, predicted, or runs that did not "
-                       "record it) it is derived from throughput and batch, which gives a mean: the "
-                       f"{pct} {which} {'targets are' if ' and ' in which else 'target is'} judged against that "
-                       "mean there.")
     return out
 
 
