@@ -771,3 +771,13 @@ def test_prices_and_the_exchange_rate_are_checked() -> None:
     with pytest.raises(ValidationError, match="'H100', 'h100-sxm' are all h100-sxm"):
         inputs(prices={"H100": 2.0, "h100-sxm": 3.0})
     assert inputs(currency="EUR", usd_to_currency=0.9).usd_to_currency == 0.9
+
+
+def test_a_predicted_candidate_whose_heads_do_not_split_over_its_devices_is_infeasible() -> None:
+    # Guards: Llama-3-8B (32 heads) on 3 devices of tensor parallelism was sized as 6 H100s.
+    res = plan(inputs(models=["llama-3-8b"], hardware=["h200-sxm"], device_counts=[3, 4], slo={}), None,
+               predictor=_RecordingPredictor())
+    assert res.table["device_count"].tolist() == [4]
+    [reason] = res.infeasible.loc[res.infeasible["device_count"] == 3, "reason"].tolist()
+    assert reason == ("llama-3-8b's 32 attention heads do not split over 3 devices (tensor parallelism needs a "
+                      "device count that divides them)")
