@@ -181,3 +181,16 @@ def test_the_copy_that_records_most_stays_for_all_others(formats_dir: Path) -> N
     notes = _duplicate_notes(out)
     assert sorted(i.file for i in notes) == ["a.json", "b.json"]
     assert all("c.json row 1" in i.message for i in notes)
+
+
+def test_llmperf_summary_beside_its_individual_responses(formats_dir: Path, store: Store) -> None:
+    # Guards: the summary and the responses it summarises were stored as two rows of one run; they differ only
+    # in the TPOT each derives (from the means, per request).
+    folder = formats_dir / "llmperf"
+    files = sorted(folder.glob("llmperf-leaderboard__anyscale_70b_*.json"))
+    assert len(files) == 2
+    meta = ImportMeta(hardware="H100", model="Llama-2-70B", batch_size=5)
+    info, results = import_files(files, meta=meta, store=store)
+    assert info.n_runs == 1
+    [note] = _duplicate_notes(results)
+    assert "individual_responses" in note.message or "summary" in note.message
