@@ -923,6 +923,7 @@ def finalize(parsed: Parsed, *, meta: ImportMeta, fmt: str, file: str, sha256: s
                 "request rate (all requests sent at once, with no concurrency limit): stored, but no curve, fit "
                 "or prediction can use them; measure with a concurrency limit (e.g. vLLM's --max-concurrency) "
                 "for a load axis"), "warning"))
+    issues += _little_law_issues(table, file)
     if table.empty and not parsed.allow_empty:
         # check_runs' row errors first, then the rows left out for a missing or unknown name.
         detail = "; ".join(str(i) for i in [i for i in issues if i.severity == "error"][:3]) \
@@ -949,6 +950,36 @@ def _missing_names(runs: pd.DataFrame, missing: np.ndarray, kind: str, opt: str,
         issues.append(Issue(file, _row_label(runs, int(pos)), kind,
                             f"no {kind} in this row; row left out: pass {opt} NAME to supply it for the rows that "
                             "name none (the other rows keep their own)"))
+
+
+LITTLE_LAW_SHORTFALL = 0.5
+"""Below this share of its configured concurrency, a run's requests in flight (Little's law) are reported."""
+
+
+def _little_law_issues(table: pd.DataFrame, file: str) -> list[Issue]:
+    """A warning for concurrency runs whose requests in flight by Little's law (completed requests a second x
+    mean e2e latency) fall under :data:`LITTLE_LAW_SHORTFALL` of the configured concurrency, where the file does
+    not measure the concurrency itself: a client that configured 1,024 had about 25 in flight (2.53 req/s x
+    10.0 s), and its "batch 1,024" had read as 1,024 sequences at once."""
+    need = {"load_kind", "batch_size", "request_throughput_rps", "e2e_latency_s"}
+    if table.empty or not need <= set(table.columns):
+        return []
+    conc = (table["load_kind"].astype("string") == "concurrency").fillna(False).to_numpy(dtype=bool)
+    if "measured_concurrency" in table.columns:
+        conc &= table["measured_concurrency"].isna().to_numpy()
+    bb = pd.to_numeric(table["batch_size"], errors="coerce").to_numpy(dtype=float)
+    flight = (pd.to_numeric(table["request_throughput_rps"], errors="coerce")
+              * pd.to_numeric(table["e2e_latency_s"], errors="coerce")).to_numpy(dtype=float)
+    short = conc & np.isfinite(bb) & np.isfinite(flight) & (flight < LITTLE_LAW_SHORTFALL * bb)
+    if not short.any():
+        return []
+    rows = table["source_row"].to_numpy() if "source_row" in table.columns else np.arange(1, len(table) + 1)
+    first = int(np.flatnonzero(short)[0])
+    return [Issue(file, int(rows[first]), "batch_size", (
+        f"{int(short.sum())} of {len(table)} concurrency run(s) had far fewer requests in flight than configured "
+        f"(Little's law, completed requests a second x mean e2e; first: about {flight[first]:,.1f} at "
+        f"concurrency {bb[first]:g}): the client or the server held the load below its limit, so the batch "
+        "axis reads higher than what ran"), "warning")]
 
 
 def _unknown_names(runs: pd.DataFrame, raw_col: str, kind: str, opt: str, unknown: Mapping[str, UnknownNameError],

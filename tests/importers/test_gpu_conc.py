@@ -82,3 +82,16 @@ def test_wrong_type_and_truncated(tmp_path: Path, formats_dir: Path) -> None:
     cut.write_text(json.dumps(doc, indent=2)[:3000])
     with pytest.raises(ImportFormatError, match=r"cut\.json: invalid JSON at line \d+ column \d+"):
         parse(GPU, cut)
+
+
+def test_a_concurrency_far_above_what_was_in_flight_is_reported(formats_dir) -> None:  # noqa: ANN001
+    # Guards: H200 at configured concurrency 1,024 had about 25 requests in flight (2.53 req/s x 10.0 s), and
+    # nothing said the batch axis read 40x higher than what ran.
+    from perfmodel.importers import ImportMeta, read_file
+
+    res = read_file(formats_dir / "custom-concurrency-json" / "gpu_conc__H200_benchmark_summary_20250814_182107.json",
+                    meta=ImportMeta(model="llama-3-8b"))
+    [w] = [i for i in res.issues if "Little's law" in i.message]
+    assert w.severity == "warning" and w.column == "batch_size"
+    assert w.message.startswith("5 of 10 concurrency run(s) had far fewer requests in flight than configured")
+    assert "first: about 20.8 at concurrency 64" in w.message
