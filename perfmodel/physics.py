@@ -114,7 +114,7 @@ def _is_missing(value: object) -> bool:
 
 
 def check_query(runs: pd.DataFrame, *, columns: tuple[str, ...] = QUERY_COLUMNS,
-                file: str | None = None, query: bool = False) -> None:
+                file: str | None = None, query: bool = False, what: str = "query table") -> None:
     """Check that ``runs`` has what physical features and bounds need.
 
     Parameters
@@ -131,6 +131,8 @@ def check_query(runs: pd.DataFrame, *, columns: tuple[str, ...] = QUERY_COLUMNS,
         catalog does not know and ``tp_size`` x ``pp_size`` above ``device_count`` are refused (in
         measurements, which predictors also read, an engine's own name for the dtype, such as ``auto``, is
         read as the model's default, and the sizes as recorded).
+    what
+        What the rows are, for the message: ``"training table"`` where a predictor's ``fit`` checks its rows.
 
     Raises
     ------
@@ -178,7 +180,7 @@ def check_query(runs: pd.DataFrame, *, columns: tuple[str, ...] = QUERY_COLUMNS,
     if query:
         problems += _optional_problems(runs, rows, file)
     if problems:
-        raise ValidationError(f"the query table is not usable ({len(problems)} problem(s)):", problems)
+        raise ValidationError(f"the {what} is not usable ({len(problems)} problem(s)):", problems)
 
 
 def _optional_problems(runs: pd.DataFrame, rows: np.ndarray, file: str | None) -> list[Problem]:

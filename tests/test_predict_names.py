@@ -71,3 +71,13 @@ def test_roofline_gbm_learns_output_throughput_and_derives_the_total(runs):
     with pytest.raises(ValidationError, match="derived from it as pred_total_throughput_tok_s"):
         get_predictor("roofline-gbm").fit(data, y="total_throughput_tok_s")
     assert get_predictor("xgboost").fit(data, y="total_throughput_tok_s").y_ == "total_throughput_tok_s"
+
+
+@pytest.mark.parametrize("name", PREDICTORS)
+def test_a_training_table_without_a_column_is_named_as_the_training_rows(name, runs):
+    """``fit`` on rows without ``batch_size`` had said "the query table is not usable" (or "the queries are not
+    valid"), blaming queries the user had not given."""
+    with pytest.raises(ValidationError) as exc:
+        get_predictor(name).fit(runs.drop(columns=["batch_size"]))
+    assert "training" in str(exc.value) and "quer" not in str(exc.value).split("\n")[0]
+    assert any(p.column == "batch_size" for p in exc.value.problems)

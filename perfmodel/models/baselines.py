@@ -62,7 +62,8 @@ DEFAULT_FEATURES = "raw+derived+identity"
 _RANGE_SLACK = 1e-9
 
 
-def check_queries(runs: pd.DataFrame, *, columns: Sequence[str] = CATEGORICAL_COLUMNS) -> None:
+def check_queries(runs: pd.DataFrame, *, columns: Sequence[str] = CATEGORICAL_COLUMNS,
+                  what: str = "queries") -> None:
     """Check that queries carry the identity columns and valid lengths, batch and device count.
 
     Parameters
@@ -71,6 +72,8 @@ def check_queries(runs: pd.DataFrame, *, columns: Sequence[str] = CATEGORICAL_CO
         Query rows with canonical column names.
     columns
         Identity (text) columns that must be present and filled.
+    what
+        What the rows are, for the message (``"training rows"`` in ``fit``).
 
     Raises
     ------
@@ -93,7 +96,7 @@ def check_queries(runs: pd.DataFrame, *, columns: Sequence[str] = CATEGORICAL_CO
     except ValidationError as exc:
         problems += [p for p in exc.problems if (p.column, p.row) not in {(q.column, q.row) for q in problems}]
     if problems:
-        raise ValidationError(f"the queries are not valid ({len(problems)} problem(s)):", problems)
+        raise ValidationError(f"the {what} are not valid ({len(problems)} problem(s)):", problems)
 
 
 def _target(runs: pd.DataFrame, y: str) -> np.ndarray:
@@ -171,7 +174,7 @@ class _FeatureBaseline(Predictor):
         if not ok.any():
             raise ValidationError(f"{self.name}: no training row has a positive finite {y}")
         train = runs.loc[ok].reset_index(drop=True)
-        check_queries(train)
+        check_queries(train, what="training rows")
         x, _ = self._design(train, fit=True)
         self.y_ = y
         self._fit_matrix(x, target[ok])

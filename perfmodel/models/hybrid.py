@@ -245,7 +245,7 @@ class ALAPredictor(Predictor):
         train = runs.loc[np.isfinite(yv) & (yv > 0)].reset_index(drop=True)
         if train.empty:
             raise ValidationError(f"ala: no training row has a positive finite {y}")
-        check_queries(train)
+        check_queries(train, what="training rows")
         key = config_key(train)
         # As published: plain least-squares curves (no refit through the origin of a curve below zero).
         table = fit_curves(train, key, shape="exp", intervals="none", y=y, origin_refit=False)

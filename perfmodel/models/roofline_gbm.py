@@ -2247,7 +2247,7 @@ class RooflineGBM(Predictor):
                      "its roofline prior bounds the output tokens a second; the total throughput is derived from "
                      "it as pred_total_throughput_tok_s")
         runs = as_queries(runs)
-        physics.check_query(runs, columns=(*physics.QUERY_COLUMNS, "framework"))
+        physics.check_query(runs, columns=(*physics.QUERY_COLUMNS, "framework"), what="training table")
         if y not in runs.columns:
             raise ValidationError(f"cannot fit {self.name}", [Problem("target column is missing", column=y)])
         target = pd.to_numeric(runs[y], errors="coerce").astype("float64")
