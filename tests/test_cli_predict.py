@@ -49,10 +49,10 @@ def test_predict_keeps_query_order(model_dir, tmp_path):
 
     pred = cli_predict_csv(model_dir, QUERIES, tmp_path)
     assert list(pred["hardware"]) == ["H100", "a100-40gb", "H100"]  # rows as written, in order
-    assert list(pred.columns[-15:]) == ["pred_throughput_tok_s", "pred_lower", "pred_upper", "level", "confidence",
+    assert list(pred.columns[-16:]) == ["pred_throughput_tok_s", "pred_lower", "pred_upper", "level", "confidence",
                                         "in_domain", "pred_total_throughput_tok_s", "pred_e2e_latency_s",
                                         "pred_e2e_lower_s", "pred_e2e_upper_s", "pred_ttft_s", "pred_ttft_lower_s",
-                                        "pred_ttft_upper_s", "pred_tpot_s", "note"]
+                                        "pred_ttft_upper_s", "pred_tpot_s", "note", "domain_reason"]
     # Little's law: batch x output tokens / output throughput; total counts the input tokens too.
     y = pred["pred_throughput_tok_s"]
     assert pred["pred_e2e_latency_s"].to_numpy() == pytest.approx((pred.batch_size * pred.output_len_tok / y).to_numpy())

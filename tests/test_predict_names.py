@@ -81,3 +81,31 @@ def test_a_training_table_without_a_column_is_named_as_the_training_rows(name, r
         get_predictor(name).fit(runs.drop(columns=["batch_size"]))
     assert "training" in str(exc.value) and "quer" not in str(exc.value).split("\n")[0]
     assert any(p.column == "batch_size" for p in exc.value.problems)
+
+
+@pytest.mark.parametrize("name", PREDICTORS)
+def test_every_predictor_says_why_a_row_is_out_of_domain(name, runs):
+    """PRED.csv's ``domain_reason`` had been written for roofline-gbm only: the baselines' and the hybrid's rows
+    read ``in_domain`` False with nothing to say why."""
+    from perfmodel.models.base import prediction_table
+
+    model = get_predictor(name).fit(runs)
+    q = runs.iloc[:3].copy()
+    q.loc[q.index[1], "hardware"] = "mi300x"
+    table = prediction_table(model, q)
+    assert not table["in_domain"].iloc[1]
+    assert "hardware 'mi300x' is not in the training data" in table["domain_reason"].iloc[1]
+    inside = table["in_domain"].to_numpy(dtype=bool)
+    assert (table["domain_reason"][inside] == "").all()
+
+
+@pytest.mark.parametrize("name", ["linear", "random-forest", "xgboost"])
+def test_a_baseline_names_the_feature_outside_its_trained_range(name, runs):
+    from perfmodel.models.base import prediction_table
+
+    q = runs.iloc[:1].assign(batch_size=4096)
+    table = prediction_table(get_predictor(name).fit(runs), q)
+    assert not table["in_domain"].iloc[0]
+    assert f"batch_size = 4096 is outside the trained range 1 to {runs['batch_size'].max():g}" \
+        in table["domain_reason"].iloc[0]
+    assert "id_" not in table["domain_reason"].iloc[0]

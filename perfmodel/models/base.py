@@ -732,8 +732,8 @@ def prediction_table(predictor: Predictor, queries: pd.DataFrame, *, level: floa
 
     :func:`predict_with_latency` (:data:`PREDICTION_COLUMNS` with ``level`` after ``pred_upper``: the band's
     level where there is a band, NaN where the predictor gives none; then :data:`LATENCY_COLUMNS`), ``note``
-    (:func:`query_notes`) and, for a predictor that says why (roofline-gbm), ``domain_reason``: why a row is out
-    of domain, empty inside it.
+    (:func:`query_notes`) and ``domain_reason`` (:func:`domain_reason_column`): why a row is out of domain,
+    empty inside it.
 
     Parameters
     ----------
@@ -768,14 +768,34 @@ def prediction_table(predictor: Predictor, queries: pd.DataFrame, *, level: floa
     # what the numbers alone do not say: a configuration that cannot run (a blank row), a request longer than
     # the model's context, a throughput <= 0 from a baseline far from its data
     out["note"] = query_notes(predictor, q, pred)
-    # why a row is out of domain (an unknown framework had read in_domain False with an empty note)
-    if hasattr(predictor, "domain_reasons"):
-        outside = ~out["in_domain"].astype(bool).to_numpy()
-        reasons = predictor.domain_reasons(q) if outside.any() else [[]] * len(out)
-        out["domain_reason"] = [("; ".join(r) or "no single reason: several near-misses") if o else ""
-                                for r, o in zip(reasons, outside, strict=True)]
+    out["domain_reason"] = domain_reason_column(predictor, q, out)
     out.index = queries.index
     return out
+
+
+def domain_reason_column(predictor: Any, runs: pd.DataFrame, pred: pd.DataFrame) -> list[str]:
+    """PRED.csv's ``domain_reason``: why each row of ``pred`` is out of domain, ``""`` inside it. The
+    predictor's own ``domain_reasons`` (an unknown framework had read ``in_domain`` False with an empty note;
+    the baselines' and the hybrid's rows had had no reason at all), a configuration that cannot run, and a
+    throughput of zero or less (:func:`flag_nonpositive`)."""
+    outside = ~pred["in_domain"].astype(bool).to_numpy()
+    if not outside.any():
+        return [""] * len(pred)
+    method = getattr(predictor, "domain_reasons", None)
+    reasons = [list(r) for r in method(runs)] if callable(method) else [[] for _ in range(len(pred))]
+    blocked = cannot_run_reasons(predictor, runs)
+    tp = pd.to_numeric(pred["pred_throughput_tok_s"], errors="coerce").to_numpy(dtype=float)
+    col = []
+    for i, r in enumerate(reasons):
+        if not outside[i]:
+            col.append("")
+            continue
+        if blocked[i] is not None and blocked[i] not in r:
+            r.insert(0, str(blocked[i]))
+        if np.isfinite(tp[i]) and tp[i] <= 0:
+            r.append("the predicted throughput is <= 0")
+        col.append("; ".join(r) or "no single reason: several near-misses")
+    return col
 
 
 def nonpositive_note(name: str = "") -> str:

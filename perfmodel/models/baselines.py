@@ -54,6 +54,7 @@ __all__ = [
     "RandomForestBaseline",
     "XGBoostBaseline",
     "check_queries",
+    "unseen_reasons",
 ]
 
 CATEGORICAL_COLUMNS = ("hardware", "framework", "model")
@@ -99,6 +100,16 @@ def check_queries(runs: pd.DataFrame, *, columns: Sequence[str] = CATEGORICAL_CO
         raise ValidationError(f"the {what} are not valid ({len(problems)} problem(s)):", problems)
 
 
+def unseen_reasons(runs: pd.DataFrame, seen: dict[str, list[str]]) -> list[list[str]]:
+    """Per query, each identity (:data:`CATEGORICAL_COLUMNS`) whose value no training row had, in words."""
+    out: list[list[str]] = [[] for _ in range(len(runs))]
+    for c in CATEGORICAL_COLUMNS:
+        values = runs[c].astype("string")
+        for i in np.flatnonzero(~values.isin(seen[c]).fillna(False).to_numpy(dtype=bool)):
+            out[i].append(f"{c} {str(values.iloc[i])!r} is not in the training data")
+    return out
+
+
 def _target(runs: pd.DataFrame, y: str) -> np.ndarray:
     if y not in runs.columns:
         raise ValidationError("fit: the training table has no target column", [Problem("missing column", column=y)])
@@ -136,16 +147,51 @@ class _FeatureBaseline(Predictor):
                 self.lo_ = np.nan_to_num(np.nanmin(fin, axis=0), nan=-np.inf).tolist()
                 self.hi_ = np.nan_to_num(np.nanmax(fin, axis=0), nan=np.inf).tolist()
             self.fill_ = np.where(np.isfinite(med), med, 0.0).tolist()
-        lo, hi = np.asarray(self.lo_, dtype=float), np.asarray(self.hi_, dtype=float)
-        slack = np.where(np.isfinite(hi - lo), np.maximum(np.abs(hi - lo), 1.0) * _RANGE_SLACK, 0.0)
-        with np.errstate(invalid="ignore"):
-            inside = np.all(~np.isfinite(x) | ((x >= lo - slack) & (x <= hi + slack)), axis=1)
+        inside = ~self._outside_range(x).any(axis=1)
         for c in CATEGORICAL_COLUMNS:
-            inside &= runs[c].astype("string").isin(self.seen_[c]).fillna(False).to_numpy(dtype=bool)
+            inside &= self._seen(runs, c)
         # Missing figures (a catalog gap, an unrecorded TP size) get the training median:
         # linear regression and the forest cannot take NaN, and the paper's models had none.
         x = np.where(np.isfinite(x), x, np.asarray(self.fill_, dtype=float))
         return x, inside
+
+    def _outside_range(self, x: np.ndarray) -> np.ndarray:
+        """Per query and feature, whether a finite value lies outside the training range."""
+        lo, hi = np.asarray(self.lo_, dtype=float), np.asarray(self.hi_, dtype=float)
+        slack = np.where(np.isfinite(hi - lo), np.maximum(np.abs(hi - lo), 1.0) * _RANGE_SLACK, 0.0)
+        with np.errstate(invalid="ignore"):
+            return np.isfinite(x) & ((x < lo - slack) | (x > hi + slack))
+
+    def _seen(self, runs: pd.DataFrame, column: str) -> np.ndarray:
+        return runs[column].astype("string").isin(self.seen_[column]).fillna(False).to_numpy(dtype=bool)
+
+    def domain_reasons(self, runs: pd.DataFrame) -> list[list[str]]:
+        """Why each query is out of domain (``in_domain`` false in :meth:`predict`), in words; an empty list
+        for a query inside it: a hardware, framework or model never seen in training, and each feature
+        outside the training range, with the range. PRED.csv's ``domain_reason`` (a baseline's rows had been
+        out of domain without a word).
+
+        Raises
+        ------
+        NotFittedError
+            Called before :meth:`fit`.
+        ValidationError
+            A query lacks a column or has an invalid value (row and column named).
+        """
+        if not hasattr(self, "feature_names_"):
+            raise NotFittedError(f"this {self.name} predictor is not fitted yet: call fit(runs) first")
+        runs = as_queries(runs)
+        check_queries(runs)
+        from ..features import build_features
+
+        out = unseen_reasons(runs, self.seen_)
+        x = build_features(runs, names=self.feature_names_).to_numpy(dtype=float, na_value=np.nan)
+        for i, j in zip(*np.nonzero(self._outside_range(x)), strict=True):
+            name = self.feature_names_[j]
+            if not name.startswith("id_"):  # a one-hot indicator: the identity's own reason says it
+                out[i].append(f"{name} = {x[i, j]:.4g} is outside the trained range {self.lo_[j]:.4g} to "
+                              f"{self.hi_[j]:.4g}")
+        return out
 
     # -------------------------------------------------------------- contract
     def fit(self, runs: pd.DataFrame, y: str = "output_throughput_tok_s") -> _FeatureBaseline:

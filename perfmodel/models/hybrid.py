@@ -63,7 +63,7 @@ from .base import (
     register,
     write_metadata,
 )
-from .baselines import CATEGORICAL_COLUMNS, check_queries
+from .baselines import CATEGORICAL_COLUMNS, check_queries, unseen_reasons
 
 __all__ = ["ALAPredictor", "CONFIG_FEATURES", "cosine_confidence"]
 
@@ -375,6 +375,30 @@ class ALAPredictor(Predictor):
             inside &= q[c].astype("string").isin(self.seen_[c]).fillna(False).to_numpy(dtype=bool)
         nan = np.full(len(q), np.nan)
         return prediction_frame(runs.index, pred, nan, nan, conf, inside)
+
+    def domain_reasons(self, runs: pd.DataFrame) -> list[list[str]]:
+        """Why each query is out of domain (``in_domain`` false in :meth:`predict`), in words; an empty list
+        for a query inside it: a hardware, framework or model never seen in training, and a nearest-neighbour
+        confidence below the 1st percentile of the training points' own. PRED.csv's ``domain_reason``.
+
+        Raises
+        ------
+        NotFittedError
+            Called before :meth:`fit`.
+        ValidationError
+            A query lacks a column or has an invalid value (row and column named).
+        """
+        if not hasattr(self, "booster_"):
+            raise NotFittedError("this ala predictor is not fitted yet: call fit(runs) first")
+        runs = as_queries(runs)
+        check_queries(runs)
+        out = unseen_reasons(runs, self.seen_)
+        batch = runs["batch_size"].to_numpy(dtype=float)
+        conf = cosine_confidence(self._conf_x(self._config_x(runs), batch), self.points_, self.k)
+        for i in np.flatnonzero(~(conf >= self.conf_threshold_)):
+            out[i].append(f"its nearest-neighbour confidence {conf[i]:.2f} is below that of 99 % of the training "
+                          f"points ({self.conf_threshold_:.2f})")
+        return out
 
     # -------------------------------------------------------------- persistence
     def save(self, path: str | os.PathLike[str]) -> None:
