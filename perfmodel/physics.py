@@ -184,9 +184,9 @@ def check_query(runs: pd.DataFrame, *, columns: tuple[str, ...] = QUERY_COLUMNS,
 
 
 def _optional_problems(runs: pd.DataFrame, rows: np.ndarray, file: str | None) -> list[Problem]:
-    """:func:`check_query`'s checks of the optional columns: a ``weight_dtype`` the catalog knows (``float99`` had
-    been read as the model's default), and ``tp_size`` x ``pp_size`` within ``device_count`` (TP 8 on 4 devices
-    had been predicted)."""
+    """:func:`check_query`'s checks of the optional columns: a ``weight_dtype`` and ``kv_cache_dtype`` the catalog
+    knows (``float99`` had been read as the model's default), a valid ``load_kind``, and ``tp_size`` x ``pp_size``
+    within ``device_count`` (TP 8 on 4 devices had been predicted)."""
     out: list[Problem] = []
     if "weight_dtype" in runs.columns:
         dtypes = runs["weight_dtype"].astype(object)
@@ -194,6 +194,20 @@ def _optional_problems(runs: pd.DataFrame, rows: np.ndarray, file: str | None) -
         for i in [i for i, v in enumerate(dtypes) if v in bad][:10] if bad else []:
             out.append(Problem(f"unknown dtype {as_written(dtypes.iloc[i])}; known: {', '.join(DTYPE_BYTES)}",
                                file=file, row=int(rows[i]), column="weight_dtype"))
+    if "kv_cache_dtype" in runs.columns:  # vLLM's "auto" is the activations' dtype
+        kv = runs["kv_cache_dtype"].astype(object)
+        bad = {v for v in pd.unique(kv.dropna()) if not _is_missing(v) and str(v).strip().lower() != "auto"
+               and math.isnan(_bytes_of(v))}
+        for i in [i for i, v in enumerate(kv) if v in bad][:10] if bad else []:
+            out.append(Problem(f"unknown dtype {as_written(kv.iloc[i])}; known: auto, {', '.join(DTYPE_BYTES)}",
+                               file=file, row=int(rows[i]), column="kv_cache_dtype"))
+    if "load_kind" in runs.columns:  # a misspelt kind ("static") had made a configuration never measured
+        from .schema import LOAD_KINDS
+
+        lk = runs["load_kind"].astype(object)
+        for i in [i for i, v in enumerate(lk) if not _is_missing(v) and str(v) not in LOAD_KINDS][:10]:
+            out.append(Problem(f"unknown load_kind {as_written(lk.iloc[i])}; valid: {', '.join(LOAD_KINDS)}",
+                               file=file, row=int(rows[i]), column="load_kind"))
     if "tp_size" in runs.columns and "device_count" in runs.columns:
         def num(c: str) -> np.ndarray:
             return pd.to_numeric(runs[c], errors="coerce").to_numpy(dtype=float) if c in runs.columns \

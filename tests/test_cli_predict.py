@@ -292,6 +292,13 @@ def test_one_point_out_of_domain_says_why(tmp_path):
     assert res.exit_code != 0 and "Traceback" not in res.output
     assert "row 2, column 'weight_dtype': unknown dtype 'float99'; known: fp64" in res.output, res.output
     assert "row 3, column 'tp_size': tp_size x pp_size = 8 devices, more than device_count 1" in res.output
+    # a misspelt load kind or KV-cache dtype had made a configuration never measured, in domain
+    q.write_text("hardware,model,framework,input_len_tok,output_len_tok,batch_size,load_kind,kv_cache_dtype\n"
+                 "H100,llama-3-8b,vllm,128,128,16,static,auto\nH100,llama-3-8b,vllm,128,128,16,static_batch,fp9\n")
+    res = CliRunner().invoke(main, ["predict", str(out), str(q)])
+    assert res.exit_code != 0 and "Traceback" not in res.output
+    assert "row 1, column 'load_kind': unknown load_kind 'static'; valid: static_batch, concurrency" in res.output
+    assert "row 2, column 'kv_cache_dtype': unknown dtype 'fp9'; known: auto, fp64" in res.output, res.output
 
 
 def test_help_lists_every_predictor_and_protocol():

@@ -182,6 +182,23 @@ def test_weights_at_a_width_no_training_row_had_are_out_of_domain(fitted: tuple[
     pd.testing.assert_frame_equal(load_predictor(tmp_path / "m").predict(fp8), pred)
 
 
+def test_a_query_that_states_what_the_data_left_blank_is_the_measured_configuration(
+        fitted: tuple[RooflineGBM, pd.DataFrame]) -> None:
+    # LLM-Inference-Bench records no dtype, TP size or quantization. A query that said bf16, TP 2 on 2 devices,
+    # PP 1, no quantization or vLLM's "auto" KV cache had been a configuration never measured: the same point,
+    # its band 2.6x wider.
+    m, df = fitted
+    q = df[df["device_count"] == 2].head(2).drop(columns="output_throughput_tok_s").reset_index(drop=True)
+    plain = m.predict(q)
+    for stated in ({"weight_dtype": "bf16"}, {"weight_dtype": "bfloat16"}, {"tp_size": 2.0}, {"pp_size": 1.0},
+                   {"tp_size": 2.0, "pp_size": 1.0}, {"quantization": "none"}, {"kv_cache_dtype": "auto"},
+                   {"weight_dtype": "bf16", "kv_cache_dtype": "bf16"}):
+        pd.testing.assert_frame_equal(m.predict(q.assign(**stated)), plain, obj=str(stated))
+    # what is not the blank's meaning stays a configuration of its own
+    for other in ({"tp_size": 1.0}, {"pp_size": 2.0, "tp_size": 1.0}, {"kv_cache_dtype": "fp8"}):
+        assert not np.allclose(m.predict(q.assign(**other))["pred_upper"], plain["pred_upper"]), other
+
+
 def test_device_counts_and_a_configurations_batches_bound_the_domain(tmp_path) -> None:  # type: ignore[no-untyped-def]
     # 16 H100s had been in domain (confidence 0.65) on data measured at 1-8 devices, and a configuration measured
     # at batches 1 and 16 in domain at batch 256 (confidence 0.06), because the global batch range held it.

@@ -426,6 +426,7 @@ def _complete_query(runs: pd.DataFrame, known: dict[str, Any]) -> tuple[pd.DataF
     keys = _config_keys(runs).to_numpy()
     if len(runs) == 0 or not known:
         return runs, keys
+    runs, keys = _defaults_as_blank(runs, keys, known)
     absent = {i for i, c in enumerate(CONFIG_COLUMNS) if c not in runs.columns}
     # A blank cell means "not given" only where no trained configuration is blank there; elsewhere it is
     # a value ("no quantization") and must match as one, or a held-out configuration would take the key
@@ -491,6 +492,71 @@ def _complete_query(runs: pd.DataFrame, known: dict[str, Any]) -> tuple[pd.DataF
 
 
 _LENGTH_POSITIONS = (CONFIG_COLUMNS.index("input_len_tok"), CONFIG_COLUMNS.index("output_len_tok"))
+_POS = {c: i for i, c in enumerate(CONFIG_COLUMNS)}
+_NO_QUANTIZATION = frozenset({"none", "no", "false", "fp16", "bf16", "unquantized"})
+_KV_AS_WEIGHTS = frozenset({"auto"})
+
+
+def _stated_defaults(parts: list[str]) -> list[int]:
+    """The key positions of ``parts`` (a configuration key, split) that state what a blank cell means there
+    (:func:`perfmodel.physics.dtype_bytes`, :func:`perfmodel.features.physical`): weights of the model's default
+    width, TP over all devices (``tp_size`` = ``device_count`` / ``pp_size``), ``pp_size`` 1, no quantization,
+    a KV cache of the width a blank gives (vLLM's ``auto``)."""
+    out: list[int] = []
+    model = parts[_POS["model"]]
+    try:
+        default = physics._bytes_of(catalog.resolve_model(model).default_dtype) if model else math.nan
+    except PerfmodelError:
+        default = math.nan
+    default = 2.0 if math.isnan(default) else default
+    w = parts[_POS["weight_dtype"]]
+    q = parts[_POS["quantization"]].lower()
+    weights = physics._bytes_of(w) if w else default
+    if w and weights == default and not q:
+        out.append(_POS["weight_dtype"])
+    if q in _NO_QUANTIZATION:
+        out.append(_POS["quantization"])
+    kv = parts[_POS["kv_cache_dtype"]]
+    if kv and (kv.lower() in _KV_AS_WEIGHTS or physics._bytes_of(kv) == max(weights, 2.0)):
+        out.append(_POS["kv_cache_dtype"])
+    try:
+        dc = float(parts[_POS["device_count"]])
+        pp = float(parts[_POS["pp_size"]] or 1.0)
+        if parts[_POS["pp_size"]] and pp == 1.0:
+            out.append(_POS["pp_size"])
+        if parts[_POS["tp_size"]] and float(parts[_POS["tp_size"]]) * pp == dc:
+            out.append(_POS["tp_size"])
+    except ValueError:
+        pass
+    return out
+
+
+def _defaults_as_blank(runs: pd.DataFrame, keys: np.ndarray, known: dict[str, Any]
+                       ) -> tuple[pd.DataFrame, np.ndarray]:
+    """``runs`` and ``keys`` with the cells that state a blank's meaning (:func:`_stated_defaults`) left blank,
+    in the rows whose configuration was not trained as written and at the positions some trained configuration
+    leaves blank. LLM-Inference-Bench records no dtype, TP size or quantization: a query that said ``bf16``,
+    ``tp_size`` 1 or ``quantization`` none for a measured H100 configuration had been a new one, its band 2.6x
+    wider (3,448 tok/s [2,890, 4,113] against 3,489 [3,286, 3,705]) for saying what the data meant."""
+    open_ = set(range(len(CONFIG_COLUMNS))) - _never_blank(known)
+    relaxed: dict[str, tuple[str, list[int]]] = {}
+    for key in set(keys.tolist()):
+        if key in known:
+            continue
+        parts = key.split("|")
+        pos = [i for i in _stated_defaults(parts) if i in open_]
+        if pos:
+            relaxed[key] = ("|".join("" if i in pos else p for i, p in enumerate(parts)), pos)
+    if not relaxed:
+        return runs, keys
+    runs = runs.copy()
+    for key, (_, pos) in relaxed.items():
+        rows = keys == key
+        for i in pos:
+            col = CONFIG_COLUMNS[i]
+            runs[col] = runs[col].astype("float64" if col in _NUMERIC_CONFIG else object)
+            runs.loc[rows, col] = np.nan if col in _NUMERIC_CONFIG else None
+    return runs, np.array([relaxed[k][0] if k in relaxed else k for k in keys.tolist()], dtype=object)
 
 
 def _complete_at_other_lengths(known: dict[str, Any], parts: list[str], blank: tuple[int, ...],
