@@ -91,6 +91,7 @@ __all__ = [
     "PlanResult",
     "SETTING_COLUMNS",
     "latency_basis_notes",
+    "rate_runs_in_flight",
     "lengths_caveat",
     "PERCENTILES",
     "CANDIDATE_KEYS",
@@ -375,8 +376,9 @@ class PlanResult:
         rec = self.recommendation
         if rec is None:
             if self.infeasible.empty:
-                return (f"{head}: no candidate to size: no run with a batch size and a positive throughput "
-                        "matches the chosen models, hardware, frameworks and device counts together.")
+                return (f"{head}: no candidate to size: no run with a batch size (or, at a request rate, the "
+                        "requests it held in flight) and a positive throughput matches the chosen models, "
+                        "hardware, frameworks and device counts together.")
             return f"{head}: no candidate is feasible ({len(self.infeasible)} rejected; see the reasons)."
         cost = rec["cost_per_hour"]
         lo_c, hi_c = f"{rec['cost_per_hour_lo']:,.2f}", f"{rec['cost_per_hour_hi']:,.2f}"
@@ -406,7 +408,8 @@ class PlanResult:
                    if np.isfinite(load) and load < 0.95 * rec["batch_size"]
                    and np.isfinite(rec.get("e2e_at_load_s", math.nan)) else "")
         return (f"{head}: {dev} running {rec['model']} on {rec['framework']} with {rec['device_count']} "
-                f"device(s) per replica in batches of up to {rec['batch_size']:g}{cost_txt}.{at_load}{extra}")
+                f"device(s) per replica in batches of up to {_batch_text(rec['batch_size'])}{cost_txt}."
+                f"{at_load}{extra}")
 
 
     def lengths_caveat(self, column: str = "measured at") -> str:
@@ -423,6 +426,12 @@ class PlanResult:
         """
         i, o = self.inputs.workload.mean_lengths
         return lengths_caveat(self.table, f"{i:g}/{o:g}", self.recommendation, column=column)
+
+
+def _batch_text(batch: float) -> str:
+    """A batch as the summary says it: whole as written, a request-rate run's mean in flight to 3 figures
+    ("93.3007" had read as a configured batch)."""
+    return f"{batch:g}" if float(batch).is_integer() else f"{significant(batch, 3)} (requests in flight)"
 
 
 def lengths_caveat(table: pd.DataFrame, want: str, recommended: Mapping[str, Any] | None = None, *,
@@ -776,6 +785,57 @@ def _slo_ok(slo: SLO, e2e: np.ndarray, ttft: np.ndarray, tpot: np.ndarray) -> np
     return ok
 
 
+def rate_runs_in_flight(runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """``runs`` with each request-rate run's ``batch_size`` set to the requests it held in flight, and a note
+    saying so (``""`` where no row was read this way).
+
+    A run at a fixed arrival rate (GuideLLM's and inference-perf's rate sweeps, ``vllm bench serve
+    --request-rate``) records no batch: its operating point is the mean number of requests in flight, by
+    Little's law the completed requests a second times the mean end-to-end latency (the
+    ``measured_concurrency`` where the file recorded one). Its throughput and latencies were measured at
+    that load, so the planner sizes it as a concurrency run of that many; the planner had left such runs out
+    and said that nothing matched the filters.
+
+    Parameters
+    ----------
+    runs
+        A canonical runs table.
+
+    Returns
+    -------
+    (runs, note)
+        A copy where a row changed (``load_kind`` stays ``request_rate``), else ``runs`` itself.
+    """
+    if "batch_size" not in runs.columns or "load_kind" not in runs.columns or runs.empty:
+        return runs, ""
+
+    def num(col: str) -> np.ndarray:
+        return (pd.to_numeric(runs[col], errors="coerce").to_numpy(dtype=float) if col in runs.columns
+                else np.full(len(runs), np.nan))
+
+    rate = (runs["load_kind"].astype("string") == "request_rate").fillna(False).to_numpy(dtype=bool) \
+        & ~np.isfinite(num("batch_size"))
+    if not rate.any():
+        return runs, ""
+    rps = num("request_throughput_rps")
+    rps = np.where(np.isfinite(rps), rps, num("output_throughput_tok_s") / num("output_len_tok"))
+    with np.errstate(invalid="ignore"):
+        held = np.where(np.isfinite(num("measured_concurrency")), num("measured_concurrency"),
+                        rps * num("e2e_latency_s"))
+    use = rate & np.isfinite(held) & (held > 0)
+    if not use.any():
+        return runs, (f"{int(rate.sum())} request-rate run(s) record neither the requests in flight nor a "
+                      "throughput and an end-to-end latency to count them (Little's law): left out")
+    out = runs.copy()
+    out["batch_size"] = pd.to_numeric(out["batch_size"], errors="coerce").astype("float64")
+    out.loc[use, "batch_size"] = held[use]
+    left = int((rate & ~use).sum())
+    return out, (f"{int(use.sum())} request-rate run(s) are sized by the requests they held in flight (Little's "
+                 "law: completed requests a second x mean end-to-end latency, or the file's measured "
+                 "concurrency): their batch is that mean, not a configured batch"
+                 + (f"; {left} more record no latency to count them and are left out" if left else ""))
+
+
 def _candidates(runs: pd.DataFrame, inputs: PlanInputs) -> pd.DataFrame:
     from . import catalog
 
@@ -842,6 +902,9 @@ def plan(inputs: PlanInputs | Mapping[str, Any], runs: pd.DataFrame | None = Non
     if missing:
         raise ValidationError("plan: the runs table lacks columns the planner needs",
                               [Problem("missing", column=c) for c in missing])
+    runs, rate_note = rate_runs_in_flight(runs)
+    if rate_note:
+        notes.append(rate_note)
     if predictor is None and inputs.predict:
         predictor, why = _plan_predictor(runs)
         notes.append(f"predict: {why}")

@@ -781,3 +781,37 @@ def test_a_predicted_candidate_whose_heads_do_not_split_over_its_devices_is_infe
     [reason] = res.infeasible.loc[res.infeasible["device_count"] == 3, "reason"].tolist()
     assert reason == ("llama-3-8b's 32 attention heads do not split over 3 devices (tensor parallelism needs a "
                       "device count that divides them)")
+
+
+def test_request_rate_runs_are_sized_by_the_requests_they_held_in_flight(formats_dir, tmp_path):
+    """inference-perf's rate sweep of vLLM on one H100 (7 rates, 1 to 183 req/s) records no batch: the planner had
+    left every run out and said no run matched the filters. Each run is now an operating point at its requests in
+    flight (completed requests a second x mean e2e), and the p99 TTFT target picks the highest rate that meets
+    it as measured: 61.8 req/s (p99 TTFT 57 ms), not 92.2 (182 ms)."""
+    from perfmodel.api import import_files, load_runs
+    from perfmodel.importers.base import ImportMeta
+    from perfmodel.store import Store
+
+    files = sorted((formats_dir / "inference-perf").glob("*stage_[0-6]_lifecycle_metrics.json"))
+    assert len(files) == 7
+    store = Store(tmp_path)
+    info, _ = import_files(files, meta=ImportMeta(hardware="h100", model="llama-3-8b"), store=store)
+    runs = load_runs(info.id, store=store)
+    assert runs["batch_size"].isna().all() and (runs["load_kind"] == "request_rate").all()
+    res = plan({"workload": {"request_rate_rps": 200, "input_len_tok": 204, "output_len_tok": 62},
+                "slo": {"ttft_s": 0.1, "percentile": "p99"}}, runs)
+    rec = res.recommendation
+    assert rec is not None and rec["status"] == "ok"
+    row = runs.loc[(runs["request_rate_rps"] - 61.79).abs() < 0.01].iloc[0]
+    assert rec["batch_size"] == pytest.approx(row["request_throughput_rps"] * row["e2e_latency_s"])
+    assert rec["replicas"] == math.ceil(200 * 62 / row["output_throughput_tok_s"])
+    assert any("7 request-rate run(s) are sized by the requests they held in flight" in n for n in res.notes)
+    assert "(requests in flight)" in res.summary()
+
+
+def test_a_rate_run_without_a_latency_is_left_out_with_a_note():
+    runs = synthetic_runs().head(3).assign(load_kind="request_rate", batch_size=np.nan, request_rate_rps=5.0)
+    res = plan(inputs(), runs)
+    assert res.recommendation is None
+    assert any("3 request-rate run(s) record neither the requests in flight" in n for n in res.notes)
+    assert "at a request rate, the requests it held in flight" in res.summary()

@@ -177,7 +177,7 @@ def test_plan_with_no_candidate_left_says_why(two_models: str) -> None:
                                   "--hardware", "cpu-x86-2vcpu", "--framework", "vllm"])
     assert r.exit_code == 0, r.output
     assert "see the reasons" not in r.output
-    assert "no run with a batch size and a positive throughput matches the chosen models, hardware" in r.output
+    assert "a positive throughput matches the chosen models, hardware" in r.output
     r = CliRunner().invoke(main, ["plan", two_models, "--rate", "1", "--input-len", "1000", "--output-len", "1000",
                                   "--hardware", "cpu-x86-2vcpu", "--model", "llama-3-8b"])
     assert r.exit_code == 0 and "1 rejected; see the reasons" in r.output
