@@ -91,6 +91,7 @@ __all__ = [
     "PlanResult",
     "SETTING_COLUMNS",
     "latency_basis_notes",
+    "offline_notes",
     "rate_runs_in_flight",
     "lengths_caveat",
     "PERCENTILES",
@@ -375,6 +376,10 @@ class PlanResult:
                 f"{i:,.0f}/{o:,.0f} input/output tokens")
         rec = self.recommendation
         if rec is None:
+            if self.infeasible.empty and any(" offline run(s) of " in n for n in self.notes):
+                return (f"{head}: no candidate to size: the matching runs are offline (every request submitted "
+                        "at once), which measure a peak throughput and no latency at a load; see the notes for "
+                        "the fewest devices that peak allows.")
             if self.infeasible.empty:
                 return (f"{head}: no candidate to size: no run with a batch size (or, at a request rate, the "
                         "requests it held in flight) and a positive throughput matches the chosen models, "
@@ -836,6 +841,48 @@ def rate_runs_in_flight(runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
                  + (f"; {left} more record no latency to count them and are left out" if left else ""))
 
 
+def offline_notes(sel: pd.DataFrame, inputs: PlanInputs) -> list[str]:
+    """What the offline runs among the candidates' rows say, one note per candidate: every request submitted at
+    once (``trtllm-bench throughput``, ``vllm bench throughput``), such a run measures the engine's peak throughput
+    and no latency at any load, so it cannot size a fleet to a latency target; its peak bounds the devices from
+    below. The planner had left them out and said no run matched the filters.
+
+    Parameters
+    ----------
+    sel
+        The candidates' rows (:func:`_candidates`).
+    inputs
+        The plan's inputs (demand, headroom).
+
+    Returns
+    -------
+    list of str
+    """
+    if "load_kind" not in sel.columns or sel.empty:
+        return []
+    off = sel[(sel["load_kind"].astype("string") == "offline").fillna(False).to_numpy(dtype=bool)
+              & ~np.isfinite(pd.to_numeric(sel["batch_size"], errors="coerce").to_numpy(dtype=float))
+              & (pd.to_numeric(sel["output_throughput_tok_s"], errors="coerce") > 0).to_numpy(dtype=bool)]
+    if off.empty:
+        return []
+    w = inputs.workload
+    demand = w.demand_output_tok_s * (1 + inputs.headroom)
+    out = []
+    for key, sub in off.groupby(list(CANDIDATE_KEYS), dropna=False, sort=True):
+        cand = dict(zip(CANDIDATE_KEYS, key, strict=True))
+        i_len, o_len = nearest_lengths(sub, *w.mean_lengths)
+        peak = float(sub.loc[(sub["input_len_tok"] == i_len) & (sub["output_len_tok"] == o_len),
+                             "output_throughput_tok_s"].max())
+        n_dev = int(cand["device_count"])
+        at = "" if (i_len, o_len) == w.mean_lengths else f" (measured at {i_len:,.0f}/{o_len:,.0f} tokens)"
+        out.append(f"{len(sub)} offline run(s) of {cand['hardware']} x {n_dev} running {cand['model']} on "
+                   f"{cand['framework']} (every request submitted at once) measure its peak, {peak:,.0f} output "
+                   f"tok/s per replica{at}, and no latency at a load: they cannot size a plan to latency targets and "
+                   f"are left out; at that peak the demand needs at least {_ceil(demand / peak) * n_dev} "
+                   "device(s)")
+    return out
+
+
 def _candidates(runs: pd.DataFrame, inputs: PlanInputs) -> pd.DataFrame:
     from . import catalog
 
@@ -909,6 +956,7 @@ def plan(inputs: PlanInputs | Mapping[str, Any], runs: pd.DataFrame | None = Non
         predictor, why = _plan_predictor(runs)
         notes.append(f"predict: {why}")
     sel = _candidates(runs, inputs)
+    notes += offline_notes(sel, inputs)
     sel = sel[sel["batch_size"].notna() & (sel["output_throughput_tok_s"] > 0)]
     rows: list[dict[str, Any]] = []
     bad: list[dict[str, Any]] = []

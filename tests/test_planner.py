@@ -815,3 +815,17 @@ def test_a_rate_run_without_a_latency_is_left_out_with_a_note():
     assert res.recommendation is None
     assert any("3 request-rate run(s) record neither the requests in flight" in n for n in res.notes)
     assert "at a request rate, the requests it held in flight" in res.summary()
+
+
+def test_offline_runs_are_named_with_the_devices_their_peak_allows():
+    """Offline runs (every request submitted at once: trtllm-bench, vllm bench throughput) had been left out
+    with "no run ... matches the chosen models, hardware" although they matched."""
+    base = synthetic_runs().head(3)
+    runs = pd.concat([base.assign(load_kind="offline", batch_size=np.nan, output_throughput_tok_s=t)
+                      for t in (3000.0, 5000.0)], ignore_index=True)
+    res = plan(inputs(), runs)  # 10 req/s x 1000 tokens x 1.2 headroom = 12,000 tok/s
+    assert res.recommendation is None
+    assert res.notes[-1].startswith("6 offline run(s) of h100-sxm x 1 running llama-3-8b on vllm")
+    assert "peak, 5,000 output tok/s per replica" in res.notes[-1]
+    assert res.notes[-1].endswith("the demand needs at least 3 device(s)")
+    assert "the matching runs are offline" in res.summary()
