@@ -109,3 +109,13 @@ def test_a_baseline_names_the_feature_outside_its_trained_range(name, runs):
     assert f"batch_size = 4096 is outside the trained range 1 to {runs['batch_size'].max():g}" \
         in table["domain_reason"].iloc[0]
     assert "id_" not in table["domain_reason"].iloc[0]
+
+
+def test_an_unknown_name_beside_an_empty_cell_is_a_problem_not_a_crash(runs):
+    """A hardware column holding an unknown name and an empty cell raised ``TypeError: boolean value of NA is
+    ambiguous`` from the row lookup of the unknown name's error."""
+    model = get_predictor("linear").fit(runs)
+    q = runs.iloc[:2].astype({"hardware": object}).reset_index(drop=True)
+    q.loc[0, "hardware"], q.loc[1, "hardware"] = "H900", None
+    with pytest.raises(UnknownNameError, match=r"H900.*row 1, column 'hardware'"):
+        model.predict(q)

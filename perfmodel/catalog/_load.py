@@ -546,7 +546,8 @@ def canonical_names(table: Any, *, file: str | None = None, problems: list[Probl
             try:
                 mapping[raw] = resolver(raw).key
             except UnknownNameError as exc:
-                rows = [labels[i] for i, v in enumerate(as_text) if v == raw][:5]
+                # (an empty cell is pandas.NA, whose == is neither true nor false: it had raised a TypeError)
+                rows = [labels[i] for i, v in enumerate(as_text) if isinstance(v, str) and v == raw][:5]
                 if problems is not None:
                     also = f" (also in row(s) {', '.join(map(str, rows[1:]))})" if len(rows) > 1 else ""
                     problems.append(Problem(str(UnknownNameError(col, raw, exc.suggestions)) + also, file=file,
