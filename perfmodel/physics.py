@@ -184,8 +184,8 @@ def check_query(runs: pd.DataFrame, *, columns: tuple[str, ...] = QUERY_COLUMNS,
 
 
 def _optional_problems(runs: pd.DataFrame, rows: np.ndarray, file: str | None) -> list[Problem]:
-    """:func:`check_query`'s checks of the optional columns: a ``weight_dtype`` and ``kv_cache_dtype`` the catalog
-    knows (``float99`` had been read as the model's default), a valid ``load_kind``, and ``tp_size`` x ``pp_size``
+    """:func:`check_query`'s checks of a user's queries: a whole batch of at least 1, a ``weight_dtype`` and
+    ``kv_cache_dtype`` the catalog knows (``float99`` had been read as the model's default), a valid ``load_kind``, and ``tp_size`` x ``pp_size``
     within ``device_count`` (TP 8 on 4 devices had been predicted)."""
     out: list[Problem] = []
     if "weight_dtype" in runs.columns:
@@ -194,6 +194,12 @@ def _optional_problems(runs: pd.DataFrame, rows: np.ndarray, file: str | None) -
         for i in [i for i, v in enumerate(dtypes) if v in bad][:10] if bad else []:
             out.append(Problem(f"unknown dtype {as_written(dtypes.iloc[i])}; known: {', '.join(DTYPE_BYTES)}",
                                file=file, row=int(rows[i]), column="weight_dtype"))
+    if "batch_size" in runs.columns:  # sequences or requests at once: batch 0.5 had been answered in domain
+        bb = pd.to_numeric(runs["batch_size"], errors="coerce").to_numpy(dtype=float)
+        for i in np.flatnonzero(np.isfinite(bb) & (bb > 0) & ((bb < 1) | (np.round(bb) != bb)))[:10]:
+            got = as_written(runs["batch_size"].iloc[i])
+            out.append(Problem(f"expected a whole number >= 1 (sequences at once), got {got}", file=file,
+                               row=int(rows[i]), column="batch_size"))
     if "kv_cache_dtype" in runs.columns:  # vLLM's "auto" is the activations' dtype
         kv = runs["kv_cache_dtype"].astype(object)
         bad = {v for v in pd.unique(kv.dropna()) if not _is_missing(v) and str(v).strip().lower() != "auto"

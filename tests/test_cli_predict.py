@@ -299,6 +299,13 @@ def test_one_point_out_of_domain_says_why(tmp_path):
     assert res.exit_code != 0 and "Traceback" not in res.output
     assert "row 1, column 'load_kind': unknown load_kind 'static'; valid: static_batch, concurrency" in res.output
     assert "row 2, column 'kv_cache_dtype': unknown dtype 'fp9'; known: auto, fp64" in res.output, res.output
+    # half a sequence, or one and a half, had been answered in domain
+    q.write_text("hardware,model,framework,input_len_tok,output_len_tok,batch_size\n"
+                 "H100,llama-3-8b,vllm,128,128,0.5\nH100,llama-3-8b,vllm,128,128,16\nH100,llama-3-8b,vllm,128,128,1.5\n")
+    res = CliRunner().invoke(main, ["predict", str(out), str(q)])
+    assert res.exit_code != 0 and "Traceback" not in res.output
+    assert "row 1, column 'batch_size': expected a whole number >= 1 (sequences at once), got 0.5" in res.output
+    assert "row 3, column 'batch_size'" in res.output and "row 2," not in res.output
 
 
 def test_help_lists_every_predictor_and_protocol():
