@@ -1515,6 +1515,7 @@ def _predicted(inputs: PlanInputs, predictor: Any, runs: pd.DataFrame, seen: set
     """Predicted candidates: the models x hardware chosen (one side left empty takes those in the runs) that
     have no runs, at the device counts chosen, else at the fewest devices that hold the model."""
     from . import catalog
+    from .models.base import MEMORY_REASON_PREFIX, heads_unsplit
 
     if not (inputs.models or inputs.hardware):
         return
@@ -1538,14 +1539,13 @@ def _predicted(inputs: PlanInputs, predictor: Any, runs: pd.DataFrame, seen: set
             fws = [inputs.predicted_framework] if not own or inputs.predicted_framework in own else own
             why_fw = "" if fws == [inputs.predicted_framework] else \
                 f"{', '.join(fws)}: what {hk} ran ({inputs.predicted_framework} never ran there)"
-            heads = catalog.resolve_model(mk).n_heads
             for (d, why_d), fw in itertools.product(counts, fws):
-                if heads and heads % d:
-                    # tensor parallelism splits the attention heads: 32 do not split over 3 devices (a TP-3
-                    # Llama-3-8B had been sized as 6 H100s)
-                    bad.append({"hardware": hk, "model": mk, "framework": fw, "device_count": d, "reason": (
-                        f"{mk}'s {heads} attention heads do not split over {d} devices (tensor parallelism needs "
-                        "a device count that divides them)")})
+                # tensor parallelism splits the attention heads: 32 do not split over 3 devices (a TP-3
+                # Llama-3-8B had been sized as 6 H100s)
+                unsplit = heads_unsplit(pd.DataFrame({"model": [mk], "framework": [fw], "device_count": [d]}))[0]
+                if unsplit is not None:
+                    bad.append({"hardware": hk, "model": mk, "framework": fw, "device_count": d,
+                                "reason": unsplit.removeprefix(MEMORY_REASON_PREFIX)})
                     continue
                 q = pd.DataFrame({"hardware": hk, "model": mk, "framework": fw,
                                   "device_count": d, "tp_size": d, "input_len_tok": i_len, "output_len_tok": o_len,

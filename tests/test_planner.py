@@ -779,8 +779,8 @@ def test_a_predicted_candidate_whose_heads_do_not_split_over_its_devices_is_infe
                predictor=_RecordingPredictor())
     assert res.table["device_count"].tolist() == [4]
     [reason] = res.infeasible.loc[res.infeasible["device_count"] == 3, "reason"].tolist()
-    assert reason == ("llama-3-8b's 32 attention heads do not split over 3 devices (tensor parallelism needs a "
-                      "device count that divides them)")
+    assert reason == ("llama-3-8b's 32 attention heads do not split over 3 tensor-parallel devices (vllm needs a "
+                      "TP size that divides them)")
 
 
 def test_request_rate_runs_are_sized_by_the_requests_they_held_in_flight(formats_dir, tmp_path):

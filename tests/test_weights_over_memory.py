@@ -161,3 +161,24 @@ def test_roofline_gbm_checks_the_dtype_of_the_trained_configuration_a_query_name
     assert get_predictor("linear").cannot_run(q)[0] is not None  # the plain rule reads the 16-bit default
     out = predict_with_latency(model, q)
     assert np.isfinite(out["pred_throughput_tok_s"]).all() and out["confidence"].iloc[0] > 0
+
+
+def test_heads_that_do_not_split_over_the_tensor_parallel_devices_cannot_run() -> None:
+    """Llama-3-8B's 32 heads on 3 H100s with vLLM had been predicted in domain (2,688 tok/s); only the planner
+    refused it. Engines that split layers (llama.cpp) or pad heads (DeepSpeed ran Qwen2-7B's 28 heads on 8
+    devices) are not held to it, nor is a pipeline whose TP size divides the heads."""
+    from perfmodel.models.base import cannot_run_at_all, heads_unsplit
+
+    q = pd.DataFrame({"hardware": "h100-sxm", "model": "llama-3-8b", "input_len_tok": 512.0,
+                      "output_len_tok": 512.0, "batch_size": 16.0,
+                      "framework": ["vllm", "vllm", "llama.cpp", "vllm", "vllm"],
+                      "device_count": [3, 4, 3, 3, 6], "pp_size": [np.nan, np.nan, np.nan, 3, 3]})
+    why = heads_unsplit(q)
+    assert why[0] == (f"{MEMORY_REASON_PREFIX}llama-3-8b's 32 attention heads do not split over 3 tensor-parallel "
+                      "devices (vllm needs a TP size that divides them)")
+    assert why[1:] == [None, None, None, None]
+    assert cannot_run_at_all(q) == why
+    runs = synthetic_runs(noise=0.02)
+    pred = predict_with_latency(get_predictor("xgboost").fit(runs), q)
+    assert np.isnan(pred["pred_throughput_tok_s"].iloc[0]) and not pred["in_domain"].iloc[0]
+    assert np.isfinite(pred["pred_throughput_tok_s"].iloc[1:]).all()

@@ -47,6 +47,8 @@ __all__ = [
     "derived_predictions",
     "predict_with_latency",
     "prediction_table",
+    "cannot_run_at_all",
+    "heads_unsplit",
     "LEVELS",
     "METADATA_FILE",
     "FORMAT_VERSION",
@@ -418,14 +420,15 @@ class Predictor(ABC):
         """Why each query cannot run at all, or None where it can: :func:`weights_over_memory` of the
         query as this predictor reads it (a predictor that fills a query's dtype from a trained
         configuration checks the filled one). :func:`predict_with_latency` masks these rows
-        (:func:`mask_weights_over_memory`) whichever the predictor.
+        (:func:`mask_weights_over_memory`) whichever the predictor; and :func:`heads_unsplit`, attention heads
+        that do not split over the tensor-parallel devices (:func:`cannot_run_at_all`).
 
         Raises
         ------
         UnknownNameError
             A hardware or model name is not in the catalog.
         """
-        return weights_over_memory(runs)
+        return cannot_run_at_all(runs)
 
     # ------------------------------------------------------------------ helpers for subclasses
 
@@ -595,6 +598,65 @@ def weights_over_memory(runs: pd.DataFrame) -> list[str | None]:
     return out
 
 
+STRICT_TP_FRAMEWORKS = frozenset({"vllm", "sglang", "tensorrt-llm", "tgi", "lmdeploy"})
+"""Engines whose tensor parallelism needs the attention heads to split evenly over the TP devices (vLLM refuses
+to start otherwise). llama.cpp and transformers split layers, not heads; DeepSpeed ran Qwen2-7B's 28 heads on 8
+devices in LLM-Inference-Bench."""
+
+
+def heads_unsplit(runs: pd.DataFrame) -> list[str | None]:
+    """Why each query cannot run on an engine of :data:`STRICT_TP_FRAMEWORKS`: its model's attention heads do
+    not split over its tensor-parallel devices (``tp_size``, else ``device_count`` / ``pp_size``, else
+    ``device_count``), or None. Llama-3-8B's 32 heads on 3 H100s with vLLM had been predicted in domain
+    (2,688 tok/s); the planner already refused it.
+
+    Raises
+    ------
+    UnknownNameError
+        A model name is not in the catalog.
+    """
+    from .. import catalog
+
+    n = len(runs)
+    if not n or not {"model", "framework", "device_count"} <= set(runs.columns):
+        return [None] * n
+    fw = runs["framework"].astype("string").str.lower().to_numpy(dtype=object, na_value="")
+    strict = np.array([f in STRICT_TP_FRAMEWORKS for f in fw], dtype=bool)
+    out: list[str | None] = [None] * n
+    if not strict.any():
+        return out
+
+    def num(col: str) -> np.ndarray:
+        return (pd.to_numeric(runs[col], errors="coerce").to_numpy(dtype=float) if col in runs.columns
+                else np.full(n, np.nan))
+
+    dev, pp = num("device_count"), num("pp_size")
+    tp = num("tp_size")
+    tp = np.where(np.isfinite(tp), tp, dev / np.where(np.isfinite(pp) & (pp > 0), pp, 1.0))
+    heads: dict[str, int | None] = {}
+    models = runs["model"].astype(str).to_numpy()
+    for i in np.flatnonzero(strict & np.isfinite(tp) & (tp > 1)).tolist():
+        m = models[i]
+        if m not in heads:
+            try:
+                heads[m] = catalog.resolve_model(m).n_heads
+            except PerfmodelError:
+                heads[m] = None
+        h = heads[m]
+        if h and h % tp[i]:
+            out[i] = (f"{MEMORY_REASON_PREFIX}{m}'s {h} attention heads do not split over {tp[i]:g} tensor-parallel "
+                      f"devices ({fw[i]} needs a TP size that divides them)")
+    return out
+
+
+def cannot_run_at_all(runs: pd.DataFrame) -> list[str | None]:
+    """Why each query cannot run: :func:`weights_over_memory`, else :func:`heads_unsplit`; None where it can."""
+    mem = weights_over_memory(runs)
+    if all(r is None for r in mem) and "framework" not in runs.columns:
+        return mem
+    return [m if m is not None else h for m, h in zip(mem, heads_unsplit(runs), strict=True)]
+
+
 def cannot_run_reasons(predictor: Any, runs: pd.DataFrame) -> list[str | None]:
     """:meth:`Predictor.cannot_run` of ``runs`` for any predictor-like object, for the callers of
     ``predict`` (planner, monitor, report), which :func:`predict_with_latency` does not mask for them.
@@ -618,7 +680,7 @@ def cannot_run_reasons(predictor: Any, runs: pd.DataFrame) -> list[str | None]:
         A hardware or model name is not in the catalog.
     """
     method = getattr(predictor, "cannot_run", None)
-    return list(method(runs)) if callable(method) else weights_over_memory(runs)
+    return list(method(runs)) if callable(method) else cannot_run_at_all(runs)
 
 
 def mask_weights_over_memory(pred: pd.DataFrame, over: np.ndarray) -> pd.DataFrame:

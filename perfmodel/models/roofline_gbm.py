@@ -140,13 +140,13 @@ from .base import (
     Predictor,
     ProgressCallback,
     as_queries,
+    cannot_run_at_all,
     check_level,
     check_target,
     mask_weights_over_memory,
     prediction_frame,
     read_metadata,
     register,
-    weights_over_memory,
     write_metadata,
 )
 
@@ -2840,7 +2840,7 @@ class RooflineGBM(Predictor):
         # Weights the devices cannot hold: no run exists to predict (the trees would still answer, with
         # confidence 0.88 for Llama-3-70B in 16-bit on one 96 GB GH200). The completed query carries the
         # dtype of the trained configuration it names.
-        over = np.array([r is not None for r in weights_over_memory(runs)], dtype=bool)
+        over = np.array([r is not None for r in cannot_run_at_all(runs)], dtype=bool)
         if parts is not None:
             parts.append(over)
         return mask_weights_over_memory(out, over)
@@ -2989,7 +2989,7 @@ class RooflineGBM(Predictor):
         self._check_fitted()
         runs = as_queries(runs)
         physics.check_query(runs, columns=(*physics.QUERY_COLUMNS, "framework"))
-        return weights_over_memory(_complete_query(runs, self.anchors_)[0])
+        return cannot_run_at_all(_complete_query(runs, self.anchors_)[0])
 
     @staticmethod
     def _weights_bound(knn: np.ndarray, bb: np.ndarray) -> np.ndarray:
@@ -3137,7 +3137,7 @@ class RooflineGBM(Predictor):
         if not len(runs):
             return out
         done, keys_done = _complete_query(runs, self.anchors_)
-        for i, why in enumerate(weights_over_memory(done)):
+        for i, why in enumerate(cannot_run_at_all(done)):
             if why is not None:
                 out[i].append(why)
         unknown = self._unknown_parts(done, self.seen_)
