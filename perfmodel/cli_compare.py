@@ -74,7 +74,9 @@ def compare_cmd(ctx: click.Context, dataset_a: str, dataset_b: str, where_both: 
     twice with --where-a/--where-b compares two subsets (e.g. two frameworks).
     Points match on the configuration as `perfmodel fit` defines it (hardware,
     model, devices, input/output length, framework, dtypes, tp/pp, thread
-    count) and batch size; a column with one value on each side, a different
+    count) and the load: the load kind (a static batch and a concurrency are
+    one axis), the batch size, and the request rate of request-rate runs;
+    runs at different loads are never repeats. A column with one value on each side, a different
     one (--where-a framework=vllm --where-b framework=sglang), is what is
     compared and is not matched on. A difference is beyond noise when
     Welch's t-test on the repeats of both sides gives p < 0.05 (points

@@ -6,7 +6,7 @@ with the same columns: a point is on the front when no other point is at least
 as good on both axes and strictly better on one.
 
 Comparison (:func:`compare`) joins two runs tables on the configuration and
-batch size and reports, per matched point, both means, the difference and
+the load (:data:`LOAD_KEYS`) and reports, per matched point, both means, the difference and
 whether it exceeds run-to-run noise. Noise is the standard error of the
 difference from the repeats of each side (``sqrt(s_a^2/n_a + s_b^2/n_b)``);
 a difference is called significant when Welch's t-test (the Welch-Satterthwaite
@@ -16,7 +16,9 @@ errors would call one point in five significant between identical setups).
 Points without repeats on both sides cannot be judged and say so
 (``significant`` is missing). A configuration is what :func:`perfmodel.curves.fit_curves`
 fits one curve to (framework, dtypes, parallelism and thread count included), so
-the runs pooled as the repeats of a point are true repeats of one configuration.
+the runs pooled as the repeats of a point are true repeats of one configuration, and the load is part of the
+point: inference-perf's seven request rates (1 to 183 req/s, batch size empty) had been pooled as seven
+"repeats" of one point whose spread then served as the noise estimate.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import plotly.graph_objects as go
 from .curves import DEFAULT_BY, OPTIONAL_BY, VARYING_BY
 from .errors import Problem, ValidationError
 
-__all__ = ["FRONTS", "NOISE_ALPHA", "COMPARE_KEYS", "COMPARE_METRICS", "pareto_mask", "fronts", "front_figure", "candidate_labels", "Comparison",
+__all__ = ["FRONTS", "NOISE_ALPHA", "COMPARE_KEYS", "LOAD_KEYS", "load_column", "COMPARE_METRICS", "pareto_mask", "fronts", "front_figure", "candidate_labels", "Comparison",
            "compare", "confounded", "noise_verdicts", "VERDICTS", "select_runs", "configuration_labels", "comparison_figure"]
 
 FRONTS: dict[str, tuple[str, bool, str, bool]] = {
@@ -47,11 +49,23 @@ NOISE_ALPHA = 0.05
 """Two-sided significance level of the Welch t-test that calls a difference beyond run-to-run noise."""
 
 _SHOWN_FIRST = ("hardware", "model", "device_count", "input_len_tok", "output_len_tok")
-COMPARE_KEYS = tuple(dict.fromkeys((*_SHOWN_FIRST, *DEFAULT_BY, *OPTIONAL_BY, *VARYING_BY, "batch_size")))
+LOAD_KEYS = ("load", "batch_size", "request_rate_rps")
+"""The columns that say at what load a point was measured, matched on by default and never contrasted.
+
+``load`` is derived from ``load_kind``: ``batch`` for ``static_batch`` and ``concurrency`` (``batch_size``
+requests at a time, which perfmodel reads as one axis: the local engine's static batches against a server's
+concurrency is a comparison the sample data makes), ``request_rate`` and ``offline``. ``request_rate_rps``
+counts where it limits the load: a request-rate run's rate (``inf`` included), or a finite rate cap on any
+other run; the ``inf`` that vLLM and SGLang write beside a concurrency is no limit and reads as empty.
+``batch_size`` counts for every run but a request-rate one."""
+_BATCH_KINDS = ("static_batch", "concurrency")
+COMPARE_KEYS = tuple(dict.fromkeys((*_SHOWN_FIRST, *DEFAULT_BY, *OPTIONAL_BY, *VARYING_BY, *LOAD_KEYS)))
 """Columns that can match a point of one dataset with a point of the other by default, in display order.
 
-The default matching is the configuration of :func:`perfmodel.curves.fit_curves` and the batch size:
-the :data:`~perfmodel.curves.DEFAULT_BY` columns and ``batch_size`` always, an
+The default matching is the configuration of :func:`perfmodel.curves.fit_curves` and the load
+(:data:`LOAD_KEYS`): the :data:`~perfmodel.curves.DEFAULT_BY` columns and ``batch_size`` always (but where
+neither side records a batch and the request rate is matched on), ``load`` when both sides record
+``load_kind``, ``request_rate_rps`` when a side has a rate that limits its load (see :data:`LOAD_KEYS`), an
 :data:`~perfmodel.curves.OPTIONAL_BY` column when both sides record it (at least one value each), a
 :data:`~perfmodel.curves.VARYING_BY` column when both sides record it and it takes more than one value.
 A column with one value on each side, a different one (the framework of
@@ -340,10 +354,41 @@ def _recorded(df: pd.DataFrame, col: str) -> bool:
     return col in df.columns and bool(df[col].notna().any())
 
 
+def _with_load(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs with the load columns of :data:`LOAD_KEYS` as they name each run's load: ``load`` from
+    ``load_kind``, ``request_rate_rps`` empty where it does not limit the load, ``batch_size`` empty on a
+    request-rate run (a copy; the index is kept)."""
+    if not any(c in runs.columns for c in ("load_kind", "request_rate_rps")):
+        return runs
+    out = runs.copy()
+    kind = (out["load_kind"].astype("string").str.strip().str.lower() if "load_kind" in out.columns
+            else pd.Series(pd.NA, index=out.index, dtype="string"))
+    is_rate = (kind == "request_rate").fillna(False).to_numpy(dtype=bool)
+    if "load_kind" in out.columns:
+        out["load"] = kind.where(~kind.isin(_BATCH_KINDS).fillna(False), "batch").astype(object)
+    if "request_rate_rps" in out.columns:
+        rate = pd.to_numeric(out["request_rate_rps"], errors="coerce").astype(float)
+        out["request_rate_rps"] = rate.where(is_rate | np.isfinite(rate.to_numpy()))
+    elif is_rate.any():
+        out["request_rate_rps"] = np.nan
+    if "batch_size" in out.columns and is_rate.any():
+        out["batch_size"] = pd.to_numeric(out["batch_size"], errors="coerce").astype(float).where(~is_rate)
+    return out
+
+
 def _default_keys(runs_a: pd.DataFrame, runs_b: pd.DataFrame) -> list[str]:
-    """The configuration columns of :func:`perfmodel.curves.fit_curves` that both sides can be matched on."""
+    """The configuration columns of :func:`perfmodel.curves.fit_curves` and the load columns that both sides
+    can be matched on (the sides as :func:`_with_load` gives them)."""
     out = []
+    rate = _recorded(runs_a, "request_rate_rps") or _recorded(runs_b, "request_rate_rps")
     for c in COMPARE_KEYS:
+        if c == "load" and not (_recorded(runs_a, c) and _recorded(runs_b, c)):
+            continue
+        if c == "request_rate_rps" and not rate:
+            continue
+        if (c == "batch_size" and rate and not _recorded(runs_a, c) and not _recorded(runs_b, c)
+                and c in runs_a.columns and c in runs_b.columns):
+            continue  # request-rate runs only: an empty batch column says nothing
         if c in OPTIONAL_BY or c in VARYING_BY:
             if not (_recorded(runs_a, c) and _recorded(runs_b, c)):
                 continue  # a side that does not record it cannot be matched on it
@@ -413,6 +458,7 @@ def compare(runs_a: pd.DataFrame, runs_b: pd.DataFrame, *, keys: Sequence[str] |
         A key or the metric is missing from one side.
     """
     default = keys is None or tuple(keys) == COMPARE_KEYS
+    runs_a, runs_b = _with_load(runs_a), _with_load(runs_b)
     wanted = _default_keys(runs_a, runs_b) if default else list(keys or ())
     ks = [k for k in wanted if k not in set(ignore)]
     problems = [Problem("missing", file=lab, column=c) for lab, df in ((label_a, runs_a), (label_b, runs_b))
@@ -427,9 +473,14 @@ def compare(runs_a: pd.DataFrame, runs_b: pd.DataFrame, *, keys: Sequence[str] |
     if default and len(da) and len(db):
         for k in ks:
             (one_a, va), (one_b, vb) = _single(da, k), _single(db, k)
-            if k != "batch_size" and one_a and one_b and not (pd.isna(va) and pd.isna(vb)) and va != vb:
+            if k not in LOAD_KEYS and one_a and one_b and not (pd.isna(va) and pd.isna(vb)) and va != vb:
                 contrast[k] = (_plain(va), _plain(vb))
         ks = [k for k in ks if k not in contrast]
+        if "load" in ks:  # static batches against a concurrency: matched as one load axis, and said
+            (one_a, va), (one_b, vb) = (_single(d.assign(k=runs.loc[d.index, "load_kind"].astype("string")), "k")
+                                        for d, runs in ((da, runs_a), (db, runs_b)))
+            if one_a and one_b and va != vb and {va, vb} <= set(_BATCH_KINDS):
+                contrast["load_kind"] = (str(va), str(vb))
         if not ks:  # every matched column differs between the sides (batch_size was left out)
             raise ValidationError("compare: nothing left to match points on", [Problem(
                 f"the sides differ in every column matched on ({', '.join(contrast)}): leave fewer out (ignore)")])
@@ -467,7 +518,7 @@ def compare(runs_a: pd.DataFrame, runs_b: pd.DataFrame, *, keys: Sequence[str] |
             msg += f"; {len(table) - n_judged - n_mixed} without repeats cannot be judged"
         if n_mixed:
             msg += (f"; {n_mixed} average runs at several {' / '.join(sorted({*mixed_a, *mixed_b}))} settings on "
-                    "a side that the other does not record: those runs are not repeats, so they are not judged")
+                    "a side that are not matched on: those runs are not repeats, so they are not judged")
     else:
         msg = f"no point of {label_a} matches one of {label_b} on {', '.join(ks)}"
     if contrast:
@@ -479,14 +530,18 @@ def compare(runs_a: pd.DataFrame, runs_b: pd.DataFrame, *, keys: Sequence[str] |
 
 def _aggregate(d: pd.DataFrame, runs: pd.DataFrame, ks: Sequence[str], metric: str) -> tuple[pd.DataFrame, list[str]]:
     """One side's mean, standard deviation and count per matched point, and the measurement settings
-    (:data:`perfmodel.curves.VARYING_BY`, not matched on) that vary within a point of it.
+    (:data:`perfmodel.curves.VARYING_BY`, the load kind, a load column left out of the keys) that vary within a
+    point of it.
 
     Runs at different settings are not repeats: LLM-Inference-Bench's llama.cpp rows at four n_batch values (29.5
     to 57.2 tok/s) were averaged into one point with a "run-to-run" spread of 13 tok/s. Such a point keeps its
     mean and count (column ``mixed`` true) and has no spread, so it is not judged against noise.
     """
     out = d.groupby(list(ks), dropna=False, sort=True)[metric].agg(mean="mean", std="std", n="count").reset_index()
-    cols = [c for c in VARYING_BY if c in runs.columns and c not in ks and runs[c].notna().any()]
+    # The load too, where a column of it is not matched on (left out with ignore): runs at several batch sizes or
+    # rates are no more repeats than runs at several thread counts; static batches beside a concurrency neither.
+    cols = [c for c in (*VARYING_BY, "load_kind", "batch_size", "request_rate_rps") if c in runs.columns
+            and c not in ks and runs[c].notna().any()]
     out["mixed"] = False
     varying: list[str] = []
     for c in cols:
@@ -617,7 +672,8 @@ def _catalog_key(col: str, value: str) -> str | None:
 
 
 def configuration_labels(table: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
-    """One label per row of a comparison table: its key values except the batch size.
+    """One label per row of a comparison table: its key values except the batch size and request rate (the
+    load is the x axis of :func:`comparison_figure`); a request-rate or offline load is named, a batch is not.
 
     Parameters
     ----------
@@ -632,7 +688,7 @@ def configuration_labels(table: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
         Labels such as ``"h100-sxm · llama-3-8b · 1 dev · 1024/1024"``.
     """
     parts: list[pd.Series] = []
-    cols = [k for k in keys if k in table.columns and k != "batch_size"]
+    cols = [k for k in keys if k in table.columns and k not in ("batch_size", "request_rate_rps")]
     lengths = "input_len_tok" in cols and "output_len_tok" in cols
     for k in cols:
         if lengths and k in ("input_len_tok", "output_len_tok"):
@@ -640,6 +696,9 @@ def configuration_labels(table: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
                 parts.append(table[k].map("{:g}".format) + "/" + table["output_len_tok"].map("{:g}".format))
             continue
         form = _LABEL_FORMS.get(k, "{}")
+        if k == "load":
+            parts.append(table[k].map(lambda x: _LOAD_LABELS.get(str(x), str(x))))
+            continue
         parts.append(table[k].map(lambda x, form=form: "" if _blank(x) else form.format(
             f"{x:g}" if isinstance(x, float) else str(x))))
     if not parts:
@@ -652,6 +711,27 @@ _LABEL_FORMS = {"device_count": "{} dev", "tp_size": "tp{}", "pp_size": "pp{}", 
                 "fw_n_batch": "n_batch {}",
                 "weight_dtype": "{} weights", "kv_cache_dtype": "{} KV cache"}
 """How :func:`configuration_labels` shows a key value (default: as is)."""
+_LOAD_LABELS = {"batch": "", "(missing)": "", "request_rate": "request rate", "offline": "offline"}
+"""How :func:`configuration_labels` shows a ``load``: a batch goes without saying (it is the usual axis)."""
+
+
+def load_column(table: pd.DataFrame) -> str | None:
+    """The load column a comparison's points are drawn against: ``batch_size`` where a point records a batch,
+    else ``request_rate_rps`` where one records a rate, else None.
+
+    Parameters
+    ----------
+    table
+        :attr:`Comparison.table` (or the rows of one configuration of it).
+
+    Returns
+    -------
+    str or None
+    """
+    for c in ("batch_size", "request_rate_rps"):
+        if c in table.columns and table[c].notna().any():
+            return c
+    return None
 
 
 def _blank(x: Any) -> bool:
@@ -673,7 +753,8 @@ def _wrapped(text: str) -> list[str]:
 
 def comparison_figure(comp: Comparison, configurations: Sequence[str] | None = None, *,
                       log_x: bool = True) -> go.Figure:
-    """Overlay of both sides' means against batch size, one colour per configuration.
+    """Overlay of both sides' means against the load (batch size, or request rate for request-rate runs:
+    :func:`load_column`), one colour per configuration.
 
     Side A is drawn solid, side B dashed; error bars are each side's run-to-run
     standard deviation; B's points that differ from A beyond noise are ringed. The y axis is logarithmic
@@ -702,9 +783,12 @@ def comparison_figure(comp: Comparison, configurations: Sequence[str] | None = N
         chosen = chosen[:4]
     palette = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
     fig = go.Figure()
-    x_col = "batch_size" if "batch_size" in t.columns else None
+    x_cols: list[str | None] = []
     for i, conf in enumerate(chosen):
         d = t[labels == conf]
+        x_col = load_column(d)
+        x_cols.append(x_col)
+        x_word = "rate %{x:g} req/s" if x_col == "request_rate_rps" else "batch %{x:g}"
         if x_col is not None:
             d = d.sort_values(x_col)
         x = d[x_col] if x_col is not None else np.arange(len(d))
@@ -714,7 +798,7 @@ def comparison_figure(comp: Comparison, configurations: Sequence[str] | None = N
                 x=x, y=d[f"mean_{side}"], mode="lines+markers", name=f"{lab}: {conf}", legendgroup=conf,
                 line={"color": colour, "dash": dash}, meta=side,
                 error_y={"type": "data", "array": d[f"std_{side}"].fillna(0.0), "visible": True, "thickness": 1},
-                hovertemplate=f"{lab}<br>batch %{{x:g}}<br>%{{y:.4g}}<extra>{conf}</extra>"))
+                hovertemplate=f"{lab}<br>{x_word}<br>%{{y:.4g}}<extra>{conf}</extra>"))
         sig = d[d["significant"].fillna(False).astype(bool)]
         if len(sig):
             fig.add_trace(go.Scatter(
@@ -726,7 +810,8 @@ def comparison_figure(comp: Comparison, configurations: Sequence[str] | None = N
     # their own under the metric, each wrapped, instead of one line running off the chart.
     sides = [*_wrapped(f"A (solid): {comp.label_a}"), *_wrapped(f"B (dashed): {comp.label_b}")]
     fig.update_layout(title={"text": axis_title(comp.metric), "subtitle": {"text": "<br>".join(sides)}},
-                      xaxis_title="batch size", yaxis_title=axis_title(comp.metric), template="plotly_white",
+                      xaxis_title=_load_axis_title(x_cols), yaxis_title=axis_title(comp.metric),
+                      template="plotly_white",
                       height=460 + _TITLE_LINE_PX * len(sides),
                       margin={"l": 60, "r": 20, "t": 50 + _TITLE_LINE_PX * len(sides), "b": 50},
                       legend={"orientation": "h"})
@@ -739,3 +824,14 @@ def comparison_figure(comp: Comparison, configurations: Sequence[str] | None = N
         # 37 against 85 tok/s at batch 1 on a CPU was a flat line at zero beside an H200's thousands
         log_y_axis(fig, axis_title(comp.metric))
     return fig
+
+
+def _load_axis_title(x_cols: Sequence[str | None]) -> str:
+    """The x axis of :func:`comparison_figure` in words, for the load columns its configurations are drawn
+    against."""
+    used = {c for c in x_cols if c is not None}
+    if used == {"request_rate_rps"}:
+        return "request rate (req/s)"
+    if used == {"batch_size", "request_rate_rps"}:
+        return "batch size or request rate (req/s)"
+    return "batch size"

@@ -189,3 +189,25 @@ def test_the_default_split_is_the_pair_compared_at_the_most_batch_sizes(all_resu
     info, _ = api.import_files([all_results_csv])
     col, a, b = C.default_split(cached.home(), info.id, 0)
     assert col == "framework" and {a, b} == {"vllm", "tensorrt-llm"}
+
+
+def test_request_rate_points_show_their_rate_on_the_page() -> None:
+    # The page's chart titled a rate axis "batch size" and drew every point at x = NaN; the rate was not a column
+    # of the per-point table, and "Do not match on" offered the batch's companions of the load.
+    import pandas as pd
+
+    from perfmodel.pareto import LOAD_KEYS, compare
+    from perfmodel.ui import compare as C
+
+    runs = pd.DataFrame([{"hardware": "h100-sxm", "model": "llama-3-8b", "device_count": 1, "input_len_tok": 204.0,
+                          "output_len_tok": 62.0, "framework": "vllm", "load_kind": "request_rate",
+                          "batch_size": np.nan, "request_rate_rps": r, "output_throughput_tok_s": v}
+                         for r, vs in ((1.0, (64.0, 65.0)), (31.4, (1943.0, 1950.0)), (61.79, (3820.0, 3790.0)))
+                         for v in vs])
+    comp = compare(runs, runs.assign(output_throughput_tok_s=runs["output_throughput_tok_s"] * 1.1))
+    view = C.per_point_view(C.table_with_verdicts(comp).drop(columns=["significant"]))
+    assert view.columns[0] == "request_rate_rps" and view["request_rate_rps"].tolist() == [1.0, 31.4, 61.79]
+    fig = C.figure(comp, None, log_x=True)
+    assert fig.layout.xaxis.title.text == "request rate (req/s)" and fig.layout.xaxis.tickvals is None
+    assert list(fig.data[0].x) == [1.0, 31.4, 61.79]
+    assert not set(LOAD_KEYS) & set(C.key_choices())

@@ -133,3 +133,29 @@ def test_two_thread_counts_compared_against_each_other() -> None:
     assert "not matched on fw_num_threads (1 vs 2)" in d["message"]
     assert d["n_matched"] == len({p["batch_size"] for p in d["points"]}) > 1
     assert pytest.approx(86.13, abs=0.01) == next(p["mean_a"] for p in d["points"] if p["batch_size"] == 1)
+
+
+def _inference_perf(formats_dir: Path) -> str:
+    files = sorted((formats_dir / "inference-perf").glob("*stage_*_lifecycle_metrics.json"))
+    assert len(files) == 7
+    from perfmodel.importers import ImportMeta
+
+    info, _ = import_files(files, meta=ImportMeta(hardware="h100-sxm", model="llama-3.1-8b"), name="inference-perf")
+    return info.name
+
+
+def test_request_rates_are_points_not_repeats(formats_dir: Path) -> None:
+    # inference-perf's seven rates (batch size empty) were pooled: 1-62 req/s against 123-183 req/s gave one
+    # "matched point" with batch_size NaN, 3 runs a side, +227%, "within noise"; the file against itself n=7.
+    ds = _inference_perf(formats_dir)
+    code, stdout, _ = _run("--json", "compare", ds, ds, "--where-a", "request_rate_rps=1.0", "--where-a",
+                           "request_rate_rps=31.4", "--where-a", "request_rate_rps=61.79", "--where-b",
+                           "request_rate_rps=122.59", "--where-b", "request_rate_rps=152.98", "--where-b",
+                           "request_rate_rps=183.38")
+    assert code == 0
+    d = json.loads(stdout)
+    assert (d["n_matched"], d["n_only_a"], d["n_only_b"]) == (0, 3, 3)
+    assert "request_rate_rps" in d["message"]
+    code, stdout, _ = _run("compare", ds, ds)
+    assert code == 0 and "7 matched point(s)" in stdout and "none has repeats on both sides" in stdout
+    assert "request_rate_rps" in stdout and "183.4" in stdout and "batch_size" not in stdout

@@ -333,3 +333,82 @@ def test_runs_at_several_settings_on_one_side_are_not_repeats() -> None:
     assert t.loc[8.0, "std_b"] == pytest.approx(10.0) and bool(t.loc[8.0, "significant"])  # one setting: repeats
     assert "1 average runs at several fw_n_batch settings" in c.message
     assert "1 of 1 with repeats on both sides" in c.message
+
+
+def _loads(rows: list[tuple[str, float, float, list[float]]]) -> pd.DataFrame:
+    """Runs of one configuration at several loads: (load_kind, batch_size, request_rate_rps, throughputs)."""
+    return pd.DataFrame([{"hardware": "h100-sxm", "model": "llama-3-8b", "device_count": 1, "input_len_tok": 204.0,
+                          "output_len_tok": 62.0, "framework": "vllm", "load_kind": kind, "batch_size": b,
+                          "request_rate_rps": r, "output_throughput_tok_s": v}
+                         for kind, b, r, vs in rows for v in vs])
+
+
+def test_compare_never_pools_request_rates_as_repeats() -> None:
+    # inference-perf's seven rates (batch size empty) were one "matched point" of n=7, and A at 1-62 req/s against B
+    # at 123-183 req/s read +227% "within noise", the spread of the rates taken for run-to-run noise.
+    rates = [1.0, 31.4, 61.79, 92.19, 122.59, 152.98, 183.38]
+    tput = [64.2, 1943.0, 3820.7, 5693.9, 6316.8, 6323.8, 6431.1]
+    runs = _loads([("request_rate", np.nan, r, [v]) for r, v in zip(rates, tput, strict=True)])
+    low, high = runs[runs["request_rate_rps"] < 100], runs[runs["request_rate_rps"] > 100]
+    c = compare(low, high)
+    assert c.table.empty and (c.n_only_a, c.n_only_b) == (4, 3)
+    assert "request_rate_rps" in c.keys and "request_rate_rps" not in c.contrast
+    one_each = compare(runs[runs["request_rate_rps"] == 1.0], runs[runs["request_rate_rps"] == 31.4])
+    assert one_each.table.empty and one_each.contrast == {}  # one rate a side is not "what the sides contrast"
+    self = compare(runs, runs)
+    assert len(self.table) == 7 and self.table["n_a"].tolist() == [1] * 7
+    assert self.table["request_rate_rps"].tolist() == rates and "batch_size" not in self.keys
+    # true repeats of one rate are pooled and judged
+    rep = _loads([("request_rate", np.nan, 31.4, [1900.0, 1950.0, 1925.0])])
+    t = compare(rep, rep.assign(output_throughput_tok_s=[2500.0, 2550.0, 2525.0])).table
+    assert len(t) == 1 and t["n_a"].iloc[0] == 3 and bool(t["significant"].iloc[0])
+
+
+def test_compare_keeps_offline_concurrency_and_rate_runs_apart() -> None:
+    runs = _loads([("offline", np.nan, np.inf, [7000.0, 7100.0]), ("request_rate", np.nan, np.inf, [6900.0, 6950.0]),
+                   ("request_rate", np.nan, 10.0, [600.0, 610.0]), ("concurrency", 8.0, np.inf, [900.0, 910.0]),
+                   ("concurrency", 8.0, 4.0, [300.0, 301.0])])
+    c = compare(runs, runs)
+    assert len(c.table) == 5 and c.table["n_a"].tolist() == [2] * 5
+    assert {"load", "batch_size", "request_rate_rps"} <= set(c.keys)
+    t = c.table.set_index(["load", "batch_size", "request_rate_rps"])
+    assert t.loc[("offline", np.nan, np.nan), "mean_a"] == pytest.approx(7050)  # inf rate on offline: no limit
+    assert t.loc[("request_rate", np.nan, np.inf), "mean_a"] == pytest.approx(6925)  # all at once: its own load
+    assert t.loc[("batch", 8.0, 4.0), "mean_a"] == pytest.approx(300.5)  # a rate cap on a concurrency counts
+    # a concurrency written with rate inf (vLLM) matches one written without a rate (GuideLLM)
+    guidellm = _loads([("concurrency", 8.0, np.nan, [950.0, 960.0])])
+    m = compare(runs[runs["load_kind"] == "concurrency"], guidellm)
+    assert len(m.table) == 1 and m.table["mean_a"].iloc[0] == pytest.approx(905)
+
+
+def test_static_batches_match_a_concurrency_and_the_comparison_says_so() -> None:
+    static = _loads([("static_batch", b, np.nan, [100.0 * b, 101.0 * b]) for b in (1.0, 4.0)])
+    served = _loads([("concurrency", b, np.inf, [150.0 * b, 151.0 * b]) for b in (1.0, 4.0)])
+    c = compare(static, served)
+    assert len(c.table) == 2 and c.contrast == {"load_kind": ("static_batch", "concurrency")}
+    assert "not matched on load_kind (static_batch vs concurrency)" in c.message
+    # on one side, static batches beside a concurrency at the same batch are not repeats: not judged
+    both = pd.concat([static, served], ignore_index=True)
+    mixed = compare(both, served)
+    assert mixed.table["significant"].isna().all() and "several load_kind settings" in mixed.message
+
+
+def test_a_load_left_out_of_the_matching_is_not_taken_for_noise() -> None:
+    a = _runs({1.0: [100.0, 101.0], 8.0: [500.0, 505.0]}, "vllm")
+    b = _runs({1.0: [110.0, 111.0], 8.0: [600.0, 602.0]}, "vllm")
+    c = compare(a, b, ignore=["batch_size"])
+    assert len(c.table) == 1 and c.table["significant"].isna().all()
+    assert "several batch_size settings" in c.message
+
+
+def test_the_overlay_draws_request_rate_runs_against_their_rate() -> None:
+    from perfmodel.pareto import comparison_figure, configuration_labels, load_column
+
+    runs = _loads([("request_rate", np.nan, r, [v, v * 1.01]) for r, v in ((1.0, 64.0), (31.4, 1943.0))])
+    c = compare(runs, runs.assign(output_throughput_tok_s=runs["output_throughput_tok_s"] * 1.2))
+    assert load_column(c.table) == "request_rate_rps"
+    assert configuration_labels(c.table, c.keys).tolist() == ["h100-sxm · llama-3-8b · 1 dev · 204/62 · vllm · "
+                                                              "request rate"] * 2
+    fig = comparison_figure(c)
+    assert list(fig.data[0].x) == [1.0, 31.4] and fig.layout.xaxis.title.text == "request rate (req/s)"
+    assert "req/s" in fig.data[0].hovertemplate

@@ -23,9 +23,11 @@ from ..errors import PerfmodelError
 from ..pareto import (
     COMPARE_KEYS,
     COMPARE_METRICS,
+    LOAD_KEYS,
     Comparison,
     compare,
     comparison_figure,
+    load_column,
     noise_verdicts,
     select_runs,
 )
@@ -170,7 +172,9 @@ def per_point_view(table: pd.DataFrame) -> pd.DataFrame:
         The same columns, reordered.
     """
     keys = [c for c in table.columns if c in COMPARE_KEYS]
-    same = [c for c in keys if c != "batch_size" and len(table) > 1 and table[c].nunique(dropna=False) <= 1]
+    # the batch and the rate stay in front even when they are one value: they say what load a point is
+    same = [c for c in keys if c not in ("batch_size", "request_rate_rps") and len(table) > 1
+            and table[c].nunique(dropna=False) <= 1]
     varying = [c for c in keys if c not in same]
     results = [c for c in _RESULTS_FIRST if c in table.columns]
     rest = [c for c in table.columns if c not in (*varying, *results, *same)]
@@ -189,13 +193,14 @@ def metric_choices(runs_a: pd.DataFrame, runs_b: pd.DataFrame) -> list[str]:
 
 
 def key_choices() -> list[str]:
-    """Key columns the user may leave out of the matching.
+    """Key columns the user may leave out of the matching: not the load (:data:`perfmodel.pareto.LOAD_KEYS`),
+    since runs at different loads are never repeats of one point.
 
     Returns
     -------
     list of str
     """
-    return [k for k in COMPARE_KEYS if k != "batch_size"]
+    return [k for k in COMPARE_KEYS if k not in LOAD_KEYS]
 
 
 _SPLIT_TRIES = 12
@@ -242,7 +247,8 @@ def default_split(home: str, dataset: str, stamp: int) -> tuple[str, str, str] |
             if len(comp.table):
                 # the pair the most batch sizes compare at, then the most points, within the first column that
                 # has one: LLM-Inference-Bench had opened on vLLM against llama.cpp, which meet at batch 1 only
-                n_b = int(comp.table["batch_size"].nunique()) if "batch_size" in comp.table.columns else 0
+                loads = [c for c in ("batch_size", "request_rate_rps") if c in comp.table.columns]
+                n_b = len(comp.table[loads].drop_duplicates()) if loads else 0
                 score = (n_b, len(comp.table))
                 if best is None or score > best[0]:
                     best = (score, (col, va, vb))
@@ -344,9 +350,9 @@ def _powers_of_two(x: pd.Series) -> list[float]:
 
 
 def figure(comp: Comparison, configurations: Sequence[str] | None, *, log_x: bool) -> go.Figure:
-    """:func:`perfmodel.pareto.comparison_figure` with the app's batch axis: the title other pages use and,
-    on a log axis, labels at powers of two only (not plotly's 2..9 minor labels); the legend sits below the
-    axis title instead of on it.
+    """:func:`perfmodel.pareto.comparison_figure` with the app's load axis: the title other pages use and,
+    on a log batch axis, labels at powers of two only (not plotly's 2..9 minor labels); request-rate points are
+    drawn against their rate, so titled; the legend sits below the axis title instead of on it.
 
     Parameters
     ----------
@@ -364,8 +370,10 @@ def figure(comp: Comparison, configurations: Sequence[str] | None, *, log_x: boo
     fig = comparison_figure(comp, configurations, log_x=log_x)
     fig.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.22, "x": 0},
                       margin={"l": 60, "r": 20, "b": 60})  # the top margin fits the figure's wrapped title
-    fig.update_xaxes(title={"text": axis_title("batch_size"), "standoff": 8})
-    if log_x and "batch_size" in comp.table.columns:
+    # a rate axis (inference-perf's 1 to 183 req/s) had been titled "batch size"
+    title = str(fig.layout.xaxis.title.text)
+    fig.update_xaxes(title={"text": axis_title("batch_size") if title == "batch size" else title, "standoff": 8})
+    if log_x and title == "batch size" and load_column(comp.table) == "batch_size":
         ticks = _powers_of_two(comp.table["batch_size"])
         if ticks:
             fig.update_xaxes(tickvals=ticks, ticktext=[f"{t:g}" for t in ticks], minor={"showgrid": False})
