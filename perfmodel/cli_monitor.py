@@ -77,9 +77,13 @@ def _model_expectations(q: dict[str, Any], metric: str | None, stream_metrics: t
     if q.get("batch") is None:
         raise click.UsageError("--expect-from/--model-dir need the deployment's --batch (concurrency)")
     if metric is None:
-        tp = [m for m in (stream_metrics or ()) if "throughput" in m.lower()]
+        from .monitor.streams import throughput_metrics
+
+        tp = throughput_metrics(stream_metrics or ())
         if not tp:
-            raise click.UsageError("say which metric the expectation is for with --expect-metric METRIC")
+            raise click.UsageError("the stream has no output-throughput column (output throughput or a server's "
+                                   "generated-token rate): say which metric the expectation is for with "
+                                   "--expect-metric METRIC")
         metric = tp[0]
     query = _query(q)
     from .monitor.expect import curve_for_query, expectation_from_curve, expectation_from_predictor
@@ -196,8 +200,8 @@ def _options(f: Any) -> Any:
         click.option("--model-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
                      help="Expected throughput from a trained predictor (perfmodel train) for the query options."),
         click.option("--expect-metric", default=None, metavar="METRIC",
-                     help="Metric the model's expectation applies to (default: the stream's first throughput "
-                          "column)."),
+                     help="Metric the model's expectation applies to (default: the stream's output "
+                          "throughput, or the server's generated-token rate)."),
         click.option("--hardware", default=None, help="Query: hardware name (catalog name or alias)."),
         click.option("--model", "model_name", default=None, help="Query: model name."),
         click.option("--framework", default=None, help="Query: framework."),

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..schema import column_words
+from .streams import GENERATED_TOKEN_RATES
 
 __all__ = [
     "improves",
@@ -314,8 +315,8 @@ def _better(metric: str) -> str | None:
     """Which way ``metric`` improves: ``"higher"`` for a throughput, ``"lower"`` for a latency, None otherwise
     (utilisation, power, queue: no direction is good in itself)."""
     low = metric.lower()
-    if "throughput" in low or low.endswith(("_tok_s", "_rps")):
-        return "higher"
+    if "throughput" in low or low.endswith(("_tok_s", "_rps")) or any(h in low for h in GENERATED_TOKEN_RATES):
+        return "higher"  # vLLM's generated-token rate too (fw_vllm_generation_tokens_per_s)
     if any(w in low for w in ("latency", "ttft", "tpot", "itl")):
         return "lower"
     return None

@@ -43,6 +43,8 @@ __all__ = [
     "TIME_COLUMNS",
     "GROUP_COLUMNS",
     "PRIMARY_HINTS",
+    "GENERATED_TOKEN_RATES",
+    "throughput_metrics",
     "StreamFormatError",
     "MetricStream",
     "read_stream",
@@ -59,9 +61,20 @@ GROUP_COLUMNS = ("group", "deployment", "gpu", "gpu_index", "index", "container"
                  "instance", "tenant")
 #: Label names that make a Prometheus sample belong to a group, in order of preference.
 GROUP_LABELS = ("gpu", "GPU", "gpu_index", "device", "container", "pod", "model_name", "engine", "instance")
+GENERATED_TOKEN_RATES = ("generation_tokens_per_s", "gen_throughput")
+"""Substrings of the servers' own generated-token rates, their output throughput (tok/s):
+vLLM's and SGLang's ``<server>:generation_tokens_total`` counters, which a dump or a live scrape turns into
+``fw_vllm_generation_tokens_per_s`` / ``fw_sglang_generation_tokens_per_s``, and SGLang's
+``sglang:gen_throughput`` gauge. TGI exposes no such counter (its ``tgi_request_generated_tokens`` is a
+histogram of tokens per request, a length, not a rate), so none is named for it.
+
+The prompt-token rate (``*_prompt_tokens_per_s``) is left out on purpose: a prompt is counted once, when it is
+prefilled, so the rate follows how many requests arrive and how long their prompts are, not how fast the
+server serves them; judged as a throughput it would alarm on a change of traffic (and stay quiet while decoding
+slows down). It stays in the stream as evidence for the hints and can be judged by name (``--metric``)."""
 #: Substrings of the metric names monitored by default (throughput and latency); the rest are evidence for hints.
-PRIMARY_HINTS = ("throughput", "tok_s", "latency", "ttft", "tpot", "itl", "e2e", "time_to_first_token",
-                 "time_per_output_token", "inter_token")
+PRIMARY_HINTS = ("throughput", "tok_s", *GENERATED_TOKEN_RATES, "latency", "ttft", "tpot", "itl", "e2e",
+                 "time_to_first_token", "time_per_output_token", "inter_token")
 _TS_COMMENT = re.compile(r"^#\s*(?:TIMESTAMP|scrape[_ ]time|time)\s*[:=]?\s*(\S+)\s*$", re.IGNORECASE)
 _SANITIZE = re.compile(r"[^a-z0-9]+")
 _HW_PREFIXES = ("dcgm_", "nvidia_", "nvml_", "gpu_", "amd_")
@@ -111,6 +124,15 @@ class MetricStream:
         prim = [m for m in self.metrics if any(h in m.lower() for h in PRIMARY_HINTS)]
         return prim or list(self.metrics)
 
+    def throughput_metrics(self) -> list[str]:
+        """The stream's output-throughput columns, best first (see :func:`throughput_metrics`).
+
+        Returns
+        -------
+        list of str
+        """
+        return throughput_metrics(self.metrics)
+
     def series(self, metric: str, group: str | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Timestamps and values of one metric for one group.
 
@@ -152,6 +174,32 @@ class MetricStream:
         pandas.DataFrame
         """
         return self.frame[self.frame["group"] == str(group)].reset_index(drop=True)
+
+
+def throughput_metrics(metrics: Sequence[str]) -> list[str]:
+    """The output-throughput columns among ``metrics``, the ones an expected throughput (a saturation curve's or a
+    predictor's output tok/s) applies to, best first: a column named output throughput, then a server's own
+    generated-token rate (:data:`GENERATED_TOKEN_RATES`), then any other throughput column but a request rate
+    (req/s) or a prompt-token rate.
+
+    vLLM's dump had no column named "throughput" (its rate is ``fw_vllm_generation_tokens_per_s``), so
+    ``--expect-from`` asked for ``--expect-metric`` although the stream held the token rate.
+
+    Parameters
+    ----------
+    metrics
+        Metric column names, in stream order.
+
+    Returns
+    -------
+    list of str
+    """
+    low = {m: m.lower() for m in metrics}
+    named = [m for m in metrics if "throughput" in low[m] and "output" in low[m]]
+    served = [m for m in metrics if any(h in low[m] for h in GENERATED_TOKEN_RATES) and m not in named]
+    other = [m for m in metrics if "throughput" in low[m] and m not in named and m not in served
+             and "request" not in low[m] and "prompt" not in low[m] and not low[m].endswith("_rps")]
+    return [*named, *served, *other]
 
 
 def _sanitize(name: str) -> str:
