@@ -144,6 +144,8 @@ def _score_file(file: Path | str, detector: str, metrics: tuple[str, ...], group
     from .monitor import monitor_stream
 
     stream, name = _stream(file, group_col)
+    for note in stream.notes:  # on stderr: a --json list on stdout stays one JSON document
+        click.echo(f"warning: {note}.", err=True)
     exp: dict[str, float] = _model_expectations(q or {}, (q or {}).get("expect_metric"), stream.metrics)
     exp.update(_expected(expected))  # an explicit METRIC=VALUE wins
     rep = monitor_stream(stream, detector=detector, metrics=list(metrics) or None, window=window, w=w, z=z,

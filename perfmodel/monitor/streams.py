@@ -101,6 +101,9 @@ class MetricStream:
         One of :data:`STREAM_FORMATS` (or ``"replay"``).
     context
         Extra per-sample columns that are not metrics (``batch_size``, lengths, ``device``).
+    notes
+        What the reader warns of, one sentence each: timestamps that go back in time (the samples are still
+        judged in file order), a seconds column that holds epoch milliseconds.
     """
 
     frame: pd.DataFrame
@@ -108,6 +111,7 @@ class MetricStream:
     source: str
     kind: str
     context: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
     @property
     def groups(self) -> list[str]:
@@ -206,21 +210,64 @@ def _sanitize(name: str) -> str:
     return _SANITIZE.sub("_", name.lower()).strip("_")
 
 
+EPOCH_MS_FROM = 1e11
+"""A time read as seconds from this on (the year 5138) is taken for epoch milliseconds, and said so."""
+
+
+def _backwards_note(frame: pd.DataFrame, source: str, where: Sequence[str] | None) -> str | None:
+    """A warning when timestamps go back in time within a group, in file order, or None.
+
+    A file whose rows were shuffled had been judged as it came and gave "0 alert(s)" with nothing said: the
+    samples stay in file order (the order a live monitor receives them), but the reader says how many go back
+    and where the first does."""
+    t = pd.to_numeric(frame["timestamp_s"], errors="coerce")
+    prev = t.groupby(frame["group"].astype(str), sort=False).shift(1)
+    back = (t < prev).fillna(False).to_numpy(dtype=bool)
+    if not back.any():
+        return None
+    i = int(np.flatnonzero(back)[0])
+    at = where[i] if where is not None else f"sample {i + 1}"
+    groups = frame["group"].astype(str)
+    grp = f" (group {groups.iloc[i]})" if groups.nunique() > 1 else ""
+    return (f"{source}: {int(back.sum()):,} of {len(frame):,} sample(s) go back in time, the first at {at}{grp}: "
+            f"t={float(t.iloc[i]):.15g} s after t={float(prev.iloc[i]):.15g} s. The samples are judged in file order "
+            "(as a live monitor receives them), so shuffled rows are judged shuffled: sort the file by time if "
+            "they are out of order")
+
+
 def _finish(frame: pd.DataFrame, metrics: Sequence[str], source: str, kind: str,
-            context: Sequence[str] = ()) -> MetricStream:
+            context: Sequence[str] = (), *, where: Sequence[str] | None = None,
+            notes: Sequence[str] = ()) -> MetricStream:
+    """The stream of a frame in file order; ``where`` names each row's place in the file (``row 7``) for the
+    warning of :func:`_backwards_note`, ``notes`` are the reader's own warnings."""
     if frame.empty or not metrics:
         raise StreamFormatError(f"{source}: no samples with numeric metrics were found",
                                 [Problem("expected a time column and at least one numeric metric column",
                                          file=source)])
     frame = frame.copy()
     frame["group"] = frame["group"].astype(str)
+    back = _backwards_note(frame, source, where if where is not None and len(where) == len(frame) else None)
+    notes = (*notes, *([back] if back else []))
     order = pd.Series(pd.Categorical(frame["group"], categories=list(dict.fromkeys(frame["group"]))))
     frame = frame.assign(_g=order.cat.codes.to_numpy(), _i=np.arange(len(frame)))
     # Arrival (file) order within a group, not timestamp order: that is the order a live monitor sees,
     # and a clock that jumps back must not reorder the samples.
     frame = frame.sort_values(["_g", "_i"], kind="stable").drop(columns=["_g", "_i"]).reset_index(drop=True)
     cols = ["timestamp_s", "group", *metrics, *[c for c in context if c in frame.columns]]
-    return MetricStream(frame[cols], tuple(metrics), source, kind, tuple(c for c in context if c in frame.columns))
+    return MetricStream(frame[cols], tuple(metrics), source, kind, tuple(c for c in context if c in frame.columns),
+                        tuple(notes))
+
+
+def _epoch_ms_note(times: np.ndarray, column: str, source: str) -> str | None:
+    """A warning when a time column read as seconds holds epoch milliseconds (values from :data:`EPOCH_MS_FROM`),
+    or None."""
+    fin = times[np.isfinite(times)]
+    if column.lower().endswith("_ms") or not fin.size or float(np.median(fin)) < EPOCH_MS_FROM:
+        return None
+    return (f"{source}: the time column {column!r} holds values like {float(np.median(fin)):.4g}, which as seconds "
+            "would be thousands of years from now: they look like epoch milliseconds and are read as seconds, "
+            "so every interval reads 1,000x too long; rename the column timestamp_ms (read as milliseconds), or write "
+            "seconds")
 
 
 def _parse_times(raw: pd.Series, column: str, source: str, row_offset: int = 1) -> np.ndarray:
@@ -266,12 +313,16 @@ def _samples_frame(df: pd.DataFrame, source: str, kind: str, time_col: str | Non
     tcol = _pick(cols, TIME_COLUMNS, time_col, "time", source, True)
     assert tcol is not None
     gcol = _pick(cols, GROUP_COLUMNS, group_col, "group", source, False)
-    if {"metric", "value"} <= set(cols):  # long form: one metric per row
+    long_form = {"metric", "value"} <= set(cols)
+    if long_form:  # long form: one metric per row
         wide = df.pivot_table(index=[tcol] + ([gcol] if gcol else []), columns="metric", values="value",
                               aggfunc="mean", sort=False).reset_index()
         wide.columns = [str(c) for c in wide.columns]
         df, cols = wide, [str(c) for c in wide.columns]
     times = _parse_times(df[tcol], tcol, source, row_offset)
+    notes = [n for n in (_epoch_ms_note(times, tcol, source),) if n]
+    # a long-form file's rows are gathered into samples: its rows are not the file's
+    where = None if long_form else [f"row {i + row_offset}" for i in range(len(df))]
     problems: list[Problem] = []
     metrics: list[str] = []
     out: dict[str, Any] = {"timestamp_s": times,
@@ -294,7 +345,7 @@ def _samples_frame(df: pd.DataFrame, source: str, kind: str, time_col: str | Non
         metrics.append(c)
     if problems:
         raise StreamFormatError(f"{source}: {len(problems)} value(s) are not numbers", problems)
-    return _finish(pd.DataFrame(out), metrics, source, kind)
+    return _finish(pd.DataFrame(out), metrics, source, kind, where=where, notes=notes)
 
 
 def _read_csv_text(text: str, source: str, time_col: str | None, group_col: str | None) -> MetricStream:
@@ -412,7 +463,7 @@ def _read_smi_text(text: str, source: str) -> MetricStream:
         metrics.append(name)
     if problems:
         raise StreamFormatError(f"{source}: {len(problems)} value(s) are not numbers", problems)
-    return _finish(pd.DataFrame(out), metrics, source, "nvidia-smi")
+    return _finish(pd.DataFrame(out), metrics, source, "nvidia-smi", where=[f"row {i + 1}" for i in range(len(df))])
 
 
 # ---------------------------------------------------------------- Prometheus
@@ -617,8 +668,10 @@ def _split_scrapes(text: str, source: str) -> list[tuple[float | None, str, int]
 def _read_prometheus_text(text: str, source: str) -> MetricStream:
     rates = PrometheusRates()
     rows: list[dict[str, Any]] = []
+    where: list[str] = []
     blocks = _split_scrapes(text, source)
-    if len(blocks) == 1 and blocks[0][0] is None:
+    marked = not (len(blocks) == 1 and blocks[0][0] is None)
+    if not marked:
         # No scrape markers: samples must carry their own timestamps; one block per timestamp.
         by_t: dict[float, list[str]] = {}
         for ln in blocks[0][1].splitlines():
@@ -636,13 +689,15 @@ def _read_prometheus_text(text: str, source: str) -> MetricStream:
             raise StreamFormatError(f"{source}: a scrape has no time", [Problem(
                 "expected a '# TIMESTAMP <epoch seconds>' line before the scrape", file=source, row=line)])
         try:
-            rows += rates.feed(t, body)
+            fed = rates.feed(t, body)
+            rows += fed
+            where += [f"the scrape at line {line}" if marked else f"the samples stamped {t * 1000:.0f} ms"] * len(fed)
         except ValueError as exc:
             raise StreamFormatError(f"{source}: not in the Prometheus text format", [Problem(
                 f"the scrape starting at line {line} could not be parsed: {exc}", file=source, row=line)]) from exc
     frame = pd.DataFrame(rows)
     metrics = [c for c in frame.columns if c not in ("timestamp_s", "group")]
-    return _finish(frame, metrics, source, "prometheus")
+    return _finish(frame, metrics, source, "prometheus", where=where)
 
 
 # ---------------------------------------------------------------- entry points

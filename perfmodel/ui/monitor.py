@@ -118,9 +118,18 @@ def write_settings(settings: dict[str, Any]) -> None:
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def stream_from_upload(name: str, data: bytes) -> MetricStream:
-    """A recorded stream from an upload (cached on its name and bytes)."""
+def _read_upload(name: str, data: bytes) -> MetricStream:
     return read_stream_bytes(name, data)
+
+
+def stream_from_upload(name: str, data: bytes) -> MetricStream:
+    """A recorded stream from an upload (read once, cached on its name and bytes), with the reader's warnings
+    (:attr:`MetricStream.notes`: timestamps that go back in time, epoch milliseconds read as seconds) shown on
+    the page: a file of shuffled rows had been judged in file order and shown "No anomaly" with nothing said."""
+    stream = _read_upload(name, data)
+    for note in stream.notes:
+        st.warning(note + ".", icon=":material/schedule:")
+    return stream
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
