@@ -760,6 +760,19 @@ def _in_file(name: str) -> Iterator[None]:
         raise ValidationError(f"{name}: {exc.headline}", problems) from None
 
 
+def _echo_read_as(typed: pd.Series, rec: pd.Series) -> None:
+    """Say on stderr which catalog entries a one-point query's names became, where they differ from what was
+    typed: a bare "A100" is the 40 GB part, 17 % below the 80 GB one, and the answer had not said so."""
+    from . import catalog
+
+    said = []
+    for col, resolve in (("hardware", catalog.resolve_hardware), ("model", catalog.resolve_model)):
+        if str(typed[col]) != str(rec[col]):
+            said.append(f"{col} {typed[col]!r} as {rec[col]} ({resolve(str(rec[col])).name})")
+    if said:
+        click.echo("read " + ", ".join(said), err=True)
+
+
 def _only_framework(predictor: Any) -> str | None:
     """The framework of a one-point query left unsaid: the model's only one (None when it knows several)."""
     known = sorted(getattr(predictor, "seen_", {}).get("framework", ()))
@@ -851,6 +864,7 @@ def predict_cmd(ctx: click.Context, model_dir: Path, queries: Path | None, outpu
         click.echo(f"wrote {len(out)} prediction(s) to {output}")
     elif queries is None:
         rec = out.iloc[0]
+        _echo_read_as(raw.iloc[0], rec)
         if not math.isfinite(rec.pred_throughput_tok_s) and (
                 why := predictor.cannot_run(table.reset_index(drop=True))[0]) is not None:
             click.echo(f"no prediction ({why})  confidence {rec.confidence:.3f}  in_domain {bool(rec.in_domain)}")

@@ -82,6 +82,8 @@ def test_predict_result_file_and_one_point(model_dir, slice_csv, tmp_path):
     assert res.exit_code == 0, res.output
     assert "tok/s output  band none (this predictor gives none)  confidence n/a  in_domain True" in res.output
     assert "e2e latency" in res.output and "TTFT" not in res.output
+    # which catalog entry a typed name became (a bare "A100" is the 40 GB part); nothing where typed as the key
+    assert "read hardware 'H100' as h100-sxm (NVIDIA H100 SXM5 80GB)" in res.output and "model '" not in res.output
 
 
 @pytest.mark.parametrize(("body", "needle"), [
@@ -428,7 +430,10 @@ def test_a_llama_cpp_query_outside_what_llama_cpp_was_measured_at_is_out_of_doma
     assert float(res.output.split("confidence ")[1].split()[0]) < 0.8, res.output
     given = CliRunner().invoke(main, [*point, "--batch", "1", "--n-batch", "64"])
     assert given.exit_code == 0 and "in_domain True" in given.output, given.output
-    assert float(given.output.split(" tok/s")[0].replace(",", "")) == pytest.approx(91.7, rel=0.03)
+    # a setting given but never measured asks for a measured one (it had said "give the setting")
+    other = CliRunner().invoke(main, [*point, "--batch", "1", "--n-batch", "7"])
+    assert "not at n_batch 7: give one of those (fw_n_batch in a query file" in other.output, other.output
+    assert float(given.stdout.split(" tok/s")[0].replace(",", "")) == pytest.approx(91.7, rel=0.03)
     wide = CliRunner().invoke(main, [*point, "--batch", "16", "--n-batch", "64"])
     assert "in_domain False" in wide.output
     assert "batch 16 is more than twice outside the batches llama.cpp was trained at (1)" in wide.output

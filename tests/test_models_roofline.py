@@ -1223,7 +1223,7 @@ def test_answer_and_band_stop_at_the_bound_no_measurement_may_beat(fitted: tuple
     # Far from the data (a tiny model at batch 4,096 on an unseen accelerator) the band's width alone
     # went past the weights bound by seven orders of magnitude.
     q = pd.DataFrame({"hardware": ["h200", "h100-sxm"], "framework": "vllm",
-                      "model": ["perfmodel-tiny-llama", "llama-3-8b"], "device_count": 8,
+                      "model": ["perfmodel-tiny-llama", "llama-3-8b"], "device_count": [6, 8],  # 6 heads, 32
                       "input_len_tok": 16.0, "output_len_tok": 16.0, "batch_size": [4096.0, 1.0]})
     b = physics.roofline(q)
     lim = (q.batch_size * b.mem_bw_bps / (b.active_params * b.dtype_bytes)).to_numpy()
@@ -1456,3 +1456,33 @@ def test_the_band_stops_at_the_roofline_of_the_sequences_that_fit(fitted: tuple[
     bb = q["batch_size"].to_numpy(dtype=float)
     cap = m._dense_roofline(q, np.log(r["output_tok_s_max"].to_numpy(dtype=float)), np.zeros(2), bb, fit)
     assert cap[0] == pytest.approx(at_fit["output_tok_s_max"].iloc[0]) and np.isnan(cap[1])
+
+
+def test_more_devices_than_any_trained_sibling_gain_no_more_than_the_siblings_did() -> None:
+    # 8 H100s with vLLM and Llama-3-8B, measured on 1, 2 and 4 (3,484, 4,170 and 4,801 tok/s at batch 64), had
+    # read 7,904 tok/s in domain: the trees learnt device scaling from the few accelerators measured on 8. With
+    # every family's largest device count held out of LLM-Inference-Bench the answer was 25.0 / 99.5 median /
+    # p90 APE, its band covering 59 %.
+    rows = []
+    for hw in HW[:2]:
+        for m in MODELS[:2]:
+            for dev in (1, 2, 4):
+                for b in (1.0, 4.0, 16.0, 64.0):
+                    rows.append({"hardware": hw, "framework": "vllm", "model": m, "device_count": dev,
+                                 "input_len_tok": 512.0, "output_len_tok": 512.0, "batch_size": b})
+    df = pd.DataFrame(rows)
+    one = physics.roofline(df.assign(device_count=1))["output_tok_s_max"].to_numpy()
+    gain = 1.25 ** np.log2(df["device_count"].to_numpy())  # 25 % a doubling
+    sat = 1.0 / (1.0 + df.batch_size.to_numpy() / 256.0)
+    df["output_throughput_tok_s"] = one * 0.4 * gain * sat
+    q = df[(df["device_count"] == 4) & (df["hardware"] == HW[0]) & (df["model"] == MODELS[0])]
+    q = q.drop(columns="output_throughput_tok_s").assign(device_count=8).reset_index(drop=True)
+    at4 = df[(df["device_count"] == 4) & (df["hardware"] == HW[0]) & (df["model"] == MODELS[0])]
+    want = at4["output_throughput_tok_s"].to_numpy() * 1.25
+    free = RooflineGBM(n_estimators=100, random_state=0, device_cap=False).fit(df).predict(q)
+    held = RooflineGBM(n_estimators=100, random_state=0).fit(df).predict(q)
+    assert (free["pred_throughput_tok_s"] > 1.3 * want).any()  # the test asks what it says
+    got = held["pred_throughput_tok_s"].to_numpy()
+    assert np.all(got <= want * (1 + 1e-9)) and np.all(got >= np.fmin(free["pred_throughput_tok_s"], want) * 0.999)
+    # what it asks: without the load kind or a TP size, 8 devices are still the 1, 2 and 4 measured
+    assert np.all(held["pred_lower"] < got) and np.all(got < held["pred_upper"])
