@@ -25,7 +25,16 @@ from . import catalog, physics
 from .curve_tables import compact_number as _tok_s
 from .curves import VARYING_BY
 from .errors import PerfmodelError, Problem, ValidationError
-from .models.base import DEFAULT_TARGET, Predictor, ProgressCallback, nonpositive_note, predict_with_latency
+from .models.base import (
+    DEFAULT_TARGET,
+    MEMORY_REASON_PREFIX,
+    Predictor,
+    ProgressCallback,
+    domain_reason_column,
+    nonpositive_note,
+    predict_with_latency,
+    query_notes,
+)
 
 __all__ = [
     "judgeable",
@@ -772,6 +781,10 @@ def whatif(model: Predictor, train: pd.DataFrame, point: Mapping[str, Any], batc
     src = train if runs is None else runs
     measured = _measured_near(src, point)
     reasons = domain_reasons(train, point, batches, range_factor=float(getattr(model, "domain_range_factor", 1.0)))
+    reasons += [r for r in predictor_reasons(model, q, table) if r not in reasons]
+    # per batch, as PRED.csv says them: the page's download had in_domain without a word of why
+    table["note"] = query_notes(model, q, table)
+    table["domain_reason"] = domain_reason_column(model, q, table)
     # Weights the devices cannot hold: every batch alike (predict_with_latency left no prediction), said first;
     # its confidence 0 means "cannot run", not "low confidence", and no TTFT is missing for want of data.
     blocked = next((r for r in model.cannot_run(q) if r is not None), None)
@@ -789,6 +802,46 @@ def whatif(model: Predictor, train: pd.DataFrame, point: Mapping[str, Any], batc
                         ttft_note=None if blocked else ttft_reason(model, train, table),
                         cannot_run=None if blocked is None else blocked[:1].upper() + blocked[1:] + ".",
                         overhead_note=None if blocked else overhead_reason(model, q, table))
+
+
+_SAID_BY_THE_PAGE = ("is not in the training data", "outside the trained batches",
+                     "outside the trained ones", "outside the trained device counts")
+
+
+def predictor_reasons(model: Predictor, query: pd.DataFrame, table: pd.DataFrame) -> list[str]:
+    """The predictor's own reasons (its ``domain_reasons``) for the batches it answered out of domain, each said
+    once with the batches it holds at ("at batch 128, 256: ..."); the configuration's memory is left to the
+    page's own message. The page had said "far from every training point in feature space" where ``perfmodel
+    predict`` said "batch 256 is more than twice outside the batches this configuration was measured at
+    (1-64)".
+
+    Parameters
+    ----------
+    model
+        The fitted predictor.
+    query
+        The what-if rows, one per batch.
+    table
+        Their predictions (``in_domain``).
+
+    Returns
+    -------
+    list of str
+    """
+    method = getattr(model, "domain_reasons", None)
+    outside = ~table["in_domain"].astype(bool).to_numpy()
+    if not callable(method) or not outside.any():
+        return []
+    bb = pd.to_numeric(query["batch_size"], errors="coerce").to_numpy(dtype=float)
+    rows = np.flatnonzero(outside)
+    said: dict[str, list[float]] = {}
+    for i, why in zip(rows.tolist(), method(query.iloc[rows].reset_index(drop=True)), strict=True):
+        for r in why:
+            # the memory is the page's own message; unseen names and the trained ranges are domain_reasons'
+            if r.startswith(MEMORY_REASON_PREFIX) or any(t in r for t in _SAID_BY_THE_PAGE):
+                continue
+            said.setdefault(r.replace(f"batch {bb[i]:g} is ", "the batch is "), []).append(float(bb[i]))
+    return [f"at batch {_listed(at, 8)}: {r}" if r.startswith("the batch is ") else r for r, at in said.items()]
 
 
 def overhead_reason(model: Predictor, query: pd.DataFrame, table: pd.DataFrame) -> str | None:

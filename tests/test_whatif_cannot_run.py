@@ -7,6 +7,7 @@ a curve.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pandas as pd
@@ -64,3 +65,22 @@ def test_the_page_shows_the_reason_and_no_curve() -> None:
     at = at.number_input(key=W.KEYS["device_count"]).set_value(2.0).run()
     assert not at.exception and not at.error
     assert at.get("plotly_chart")
+
+
+def test_whatif_says_the_predictors_own_reason_and_writes_it_per_batch(fitted: tuple[RooflineGBM, pd.DataFrame]
+                                                                        ) -> None:
+    # The page had said "the query is far from every training point in feature space" where `perfmodel predict`
+    # said why, and its download had in_domain without a reason.
+    _, train = fitted
+    point = {"hardware": "h100-sxm", "model": "llama-3-8b", "framework": "vllm", "device_count": 1,
+             "input_len_tok": 128.0, "output_len_tok": 128.0}
+    mine = (train["hardware"] == "h100-sxm") & (train["model"] == "llama-3-8b") & (train["batch_size"] > 4)
+    train = train[~mine]  # this configuration at batch 1-4, the others up to 64
+    model = RooflineGBM(n_estimators=30, random_state=0).fit(train)
+    res = core.whatif(model, train, point, [4.0, 8.0, 16.0, 64.0])
+    said = "the batch is more than twice outside the batches this configuration was measured at (1-4)"
+    assert f"at batch 16, 64: {said}" in res.reasons, res.reasons
+    csv = pd.read_csv(io.BytesIO(W.result_csv(res)), keep_default_na=False)
+    assert csv["domain_reason"].tolist()[:2] == ["", ""]
+    assert all("more than twice outside the batches this configuration" in r for r in csv["domain_reason"][2:])
+    assert "note" in csv.columns
