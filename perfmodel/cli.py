@@ -760,7 +760,7 @@ def _in_file(name: str) -> Iterator[None]:
         raise ValidationError(f"{name}: {exc.headline}", problems) from None
 
 
-def _echo_read_as(typed: pd.Series, rec: pd.Series) -> None:
+def _echo_read_as(typed: Any, rec: Any) -> None:
     """Say on stderr which catalog entries a one-point query's names became, where they differ from what was
     typed: a bare "A100" is the 40 GB part, 17 % below the 80 GB one, and the answer had not said so."""
     from . import catalog

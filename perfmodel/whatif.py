@@ -28,6 +28,7 @@ from .errors import PerfmodelError, Problem, ValidationError
 from .models.base import (
     DEFAULT_TARGET,
     MEMORY_REASON_PREFIX,
+    RATIO_TOLERANCE,
     Predictor,
     ProgressCallback,
     domain_reason_column,
@@ -483,8 +484,6 @@ def domain_reasons(train: pd.DataFrame, point: Mapping[str, Any], batches: Seque
     return out
 
 
-RATIO_TOLERANCE = 1.5
-"""A query's input/output length ratio this factor beyond the trained ratios is named by :func:`_ratio_reason`."""
 
 
 def _ratio_reason(train: pd.DataFrame, point: Mapping[str, Any]) -> str | None:

@@ -1486,3 +1486,20 @@ def test_more_devices_than_any_trained_sibling_gain_no_more_than_the_siblings_di
     assert np.all(got <= want * (1 + 1e-9)) and np.all(got >= np.fmin(free["pred_throughput_tok_s"], want) * 0.999)
     # what it asks: without the load kind or a TP size, 8 devices are still the 1, 2 and 4 measured
     assert np.all(held["pred_lower"] < got) and np.all(got < held["pred_upper"])
+
+
+def test_a_length_ratio_no_training_row_had_is_noted(fitted: tuple[RooflineGBM, pd.DataFrame], tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Trained on input = output only, 1,000 / 200 tokens had been answered with a +-7 % band and not a word where
+    # the What-if page said the prefill/decode split comes from the roofline alone.
+    from perfmodel.models.base import prediction_table
+
+    m, df = fitted
+    q = df.head(1).drop(columns="output_throughput_tok_s")
+    q = pd.concat([q, q.assign(input_len_tok=1000.0, output_len_tok=200.0),
+                   q.assign(input_len_tok=600.0, output_len_tok=500.0)], ignore_index=True)
+    notes = prediction_table(m, q)["note"].tolist()
+    assert notes[0] == "" and notes[2] == ""  # 1.2 is within 1.5x of the trained 1
+    assert notes[1] == ("input/output length ratio 5 (1000 / 200) is beyond the trained 1: how the time splits "
+                        "between prefill and decode comes from the roofline alone")
+    m.save(tmp_path / "m")
+    assert prediction_table(load_predictor(tmp_path / "m"), q)["note"].tolist() == notes

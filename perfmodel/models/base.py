@@ -48,6 +48,7 @@ __all__ = [
     "predict_with_latency",
     "prediction_table",
     "cannot_run_at_all",
+    "RATIO_TOLERANCE",
     "heads_unsplit",
     "LEVELS",
     "METADATA_FILE",
@@ -495,6 +496,10 @@ prediction_frame = _frame
 __all__ += ["prediction_frame"]
 
 
+RATIO_TOLERANCE = 1.5
+"""An input/output length ratio this factor beyond every trained one is noted (What-if page, ``perfmodel
+predict``): how the time splits between prefill and decode then comes from the roofline alone."""
+
 MEMORY_REASON_PREFIX = "cannot run: "
 """How every reason of :func:`weights_over_memory` begins, so a reader of a list of reasons can pick it out."""
 
@@ -936,6 +941,8 @@ def query_notes(predictor: Any, runs: pd.DataFrame, pred: pd.DataFrame) -> list[
     nonpositive = nonpositive_note(str(getattr(predictor, "name", "") or ""))
     # what the predictor left out of a query (a setting of another engine: llama.cpp's n_batch on vLLM)
     ignored = predictor.ignored_notes(runs) if hasattr(predictor, "ignored_notes") else [None] * len(runs)
+    # a length ratio no training row had (the What-if page said so; predict had not)
+    ratio = predictor.ratio_notes(runs) if hasattr(predictor, "ratio_notes") else [None] * len(runs)
     notes = []
     for i, why in enumerate(blocked):
         # a memory reason already says so ("cannot run: cannot run: llama-3-70b's weights ..." had been written)
@@ -949,5 +956,7 @@ def query_notes(predictor: Any, runs: pd.DataFrame, pred: pd.DataFrame) -> list[
             parts.append(nonpositive)
         if ignored[i]:
             parts.append(str(ignored[i]))
+        if ratio[i]:
+            parts.append(str(ratio[i]))
         notes.append("; ".join(parts))
     return notes

@@ -137,6 +137,7 @@ from ..errors import PerfmodelError, Problem, ValidationError
 from ..schema import FRAMEWORK_PREFIX
 from .base import (
     DEFAULT_TARGET,
+    RATIO_TOLERANCE,
     Predictor,
     ProgressCallback,
     as_queries,
@@ -2464,6 +2465,9 @@ class RooflineGBM(Predictor):
                                 for f in np.unique(fws) if f}
         self.len_lo_ = np.array([max(float(data[c].min()), 1.0) for c in ("input_len_tok", "output_len_tok")])
         self.len_hi_ = np.array([max(float(data[c].max()), 1.0) for c in ("input_len_tok", "output_len_tok")])
+        ratio = _floats(data, "input_len_tok") / np.maximum(_floats(data, "output_len_tok"), 1.0)
+        ratio = ratio[np.isfinite(ratio) & (ratio > 0)]
+        self.ratio_range_ = [float(ratio.min()), float(ratio.max())] if len(ratio) else []
         self.knn_ref_ = self._knn_space(knn)
         self.n_train_ = int(len(data))
         self._calibrate(data, yv, mat, log_prior, keys, bb, kv_fit, step)
@@ -3223,6 +3227,27 @@ class RooflineGBM(Predictor):
         self._family_index = (self.anchors_, spans)
         return spans
 
+    def ratio_notes(self, runs: pd.DataFrame) -> list[str | None]:
+        """Per query, a note where its input/output length ratio lies more than
+        :data:`perfmodel.models.base.RATIO_TOLERANCE` beyond every trained one (as the What-if page says), None
+        elsewhere. LLM-Inference-Bench
+        measured input = output only: 1,000 / 200 tokens was answered with a +-7 % band and not a word, where the
+        page said how the time splits between prefill and decode then comes from the roofline alone."""
+        rng = getattr(self, "ratio_range_", [])
+        out: list[str | None] = [None] * len(runs)
+        if not rng or not len(runs) or not {"input_len_tok", "output_len_tok"} <= set(runs.columns):
+            return out
+        ii, oo = _floats(runs, "input_len_tok"), _floats(runs, "output_len_tok")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            q = ii / np.maximum(oo, 1.0)
+        lo, hi = rng
+        trained = f"{lo:.3g}" if math.isclose(lo, hi) else f"{lo:.3g}-{hi:.3g}"
+        tol = RATIO_TOLERANCE
+        for i in np.flatnonzero(np.isfinite(q) & (q > 0) & ((q < lo / tol) | (q > hi * tol))):
+            out[i] = (f"input/output length ratio {q[i]:.3g} ({ii[i]:g} / {oo[i]:g}) is beyond the trained {trained}: "
+                      "how the time splits between prefill and decode comes from the roofline alone")
+        return out
+
     def ignored_notes(self, runs: pd.DataFrame) -> list[str | None]:
         """Per query, the settings it gives that no trained configuration of its framework ran with, which
         :meth:`predict` leaves out (:func:`foreign_settings`), in words; None where none."""
@@ -3372,7 +3397,8 @@ class RooflineGBM(Predictor):
             "fw_batch_range": getattr(self, "fw_batch_range_", {}),
             "dtype_bytes": getattr(self, "dtype_bytes_", None),
             "device_range": getattr(self, "device_range_", None),
-            "len_lo": self.len_lo_, "len_hi": self.len_hi_, "knn_center": self.knn_center_,
+            "len_lo": self.len_lo_, "len_hi": self.len_hi_, "ratio_range": getattr(self, "ratio_range_", []),
+            "knn_center": self.knn_center_,
             "knn_scale": self.knn_scale_, "knn_ref": np.round(self.knn_ref_, 12), "n_train": self.n_train_,
             "scores": self.scores_, "knn_cut": getattr(self, "knn_cut_", math.inf),
             "has_sigma": self.sigma_booster_ is not None, "anchors": self.anchors_,
@@ -3431,6 +3457,7 @@ class RooflineGBM(Predictor):
                 obj.device_range_ = [float(x) for x in st["device_range"]]
             obj.len_lo_ = np.array(st["len_lo"], dtype=float)
             obj.len_hi_ = np.array(st["len_hi"], dtype=float)
+            obj.ratio_range_ = [float(x) for x in st.get("ratio_range", [])]  # none before it: no note
             obj.knn_center_ = np.array(st["knn_center"], dtype=float)
             obj.knn_scale_ = np.array(st["knn_scale"], dtype=float)
             obj.knn_ref_ = np.array(st["knn_ref"], dtype=float).reshape(-1, len(_KNN_FEATURES))
