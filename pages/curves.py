@@ -13,6 +13,7 @@ from perfmodel.curve_tables import (
     fit_caveats,
     fit_counts_words,
     has_positive,
+    import_caveats,
     overlaid_first,
 )
 from perfmodel.curves import INTERVAL_METHODS, MIN_BATCHES, R2_POOR, SHAPES, default_interval_method
@@ -27,13 +28,14 @@ from perfmodel.plots import (
     poor_fits,
 )
 from perfmodel.ui import analyses, cached, links, tables
+from perfmodel.ui import curves as curves_ui
 from perfmodel.ui import pagestate as PS
 from perfmodel.ui import state as K
 from perfmodel.ui import whatif as whatif_ui
 from perfmodel.ui.widgets import labelled_columns
 
 N_DEFAULT_CONFIGS = 3
-N_BOOT_DEFAULT = 200
+N_BOOT_DEFAULT = curves_core.DEFAULT_N_BOOT  # as `perfmodel fit` and the report
 #: The dataset and grouping (JSON) the overlay was last chosen for. (A comment: a bare string in a page script is
 #: drawn on the page.)
 CONFIGS_FOR = "curves._configs_for"
@@ -119,6 +121,8 @@ except PerfmodelError as exc:
     st.stop()
 
 labels = view.summary["configuration"].tolist()
+# the import's warnings about these fits (a batch axis that read higher than what ran) stand beside them
+warned = curves_ui.curve_import_warnings(home, selected, stamp, options)
 fitted = view.summary.loc[view.summary["n_batches"] >= MIN_BATCHES, "configuration"].tolist()
 ui.keep_valid(K.CURVES_CONFIGS, labels)
 # The default overlay for a new dataset or grouping (whose labels the old choice lacks); a selection the user
@@ -171,6 +175,9 @@ else:
     if n_suspect:
         st.caption(f"x: {n_suspect} run(s) faster than the roofline bound (suspect data; the curve fits still "
                    "include them).")
+    on_chart = [c for c in configs if c in warned]
+    for caveat in import_caveats(on_chart, [warned[c] for c in on_chart]):
+        st.warning(caveat, icon=":material/warning:")
 
 st.subheader("Fits", anchor=False)
 fits, n_on_chart = overlaid_first(view.summary, configs)  # every configuration: 2,363 on LLM-Inference-Bench
@@ -178,6 +185,9 @@ if n_on_chart and len(fits) > n_on_chart:
     st.caption(f"Every configuration, the {n_on_chart} on the chart first.")
 for caveat in fit_caveats(view.table):
     st.caption(caveat)
+off_chart = [c for c in warned if c not in configs]
+for caveat in import_caveats(off_chart, [warned[c] for c in off_chart]):
+    st.warning(caveat, icon=":material/warning:")
 if (fits["shape"] == "loglin").any():
     st.caption("— in knees, b90 and b95: a log-linear curve has no plateau, so it has no knee and never reaches "
                "90%/95% of one.")

@@ -363,6 +363,12 @@ def _interval_choices() -> list[str]:
     return list(INTERVAL_METHODS)
 
 
+def _n_boot_default() -> int:
+    from .curves import DEFAULT_N_BOOT  # the Curves page's and the report's too
+
+    return DEFAULT_N_BOOT
+
+
 def _cell(v: Any, fmt: str | None = None) -> str:
     """A table cell: floats compact and never in e-notation (``19,033``, ``405.9``, ``1.2 M``), or as ``fmt``."""
     if isinstance(v, float):
@@ -385,7 +391,7 @@ def _cell(v: Any, fmt: str | None = None) -> str:
               help="Curve shape; auto chooses exp or piecewise by AICc.")
 @click.option("--intervals", type=click.Choice(_interval_choices()), default="bootstrap", show_default=True,
               help="How intervals are computed.")
-@click.option("--n-boot", type=click.IntRange(min=0), default=200, show_default=True,
+@click.option("--n-boot", type=click.IntRange(min=0), default=_n_boot_default(), show_default=True,
               help="Bootstrap replicates.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--x", "x_col", default="batch_size", show_default=True, help="Batch column.")
@@ -398,13 +404,28 @@ def fit_cmd(ctx: click.Context, dataset: str, by: tuple[str, ...], shape: str, i
             seed: int, x_col: str, y_col: str, output: Path | None, as_json: bool) -> None:
     """Fit a saturation curve (throughput vs batch) per configuration of DATASET (a stored dataset or a result
     file); report plateaus and knees."""
-    from .curve_tables import default_curve_by, fits_summary, kv_full_batches
+    from .curve_tables import (
+        default_curve_by,
+        fit_import_warnings,
+        fits_summary,
+        import_caveats,
+        kv_full_batches,
+    )
     from .curves import fit_curves
 
     want_json = _want_json(ctx, as_json)
     if want_json and output is not None:
         raise click.UsageError("choose one of --json and -o/--output")
-    runs = _load_training_runs(dataset)
+    if Path(dataset).is_file():  # a result file: its import warnings come with its runs
+        from .importers import read_file
+
+        read = read_file(Path(dataset))
+        runs, issues = read.runs, read.issues
+    else:
+        from .store import Store
+
+        runs = _load_training_runs(dataset)
+        issues = Store().issues(dataset)
     by_cols = list(by) if by else default_curve_by(runs)
     if not by and x_col != "batch_size":
         # a curve along another column (--x input_len_tok) is one per configuration and batch: grouped by the
@@ -414,6 +435,9 @@ def fit_cmd(ctx: click.Context, dataset: str, by: tuple[str, ...], shape: str, i
                           intervals=intervals, n_boot=n_boot, seed=seed, return_fits=True)
     # the batch at which the KV cache fills, as the printed table has it (the file and JSON had lacked it)
     table = table.assign(kv_full_batch=kv_full_batches(table).to_numpy())
+    # the import's warnings on the batch axis (requests in flight far below the concurrency) stand beside the fit
+    warned = fit_import_warnings(runs, issues, table, by_cols, x=x_col, y=y_col)
+    table["import_warnings"] = [" | ".join(w) for w in warned]
     if x_col != "batch_size" and "message" in table.columns:  # the curve module counts "batch sizes"
         table["message"] = table["message"].astype(str).str.replace(
             "distinct batch size(s)", f"distinct {x_col} value(s)", regex=False)
@@ -442,6 +466,8 @@ def fit_cmd(ctx: click.Context, dataset: str, by: tuple[str, ...], shape: str, i
     if rows:
         _table(("configuration", "shape", "c (plateau)", "c interval", "knees [interval]", "b90", "b95",
                 "KV full", "R2", "n", "ok", "message"), rows)
+    for caveat in import_caveats(summary["configuration"].tolist(), warned):
+        click.echo(f"caveat: {caveat}")
     if output is not None:
         click.echo(f"wrote {len(table)} fit(s) to {output}")
 

@@ -43,10 +43,14 @@ __all__ = [
     "NO_PLATEAU_HELP",
     "NOT_ESTIMABLE",
     "BATCH_ESTIMATE_HELP",
+    "RISE_NOT_MEASURED",
     "batch_estimate_text",
     "significant",
     "compact_number",
     "compact_seconds",
+    "fit_import_warnings",
+    "import_caveats",
+    "IMPORT_WARNING_LEAD",
 ]
 
 
@@ -422,7 +426,9 @@ BATCH_ESTIMATE_HELP = (
     f"'{NOT_ESTIMABLE} from N batch sizes': every bootstrap replicate gave the same value to the digits shown, "
     "as happens with few measured batch sizes (a curve through 3 or 4 points leaves tiny residuals); the value "
     "is not exact, its uncertainty is unknown. 'extrapolated: measured up to batch B': the value lies beyond the "
-    "largest measured batch, on a part of the curve never measured.")
+    "largest measured batch, on a part of the curve never measured. 'between A and B (the rise lies between "
+    "measured batches ...)': the curve rises entirely between two measured batches and is flat after, so any "
+    "faster rise fits as well: the data give a range, not an estimate.")
 """Tooltip of the knees, b90 and b95 columns: what :func:`batch_estimate_text`'s notes mean."""
 
 
@@ -447,7 +453,8 @@ measured, not of saturation."""
 
 
 def knees_text(knees: Sequence[float], cis: Sequence[tuple[float, float]], *, b95: float,
-               n_batches: object = None, batch_max: float = math.nan) -> str:
+               n_batches: object = None, batch_max: float = math.nan,
+               rise_between: tuple[float, float] = (math.nan, math.nan)) -> str:
     """A curve's knees with their intervals (:func:`batch_estimate_text`), ``;``-separated, followed by
     :data:`UNSATURATED_KNEE` where b95 lies beyond the largest measured batch.
 
@@ -457,7 +464,7 @@ def knees_text(knees: Sequence[float], cis: Sequence[tuple[float, float]], *, b9
         The knees and their intervals.
     b95
         The batch reaching 95% of the plateau (NaN: not said).
-    n_batches, batch_max
+    n_batches, batch_max, rise_between
         As in :func:`batch_estimate_text`.
 
     Returns
@@ -465,7 +472,7 @@ def knees_text(knees: Sequence[float], cis: Sequence[tuple[float, float]], *, b9
     str
         ``""`` where no knee is finite.
     """
-    where = {"n_batches": n_batches, "batch_max": batch_max}
+    where = {"n_batches": n_batches, "batch_max": batch_max, "rise_between": rise_between}
     parts = [batch_estimate_text(k, lo, hi, **where) for k, (lo, hi) in zip(knees, cis, strict=True)
              if np.isfinite(k)]
     text = "; ".join(p for p in parts if p)
@@ -474,8 +481,14 @@ def knees_text(knees: Sequence[float], cis: Sequence[tuple[float, float]], *, b9
     return text
 
 
+RISE_NOT_MEASURED = "the rise lies between measured batches"
+"""Said after the range of a knee, b90 or b95 whose curve rises entirely between two measured batches
+(:attr:`perfmodel.curves.CurveFit.rate_bounded_below`): any faster rise fits as well, so there is no estimate."""
+
+
 def batch_estimate_text(v: float, lo: float, hi: float, *, n_batches: object = None,
-                        batch_max: float = math.nan, digits: int = 3) -> str:
+                        batch_max: float = math.nan, digits: int = 3,
+                        rise_between: tuple[float, float] = (math.nan, math.nan)) -> str:
     """A batch-valued estimate of a curve (a knee, b90, b95) with its interval, for tables and reports.
 
     ``"29.4 [27.1, 33.5]"`` (:func:`significant` digits, never e-notation). Two cases are said in words
@@ -485,7 +498,10 @@ def batch_estimate_text(v: float, lo: float, hi: float, *, n_batches: object = N
       the same value, as happens with few batch sizes) reads ``"29.4 (interval not estimable from 4 batch
       sizes)"``, not a false precision;
     * a value beyond the largest measured batch ends with ``"(extrapolated: measured up to batch 64)"``, the
-      words of a plateau not reached (:func:`fits_summary`'s ``plateau_ci``).
+      words of a plateau not reached (:func:`fits_summary`'s ``plateau_ci``);
+    * on a curve that rises entirely between two measured batches (``rise_between``, the saturation rate bounded
+      only from below) the value is no estimate: only the range reads, ``"between 1 and 16 (the rise lies between
+      measured batches 1 and 16)"`` (it had read ``"2.72 [2.62, 2.82]"``).
 
     Parameters
     ----------
@@ -497,6 +513,8 @@ def batch_estimate_text(v: float, lo: float, hi: float, *, n_batches: object = N
         Largest measured batch; NaN: not checked.
     digits
         Significant digits.
+    rise_between
+        The two measured batches a curve rises between when its rate is bounded only from below (NaN: not so).
 
     Returns
     -------
@@ -505,6 +523,12 @@ def batch_estimate_text(v: float, lo: float, hi: float, *, n_batches: object = N
     """
     if not np.isfinite(v):
         return ""
+    r_lo, r_hi = (float(b) for b in rise_between)
+    if np.isfinite(r_lo) and np.isfinite(r_hi):
+        lo_v = lo if np.isfinite(lo) else r_lo
+        hi_v = max(hi, r_hi) if np.isfinite(hi) else r_hi
+        return (f"between {significant(lo_v, digits)} and {significant(hi_v, digits)} ({RISE_NOT_MEASURED} "
+                f"{significant(r_lo, digits)} and {significant(r_hi, digits)})")
     text = significant(v, digits)
     notes = []
     if np.isfinite(lo) and np.isfinite(hi):
@@ -548,6 +572,13 @@ def _plateau_text(rec: Mapping[str, Any]) -> str:
     return f"[{significant(lo, 4)}, {significant(hi, 4)}]{loose}"
 
 
+def _rise_between(rec: Mapping[str, Any]) -> tuple[float, float]:
+    """The gap a curve rises in (:attr:`perfmodel.curves.CurveFit.rise_between`), NaN when its rate is bounded."""
+    if not bool(rec.get("rate_bounded_below", False)):
+        return (math.nan, math.nan)
+    return (float(rec.get("rise_lo", math.nan)), float(rec.get("rise_hi", math.nan)))
+
+
 def fits_summary(table: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     """The readable fits table shown by the CLI and the Curves page.
 
@@ -579,7 +610,8 @@ def fits_summary(table: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     kv_full = kv_full_batches(table)
     rows = []
     for label, rec, kv in zip(labels, table.to_dict("records"), kv_full.tolist(), strict=True):
-        where = {"n_batches": rec["n_batches"], "batch_max": float(rec.get("batch_max", math.nan))}
+        where = {"n_batches": rec["n_batches"], "batch_max": float(rec.get("batch_max", math.nan)),
+                 "rise_between": _rise_between(rec)}
         js = [j for j in (1, 2) if f"knee_{j}" in rec]
         knees = knees_text([rec[f"knee_{j}"] for j in js], [(rec[f"knee_{j}_lo"], rec[f"knee_{j}_hi"]) for j in js],
                            b95=float(rec["b95"]), **where)
@@ -845,3 +877,125 @@ def has_positive(runs: pd.DataFrame, column: str = "batch_size") -> bool:
         return False
     b = pd.to_numeric(runs[column], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
     return bool((np.isfinite(b) & (b > 0)).any())
+
+
+# --------------------------------------------------------------------------- import warnings beside the fits
+
+_OFF_CURVE_WORDS = ("latency", "ttft", "tpot", "itl", "power", "energy")
+"""A warning on a column naming one of these (a latency, a power reading) does not concern a throughput curve."""
+
+
+def _issue_records(issues: pd.DataFrame | Sequence[object] | None) -> list[dict[str, Any]]:
+    if issues is None:
+        return []
+    if isinstance(issues, pd.DataFrame):
+        recs = issues.to_dict("records")
+    else:
+        recs = [{c: getattr(i, c, None) for c in ("file", "row", "column", "message", "severity")} for i in issues]
+    return [r for r in recs if str(r.get("severity") or "") == "warning" and not _is_missing(r.get("message"))]
+
+
+def _key(values: Sequence[Any]) -> tuple[Any, ...]:
+    return tuple(None if _is_missing(v) else (v.item() if isinstance(v, np.generic) else v) for v in values)
+
+
+def fit_import_warnings(runs: pd.DataFrame, issues: pd.DataFrame | Sequence[object] | None, table: pd.DataFrame,
+                        by: Sequence[str], *, x: str = "batch_size",
+                        y: str = "output_throughput_tok_s") -> list[tuple[str, ...]]:
+    """The import warnings that concern each fitted configuration, so they can stand beside its fit.
+
+    An import warning is stored per file (and row) with the dataset (:meth:`perfmodel.store.Store.issues`); a fit
+    is per configuration, and had never said that its batch axis was in doubt: gpu_conc's H200 file warns that 5
+    of its 10 concurrency levels had about 20 requests in flight where 64-1,024 were configured (Little's law),
+    and its fit read knee 52.3, b90 26 without a word. A warning concerns a configuration when it comes from a
+    file its runs came from and is about the whole file (no row), about the batch axis ``x`` (such a warning
+    sums up the file's rows and cites the first), or about one of the configuration's own rows; warnings about a
+    latency or power column are left out (they say nothing about a throughput curve), as are errors (their rows
+    were not imported) and notes.
+
+    Parameters
+    ----------
+    runs
+        The runs table the fits were made from (``source_file`` and ``source_row`` name where each run came from).
+    issues
+        The dataset's import issues: :meth:`perfmodel.store.Store.issues`, or a sequence of
+        :class:`perfmodel.importers.Issue` (a file read directly). None: none.
+    table
+        :func:`perfmodel.curves.fit_curves` output made from ``runs`` grouped by ``by``.
+    by
+        The grouping columns.
+    x, y
+        The batch and throughput columns of the fits.
+
+    Returns
+    -------
+    list of tuple of str
+        Per row of ``table``, its warnings as ``"FILE, row R, column C: MESSAGE"``, in the order stored.
+    """
+    out: list[tuple[str, ...]] = [() for _ in range(len(table))]
+    recs = _issue_records(issues)
+    cols = list(by)
+    if not recs or not len(table) or "source_file" not in runs.columns or any(c not in runs.columns for c in cols):
+        return out
+    files = runs["source_file"].astype("string").fillna("").to_numpy(dtype=object)
+    rows = (pd.to_numeric(runs["source_row"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+            if "source_row" in runs.columns else np.full(len(runs), np.nan))
+    groups = {_key(k if isinstance(k, tuple) else (k,)): idx
+              for k, idx in runs.groupby(cols, dropna=False, sort=False).indices.items()}
+    for i, rec in enumerate(table[cols].to_dict("records")):
+        idx = groups.get(_key([rec[c] for c in cols]))
+        if idx is None:
+            continue
+        own_files = set(files[idx])
+        own_rows = {(f, int(r)) for f, r in zip(files[idx], rows[idx], strict=True) if np.isfinite(r)}
+        found = []
+        for iss in recs:
+            file = "" if _is_missing(iss.get("file")) else str(iss["file"])
+            if file not in own_files:
+                continue
+            column = None if _is_missing(iss.get("column")) else str(iss["column"])
+            if column is not None and column not in (x, y) and any(w in column.lower() for w in _OFF_CURVE_WORDS):
+                continue
+            row = None if _is_missing(iss.get("row")) else int(iss["row"])
+            if row is not None and column != x and (file, row) not in own_rows:
+                continue
+            where = ", ".join(filter(None, [file, f"row {row}" if row is not None else "",
+                                            f"column {column!r}" if column else ""]))
+            found.append(f"{where}: {iss['message']}")
+        out[i] = tuple(found)
+    return out
+
+
+IMPORT_WARNING_LEAD = "Import warning"
+"""How a caveat from the import begins (:func:`import_caveats`)."""
+
+
+def import_caveats(labels: Sequence[str], warnings: Sequence[Sequence[str]], *, max_names: int = 5) -> list[str]:
+    """One sentence per distinct import warning, naming the configurations it concerns, to stand beside fits.
+
+    Parameters
+    ----------
+    labels
+        Configuration labels, one per fit.
+    warnings
+        :func:`fit_import_warnings` (aligned with ``labels``).
+    max_names
+        Configurations named before "and N more".
+
+    Returns
+    -------
+    list of str
+        E.g. ``"Import warning for h200 x1 · vllm · llama-3.1-8b · 1000/1000: FILE, row 6, column
+        'batch_size': 5 of 10 concurrency run(s) had far fewer requests in flight ..."``; empty when none.
+    """
+    by_warning: dict[str, list[str]] = {}
+    for label, ws in zip(labels, warnings, strict=True):
+        for w in ws:
+            by_warning.setdefault(w, []).append(str(label))
+    out = []
+    for w, names in by_warning.items():
+        shown = ", ".join(names[:max_names]) + (f" and {len(names) - max_names:,} more" if len(names) > max_names
+                                                 else "")
+        whom = shown if len(names) <= max_names else f"{len(names):,} configurations ({shown})"
+        out.append(f"{IMPORT_WARNING_LEAD} for {whom}: {w}")
+    return out

@@ -126,6 +126,8 @@ __all__ = [
     "PLATEAU_SHAPES",
     "PLATEAU_EXTRAPOLATION_FACTOR",
     "BOOTSTRAP_MAX_CONFIGS",
+    "DEFAULT_N_BOOT",
+    "DEFAULT_INTERVALS",
     "default_interval_method",
     "CurveFit",
     "saturating_exp",
@@ -197,6 +199,11 @@ PLATEAU_EXTRAPOLATION_FACTOR = 1.5
 """An exponential plateau ``c`` not reached in the measured range (``b95`` beyond the largest batch) and more than
 this multiple of the fitted throughput at the largest measured batch is an extrapolation, not a measurement:
 ``plateau_extrapolated`` is set and the fits table shows "plateau not reached" instead of the number."""
+DEFAULT_N_BOOT = 200
+"""Bootstrap replicates of ``perfmodel fit``, the Curves page and the report, so the three give the same intervals
+for the same data (the report had used 100 and so other knee intervals than the page)."""
+DEFAULT_INTERVALS = "bootstrap"
+"""The interval method of ``perfmodel fit`` and the report's curves (the Curves page: :func:`default_interval_method`)."""
 BOOTSTRAP_MAX_CONFIGS = 250
 """Above this many configurations the interactive default interval method is ``asymptotic``, not ``bootstrap``
 (:func:`default_interval_method`). Bootstrap (200 replicates) costs about 15 ms per configuration against about
@@ -485,6 +492,13 @@ class CurveFit:
         Initialisation used for the exponential (``quantile`` or ``naive``).
     nfev
         Function evaluations of the final optimisation.
+    rate_bounded_below
+        The exponential's saturation rate is bounded only from below: the curve rises entirely between its two
+        smallest measured batches (``rise_between``) and is flat from the second on, so any faster rise fits as
+        well. The knee, b90 and b95 are then not estimates: their intervals are the ranges the data allow, from
+        the smallest batch to at least the next one; ``b`` and ``a`` have no upper bound (``ci`` high = inf).
+    rise_between
+        The two measured batches the rise lies between (NaN unless ``rate_bounded_below``).
     """
 
     shape: str
@@ -513,6 +527,8 @@ class CurveFit:
     batch_range: tuple[float, float] = (math.nan, math.nan)
     init: str = "quantile"
     nfev: int = 0
+    rate_bounded_below: bool = False
+    rise_between: tuple[float, float] = (math.nan, math.nan)
     _boot: np.ndarray | None = field(default=None, repr=False)
 
     def predict(self, batch: Any) -> np.ndarray:
@@ -583,7 +599,9 @@ class CurveFit:
                 row[f"knee_{j + 1}"] = row[f"knee_{j + 1}_lo"] = row[f"knee_{j + 1}_hi"] = math.nan
         row.update(b90=self.b90, b90_lo=self.b90_ci[0], b90_hi=self.b90_ci[1],
                    b95=self.b95, b95_lo=self.b95_ci[0], b95_hi=self.b95_ci[1],
-                   plateau_reached=self.plateau_reached, plateau_extrapolated=self.plateau_extrapolated)
+                   plateau_reached=self.plateau_reached, plateau_extrapolated=self.plateau_extrapolated,
+                   rate_bounded_below=self.rate_bounded_below, rise_lo=self.rise_between[0],
+                   rise_hi=self.rise_between[1])
         for cand in ("exp", "piecewise", "loglin"):
             crit = self.criteria.get(cand, {})
             row[f"aicc_{cand}"] = crit.get("aicc", math.nan)
@@ -753,7 +771,7 @@ def _not_enough(n: int, nb: int, x: np.ndarray, msg: str, level: float, method: 
 
 
 def fit_curve(batch: Any, throughput: Any, *, shape: str = "auto", weights: Any = None,
-              intervals: str = "bootstrap", n_boot: int = 200, level: float = 0.95, seed: int = 0,
+              intervals: str = DEFAULT_INTERVALS, n_boot: int = DEFAULT_N_BOOT, level: float = 0.95, seed: int = 0,
               init: str = "quantile", loss: str = "soft_l1", restarts: bool = True,
               fallback: bool = True, origin_refit: bool = True,
               _pre_exp: Mapping[str, Any] | None = None) -> CurveFit:
@@ -951,6 +969,24 @@ def fit_curve(batch: Any, throughput: Any, *, shape: str = "auto", weights: Any 
 
     knees, knee_ci = _knees(chosen, params, grid, boot, q_lo, q_hi)
     b90, b95, b90_ci, b95_ci = _fractions(chosen, params, grid, boot, q_lo, q_hi)
+    rise = _rise_in_gap(xs, ysn, w) if chosen == "exp" and not cand.get("tied") else None
+    rise_between = (math.nan, math.nan)
+    if rise is not None:
+        # any faster rise fits as well: the knee, b90 and b95 lie somewhere in the gap, whatever the bootstrap
+        # (started at the point estimate, its replicates never move along the flat direction) or the Jacobian
+        # (whose pseudo-inverse drops that direction) say
+        x_lo, x_hi = float(uniq[0]), float(uniq[1])
+        rise_between = (x_lo, x_hi)
+        knee_ci, b90_ci, b95_ci, slow_b, slow_a = _gap_ranges(rise[0], x_lo, x_hi, xs_scale, ys_scale, grid,
+                                                              knees, b90, b95)
+        ci["b"] = (slow_b, math.inf)
+        ci["a"] = (max(slow_a, ci.get("a", (math.nan,))[0]) if np.isfinite(ci.get("a", (math.nan,))[0])
+                   else slow_a, math.inf)
+        notes[:] = [nt.replace(_PROFILED_NOTE, "").strip("; ") for nt in notes]
+        notes[:] = [nt for nt in notes if nt]
+        notes.append(f"the saturation rate is bounded only from below: the curve rises between batch {sig(x_lo)} "
+                     f"and {sig(x_hi)}, where nothing was measured, and any faster rise fits as well, so the knee, "
+                     "b90 and b95 are ranges across that gap, not estimates")
     converged = cand.get("converged", True)
     success = bool(converged and consistent and r2 >= R2_MIN_SUCCESS and np.isfinite(r2))
     # Why a fit failed leads the message (the shape choice is no reason for failing).
@@ -987,7 +1023,34 @@ def fit_curve(batch: Any, throughput: Any, *, shape: str = "auto", weights: Any 
                     plateau_reached=bool(np.isfinite(b95) and b95 <= x.max()), poor_fit=poor,
                     plateau_extrapolated=extrapolated,
                     criteria=criteria, shape_reason=reason, batch_range=(float(x.min()), float(x.max())),
-                    init=init, nfev=int(cand.get("nfev", 0)), _boot=boot)
+                    init=init, nfev=int(cand.get("nfev", 0)), rate_bounded_below=rise is not None,
+                    rise_between=rise_between, _boot=boot)
+
+
+def _gap_ranges(p_shift: np.ndarray, x_lo: float, x_hi: float, xsc: float, ysc: float, grid: np.ndarray,
+                knees: tuple[float, ...], b90: float, b95: float
+                ) -> tuple[tuple[tuple[float, float], ...], tuple[float, float], tuple[float, float], float, float]:
+    """Ranges of the knee, b90 and b95 of a curve whose rise lies in the gap ``(x_lo, x_hi)``, and the lower
+    bounds of ``b`` and ``a``: from ``x_lo`` (the limit of an ever faster rise) to the slowest rise the data allow
+    (:func:`_rise_in_gap`), and at least to ``x_hi``."""
+    a_sh, rate, c = float(p_shift[0] * ysc), float(p_shift[1] / xsc), float(p_shift[2] * ysc)
+
+    def slow(bb: Any) -> np.ndarray:
+        return c - a_sh * np.exp(-rate * (np.asarray(bb, dtype=float) - x_lo))
+
+    def at(frac: float) -> float:
+        return x_lo + max(math.log(a_sh / ((1.0 - frac) * c)), 0.0) / rate
+
+    knee_slow = float(kneedle_knee(grid, slow(grid), curve_at=slow))
+    top_knee = max(x_hi, knee_slow if np.isfinite(knee_slow) else x_hi)
+    knee_ci = tuple((x_lo, max(top_knee, k)) for k in knees)
+    b90_ci = (x_lo, max(x_hi, at(0.90), b90 if np.isfinite(b90) else x_hi))
+    b95_ci = (x_lo, max(x_hi, at(0.95), b95 if np.isfinite(b95) else x_hi))
+    try:
+        a_lo = a_sh * math.exp(rate * x_lo)
+    except OverflowError:
+        a_lo = math.inf
+    return knee_ci, b90_ci, b95_ci, rate, a_lo
 
 
 def _choose(shape: str, candidates: Mapping[str, Any], criteria: Mapping[str, Mapping[str, float]]
@@ -1088,6 +1151,64 @@ def _profile_rate(xs: np.ndarray, ys: np.ndarray, w: np.ndarray) -> tuple[np.nda
     return np.array([a[i], rates[i], c[i]]), float(rss[i]), float(rates[int(np.argmin(np.where(ok, rss, np.inf)))])
 
 
+def _rise_in_gap(xs: np.ndarray, ys: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, float] | None:
+    """Whether the data bound the saturation rate from below only: the curve may rise anywhere between its
+    smallest measured batch and the next one.
+
+    Profiles ``c - a' exp(-b (x - x_min))`` over ``b`` (for each rate ``a'``, the rise at the smallest batch, and
+    ``c`` are a weighted linear fit; unlike ``a`` they stay finite as ``b`` grows). As ``b`` goes to infinity the
+    curve becomes a step: the smallest batch's points at ``c - a'``, every other point at ``c``. When that step
+    fits within one residual variance of the best rate (``rss <= best * (1 + 1 / (n - 3))``, the criterion of
+    :func:`_profile_rate`), no rate is too fast for the data, and the knee, b90 and b95 of a fit are not
+    estimates: they can lie anywhere in the gap (LLM-Inference-Bench's A100 / DeepSpeed-MII / Llama-2-7B at
+    2,048 + 2,048 tokens, measured at 1, 16, 32 and 64 and flat from 16, had fitted the same for b from 0.8 to 2,
+    b90 from 3.7 to 2.1, and the bootstrap, started at the point estimate, gave b90 2.72 [2.62, 2.82]).
+
+    Returns
+    -------
+    (params, rate) or None
+        Scaled ``(a', b, c)`` of the slowest rate on the profile grid still within the criterion (the upper ends
+        of the knee, b90 and b95 ranges; ``a'`` is the rise at the smallest batch, ``a = a' exp(b x_min)``) and
+        that rate; None when the rate is bounded from above as well.
+    """
+    x0 = float(xs.min())
+    dx = xs - x0
+    if not (dx > 0).any() or not (dx == 0).any():
+        return None
+    rates = np.geomspace(1e-3, 1e6, 361)  # per largest batch (x is scaled to it)
+    sw = np.sqrt(w)
+    e = np.exp(-rates[:, None] * dx[None, :])
+    e_inf = (dx == 0).astype(float)[None, :]  # the step: the limit as the rate grows without end
+    e = np.vstack([e, e_inf])
+    s_ee, s_e, s_1 = (w * e * e).sum(axis=1), (w * e).sum(axis=1), float(w.sum())
+    s_ey, s_y = (w * e * ys).sum(axis=1), float((w * ys).sum())
+    det = s_ee * s_1 - s_e ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = (s_e * s_y - s_1 * s_ey) / det
+        c = (s_ee * s_y - s_e * s_ey) / det
+        rss = (((c[:, None] - a[:, None] * e - ys[None, :]) * sw[None, :]) ** 2).sum(axis=1)
+    ok = np.isfinite(rss) & np.isfinite(a) & np.isfinite(c) & (a > 0) & (c > 0) & (np.abs(det) > 1e-300)
+    if not ok[-1]:
+        return None
+    best = float(np.min(rss[ok]))
+    dof = max(len(xs) - 3, 1)
+    limit = best * (1.0 + 1.0 / dof) + _TINY * max(float(np.sum(w * ys ** 2)), _TINY)
+    if rss[-1] > limit:
+        return None
+    # the slowest rate of the flat stretch that reaches the step (walking down from the fastest rate)
+    within = ok[:-1] & (rss[:-1] <= limit)
+    i = len(rates) - 1
+    if not within[i]:
+        return None
+    while i > 0 and within[i - 1]:
+        i -= 1
+    return np.array([a[i], rates[i], c[i]]), float(rates[i])
+
+
+_PROFILED_NOTE = ("the saturation rate is bounded only from below (the curve is flat after its first measured "
+                  "batches): the slowest saturation the data allow is shown, so the knee, b90 and b95 are upper bounds")
+
+
 def _fit_exp(xs: np.ndarray, ys: np.ndarray, w: np.ndarray, p0: Callable[[], np.ndarray], loss: str,
              restarts: bool, pre: Mapping[str, Any] | None, origin_refit: bool = True) -> dict[str, Any]:
     n = len(xs)
@@ -1128,9 +1249,7 @@ def _fit_exp(xs: np.ndarray, ys: np.ndarray, w: np.ndarray, p0: Callable[[], np.
                 # the best rate is faster than the one kept: the data bound the rate from below only
                 p, converged, used_loss, fscale = prof[0], True, "linear", 1.0
                 rss_ls = prof[1]
-                note = ("the saturation rate is bounded only from below (the curve is flat after its first "
-                        "measured batches): the slowest saturation the data allow is shown, so the knee, b90 and "
-                        "b95 are upper bounds")
+                note = _PROFILED_NOTE
     p = np.asarray(p, dtype=float).copy()
     tied = False
     if origin_refit and converged and p[2] - p[0] * np.exp(-p[1] * xs.min()) <= 0:
@@ -1482,8 +1601,8 @@ def _resolve_by(runs: pd.DataFrame, by: Sequence[str] | None) -> list[str]:
 
 
 def fit_curves(runs: pd.DataFrame, by: Sequence[str] | None = DEFAULT_BY, *, shape: str = "auto",
-               x: str = "batch_size", y: str = "output_throughput_tok_s", intervals: str = "bootstrap",
-               n_boot: int = 200, level: float = 0.95, seed: int = 0, init: str = "quantile",
+               x: str = "batch_size", y: str = "output_throughput_tok_s", intervals: str = DEFAULT_INTERVALS,
+               n_boot: int = DEFAULT_N_BOOT, level: float = 0.95, seed: int = 0, init: str = "quantile",
                loss: str = "soft_l1", restarts: bool = True, fallback: bool = True,
                origin_refit: bool = True, return_fits: bool = False) -> pd.DataFrame | tuple[pd.DataFrame, dict[tuple[Any, ...], CurveFit]]:
     """Fit one saturation curve per configuration of a runs table.

@@ -366,3 +366,34 @@ def test_an_emptied_overlay_stays_empty_until_the_grouping_changes() -> None:
     by.set_value(list(by.value)[:-1]).run()  # another grouping: its own default overlay
     _no_exception(at)
     assert at.multiselect(key=K.CURVES_CONFIGS).value
+
+
+def test_import_warning_on_the_batch_axis_stands_beside_the_fit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                formats_dir: Path) -> None:
+    # gpu_conc's H200: 5 of 10 concurrency levels had about 20 requests in flight where 64-1,024 were configured;
+    # the page had shown knee 52.3 and b90 26 with no caveat
+    monkeypatch.setattr(samples, "SAMPLE_DIR", tmp_path / "none")
+    import_files([formats_dir / "custom-concurrency-json" / "gpu_conc__H200_benchmark_summary_20250814_182107.json"],
+                 store=Store())
+    at = _curves()
+    _no_exception(at)
+    warnings = [w.value for w in at.warning]
+    assert any("requests in flight than configured" in w and w.startswith("Import warning for") for w in warnings)
+
+
+def test_a_rise_between_measured_batches_reads_as_a_range(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A100-40GB / DeepSpeed-MII / Llama-2-7B 2048/2048 (LLM-Inference-Bench): flat from batch 16; b90 had read
+    # 2.72 [2.62, 2.82]
+    monkeypatch.setattr(samples, "SAMPLE_DIR", tmp_path / "none")
+    src = tmp_path / "gap.csv"
+    pd.DataFrame({
+        "hardware": "a100-40gb", "device_count": 1, "framework": "deepspeed-mii", "model": "llama-2-7b",
+        "input_len_tok": 2048.0, "output_len_tok": 2048.0, "load_kind": "static_batch",
+        "batch_size": [1.0, 16.0, 32.0, 64.0],
+        "output_throughput_tok_s": [59.11264725337496, 513.4978786200209, 443.57693797860445, 464.51767480862184],
+        "source_format": "synthetic", "source_file": "gap.csv", "source_row": range(1, 5)}).to_csv(src, index=False)
+    import_files([src], format="canonical", store=Store())
+    at = _curves()
+    _no_exception(at)
+    row = at.dataframe[0].value.iloc[0]
+    assert row["b90"].startswith("between 1 and 16") and row["knees"].startswith("between 1 and 16"), row

@@ -231,3 +231,33 @@ def test_fit_reads_a_result_file_writes_the_kv_full_batch_and_names_another_x(ru
     assert all("distinct output_len_tok value(s)" in r["message"] for r in recs if not r["success"])
     code, out, err = invoke(runner, "fit", str(path), "--n-boot", "0", "--x", "output_len_tok")
     assert "note: no configuration has three output_len_tok values" in err
+
+
+H200_CONC = Path("custom-concurrency-json") / "gpu_conc__H200_benchmark_summary_20250814_182107.json"
+
+
+def test_fit_says_the_import_warning_that_the_batch_axis_read_higher_than_what_ran(runner: CliRunner,
+                                                                                   formats_dir: Path) -> None:
+    # gpu_conc's H200: 5 of 10 concurrency levels had about 20 requests in flight where 64-1,024 were configured.
+    # The import warned; fit read knee 52.3, b90 26 without a word.
+    path = formats_dir / H200_CONC
+    info, _ = import_files([path], store=Store())
+    for target in (info.id, str(path)):  # a stored dataset, and the file read directly
+        code, out, err = invoke(runner, "fit", target, "--n-boot", "20")
+        assert code == 0, err
+        caveats = [ln for ln in out.splitlines() if ln.startswith("caveat: ")]
+        assert any("requests in flight than configured" in ln and "h200" in ln for ln in caveats), out
+    code, out, _ = invoke(runner, "fit", info.id, "--n-boot", "0", "--json")
+    assert "requests in flight" in json.loads(out)[0]["import_warnings"]
+
+
+def test_fit_without_import_warnings_prints_no_caveat(runner: CliRunner, known_dataset: str) -> None:
+    code, out, _ = invoke(runner, "fit", "known", "--n-boot", "0")
+    assert code == 0 and "caveat:" not in out
+
+
+def test_fit_default_replicates_are_the_shared_setting() -> None:
+    from perfmodel.cli import fit_cmd
+    from perfmodel.curves import DEFAULT_N_BOOT
+
+    assert next(p for p in fit_cmd.params if p.name == "n_boot").default == DEFAULT_N_BOOT

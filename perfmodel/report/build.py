@@ -19,12 +19,13 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..curve_tables import (
-    batch_estimate_text,
     compact_number,
     compact_seconds,
     fit_counts_words,
+    fit_import_warnings,
+    fits_summary,
+    import_caveats,
     in_seconds,
-    knees_text,
 )
 from ..errors import PerfmodelError
 from ..models.base import DEFAULT_TARGET, cannot_run_reasons
@@ -315,17 +316,20 @@ def _summary_section(res: PlanResult) -> Section:
     return Section("Executive summary", paragraphs=tuple(paras))
 
 
-def _curves_section(runs: pd.DataFrame, res: PlanResult | None) -> Section:
-    from ..curves import fit_curve, fit_curves
+def _curves_section(runs: pd.DataFrame, res: PlanResult | None, issues: Any = None) -> Section:
+    from ..curves import DEFAULT_INTERVALS, DEFAULT_N_BOOT, fit_curves
     from ..plots import config_label, curve_figure, default_curve_by, repeat_summary
 
     usable = runs[runs["batch_size"].notna() & (runs["output_throughput_tok_s"] > 0)]
     if usable.empty:
         return Section("Saturation curves and knees", paragraphs=("No runs with a batch size and a throughput: "
                                                                    "no curve to fit.",))
-    # Grouped as the Curves page groups by default (dtypes, parallelism and a setting the data varies, such as
-    # the engine's threads, make configurations of their own), so both count the same configurations.
-    by = default_curve_by(usable)
+    # Grouped as `perfmodel fit` and the Curves page group by default (dtypes, parallelism and a setting the data
+    # varies, such as the engine's threads, make configurations of their own), so all three count the same
+    # configurations; and each curve is fitted as they fit it (fit_curves on the dataset's runs, its seed from the
+    # configuration, the same bootstrap), so its intervals are theirs (the report had used 100 replicates and
+    # another seed, and shown b90 without its interval).
+    by = default_curve_by(runs)
     overall = fit_curves(usable, by=by, intervals="none")
     n_ok = int(overall["success"].sum())
     paras = [f"{fit_counts_words(overall)}; the median R\u00b2 of the fitted ones is "
@@ -350,30 +354,43 @@ def _curves_section(runs: pd.DataFrame, res: PlanResult | None) -> Section:
         ok = overall[overall["success"]].sort_values("n_points", ascending=False, kind="stable").head(MAX_CURVES)
         chosen = [{c: r[c] for c in by} for _, r in ok.iterrows()]
         paras.append("Curves of the configurations with the most points.")
-    fits, labels, pts = [], [], []
-    rows = []
+    parts, seen = [], set()
     for key in chosen:
-        m = np.ones(len(usable), dtype=bool)
+        m = np.ones(len(runs), dtype=bool)
         for c, v in key.items():
-            m &= (usable[c].isna() if pd.isna(v) else (usable[c] == v)).to_numpy(dtype=bool, na_value=False)
-        sub = usable[m]
-        if len(sub) == 0:
+            m &= (runs[c].isna() if pd.isna(v) else (runs[c] == v)).to_numpy(dtype=bool, na_value=False)
+        mine = runs[m]
+        if mine.empty:
             continue
-        fit = fit_curve(sub["batch_size"].to_numpy(dtype=float), sub["output_throughput_tok_s"].to_numpy(dtype=float),
-                        n_boot=100)
-        label = config_label(key)
+        table, fitted = fit_curves(mine, by=by, intervals=DEFAULT_INTERVALS, n_boot=DEFAULT_N_BOOT, return_fits=True)
+        for (gkey, fit), rec in zip(fitted.items(), table.to_dict("records"), strict=True):
+            if fit.n_points == 0 or repr(gkey) in seen:
+                continue
+            seen.add(repr(gkey))
+            parts.append((rec, fit, mine))
+    fits, labels, pts, recs = [], [], [], []
+    for rec, fit, mine in parts[:MAX_CURVES]:
+        label = config_label({c: rec[c] for c in by})
+        sub = mine[np.logical_and.reduce([(mine[c].isna() if pd.isna(rec[c]) else (mine[c] == rec[c]))
+                                          .to_numpy(dtype=bool, na_value=False) for c in by])]
         fits.append(fit)
         labels.append(label)
+        recs.append(rec)
         summ = repeat_summary(sub, [])
         summ["configuration"] = label
         pts.append(summ)
-        # the fits table's words: an interval of no width is "not estimable", a b90 beyond the data extrapolated
-        where = {"n_batches": fit.n_batches, "batch_max": fit.batch_range[1]}
-        knee = knees_text(fit.knees, fit.knee_ci, b95=fit.b95, **where)
-        rows.append({"configuration": label, "shape": fit.shape, "plateau tok/s": _band(
-            fit.params.get("c", math.nan), *fit.ci.get("c", (math.nan, math.nan))), "knee batch [CI]": knee or "none",
-            "b90": batch_estimate_text(fit.b90, math.nan, math.nan, **where) or "n/a", "R\u00b2": f"{fit.r2:.3f}",
-            "points": fit.n_points, "message": fit.message})
+    rows = []
+    caveats: list[str] = []
+    if recs:
+        table = pd.DataFrame(recs)
+        # the fits table's words, as `perfmodel fit` and the Curves page write them (curve_tables.fits_summary)
+        summary = fits_summary(table, by)
+        for label, s_rec, fit in zip(labels, summary.to_dict("records"), fits, strict=True):
+            rows.append({"configuration": label, "shape": fit.shape, "plateau tok/s": _plateau_words(s_rec),
+                         "knee batch [CI]": s_rec["knees"] or "none", "b90": s_rec["b90"] or "n/a",
+                         "b95": s_rec["b95"] or "n/a", "R\u00b2": f"{fit.r2:.3f}", "points": fit.n_points,
+                         "message": fit.message})
+        caveats = import_caveats(labels, fit_import_warnings(runs, issues, table, by))
     figs: tuple[go.Figure, ...] = ()
     if fits:
         points = pd.concat(pts, ignore_index=True)
@@ -383,8 +400,17 @@ def _curves_section(runs: pd.DataFrame, res: PlanResult | None) -> Section:
                          f"{_span(points.groupby('configuration')['y_mean'].max())} apart, and a linear axis would "
                          "flatten the smaller ones along zero.")
         figs = (fig,)
+    paras.extend(caveats)
     return Section("Saturation curves and knees", paragraphs=tuple(paras),
                    tables=(("Fitted curves and knees", pd.DataFrame(rows)),), figures=figs)
+
+
+def _plateau_words(rec: Mapping[str, Any]) -> str:
+    """A fits_summary row's plateau with its interval (or why it has none), in one cell."""
+    c, ci = rec["plateau_tok_s"], str(rec["plateau_ci"] or "")
+    if not np.isfinite(c):
+        return ci or "n/a"
+    return f"{compact_number(c)} {ci}".strip()
 
 
 def _train_predictor(runs: pd.DataFrame) -> tuple[Any, str]:
@@ -680,10 +706,22 @@ _FEW_HELD_OUT = 10
 """Below this many held-out configurations the report calls its accuracy figures rough."""
 
 
+def _issues_of(issues: Any, info: Any) -> Any:
+    """The dataset's import issues: as given, else the store's for ``info`` (none when it cannot be read)."""
+    if issues is not None or info is None or not getattr(info, "id", None):
+        return issues
+    from ..store import Store
+
+    try:
+        return Store().issues(str(info.id))
+    except (PerfmodelError, OSError):
+        return None
+
+
 def build_report(runs: pd.DataFrame, *, dataset_name: str, info: Any = None,
                  plan_inputs: PlanInputs | Mapping[str, Any] | None = None, accuracy: bool = True,
                  predictions: bool = True, predictor: Any = None,
-                 on_progress: Callable[[str], None] | None = None) -> Report:
+                 on_progress: Callable[[str], None] | None = None, issues: Any = None) -> Report:
     """Compute everything a capacity report shows.
 
     Parameters
@@ -706,6 +744,9 @@ def build_report(runs: pd.DataFrame, *, dataset_name: str, info: Any = None,
         hold-out accuracy section trains its own on each split either way.
     on_progress
         Called with the name of each step as it starts.
+    issues
+        The dataset's import issues (:meth:`perfmodel.store.Store.issues`, or the importer's list); None: read from
+        the store for ``info``. Warnings that concern a curve drawn (a batch axis in doubt) are said beside it.
 
     Returns
     -------
@@ -762,7 +803,7 @@ def build_report(runs: pd.DataFrame, *, dataset_name: str, info: Any = None,
         wl = Section("Workload and SLOs", paragraphs=("No plan was given: no workload or SLOs.",))
         cand = Section("Candidates", paragraphs=("No plan was given: no candidates were sized.",))
     t0 = step("curves")
-    curves = _curves_section(runs, res)
+    curves = _curves_section(runs, res, _issues_of(issues, info))
     timings["curves"] = time.perf_counter() - t0
     t0 = step("predictions")
     preds = _predictions_section(res, predictor, pname, perr)
