@@ -51,6 +51,8 @@ __all__ = [
     "ROOFLINE_COLUMNS",
     "KV_USABLE_FRACTION",
     "check_query",
+    "cramped",
+    "cramped_note",
     "kv_fit_batch",
     "dtype_bytes",
     "hardware_specs",
@@ -370,19 +372,44 @@ def kv_fit_batch(memory_bytes: np.ndarray, weight_bytes: np.ndarray, kv_bytes_pe
     -------
     numpy.ndarray
         ``(KV_USABLE_FRACTION x memory - weights) / (KV bytes per token x (input + output))``, at least 1;
-        NaN where a figure is missing or the weights alone fill the usable memory (the catalog then
-        cannot say how the server fits, e.g. offloading). Above this batch a server that admits every
+        where the weights fill more than that fraction but fit the memory (:func:`cramped`), all of the
+        memory less the weights (a server run at a higher utilisation: Llama-3-70B in 16-bit on one H200 had
+        no cap at all, and batch 256 was answered as if its 172 GB of KV cache fitted); NaN where a figure is
+        missing or the weights exceed the memory (the catalog then cannot say how the server fits, e.g.
+        offloading). Above this batch a server that admits every
         request preempts sequences (vLLM recomputes them), so throughput stops growing with batch; on
         LLM-Inference-Bench, the 17 rows at batch 128/256 past it ran at 0.71-1.09x (median 0.85) their
         batch-64 throughput, the rows within it at a median 1.13x (21 rows, median 0.87 and 1.14, with the
         memory read in 1e9 B rather than binary GB).
     """
     with np.errstate(divide="ignore", invalid="ignore"):
-        free = KV_USABLE_FRACTION * np.asarray(memory_bytes, dtype=float) - np.asarray(weight_bytes, dtype=float)
+        mem, w = np.asarray(memory_bytes, dtype=float), np.asarray(weight_bytes, dtype=float)
+        free = KV_USABLE_FRACTION * mem - w
+        free = np.where(free > 0, free, mem - w)
         per_seq = np.asarray(kv_bytes_per_token, dtype=float) * (np.asarray(input_len, dtype=float)
                                                                  + np.asarray(output_len, dtype=float))
         cap = free / per_seq
     return np.where(np.isfinite(cap) & (free > 0) & (per_seq > 0), np.maximum(cap, 1.0), np.nan)
+
+
+def cramped(weight_bytes: np.ndarray, memory_bytes: np.ndarray) -> np.ndarray:
+    """Where the weights fill more than :data:`KV_USABLE_FRACTION` of the memory but fit it: the serving
+    default (vLLM's ``gpu_memory_utilization`` 0.9) leaves no KV cache, a higher one a small cache
+    (:func:`kv_fit_batch` counts all of the memory there)."""
+    w, mem = np.asarray(weight_bytes, dtype=float), np.asarray(memory_bytes, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return (w > KV_USABLE_FRACTION * mem) & (w <= mem)
+
+
+def cramped_note(model: str, hardware: str, devices: float, weight_bytes: float, memory_bytes: float,
+                 kv_fit: float) -> str:
+    """What :func:`cramped` means for one configuration, in words (the What-if page and ``perfmodel predict``)."""
+    fits = (f"about {kv_fit:,.0f} sequence(s) of this length fit beside them (more wait or are preempted)"
+            if math.isfinite(kv_fit) else "how many sequences then fit is not known")
+    return (f"{model}'s weights ({weight_bytes / 1e9:,.0f} GB) fill more than {KV_USABLE_FRACTION:.0%} of the "
+            f"{memory_bytes / 1e9:,.0f} GB of {devices:g} x {hardware}: at the serving default (vLLM's "
+            f"gpu_memory_utilization {KV_USABLE_FRACTION:g}) no KV cache fits and the server does not start; "
+            f"with all of the memory {fits}")
 
 
 def _expected_weight_fraction(m: ModelSpec, batch: np.ndarray) -> np.ndarray:

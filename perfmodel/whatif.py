@@ -890,6 +890,9 @@ def _weights_note(q: pd.DataFrame, roof: pd.DataFrame) -> str | None:
     if not (math.isfinite(weights) and math.isfinite(usable)) or weights <= usable:
         return None
     dev = float(q["device_count"].iloc[0])
+    if physics.cramped(weights, memory):  # it runs at a higher utilisation, its batch held (as predict says)
+        return physics.cramped_note(str(q["model"].iloc[0]), str(q["hardware"].iloc[0]), dev, weights, memory,
+                                    float(roof["kv_fit_batch"].iloc[0])) + "."
     stated = memory / dev / catalog.BYTES_PER_MEMORY_GB  # the vendor's figure per device, binary GB
     return (f"The weights of {q['model'].iloc[0]} ({weights / 1e9:,.0f} GB) do not fit in "
             f"{physics.KV_USABLE_FRACTION:.0%} of the memory of {dev:g} x "

@@ -182,3 +182,23 @@ def test_heads_that_do_not_split_over_the_tensor_parallel_devices_cannot_run() -
     pred = predict_with_latency(get_predictor("xgboost").fit(runs), q)
     assert np.isnan(pred["pred_throughput_tok_s"].iloc[0]) and not pred["in_domain"].iloc[0]
     assert np.isfinite(pred["pred_throughput_tok_s"].iloc[1:]).all()
+
+
+def test_weights_that_fill_more_than_the_serving_share_of_memory_leave_a_small_kv_cache() -> None:
+    """Llama-3-70B in 16-bit on one H200 (141 of 151 GB): kv_fit_batch had been NaN, so nothing capped batch 256
+    (747 tok/s, no note), while the What-if page said it could not run as asked."""
+    from perfmodel.models.base import prediction_table
+
+    q = _query(hardware="h200", model="llama-3-70b", device_count=1, batch_size=256.0, input_len_tok=1024.0,
+               output_len_tok=1024.0)
+    roof = physics.roofline(q)
+    w, mem = float(roof["weight_bytes"].iloc[0]), float(roof["memory_bytes"].iloc[0])
+    assert physics.KV_USABLE_FRACTION * mem < w < mem
+    kv = float(roof["kv_fit_batch"].iloc[0])
+    assert kv == pytest.approx((mem - w) / (float(roof["kv_bytes_per_token"].iloc[0]) * 2048.0))
+    assert 5 < kv < 30
+    runs = synthetic_runs(noise=0.02)
+    note = prediction_table(get_predictor("xgboost").fit(runs), q)["note"].iloc[0]
+    assert note.startswith("llama-3-70b's weights (141 GB) fill more than 90% of the 151 GB of 1 x h200: at the "
+                           "serving default (vLLM's gpu_memory_utilization 0.9) no KV cache fits")
+    assert f"about {kv:,.0f} sequence(s) of this length fit beside them" in note
