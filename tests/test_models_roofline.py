@@ -1503,3 +1503,22 @@ def test_a_length_ratio_no_training_row_had_is_noted(fitted: tuple[RooflineGBM, 
                         "between prefill and decode comes from the roofline alone")
     m.save(tmp_path / "m")
     assert prediction_table(load_predictor(tmp_path / "m"), q)["note"].tolist() == notes
+
+
+def test_a_parallel_layout_no_training_row_ran_is_out_of_domain(fitted: tuple[RooflineGBM, pd.DataFrame],
+                                                                tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # No LLM-Inference-Bench row records its layout (tensor parallel over all devices is read): TP 2 x PP 2 on
+    # 4 H100s, TP 1 x PP 4 and TP 2 alone (two copies) had all been answered as TP 4, in domain.
+    m, df = fitted
+    q = df[df["device_count"] == 2].head(1).drop(columns="output_throughput_tok_s")
+    q = pd.concat([q.assign(tp_size=tp, pp_size=pp) for tp, pp in ((2.0, 1.0), (1.0, 2.0), (1.0, np.nan))]
+                  + [q], ignore_index=True)
+    pred = m.predict(q)
+    assert pred["in_domain"].tolist() == [True, False, False, True]
+    why = m.domain_reasons(q)
+    assert why[1] == ["the parallel layout (2 pipeline stages) is not in the training data (trained: tensor "
+                      "parallel over all devices)"]
+    assert why[2] == ["the parallel layout (2 data-parallel copies) is not in the training data (trained: tensor "
+                      "parallel over all devices)"]
+    m.save(tmp_path / "m")
+    assert load_predictor(tmp_path / "m").predict(q)["in_domain"].tolist() == [True, False, False, True]

@@ -572,6 +572,26 @@ def _measured_at(anchor: list[list[float]], b: float) -> float:
     return float(np.interp(math.log(b), np.log(bs), ly))
 
 
+def _layouts(runs: pd.DataFrame) -> np.ndarray:
+    """Per row, its parallel layout as (pipeline stages, data-parallel copies within its devices): ``pp_size``
+    (blank: 1) and ``device_count`` / (``tp_size`` x ``pp_size``) (a blank TP size: all the devices a stage
+    has), as ``features`` reads them."""
+    n = len(runs)
+    dc = _floats(runs, "device_count") if "device_count" in runs.columns else np.ones(n)
+    pp = _floats(runs, "pp_size") if "pp_size" in runs.columns else np.full(n, np.nan)
+    pp = np.where(np.isfinite(pp) & (pp > 0), pp, 1.0)
+    tp = _floats(runs, "tp_size") if "tp_size" in runs.columns else np.full(n, np.nan)
+    tp = np.where(np.isfinite(tp) & (tp > 0), tp, dc / pp)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dp = np.round(dc / (tp * pp), 6)
+    return np.stack([pp, np.where(np.isfinite(dp), dp, 1.0)], axis=1)
+
+
+def _layout_words(pp: float, dp: float) -> str:
+    parts = [f"{pp:g} pipeline stages" if pp != 1 else "", f"{dp:g} data-parallel copies" if dp != 1 else ""]
+    return " x ".join(p for p in parts if p) or "tensor parallel over all devices"
+
+
 def _family_of(key: str) -> tuple[str, str, str]:
     """A configuration key's hardware, framework (without its settings) and model."""
     parts = key.split("|")
@@ -2465,6 +2485,7 @@ class RooflineGBM(Predictor):
                                 for f in np.unique(fws) if f}
         self.len_lo_ = np.array([max(float(data[c].min()), 1.0) for c in ("input_len_tok", "output_len_tok")])
         self.len_hi_ = np.array([max(float(data[c].max()), 1.0) for c in ("input_len_tok", "output_len_tok")])
+        self.layouts_ = sorted({tuple(x) for x in _layouts(data).tolist()})
         ratio = _floats(data, "input_len_tok") / np.maximum(_floats(data, "output_len_tok"), 1.0)
         ratio = ratio[np.isfinite(ratio) & (ratio > 0)]
         self.ratio_range_ = [float(ratio.min()), float(ratio.max())] if len(ratio) else []
@@ -2923,7 +2944,8 @@ class RooflineGBM(Predictor):
         in_dom = np.isin(cat, (0, 1, 2, _BEYOND_LENGTH)) & (dk <= self.knn_cut_) & (ld <= math.log2(tol)) \
             & (bb >= b_lo / tol) & (bb <= b_hi * tol) & ~fw_out \
             & np.array([w is None for w in self._setting_unmeasured(keys)], dtype=bool) \
-            & ~self._dtype_unseen(knn) & ~self._devices_out(runs) & ~self._config_batch_out(keys, bb)[0]
+            & ~self._dtype_unseen(knn) & ~self._devices_out(runs) & ~self._config_batch_out(keys, bb)[0] \
+            & ~self._layout_unseen(runs)
         # Neither the answer nor its band runs faster than the bound no measurement may beat
         # (physics.flag_suspect): far from the data the band's width alone took it 10x above.
         # Past the batch whose KV cache fills the memory no more sequences run at once, so the bound stops there:
@@ -3175,6 +3197,16 @@ class RooflineGBM(Predictor):
             out[i] = f"{fw} ran this configuration at {sets}, {asked}: {ask} ({how})"
         return out
 
+    def _layout_unseen(self, runs: pd.DataFrame) -> np.ndarray:
+        """Which queries ask a parallel layout (pipeline stages, data-parallel copies within the devices) no
+        training row ran. LLM-Inference-Bench records none (tensor parallelism over all devices is read): TP 2 x
+        PP 2 on 4 H100s had been answered as TP 4, in domain. All False for a model saved before the check."""
+        seen = getattr(self, "layouts_", None)
+        if not seen or not len(runs):
+            return np.zeros(len(runs), dtype=bool)
+        have = set(seen)
+        return np.array([tuple(x) not in have for x in _layouts(runs).tolist()], dtype=bool)
+
     def _devices_out(self, runs: pd.DataFrame) -> np.ndarray:
         """Which queries ask a device count outside the trained ones: 16 H100s had been in domain with a
         confidence of 0.65, 3.1x the answer at 4 where the data rose 16-19 % per doubling. All False for a model
@@ -3311,6 +3343,12 @@ class RooflineGBM(Predictor):
         for i, why in enumerate(self._setting_unmeasured(_config_keys(done).to_numpy())):
             if why is not None:
                 out[i].append(why)
+        lay = _layouts(done)
+        for i in np.flatnonzero(self._layout_unseen(done)):
+            pp, dp = lay[i]
+            trained = ", ".join(_layout_words(*x) for x in self.layouts_)
+            out[i].append(f"the parallel layout ({_layout_words(pp, dp)}) is not in the training data (trained: "
+                          f"{trained})")
         dev_out = self._devices_out(done)
         if dev_out.any():
             lo_d, hi_d = self.device_range_
@@ -3398,6 +3436,7 @@ class RooflineGBM(Predictor):
             "dtype_bytes": getattr(self, "dtype_bytes_", None),
             "device_range": getattr(self, "device_range_", None),
             "len_lo": self.len_lo_, "len_hi": self.len_hi_, "ratio_range": getattr(self, "ratio_range_", []),
+            "layouts": [list(x) for x in getattr(self, "layouts_", [])],
             "knn_center": self.knn_center_,
             "knn_scale": self.knn_scale_, "knn_ref": np.round(self.knn_ref_, 12), "n_train": self.n_train_,
             "scores": self.scores_, "knn_cut": getattr(self, "knn_cut_", math.inf),
@@ -3458,6 +3497,7 @@ class RooflineGBM(Predictor):
             obj.len_lo_ = np.array(st["len_lo"], dtype=float)
             obj.len_hi_ = np.array(st["len_hi"], dtype=float)
             obj.ratio_range_ = [float(x) for x in st.get("ratio_range", [])]  # none before it: no note
+            obj.layouts_ = [tuple(float(v) for v in x) for x in st.get("layouts", [])]  # none: no check
             obj.knn_center_ = np.array(st["knn_center"], dtype=float)
             obj.knn_scale_ = np.array(st["knn_scale"], dtype=float)
             obj.knn_ref_ = np.array(st["knn_ref"], dtype=float).reshape(-1, len(_KNN_FEATURES))
