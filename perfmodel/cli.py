@@ -417,14 +417,14 @@ def fit_cmd(ctx: click.Context, dataset: str, by: tuple[str, ...], shape: str, i
     if want_json and output is not None:
         raise click.UsageError("choose one of --json and -o/--output")
     if Path(dataset).is_file():  # a result file: its import warnings come with its runs
-        from .importers import read_file
+        from .importers import read_result_file
 
-        read = read_file(Path(dataset))
+        read = read_result_file(Path(dataset), command="fit")
         runs, issues = read.runs, read.issues
     else:
         from .store import Store
 
-        runs = _load_training_runs(dataset)
+        runs = _load_training_runs(dataset, "fit")
         issues = Store().issues(dataset)
     by_cols = list(by) if by else default_curve_by(runs)
     if not by and x_col != "batch_size":
@@ -595,13 +595,14 @@ QUERY_COLUMNS = ("hardware", "framework", "model", "device_count", "input_len_to
 _QUERY_NUMERIC = ("device_count", "input_len_tok", "output_len_tok", "batch_size", "tp_size", "pp_size")
 
 
-def _load_training_runs(data: str) -> Any:
-    """A runs table from a result file (any importable format) or a stored dataset name/id."""
+def _load_training_runs(data: str, command: str = "train") -> Any:
+    """A runs table from a result file (any importable format) or a stored dataset name/id; ``command`` names
+    the command in the advice for a file that needs import options."""
     path = Path(data)
     if path.is_file():
-        from .importers import read_file
+        from .importers import read_result_file
 
-        return read_file(path).runs
+        return read_result_file(path, command=command).runs
     from .errors import NotFoundError
     from .store import Store
 
@@ -942,7 +943,7 @@ def evaluate_cmd(ctx: click.Context, data: str, predictors: str | None, protocol
     """Evaluate predictors on DATA (a result file or a stored dataset) under hold-out protocols."""
     from .evaluate import evaluate, to_markdown
 
-    runs = _load_training_runs(data)
+    runs = _load_training_runs(data, "evaluate")
     names = [p.strip() for p in predictors.split(",") if p.strip()] if predictors else None
     prots = [p.strip() for p in protocols.split(",") if p.strip()] if protocols else None
     ev = evaluate(runs, names, prots, seeds=range(seeds), level=level,

@@ -33,9 +33,9 @@ def _side(ref: str, loaded: dict[str, tuple[Any, str]]) -> tuple[Any, str]:
     if ref not in loaded:
         path = Path(ref)
         if path.is_file():
-            from .importers import read_file
+            from .importers import read_result_file
 
-            loaded[ref] = (read_file(path).runs, path.name)
+            loaded[ref] = (read_result_file(path, command="compare").runs, path.name)
         else:
             from .store import Store
 

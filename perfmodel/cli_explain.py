@@ -18,7 +18,7 @@ _TOP_SHOWN = 15
 def _runs(data: str) -> Any:
     from .cli import _load_training_runs
 
-    return _load_training_runs(data)
+    return _load_training_runs(data, "explain")
 
 
 def _fmt(df: Any) -> Any:

@@ -111,14 +111,14 @@ def _model_expectations(q: dict[str, Any], metric: str | None, stream_metrics: t
     return {metric: value}
 
 
-def _stream(source: Path | str, group_col: str | None) -> tuple[Any, str]:
+def _stream(source: Path | str, group_col: str | None, command: str = "detect") -> tuple[Any, str]:
     """The stream to judge and its name: a recorded stream file as it is; a benchmark result file (a runs table
     any importer reads) or a stored dataset (by id or name) replayed one series per measurement, so that a
     sweep's batch sizes are not read as one series drifting (a canonical runs file had been one stream whose
     TTFT "changed +700%" as the batch grew).
     """
     from .errors import ImportFormatError
-    from .importers import detect_format, read_file
+    from .importers import detect_format, read_result_file
     from .importers.base import Sample
     from .monitor import read_stream
     from .monitor.replay import replay_configurations
@@ -132,7 +132,8 @@ def _stream(source: Path | str, group_col: str | None) -> tuple[Any, str]:
             except ImportFormatError:
                 pass  # not a result file: a metric stream
             else:
-                return replay_configurations(read_file(path).runs, source=path.name), path.name
+                return (replay_configurations(read_result_file(path, command=command).runs, source=path.name),
+                        path.name)
         return read_stream(path, group_col=group_col), path.name
     info = Store().dataset(str(source))  # NotFoundError names the known datasets
     return replay_configurations(Store().runs(info.id), source=f"dataset {info.name}"), f"dataset {info.name}"
@@ -140,10 +141,10 @@ def _stream(source: Path | str, group_col: str | None) -> tuple[Any, str]:
 
 def _score_file(file: Path | str, detector: str, metrics: tuple[str, ...], group_col: str | None, window: int,
                 w: int, z: float, threshold: float, robust: bool, expected: tuple[str, ...], as_json: bool,
-                q: dict[str, Any] | None = None) -> None:
+                q: dict[str, Any] | None = None, command: str = "detect") -> None:
     from .monitor import monitor_stream
 
-    stream, name = _stream(file, group_col)
+    stream, name = _stream(file, group_col, command)
     for note in stream.notes:  # on stderr: a --json list on stdout stays one JSON document
         click.echo(f"warning: {note}.", err=True)
     exp: dict[str, float] = _model_expectations(q or {}, (q or {}).get("expect_metric"), stream.metrics)
@@ -256,7 +257,7 @@ def monitor_cmd(file: Path | None, target: str | None, interval_s: float, durati
         raise click.UsageError("give a FILE or --target URL (one of them)")
     if file is not None:
         _score_file(file, detector, metrics, group_col, window, w, z, threshold, robust, expected, _json(as_json),
-                    query)
+                    query, command="monitor")
         return
     assert target is not None
     if (query.get("expect_from") or query.get("model_dir")) and not query.get("expect_metric"):

@@ -344,3 +344,15 @@ def test_a_taken_dataset_name_is_said(runner: CliRunner, tmp_path: Path) -> None
     # does not exist ("a dataset is already named 'second'" had been said of a name nobody had)
     code, out, err = invoke(runner, "import", str(a), "--dataset", "second")
     assert code == 0 and "'second'" in out and "already named" not in err
+
+
+@pytest.mark.parametrize("command", [["fit"], ["detect"], ["monitor"], ["train", "-o", "MODEL"], ["compare", "FILE"]])
+def test_a_file_that_needs_import_options_says_to_import_it_first(formats_dir, tmp_path, command):
+    """fit, compare, detect, monitor and train read a result file directly but take no --hardware: the advice
+    "supply it with --hardware NAME (CLI)" could not be followed there."""
+    f = next((formats_dir / "sglang-bench-serving").glob("*.jsonl"))
+    args = [a.replace("MODEL", str(tmp_path / "m")).replace("FILE", str(f)) for a in command]
+    res = CliRunner().invoke(main, [args[0], str(f), *args[1:]])
+    assert res.exit_code != 0 and "Traceback" not in res.output
+    assert "--hardware NAME (CLI)" not in res.output, res.output
+    assert f"`perfmodel {args[0]}` does not take those options: import the file first" in res.output, res.output

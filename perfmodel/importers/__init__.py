@@ -19,6 +19,7 @@ from .base import (
     detect_format,
     finalize,
     read_file,
+    read_result_file,
     register,
     registry,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "detect_format",
     "finalize",
     "read_file",
+    "read_result_file",
     "register",
     "registry",
     "IMPORTER_MODULES",

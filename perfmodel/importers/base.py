@@ -20,6 +20,7 @@ import hashlib
 import io
 import json
 import math
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -526,6 +527,29 @@ def detect_format(sample: Sample) -> Importer:
             f"{sample.name}: matches several formats equally ({scores[0][1]}, {scores[1][1]}); "
             "choose one with --format")
     return imps[scores[0][1]]
+
+
+def read_result_file(path: str | Path, *, command: str) -> ImportResult:
+    """:func:`read_file` for a command that reads a result file directly but takes no import options (``fit``,
+    ``compare``, ``detect``, ``train``): a file that needs them ("supply it with --hardware NAME (CLI)") is
+    refused with how to get there, by importing it first. The advice had named options the command does not
+    have (``perfmodel fit run.jsonl`` answered "supply it with --hardware NAME").
+
+    Raises
+    ------
+    ImportFormatError
+        As :func:`read_file`, with the way round where the file needs what only ``perfmodel import`` takes.
+    """
+    try:
+        return read_file(path)
+    except ImportFormatError as exc:
+        if "(CLI)" not in str(exc):
+            raise
+        name = Path(path).name
+        said = re.sub(r";? supply (it|the \w+) with .*?\(CLI\) or the [\w ]*?upload form", "", str(exc))
+        raise ImportFormatError(
+            f"{said}. `perfmodel {command}` does not take those options: import the file first (`perfmodel import "
+            f"{name} --hardware NAME --model NAME ...`) and give {command} the dataset's name or id") from None
 
 
 def read_file(path: str | Path, *, format: str | None = None, meta: ImportMeta | None = None,
