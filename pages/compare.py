@@ -17,7 +17,8 @@ VIEW = {"log_x": (K["log_x"], True)}
 home = ui.home()
 st.title("Compare", anchor=False)
 st.caption("Two frameworks, two versions or two sweeps side by side: points are matched on hardware, model, "
-           f"devices, input/output length and batch size; a difference is beyond run-to-run noise when Welch's "
+           f"devices, input/output length and load (batch size or concurrency, or the request rate of a rate sweep; "
+           f"offline runs apart); a difference is beyond run-to-run noise when Welch's "
            f"t-test on both sides' repeats gives p < {NOISE_ALPHA:g} (points without repeats cannot be judged).")
 
 ds = ui.available_datasets(home)
@@ -64,7 +65,7 @@ metric = o1.selectbox("Metric", metrics, key=K["metric"], format_func=axis_title
 ui.keep_valid(K["ignore"], C.key_choices())
 ignore = o2.multiselect("Do not match on", C.key_choices(), key=K["ignore"],
                         help="E.g. model, when the two sides name the same model differently.")
-log_x = o3.toggle("log batch", key=K["log_x"])
+log_x = o3.toggle("log x axis", key=K["log_x"], help="Batch size, or the request rate where the points are a rate sweep")
 PS.write(VIEW)
 
 label_a, label_b = sides["a"]["label"], sides["b"]["label"]
