@@ -178,8 +178,7 @@ class _FeatureBaseline(Predictor):
         ValidationError
             A query lacks a column or has an invalid value (row and column named).
         """
-        if not hasattr(self, "feature_names_"):
-            raise NotFittedError(f"this {self.name} predictor is not fitted yet: call fit(runs) first")
+        self._check_fitted("feature_names_")
         runs = as_queries(runs)
         check_queries(runs)
         from ..features import build_features
@@ -250,8 +249,7 @@ class _FeatureBaseline(Predictor):
         ValidationError
             A query lacks a column or has an invalid value (row and column named).
         """
-        if not hasattr(self, "feature_names_"):
-            raise NotFittedError(f"this {self.name} predictor is not fitted yet: call fit(runs) first")
+        self._check_fitted("feature_names_")
         check_level(level)
         runs = as_queries(runs)
         check_queries(runs)

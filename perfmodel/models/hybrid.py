@@ -360,8 +360,7 @@ class ALAPredictor(Predictor):
         ValidationError
             A query lacks a column or has an invalid value (row and column named).
         """
-        if not hasattr(self, "booster_"):
-            raise NotFittedError("this ala predictor is not fitted yet: call fit(runs) first")
+        self._check_fitted("booster_")
         check_level(level)
         runs = as_queries(runs)
         check_queries(runs)
@@ -388,8 +387,7 @@ class ALAPredictor(Predictor):
         ValidationError
             A query lacks a column or has an invalid value (row and column named).
         """
-        if not hasattr(self, "booster_"):
-            raise NotFittedError("this ala predictor is not fitted yet: call fit(runs) first")
+        self._check_fitted("booster_")
         runs = as_queries(runs)
         check_queries(runs)
         out = unseen_reasons(runs, self.seen_)
