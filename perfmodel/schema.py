@@ -35,6 +35,7 @@ __all__ = [
     "FRAMEWORK_PREFIX",
     "TELEMETRY_PREFIX",
     "LOAD_KINDS",
+    "ARRIVALS",
     "THROUGHPUT_BASES",
     "LATENCY_COLUMNS",
     "column",
@@ -57,6 +58,21 @@ LOAD_KINDS = ("static_batch", "concurrency", "request_rate", "offline")
 ``concurrency``: a closed loop keeping ``batch_size`` requests in flight;
 ``request_rate``: an open loop at ``request_rate_rps`` (``batch_size`` may be empty);
 ``offline``: a whole request list submitted at once (throughput mode), batch chosen by the engine.
+"""
+
+ARRIVALS = ("constant", "poisson", "gamma", "trace")
+"""How the requests of an open-loop load (a ``request_rate_rps`` that limits it) arrive, in ``arrival``.
+
+``constant``: evenly spaced at the rate (GuideLLM ``constant``, AIPerf ``constant``);
+``poisson``: exponential gaps (GuideLLM ``poisson``, ``vllm bench serve`` at ``--burstiness 1``, the
+default, and vLLM's benchmark_serving.py before it had the option, which knew no other);
+``gamma``: gamma-distributed gaps of shape ``burstiness`` (``vllm bench serve --burstiness`` other than 1:
+below 1 burstier than Poisson, above 1 more even); ``trace``: replayed timestamps (GuideLLM ``trace``).
+At one rate the process changes what is measured (GuideLLM at 5 req/s on two T4s, guidellm-pd-disaggregation: constant 4.68
+req/s and 562 tok/s, Poisson 5.58 req/s and 703 tok/s), so runs that differ in it are different points,
+never repeats of one. Empty where the source does not record it and where no finite rate limits the load
+(closed loops, offline runs); a concurrency run with a finite rate cap (vLLM ``--max-concurrency`` with
+``--request-rate``) has one.
 """
 
 THROUGHPUT_BASES = ("output", "total", "output+total", "total_per_sequence", "none")
@@ -109,6 +125,10 @@ COLUMNS: tuple[Column, ...] = (
     Column("load_kind", "str", "", "static_batch | concurrency | request_rate | offline", True),
     Column("batch_size", "float", "sequences", "static batch size or concurrency level"),
     Column("request_rate_rps", "float", "req/s", "offered request rate (inf = all at once)"),
+    Column("arrival", "str", "", "arrival process at the request rate: constant | poisson | gamma | trace "
+           "(see ARRIVALS); empty where not recorded"),
+    Column("burstiness", "float", "", "gamma shape of the inter-arrival gaps (vLLM --burstiness): 1 for "
+           "poisson, < 1 burstier, > 1 more even; empty for constant, trace or unrecorded"),
     Column("measured_concurrency", "float", "requests", "mean requests in flight, as measured"),
     Column("n_requests", "int", "requests", "successful requests measured in the point"),
     Column("n_failed", "int", "requests", "failed requests in the point"),
@@ -290,8 +310,9 @@ def check_runs(df: pd.DataFrame, *, file: str | None = None) -> list[Problem]:
 
     Checks required values present, positive lengths and batch, at least one
     positive finite throughput, non-negative finite latencies below a day,
-    TTFT not above end-to-end latency, valid ``load_kind`` and
-    ``throughput_basis``, and positive device counts. Each problem names its
+    TTFT not above end-to-end latency, valid ``load_kind``, ``arrival`` and
+    ``throughput_basis``, a positive ``burstiness`` that agrees with its
+    ``arrival``, and positive device counts. Each problem names its
     row (``source_row`` when present) and column.
 
     Parameters
@@ -324,6 +345,20 @@ def check_runs(df: pd.DataFrame, *, file: str | None = None) -> list[Problem]:
         lk = df["load_kind"]
         flag((lk.notna() & ~lk.isin(LOAD_KINDS)).to_numpy(), "load_kind",
              "{v!r} is not one of " + ", ".join(LOAD_KINDS))
+    if "arrival" in df.columns:
+        ar = df["arrival"]
+        flag((ar.notna() & ~ar.isin(ARRIVALS)).to_numpy(), "arrival",
+             "{v!r} is not one of " + ", ".join(ARRIVALS))
+    if "burstiness" in df.columns:
+        v = df["burstiness"].astype("float64")
+        flag((v.notna() & ~(np.isfinite(v) & (v > 0))).to_numpy(), "burstiness", "{v} is not a finite number > 0")
+        if "arrival" in df.columns:
+            ar = df["arrival"]
+            flag(((ar == "poisson").fillna(False) & v.notna() & (v != 1)).to_numpy(), "burstiness",
+                 "burstiness {v} with arrival 'poisson' (a Poisson process is burstiness 1; other values are "
+                 "'gamma')")
+            flag((ar.isin(("constant", "trace")).fillna(False) & v.notna()).to_numpy(), "burstiness",
+                 "burstiness {v} with a constant or trace arrival (it is the shape of gamma gaps)")
     if "throughput_basis" in df.columns:
         tb = df["throughput_basis"]
         flag((tb.notna() & ~tb.isin(THROUGHPUT_BASES)).to_numpy(), "throughput_basis",

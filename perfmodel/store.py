@@ -36,6 +36,9 @@ Layout (schema version in ``PRAGMA user_version``, upgraded by :data:`_MIGRATION
     (``pending``/``done``/``failed``), attempts, the reason of the last
     failure and the ``run_idx`` of its row once done.
 
+Schema v3 adds to ``runs`` the canonical columns an older store lacks (the arrival process of request-rate
+runs, ``arrival`` and ``burstiness``); the rows stored before keep them empty, as an import without them would.
+
 A sweep dataset is created empty (:meth:`Store.create_dataset`) and grows by
 one point per transaction (:meth:`Store.record_point`): the row, the point's
 status and the dataset's ``n_runs`` are committed together, so a crash loses
@@ -74,7 +77,7 @@ from .importers.base import ImportMeta, ImportResult
 from .schema import COLUMNS, empty_runs, is_extra_column
 
 __all__ = ["DatasetInfo", "Store", "STORE_FILENAME", "SCHEMA_VERSION", "PAUSE_ENV", "content_id", "SweepInfo",
-           "check_resumable", "SWEEP_STATUSES", "POINT_STATUSES", "SWEEP_DATASET_KIND", "AnalysisInfo", "ANALYSIS_ID_BYTES"]
+           "check_resumable", "ADDED_COLUMNS", "SWEEP_STATUSES", "POINT_STATUSES", "SWEEP_DATASET_KIND", "AnalysisInfo", "ANALYSIS_ID_BYTES"]
 
 STORE_FILENAME = "perfmodel.sqlite"
 PAUSE_ENV = "PERFMODEL_TEST_PAUSE_BEFORE_COMMIT"
@@ -182,9 +185,19 @@ CREATE TABLE sweep_points (
 ) WITHOUT ROWID""")
 
 
+def _migrate_v3(con: sqlite3.Connection) -> None:
+    """Add the canonical columns a store made before them lacks (``arrival`` and ``burstiness``), empty
+    for the rows already stored: they were imported when no importer read them, and re-importing the files
+    fills them. A store created by this version has them from :func:`_migrate_v1`, which writes every column."""
+    have = {row[1] for row in con.execute("PRAGMA table_info(runs)")}
+    for c in COLUMNS:
+        if c.name not in have:
+            con.execute(f"ALTER TABLE runs ADD COLUMN {_q(c.name)} {_SQL_TYPE[c.kind]}")
+
+
 #: Schema upgrades; entry ``i`` takes a store from version ``i`` to ``i + 1``.
 #: Append a function to change the layout; never edit a released one.
-_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_v1, _migrate_v2)
+_MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_v1, _migrate_v2, _migrate_v3)
 SCHEMA_VERSION = len(_MIGRATIONS)
 
 
@@ -459,6 +472,37 @@ def _column_lists(df: pd.DataFrame, cols: Sequence[str]) -> list[list[Any]]:
         else:
             out.append(s.to_numpy(dtype=object, na_value=None).tolist())
     return out
+
+
+ADDED_COLUMNS = ("arrival", "burstiness")
+"""Canonical columns added after datasets had been stored (schema v3). A dataset stored before has them empty;
+importing the same content again fills them in its stored rows (:meth:`Store.add_dataset`), where it is the same
+rows in the same order and the stored cells are all empty (nothing a user could have relied on is changed)."""
+
+
+def _backfill(con: sqlite3.Connection, ds_id: str, frames: Sequence[pd.DataFrame]) -> int:
+    """Fill the :data:`ADDED_COLUMNS` of a dataset stored before them from a new import of the same content.
+
+    Returns the number of rows updated (0 when the rows are not the same, by source file and row, or a column
+    already holds a value)."""
+    new = pd.concat([f.reindex(columns=["source_file", "source_row", *ADDED_COLUMNS]) for f in frames],
+                    ignore_index=True)
+    cols = [c for c in ADDED_COLUMNS if new[c].notna().any()]
+    if not cols:
+        return 0
+    sel = ", ".join(_q(c) for c in ("source_file", "source_row", *cols))
+    stored = con.execute(f"SELECT run_idx, {sel} FROM runs WHERE dataset_id = ? ORDER BY run_idx",
+                         (ds_id,)).fetchall()
+    if len(stored) != len(new) or any(v is not None for r in stored for v in r[3:]):
+        return 0
+    names = list(zip(*_column_lists(new, ["source_file", "source_row"]), strict=True))
+    if any((r[1], r[2]) != k for r, k in zip(stored, names, strict=True)):
+        return 0
+    lists = _column_lists(new, cols)
+    con.executemany(f"UPDATE runs SET {', '.join(_q(c) + ' = ?' for c in cols)} "
+                    "WHERE dataset_id = ? AND run_idx = ?",
+                    zip(*lists, [ds_id] * len(new), [r[0] for r in stored], strict=True))
+    return len(new)
 
 
 class Store:
@@ -799,6 +843,7 @@ class Store:
                 # it (the app said "Already stored" and the CLI named a dataset that did not exist, the name
                 # unused either way)
                 info = self._info(row)
+                _backfill(con, ds_id, frames)
                 wanted = (name or "").strip()
                 if wanted and wanted != info.name and _name_taken(con, wanted, ds_id) is None:
                     con.execute("UPDATE datasets SET name = ? WHERE id = ?", (wanted, ds_id))

@@ -111,3 +111,24 @@ def test_basis_none_allows_rows_without_throughput() -> None:
 def test_required_columns_are_a_subset_of_columns() -> None:
     assert set(REQUIRED) <= set(COLUMN_NAMES)
     assert "throughput_basis" in REQUIRED and "load_kind" in REQUIRED
+
+
+def test_arrival_is_a_documented_column_checked_against_its_options() -> None:
+    from perfmodel.schema import ARRIVALS, column
+
+    assert ARRIVALS == ("constant", "poisson", "gamma", "trace")
+    assert column("arrival").kind == "str" and "poisson" in column("arrival").description
+    assert column("burstiness").kind == "float" and not column("burstiness").required
+    ok = good_rows(5).assign(load_kind="request_rate", batch_size=np.nan, request_rate_rps=5.0,
+                             arrival=["constant", "poisson", "gamma", "trace", None],
+                             burstiness=[np.nan, 1.0, 0.5, np.nan, np.nan])
+    table = validate_runs(ok)
+    assert table["arrival"].dtype == "string" and table["arrival"].isna().sum() == 1
+    bad = good_rows(5).assign(load_kind="request_rate", batch_size=np.nan, request_rate_rps=5.0,
+                              arrival=["Poisson-ish", "poisson", "constant", "gamma", "gamma"],
+                              burstiness=[np.nan, 0.5, 2.0, 0.0, np.inf])
+    problems = {(p.row, p.column): p.message for p in check_runs(coerce_runs(bad)[0])}
+    assert "not one of constant, poisson, gamma, trace" in problems[(1, "arrival")]
+    assert "a Poisson process is burstiness 1" in problems[(2, "burstiness")]
+    assert "constant or trace" in problems[(3, "burstiness")]
+    assert "> 0" in problems[(4, "burstiness")] and "> 0" in problems[(5, "burstiness")]

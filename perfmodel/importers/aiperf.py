@@ -12,7 +12,9 @@ mean ``GPU Power Usage`` becomes ``power_w``.
 **JSON** (``schema_version`` 1.x): the same metrics as objects ``{unit, avg,
 p50, p90, p99, ...}`` at the top level, plus ``input_config``: model and load
 setting (``loadgen{concurrency, request_rate}`` in early releases,
-``models{items[{name}]}`` and ``phases[{type, concurrency, rate}]`` from 0.10).
+``models{items[{name}]}`` and ``phases[{type, concurrency, rate}]`` from 0.10). A
+request-rate load's arrival process is ``loadgen.request_rate_mode`` (early) or
+the phase ``type`` (0.10): ``constant`` or ``poisson`` fill ``arrival``.
 
 Mapping: AIPerf's "Inter Token Latency" is per request ``(latency - TTFT) /
 (OSL - 1)``, i.e. TPOT, so it fills ``tpot_*``; "Inter Chunk Latency" (gaps
@@ -258,13 +260,25 @@ def load_from_meta(meta: ImportMeta) -> dict[str, Any]:
     return {}
 
 
+def _arrival(mode: Any) -> dict[str, Any]:
+    """``arrival`` (and a Poisson process's ``burstiness`` 1) from AIPerf's ``loadgen.request_rate_mode`` or a
+    rate phase's ``type``; empty for anything else (``concurrency_burst``, an absent or unknown mode)."""
+    m = str(mode).strip().lower() if isinstance(mode, str) else ""
+    if m == "poisson":
+        return {"arrival": "poisson", "burstiness": 1.0}
+    if m == "constant":
+        return {"arrival": "constant"}
+    return {}
+
+
 def load_from_input_config(cfg: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """Load setting and model from an AIPerf or genai-perf ``input_config``.
 
     Returns
     -------
     (load, extra)
-        ``load`` as in :func:`load_from_meta` (empty when unknown); ``extra`` may hold
+        ``load`` as in :func:`load_from_meta` (empty when unknown), with ``arrival`` where AIPerf
+        records it (``loadgen.request_rate_mode`` or a rate phase's ``type``: constant or poisson); ``extra`` may hold
         ``model_raw`` and ``max_concurrency`` (a cap on an open loop, for provenance).
     """
     load: dict[str, Any] = {}
@@ -294,7 +308,8 @@ def load_from_input_config(cfg: Any) -> tuple[dict[str, Any], dict[str, Any]]:
             continue
         rate, conc = src.get("request_rate"), src.get("concurrency")
         if _num(rate) is not None and rate > 0:
-            load = {"load_kind": "request_rate", "request_rate_rps": rate}
+            load = {"load_kind": "request_rate", "request_rate_rps": rate,
+                    **_arrival(src.get("request_rate_mode"))}
             if _num(conc) is not None:
                 extra["max_concurrency"] = conc
             break
@@ -312,7 +327,7 @@ def load_from_input_config(cfg: Any) -> tuple[dict[str, Any], dict[str, Any]]:
                 if ptype == "concurrency" and _num(p.get("concurrency")) is not None:
                     load = {"load_kind": "concurrency", "batch_size": p["concurrency"]}
                 elif _num(p.get("rate")) is not None:
-                    load = {"load_kind": "request_rate", "request_rate_rps": p["rate"]}
+                    load = {"load_kind": "request_rate", "request_rate_rps": p["rate"], **_arrival(ptype)}
                     if _num(p.get("concurrency")) is not None:
                         extra["max_concurrency"] = p["concurrency"]
     return load, extra

@@ -20,7 +20,9 @@ count (incomplete requests are cancelled at the end of a benchmark, not failures
 and are recorded in provenance). ``request_latency`` is in seconds, the ``*_ms``
 metrics in milliseconds. Strategy to load: synchronous -> concurrency 1,
 concurrent -> concurrency ``streams``, throughput -> offline, constant/poisson ->
-request_rate at ``rate``; members of a sweep are read as they are.
+request_rate at ``rate``, trace -> request_rate without one; members of a sweep are read as
+they are. The strategy of a request-rate benchmark is its ``arrival`` (constant, poisson
+with ``burstiness`` 1, or trace).
 GuideLLM reports both output and total tokens per second, so
 ``throughput_basis`` is ``output+total``. Its total figure is the mean of a
 per-interval rate series in which prompt tokens arrive in bursts, so it can be
@@ -244,7 +246,11 @@ class GuideLLMImporter(Importer):
             row["request_rate_rps"] = math.inf
         elif kind in ("constant", "poisson"):
             row["request_rate_rps"] = strategy.get("rate")
+            row["arrival"] = kind
+            if kind == "poisson":
+                row["burstiness"] = 1.0
         else:  # trace replay: the rate follows the trace
+            row["arrival"] = "trace"
             issues.append(Issue(file, i, "request_rate_rps", "trace replay has no single request rate; "
                                 "left empty", "warning"))
         model = _model_name(b_model) or _model_name(run_model)

@@ -10,6 +10,8 @@ Profiles map to load kinds: ``concurrent`` -> ``concurrency`` with the level in
 ``rate`` (or, when ``rate`` is ``-``, the measured mean concurrency rounded);
 ``synchronous`` -> concurrency 1; ``constant``/``poisson`` -> ``request_rate``;
 ``throughput`` -> ``offline`` (everything at once; the measured concurrency is kept).
+A ``constant`` or ``poisson`` profile is also the row's ``arrival`` (poisson with
+``burstiness`` 1): at one rate they are two load points, not repeats of one.
 
 The CSV has no token throughput. Output throughput is derived as ``rps_mean x
 output_tokens_mean`` (basis ``"output"``): both are means over the successful
@@ -27,7 +29,7 @@ from .base import Importer, ImportMeta, Issue, Parsed, Sample, register
 from .generic_csv import csv_header_has, numeric_columns, read_csv_rows, require_columns, row_checks
 from .lengths import MEAN_LENGTHS
 
-__all__ = ["GuidellmCsvImporter", "PROFILE_LOAD_KINDS"]
+__all__ = ["GuidellmCsvImporter", "PROFILE_LOAD_KINDS", "ARRIVAL_PROFILES"]
 
 #: GuideLLM profile -> canonical load kind.
 PROFILE_LOAD_KINDS: dict[str, str] = {
@@ -37,6 +39,9 @@ PROFILE_LOAD_KINDS: dict[str, str] = {
     "poisson": "request_rate",
     "throughput": "offline",
 }
+
+ARRIVAL_PROFILES = ("constant", "poisson")
+"""Profiles that name their arrival process (``arrival``; poisson with ``burstiness`` 1)."""
 
 _KEYS = ("profile", "rps_mean", "concurrency_mean", "prompt_tokens_mean", "output_tokens_mean")
 # source column -> (canonical column, factor to seconds)
@@ -109,6 +114,11 @@ class GuidellmCsvImporter(Importer):
         for i in np.flatnonzero(no_rate):
             issues.append(Issue(file, int(rows.source_row[i]), lower.get("rate", "rate"),
                                 "a constant/poisson benchmark without its rate; row kept without it", "warning"))
+        # The profile is the arrival process: constant5 and poisson5 (both at 5 req/s) are two points, not
+        # repeats of one (4.68 against 5.58 req/s achieved in guidellm-pd-disaggregation).
+        arrival = profile.where(profile.isin(ARRIVAL_PROFILES).fillna(False)).astype("string")
+        burstiness = pd.Series(np.where((profile == "poisson").fillna(False).to_numpy(), 1.0, np.nan),
+                               index=rows.frame.index)
         total = num.get("total_requests", nan)
         errors = num.get("error_requests", nan)
         rps = num["rps_mean"]
@@ -119,6 +129,8 @@ class GuidellmCsvImporter(Importer):
             "load_kind": load_kind,
             "batch_size": batch,
             "request_rate_rps": request_rate,
+            "arrival": arrival,
+            "burstiness": burstiness,
             "measured_concurrency": measured,
             "n_requests": (total - errors.fillna(0)),
             "n_failed": errors,

@@ -25,7 +25,9 @@ Three JSON shapes, told apart by content:
 
 The stage index is not written inside the files (only in their names), so
 ``source_row`` is 1 and the stage goes to provenance when the caller knows it.
-Times: none are recorded, so ``timestamp`` stays empty.
+Times: none are recorded, so ``timestamp`` stays empty. Nor is the arrival process:
+the run's ``load.type`` (``constant``, the default, or ``poisson``) is written only in
+its config file, so ``arrival`` stays empty and an info issue says so.
 """
 
 from __future__ import annotations
@@ -124,6 +126,9 @@ class InferencePerfImporter(Importer):
             row["request_rate_rps"] = requested
             prov.update(requested_rate_rps=requested, achieved_rate_rps=achieved,
                         send_duration_s=ls.get("send_duration"), n_sent=ls.get("count"))
+            issues.append(Issue(file, 1, "arrival", "the report does not record the arrival process (the run's "
+                                "load.type, constant or poisson, is only in its config); arrival left empty",
+                                "info"))
             r, a = _num(requested), _num(achieved)
             if r and a is not None and a < r * (1 - _ACHIEVED_SHORTFALL_WARN):
                 issues.append(Issue(file, 1, "request_rate_rps",

@@ -9,7 +9,11 @@ Formats
     (``vllm bench sweep serve`` ``summary.json``; its ``run=N.json`` files are
     single objects with ``run_number``). Latencies are in milliseconds
     (``{mean,median,std,p99}_{ttft,tpot,itl,e2el}_ms``), except the optional
-    per-request arrays ``ttfts``/``itls`` which are in **seconds**.
+    per-request arrays ``ttfts``/``itls`` which are in **seconds**. A run at a
+    finite request rate records its arrival process (:func:`arrival_of`):
+    ``burstiness`` 1 (the default) is ``poisson``, another value ``gamma`` of
+    that shape; a result without the key (benchmark_serving.py before it, which
+    drew Poisson gaps only) is ``poisson``.
 ``vllm-benchmark-throughput``
     ``benchmark_throughput.py`` / ``vllm bench throughput`` JSON: offline
     throughput over a whole request list (``tokens_per_second`` = input+output).
@@ -19,7 +23,7 @@ Formats
 ``vllm-bench-serve-log``
     The console output of ``vllm bench serve``: the ``Serving Benchmark
     Result`` block plus the ``Namespace(...)`` argument dump (read with
-    regular expressions, never evaluated).
+    regular expressions, never evaluated; its ``burstiness`` gives the arrival).
 
 None of these files names the GPU; the user supplies it (``--hardware``).
 
@@ -374,6 +378,7 @@ def serve_row(rec: Mapping[str, Any], row: int, file: str, issues: list[Issue],
             out["request_rate_rps"] = math.inf
             issues.append(Issue(file, row, "request_rate", "no request rate recorded; assumed 'inf' "
                                 "(all requests at once, the client's default)", "warning"))
+    out.update(arrival_of(r, out.get("request_rate_rps")))
     duration = r.num("duration")
     tin, tout = r.num("total_input_tokens"), r.num("total_output_tokens")
     if completed:
@@ -419,6 +424,26 @@ def serve_row(rec: Mapping[str, Any], row: int, file: str, issues: list[Issue],
     if ts:
         out["timestamp"] = ts
     return out
+
+
+def arrival_of(r: FieldReader, rate: float | None) -> dict[str, Any]:
+    """``arrival`` and ``burstiness`` of a run at a finite request rate (empty at ``inf``: all at once).
+
+    ``vllm bench serve`` draws gamma-distributed gaps of shape ``burstiness`` (1, its default, is a Poisson
+    process); benchmark_serving.py before the option (late 2024) drew exponential gaps only, so a result
+    without the key is Poisson too.
+
+    Raises
+    ------
+    BadValue
+        ``burstiness`` is not a number.
+    """
+    if rate is None or not math.isfinite(rate) or rate <= 0:
+        return {}
+    b = r.num("burstiness")
+    if b is None or b == 1:
+        return {"arrival": "poisson", "burstiness": 1.0}
+    return {"arrival": "gamma", "burstiness": b}
 
 
 def _per_request(r: FieldReader, row: int, file: str, issues: list[Issue], out: dict[str, Any]) -> None:
@@ -792,6 +817,8 @@ class VllmBenchServeLog(Importer):
                 rec["max_concurrency"] = _ns_number(ns, "max_concurrency")
             if "request_rate" not in rec:
                 rec["request_rate"] = _ns_number(ns, "request_rate")
+            if _ns_number(ns, "burstiness") is not None:
+                rec["burstiness"] = _ns_number(ns, "burstiness")
             try:
                 row = serve_row(rec, block_no, sample.name, issues, meta)
             except BadValue as exc:
