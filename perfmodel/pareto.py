@@ -35,7 +35,7 @@ import plotly.graph_objects as go
 from .curves import DEFAULT_BY, OPTIONAL_BY, VARYING_BY
 from .errors import Problem, ValidationError
 
-__all__ = ["FRONTS", "NOISE_ALPHA", "COMPARE_KEYS", "LOAD_KEYS", "load_column", "COMPARE_METRICS", "pareto_mask", "fronts", "front_figure", "candidate_labels", "Comparison",
+__all__ = ["FRONTS", "NOISE_ALPHA", "COMPARE_KEYS", "LOAD_KEYS", "ARRIVAL_KEYS", "load_column", "COMPARE_METRICS", "pareto_mask", "fronts", "front_figure", "candidate_labels", "Comparison",
            "compare", "confounded", "noise_verdicts", "VERDICTS", "select_runs", "configuration_labels", "comparison_figure"]
 
 FRONTS: dict[str, tuple[str, bool, str, bool]] = {
@@ -59,14 +59,23 @@ counts where it limits the load: a request-rate run's rate (``inf`` included), o
 other run; the ``inf`` that vLLM and SGLang write beside a concurrency is no limit and reads as empty.
 ``batch_size`` counts for every run but a request-rate one."""
 _BATCH_KINDS = ("static_batch", "concurrency")
-COMPARE_KEYS = tuple(dict.fromkeys((*_SHOWN_FIRST, *DEFAULT_BY, *OPTIONAL_BY, *VARYING_BY, *LOAD_KEYS)))
+ARRIVAL_KEYS = ("arrival", "burstiness")
+"""The arrival process of a rate-limited load (:data:`perfmodel.schema.ARRIVALS`), matched on when both sides
+record it, like an :data:`~perfmodel.curves.OPTIONAL_BY` column, and contrasted when each side has one, a
+different one (a constant-rate dataset against a Poisson one at the same rates). At one rate the process changes
+what is measured: GuideLLM's constant and Poisson benchmarks at 5 req/s (4.68 against 5.58 req/s achieved, 562
+against 703 tok/s) had been pooled as two repeats of one point. A Poisson run's ``burstiness`` reads as 1 (its
+gamma shape) where the source left it empty."""
+COMPARE_KEYS = tuple(dict.fromkeys((*_SHOWN_FIRST, *DEFAULT_BY, *OPTIONAL_BY, *VARYING_BY, *LOAD_KEYS,
+                                    *ARRIVAL_KEYS)))
 """Columns that can match a point of one dataset with a point of the other by default, in display order.
 
 The default matching is the configuration of :func:`perfmodel.curves.fit_curves` and the load
 (:data:`LOAD_KEYS`): the :data:`~perfmodel.curves.DEFAULT_BY` columns and ``batch_size`` always (but where
 neither side records a batch and the request rate is matched on), ``load`` when both sides record
 ``load_kind``, ``request_rate_rps`` when a side has a rate that limits its load (see :data:`LOAD_KEYS`), an
-:data:`~perfmodel.curves.OPTIONAL_BY` column when both sides record it (at least one value each), a
+:data:`~perfmodel.curves.OPTIONAL_BY` or :data:`ARRIVAL_KEYS` column when both sides record it (at least one
+value each), a
 :data:`~perfmodel.curves.VARYING_BY` column when both sides record it and it takes more than one value.
 A column with one value on each side, a different one (the framework of
 ``--where-a framework=vllm --where-b framework=sglang``), is what the comparison contrasts: it is not
@@ -357,10 +366,18 @@ def _recorded(df: pd.DataFrame, col: str) -> bool:
 def _with_load(runs: pd.DataFrame) -> pd.DataFrame:
     """The runs with the load columns of :data:`LOAD_KEYS` as they name each run's load: ``load`` from
     ``load_kind``, ``request_rate_rps`` empty where it does not limit the load, ``batch_size`` empty on a
-    request-rate run (a copy; the index is kept)."""
-    if not any(c in runs.columns for c in ("load_kind", "request_rate_rps")):
+    request-rate run, ``burstiness`` 1 on a Poisson run that left it empty (a copy; the index is kept)."""
+    if not any(c in runs.columns for c in ("load_kind", "request_rate_rps", "arrival")):
         return runs
     out = runs.copy()
+    if "arrival" in out.columns:
+        poisson = (out["arrival"].astype("string").str.strip().str.lower() == "poisson").fillna(False)
+        if poisson.any():
+            b = (pd.to_numeric(out["burstiness"], errors="coerce").astype(float) if "burstiness" in out.columns
+                 else pd.Series(np.nan, index=out.index))
+            out["burstiness"] = b.where(~(poisson.to_numpy(dtype=bool) & b.isna().to_numpy()), 1.0)
+    if not any(c in runs.columns for c in ("load_kind", "request_rate_rps")):
+        return out
     kind = (out["load_kind"].astype("string").str.strip().str.lower() if "load_kind" in out.columns
             else pd.Series(pd.NA, index=out.index, dtype="string"))
     is_rate = (kind == "request_rate").fillna(False).to_numpy(dtype=bool)
@@ -389,7 +406,7 @@ def _default_keys(runs_a: pd.DataFrame, runs_b: pd.DataFrame) -> list[str]:
         if (c == "batch_size" and rate and not _recorded(runs_a, c) and not _recorded(runs_b, c)
                 and c in runs_a.columns and c in runs_b.columns):
             continue  # request-rate runs only: an empty batch column says nothing
-        if c in OPTIONAL_BY or c in VARYING_BY:
+        if c in OPTIONAL_BY or c in VARYING_BY or c in ARRIVAL_KEYS:
             if not (_recorded(runs_a, c) and _recorded(runs_b, c)):
                 continue  # a side that does not record it cannot be matched on it
             if c in VARYING_BY and pd.concat([runs_a[c], runs_b[c]], ignore_index=True).nunique() < 2:
@@ -539,8 +556,9 @@ def _aggregate(d: pd.DataFrame, runs: pd.DataFrame, ks: Sequence[str], metric: s
     """
     out = d.groupby(list(ks), dropna=False, sort=True)[metric].agg(mean="mean", std="std", n="count").reset_index()
     # The load too, where a column of it is not matched on (left out with ignore): runs at several batch sizes or
-    # rates are no more repeats than runs at several thread counts; static batches beside a concurrency neither.
-    cols = [c for c in (*VARYING_BY, "load_kind", "batch_size", "request_rate_rps") if c in runs.columns
+    # rates are no more repeats than runs at several thread counts; static batches beside a concurrency neither,
+    # nor constant-rate runs beside Poisson ones at one rate (a side that records no arrival is not matched on it).
+    cols = [c for c in (*VARYING_BY, "load_kind", "batch_size", "request_rate_rps", *ARRIVAL_KEYS) if c in runs.columns
             and c not in ks and runs[c].notna().any()]
     out["mixed"] = False
     varying: list[str] = []
@@ -699,6 +717,10 @@ def configuration_labels(table: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
         if k == "load":
             parts.append(table[k].map(lambda x: _LOAD_LABELS.get(str(x), str(x))))
             continue
+        if k == "burstiness" and "arrival" in cols:  # said by the arrival, but for a gamma's shape
+            parts.append(table[k].where(table["arrival"].astype(str) == "gamma").map(
+                lambda x, form=form: "" if _blank(x) else form.format(f"{x:g}")))
+            continue
         parts.append(table[k].map(lambda x, form=form: "" if _blank(x) else form.format(
             f"{x:g}" if isinstance(x, float) else str(x))))
     if not parts:
@@ -709,7 +731,7 @@ def configuration_labels(table: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
 
 _LABEL_FORMS = {"device_count": "{} dev", "tp_size": "tp{}", "pp_size": "pp{}", "fw_num_threads": "{} threads",
                 "fw_n_batch": "n_batch {}",
-                "weight_dtype": "{} weights", "kv_cache_dtype": "{} KV cache"}
+                "weight_dtype": "{} weights", "kv_cache_dtype": "{} KV cache", "burstiness": "burstiness {}"}
 """How :func:`configuration_labels` shows a key value (default: as is)."""
 _LOAD_LABELS = {"batch": "", "(missing)": "", "request_rate": "request rate", "offline": "offline"}
 """How :func:`configuration_labels` shows a ``load``: a batch goes without saying (it is the usual axis)."""

@@ -412,3 +412,49 @@ def test_the_overlay_draws_request_rate_runs_against_their_rate() -> None:
     fig = comparison_figure(c)
     assert list(fig.data[0].x) == [1.0, 31.4] and fig.layout.xaxis.title.text == "request rate (req/s)"
     assert "req/s" in fig.data[0].hovertemplate
+
+
+def _arrivals(rows: list[tuple[float, str | None, float, list[float]]]) -> pd.DataFrame:
+    """Request-rate runs of one configuration: (rate, arrival, burstiness, throughputs)."""
+    out = _loads([("request_rate", np.nan, r, vs) for r, _, _, vs in rows])
+    out["arrival"] = pd.array([a for _, a, _, vs in rows for _ in vs], dtype="string")
+    out["burstiness"] = [b for _, _, b, vs in rows for _ in vs]
+    return out
+
+
+def test_compare_keeps_arrival_processes_at_one_rate_apart() -> None:
+    # GuideLLM's constant and Poisson benchmarks at 5 req/s (562 and 703 tok/s on two T4s) had been pooled as two
+    # repeats of one point, the gap between the processes taken for run-to-run noise.
+    runs = _arrivals([(5.0, "constant", np.nan, [562.0, 565.0]), (5.0, "poisson", np.nan, [703.0, 690.0]),
+                      (5.0, "gamma", 0.5, [650.0, 640.0]), (5.0, "gamma", 2.0, [600.0, 602.0])])
+    c = compare(runs, runs.assign(output_throughput_tok_s=runs["output_throughput_tok_s"] * 1.1))
+    assert {"arrival", "burstiness"} <= set(c.keys) and c.contrast == {}
+    assert len(c.table) == 4 and c.table["n_a"].tolist() == [2] * 4
+    t = c.table.set_index(["arrival", "burstiness"])
+    assert t.loc[("constant", np.nan), "mean_a"] == pytest.approx(563.5)
+    assert t.loc[("poisson", 1.0), "mean_a"] == pytest.approx(696.5)  # a Poisson run's burstiness is 1
+    assert t.loc[("gamma", 0.5), "mean_a"] == pytest.approx(645.0)
+    from perfmodel.pareto import configuration_labels
+
+    labels = configuration_labels(c.table, c.keys).tolist()
+    assert len(set(labels)) == 4 and any(lab.endswith("gamma · burstiness 0.5") for lab in labels)
+    assert any(lab.endswith("poisson") for lab in labels)
+
+
+def test_a_constant_side_against_a_poisson_side_is_a_contrast() -> None:
+    const = _arrivals([(r, "constant", np.nan, [100.0 * r, 101.0 * r]) for r in (1.0, 5.0)])
+    poisson = _arrivals([(r, "poisson", 1.0, [110.0 * r, 111.0 * r]) for r in (1.0, 5.0)])
+    c = compare(const, poisson)
+    assert len(c.table) == 2 and c.contrast == {"arrival": ("constant", "poisson")}
+    assert "not matched on arrival (constant vs poisson)" in c.message
+
+
+def test_a_side_without_arrivals_does_not_pool_the_other_side_s_processes_as_repeats() -> None:
+    # a dataset stored before the column (arrival empty) against one that records it: not matched on it, and the
+    # recording side's constant and Poisson runs at one rate are not taken for repeats
+    both = _arrivals([(5.0, "constant", np.nan, [562.0]), (5.0, "poisson", 1.0, [703.0])])
+    old = _arrivals([(5.0, None, np.nan, [600.0, 610.0])])
+    c = compare(old, both)
+    assert "arrival" not in c.keys and len(c.table) == 1
+    assert c.table["n_b"].iloc[0] == 2 and pd.isna(c.table["std_b"].iloc[0])
+    assert "several arrival" in c.message
