@@ -89,7 +89,8 @@ with st.expander("Fit options", icon=":material/tune:"):
         st.session_state[K.CURVES_SHAPE] = "auto"
     st.session_state[K.CURVES_INTERVALS] = chosen_intervals or default_intervals
     shape = o1.selectbox("Shape", SHAPES, key=K.CURVES_SHAPE,
-                         help="auto: exponential or piecewise, whichever has the lower AICc. loglin "
+                         help="auto: exponential unless nrh (a smooth min(k·batch, c): a linear rise that "
+                              "stops sharply) or piecewise has a clearly lower AICc. loglin "
                               "(alpha + beta·log2 batch) never levels off: no plateau, knee, b90 or b95.")
     intervals = o2.selectbox(
         "Intervals", INTERVAL_METHODS, key=K.CURVES_INTERVALS, on_change=_intervals_chosen,

@@ -388,13 +388,15 @@ def _cell(v: Any, fmt: str | None = None) -> str:
               help="Grouping column (repeatable); default: hardware, device count, framework, model, "
                    "lengths, and the dtype/parallelism columns with values.")
 @click.option("--shape", type=click.Choice(_shape_choices()), default="auto", show_default=True,
-              help="Curve shape; auto chooses exp or piecewise by AICc.")
+              help="Curve shape; auto chooses exp, nrh (a smooth min(k x, c): a rise that stops sharply) or "
+                   "piecewise by AICc.")
 @click.option("--intervals", type=click.Choice(_interval_choices()), default="bootstrap", show_default=True,
               help="How intervals are computed.")
 @click.option("--n-boot", type=click.IntRange(min=0), default=_n_boot_default(), show_default=True,
               help="Bootstrap replicates.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
-@click.option("--x", "x_col", default="batch_size", show_default=True, help="Batch column.")
+@click.option("--x", "x_col", default="batch_size", show_default=True,
+              help="The load column the curve runs along (batch_size, request_rate_rps, measured_concurrency, ...).")
 @click.option("--y", "y_col", default="output_throughput_tok_s", show_default=True, help="Throughput column.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the full fits table to this CSV file.")
@@ -408,10 +410,11 @@ def fit_cmd(ctx: click.Context, dataset: str, by: tuple[str, ...], shape: str, i
         default_curve_by,
         fit_import_warnings,
         fits_summary,
+        has_positive,
         import_caveats,
         kv_full_batches,
     )
-    from .curves import fit_curves
+    from .curves import fit_curves, x_words
 
     want_json = _want_json(ctx, as_json)
     if want_json and output is not None:
@@ -427,20 +430,23 @@ def fit_cmd(ctx: click.Context, dataset: str, by: tuple[str, ...], shape: str, i
         runs = _load_training_runs(dataset, "fit")
         issues = Store().issues(dataset)
     by_cols = list(by) if by else default_curve_by(runs)
+    added = ""
     if not by and x_col != "batch_size":
         # a curve along another column (--x input_len_tok) is one per configuration and batch: grouped by the
-        # x column too, every group had held one point and no curve was fitted
-        by_cols = [c for c in by_cols if c != x_col] + (["batch_size"] if "batch_size" in runs.columns else [])
+        # x column too, every group had held one point and no curve was fitted. A load axis (a request rate)
+        # replaces the batch, so the batch is not added (its NaNs had formed a silent group of their own).
+        by_cols = [c for c in by_cols if c != x_col]
+        if x_col not in ("request_rate_rps", "measured_concurrency") and has_positive(runs):
+            by_cols.append("batch_size")
+            added = f"batch_size added to the grouping (a curve along {x_col} is one per batch; choose with --by)"
     table, _ = fit_curves(runs, by_cols, shape=_SHAPE_ALIASES.get(shape, shape), x=x_col, y=y_col,
                           intervals=intervals, n_boot=n_boot, seed=seed, return_fits=True)
-    # the batch at which the KV cache fills, as the printed table has it (the file and JSON had lacked it)
+    # the batch at which the KV cache fills, as the printed table has it (the file and JSON had lacked it); NaN on
+    # a curve along another x, where a batch means nothing
     table = table.assign(kv_full_batch=kv_full_batches(table).to_numpy())
     # the import's warnings on the batch axis (requests in flight far below the concurrency) stand beside the fit
     warned = fit_import_warnings(runs, issues, table, by_cols, x=x_col, y=y_col)
     table["import_warnings"] = [" | ".join(w) for w in warned]
-    if x_col != "batch_size" and "message" in table.columns:  # the curve module counts "batch sizes"
-        table["message"] = table["message"].astype(str).str.replace(
-            "distinct batch size(s)", f"distinct {x_col} value(s)", regex=False)
     if want_json:
         _echo_json(json.loads(table.to_json(orient="records")))
         return
@@ -452,6 +458,12 @@ def fit_cmd(ctx: click.Context, dataset: str, by: tuple[str, ...], shape: str, i
     n_ok = int(summary["success"].sum())
     click.echo(f"{len(summary)} configuration(s) by {', '.join(by_cols)}: {n_ok} fitted, "
                f"{len(summary) - n_ok} not ({y_col} vs {x_col}, intervals: {shown_intervals})")
+    on_batch = x_col == "batch_size"
+    if not on_batch:
+        word, words, unit = x_words(x_col)
+        click.echo(f"x: {word}" + (f" ({unit})" if unit else "") + f"; knees, b90 and b95 are {words}"
+                   + (f" in {unit}" if unit else "") + ", and no KV-full batch is given (it is a batch)"
+                   + (f"; {added}" if added else ""))
     if n_ok == 0 and len(summary) and x_col != "batch_size" and not by:
         click.echo(f"note: no configuration has three {x_col} values once grouped by the columns above (in this "
                    f"data {x_col} may vary only together with one of them): choose the grouping with --by", err=True)
@@ -459,13 +471,13 @@ def fit_cmd(ctx: click.Context, dataset: str, by: tuple[str, ...], shape: str, i
     for rec in summary.to_dict("records"):
         msg = str(rec["message"])
         rows.append((rec["configuration"], rec["shape"], _cell(rec["plateau_tok_s"]), rec["plateau_ci"] or "-",
-                     rec["knees"] or "-", rec["b90"] or "-", rec["b95"] or "-", _cell(rec["kv_full_batch"], "{:,.0f}"),
-                     _cell(rec["r2"], "{:.3f}"),
+                     rec["knees"] or "-", rec["b90"] or "-", rec["b95"] or "-",
+                     *([_cell(rec["kv_full_batch"], "{:,.0f}")] if on_batch else []), _cell(rec["r2"], "{:.3f}"),
                      str(rec["n_points"]), "yes" if rec["success"] else "NO",
                      msg if len(msg) <= MESSAGE_WIDTH else msg[: MESSAGE_WIDTH - 3] + "..."))
     if rows:
         _table(("configuration", "shape", "c (plateau)", "c interval", "knees [interval]", "b90", "b95",
-                "KV full", "R2", "n", "ok", "message"), rows)
+                *(["KV full"] if on_batch else []), "R2", "n", "ok", "message"), rows)
     for caveat in import_caveats(summary["configuration"].tolist(), warned):
         click.echo(f"caveat: {caveat}")
     if output is not None:

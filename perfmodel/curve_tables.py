@@ -437,13 +437,22 @@ def _no_width(lo: float, hi: float, digits: int) -> bool:
     return significant(lo, digits) == significant(hi, digits)
 
 
-def _not_estimable(n_batches: object) -> str:
-    return NOT_ESTIMABLE if _is_missing(n_batches) else f"{NOT_ESTIMABLE} from {_num(n_batches)} batch sizes"
+def _x_words(x: object) -> tuple[str, str, str]:
+    from .curves import x_words
+
+    return x_words(str(x) if isinstance(x, str) and x else "batch_size")
 
 
-def _measured_up_to(batch_max: object) -> str:
-    """How far a configuration was measured: the note of a plateau, b90 or b95 beyond its batches."""
-    return f"measured up to batch {_num(batch_max)}"
+def _not_estimable(n_batches: object, x: str = "batch_size") -> str:
+    return (NOT_ESTIMABLE if _is_missing(n_batches)
+            else f"{NOT_ESTIMABLE} from {_num(n_batches)} {_x_words(x)[1]}")
+
+
+def _measured_up_to(batch_max: object, x: str = "batch_size") -> str:
+    """How far a configuration was measured: the note of a plateau, b90 or b95 beyond its batches (or the
+    request rates, lengths... of a curve along another x: a rate curve had said "measured up to batch 183.38")."""
+    word, _, unit = _x_words(x)
+    return f"measured up to {word} {_num(batch_max)}" + (f" {unit}" if unit else "")
 
 
 UNSATURATED_KNEE = "still growing: plateau not reached in the measured batches"
@@ -454,7 +463,7 @@ measured, not of saturation."""
 
 def knees_text(knees: Sequence[float], cis: Sequence[tuple[float, float]], *, b95: float,
                n_batches: object = None, batch_max: float = math.nan,
-               rise_between: tuple[float, float] = (math.nan, math.nan)) -> str:
+               rise_between: tuple[float, float] = (math.nan, math.nan), x: str = "batch_size") -> str:
     """A curve's knees with their intervals (:func:`batch_estimate_text`), ``;``-separated, followed by
     :data:`UNSATURATED_KNEE` where b95 lies beyond the largest measured batch.
 
@@ -464,7 +473,7 @@ def knees_text(knees: Sequence[float], cis: Sequence[tuple[float, float]], *, b9
         The knees and their intervals.
     b95
         The batch reaching 95% of the plateau (NaN: not said).
-    n_batches, batch_max, rise_between
+    n_batches, batch_max, rise_between, x
         As in :func:`batch_estimate_text`.
 
     Returns
@@ -472,12 +481,13 @@ def knees_text(knees: Sequence[float], cis: Sequence[tuple[float, float]], *, b9
     str
         ``""`` where no knee is finite.
     """
-    where = {"n_batches": n_batches, "batch_max": batch_max, "rise_between": rise_between}
+    where = {"n_batches": n_batches, "batch_max": batch_max, "rise_between": rise_between, "x": x}
     parts = [batch_estimate_text(k, lo, hi, **where) for k, (lo, hi) in zip(knees, cis, strict=True)
              if np.isfinite(k)]
     text = "; ".join(p for p in parts if p)
     if text and np.isfinite(b95) and np.isfinite(batch_max) and b95 > batch_max:
-        text += f" ({UNSATURATED_KNEE})"
+        text += f" ({UNSATURATED_KNEE})" if x == "batch_size" else \
+            f" ({UNSATURATED_KNEE.replace('measured batches', 'measured ' + _x_words(x)[1])})"
     return text
 
 
@@ -488,7 +498,7 @@ RISE_NOT_MEASURED = "the rise lies between measured batches"
 
 def batch_estimate_text(v: float, lo: float, hi: float, *, n_batches: object = None,
                         batch_max: float = math.nan, digits: int = 3,
-                        rise_between: tuple[float, float] = (math.nan, math.nan)) -> str:
+                        rise_between: tuple[float, float] = (math.nan, math.nan), x: str = "batch_size") -> str:
     """A batch-valued estimate of a curve (a knee, b90, b95) with its interval, for tables and reports.
 
     ``"29.4 [27.1, 33.5]"`` (:func:`significant` digits, never e-notation). Two cases are said in words
@@ -515,6 +525,9 @@ def batch_estimate_text(v: float, lo: float, hi: float, *, n_batches: object = N
         Significant digits.
     rise_between
         The two measured batches a curve rises between when its rate is bounded only from below (NaN: not so).
+    x
+        The curve's x column: the notes name its values (:func:`perfmodel.curves.x_words`), "measured up to
+        request rate 183.4 req/s" on a rate curve.
 
     Returns
     -------
@@ -527,17 +540,19 @@ def batch_estimate_text(v: float, lo: float, hi: float, *, n_batches: object = N
     if np.isfinite(r_lo) and np.isfinite(r_hi):
         lo_v = lo if np.isfinite(lo) else r_lo
         hi_v = max(hi, r_hi) if np.isfinite(hi) else r_hi
-        return (f"between {significant(lo_v, digits)} and {significant(hi_v, digits)} ({RISE_NOT_MEASURED} "
+        rise = RISE_NOT_MEASURED if x == "batch_size" else RISE_NOT_MEASURED.replace(
+            "measured batches", "measured " + _x_words(x)[1])
+        return (f"between {significant(lo_v, digits)} and {significant(hi_v, digits)} ({rise} "
                 f"{significant(r_lo, digits)} and {significant(r_hi, digits)})")
     text = significant(v, digits)
     notes = []
     if np.isfinite(lo) and np.isfinite(hi):
         if _no_width(lo, hi, digits):
-            notes.append(_not_estimable(n_batches))
+            notes.append(_not_estimable(n_batches, x))
         else:
             text += f" [{significant(lo, digits)}, {significant(hi, digits)}]"
     if np.isfinite(batch_max) and v > batch_max:
-        notes.append(f"extrapolated: {_measured_up_to(batch_max)}")
+        notes.append(f"extrapolated: {_measured_up_to(batch_max, x)}")
     return f"{text} ({'; '.join(notes)})" if notes else text
 
 
@@ -553,8 +568,9 @@ disagree by more than 3x"."""
 
 
 def _plateau_text(rec: Mapping[str, Any]) -> str:
+    x = str(rec.get("x_name") or "batch_size")
     if bool(rec.get("plateau_extrapolated", False)):
-        return f"plateau not reached: {_measured_up_to(rec['batch_max'])}"
+        return f"plateau not reached: {_measured_up_to(rec['batch_max'], x)}"
     c, lo, hi = rec["c"], rec["c_lo"], rec["c_hi"]
     if np.isfinite(c) and not (np.isfinite(lo) and np.isfinite(hi)):
         # three points for three parameters leave no residual to bootstrap: say so (the cell had been empty
@@ -562,11 +578,11 @@ def _plateau_text(rec: Mapping[str, Any]) -> str:
         from .curves import MIN_BATCHES
 
         nb = rec.get("n_batches")
-        return _not_estimable(nb) if not _is_missing(nb) and float(nb) <= MIN_BATCHES else ""
+        return _not_estimable(nb, x) if not _is_missing(nb) and float(nb) <= MIN_BATCHES else ""
     if not (np.isfinite(c) and np.isfinite(lo) and np.isfinite(hi)):
         return ""
     if _no_width(lo, hi, 4):
-        return _not_estimable(rec.get("n_batches"))
+        return _not_estimable(rec.get("n_batches"), x)
     # a lower end at zero: the data allow any plateau up to the upper end (108 on LLM-Inference-Bench)
     loose = " (not pinned down by the data)" if lo <= 0 else ""
     return f"[{significant(lo, 4)}, {significant(hi, 4)}]{loose}"
@@ -601,7 +617,8 @@ def fits_summary(table: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
         largest measured batch is marked an extrapolation; :data:`NO_PLATEAU` for shapes without a plateau,
         :data:`perfmodel.curves.PLATEAU_SHAPES`),
         :data:`FIT_FAILED` in the plateau's interval, the knees, b90 and b95 of a fit that failed (its plateau
-        empty), ``kv_full_batch`` (:func:`kv_full_batches`), ``r2``, ``n_points``, ``n_batches``, ``success``,
+        empty), ``kv_full_batch`` (:func:`kv_full_batches`; NaN on curves along another x than the batch),
+        ``r2``, ``n_points``, ``n_batches``, ``success``,
         ``poor_fit``, ``message``.
     """
     from .curves import PLATEAU_SHAPES
@@ -611,7 +628,7 @@ def fits_summary(table: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     rows = []
     for label, rec, kv in zip(labels, table.to_dict("records"), kv_full.tolist(), strict=True):
         where = {"n_batches": rec["n_batches"], "batch_max": float(rec.get("batch_max", math.nan)),
-                 "rise_between": _rise_between(rec)}
+                 "rise_between": _rise_between(rec), "x": str(rec.get("x_name") or "batch_size")}
         js = [j for j in (1, 2) if f"knee_{j}" in rec]
         knees = knees_text([rec[f"knee_{j}"] for j in js], [(rec[f"knee_{j}_lo"], rec[f"knee_{j}_hi"]) for j in js],
                            b95=float(rec["b95"]), **where)
@@ -653,7 +670,8 @@ def kv_full_batches(table: pd.DataFrame) -> pd.Series:
     -------
     pandas.Series
         Float, index aligned with ``table``; NaN where a column is missing or empty, a name is not in
-        the catalog, or the catalog lacks a figure.
+        the catalog, the catalog lacks a figure, or the curve runs along another x than the batch (its
+        ``x_name``: a batch on a request-rate axis means nothing there).
     """
     from . import physics
     from .errors import PerfmodelError
@@ -663,6 +681,8 @@ def kv_full_batches(table: pd.DataFrame) -> pd.Series:
         return out
     cols = [c for c in (*_KV_COLUMNS, "weight_dtype", "quantization", "kv_cache_dtype") if c in table.columns]
     probe = table[cols].assign(batch_size=1.0)
+    if "x_name" in table.columns:
+        probe = probe.loc[table["x_name"].fillna("batch_size").astype(str).eq("batch_size").to_numpy()]
     for c in ("device_count", "input_len_tok", "output_len_tok"):
         probe[c] = pd.to_numeric(probe[c], errors="coerce")
     complete = probe[list(_KV_COLUMNS)].notna().all(axis=1).to_numpy()

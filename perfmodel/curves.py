@@ -6,6 +6,14 @@ Shapes are plain numpy functions shared by the fitter, the plots and the tests:
     throughput(B) = c - a * exp(-b * B), with a, b, c >= 0. ``c`` is the plateau
     (maximum sustainable throughput), ``a`` the rise from batch 0, ``b`` how fast
     the curve saturates (per sequence of batch).
+``nrh``
+    throughput(B) = the non-rectangular hyperbola (:func:`nonrect_hyperbola`), a smooth
+    ``min(k * B, c)``: a linear rise of slope ``k`` through the origin that stops at the
+    plateau ``c``, with a corner whose sharpness ``theta`` lies in [:data:`NRH_THETA_MIN`,
+    :data:`NRH_THETA_MAX`]. The exponential bends over a long range and cannot follow a
+    rise that stops short (min(50 B, 3,200) at batches 1, 16, ..., 128: plateau 3,549
+    [3,219, 4,175] and "not reached" against a measured 3,176 on five points); fitted by
+    the same robust projected Levenberg-Marquardt (``_lm_nrh``), from three curvatures.
 ``piecewise``
     a continuous piecewise-linear function of log2(batch) whose slope changes at
     one or two breakpoints; the breakpoints are searched on the observed batch
@@ -46,7 +54,9 @@ Fitting (:func:`fit_curve`)
 Shape choice (``shape="auto"``)
     Every eligible candidate is fitted and scored by AICc and BIC (Gaussian,
     from the residual sum of squares); the piecewise form replaces the
-    exponential only when its AICc is lower by more than :data:`AICC_MARGIN`.
+    exponential only when its AICc is lower by more than :data:`AICC_MARGIN`,
+    the nrh form (tried from :data:`NRH_MIN_BATCHES` distinct x values) by more
+    than :data:`NRH_AICC_MARGIN`; of several that do, the lowest AICc.
     The scores of all candidates and the reason are in the result.
 
 Intervals
@@ -122,15 +132,23 @@ __all__ = [
     "KNEE_GRID_POINTS",
     "KNEE_REFINE_POINTS",
     "AICC_MARGIN",
+    "NRH_AICC_MARGIN",
     "N_RESTARTS",
     "PLATEAU_SHAPES",
     "PLATEAU_EXTRAPOLATION_FACTOR",
+    "NRH_THETA_MIN",
+    "NRH_MIN_BATCHES",
+    "NRH_THETA_MAX",
     "BOOTSTRAP_MAX_CONFIGS",
     "DEFAULT_N_BOOT",
     "DEFAULT_INTERVALS",
     "default_interval_method",
     "CurveFit",
     "saturating_exp",
+    "nonrect_hyperbola",
+    "nrh_batch_at_fraction",
+    "X_WORDS",
+    "x_words",
     "loglinear",
     "piecewise_loglinear",
     "quantile_init",
@@ -141,8 +159,8 @@ __all__ = [
     "fit_curves",
 ]
 
-SHAPES = ("auto", "exp", "piecewise", "loglin")
-"""Allowed ``shape`` values; ``auto`` chooses between ``exp`` and ``piecewise`` by AICc."""
+SHAPES = ("auto", "exp", "nrh", "piecewise", "loglin")
+"""Allowed ``shape`` values; ``auto`` chooses between ``exp``, ``nrh`` and ``piecewise`` by AICc."""
 INTERVAL_METHODS = ("bootstrap", "asymptotic", "none")
 """Allowed ``intervals`` values."""
 INIT_METHODS = ("quantile", "naive")
@@ -174,6 +192,12 @@ KNEE_MIN_DISTANCE = 0.05
 """Smallest normalised distance above the chord that counts as a knee (Kneedle)."""
 AICC_MARGIN = 2.0
 """AICc improvement the piecewise shape needs over the exponential to be chosen."""
+NRH_AICC_MARGIN = 4.0
+"""AICc improvement the ``nrh`` shape needs over the exponential to be chosen. Both have three parameters and
+both saturate, so on a curve the exponential fits a difference of 2 is often noise: on LLM-Inference-Bench's 695
+curves a margin of 2 moved 14 well-fitted ones (R^2 0.96-1.0, Delta AICc 2.1-3.3 for most) to ``nrh``. 4 is
+"considerably less support" for the exponential (Burnham & Anderson 2002, sec. 2.6); a linear rise that stops
+short (min(50 B, 3,200) at 9 batches, 1% noise) clears it by about 30."""
 N_RESTARTS = 4
 """Extra starts (other saturation rates) tried when the first exponential fit fails."""
 PLATEAU_MAX_FACTOR = 10.0
@@ -192,9 +216,34 @@ KNEE_REFINE_POINTS = 65
 ``curve_at``): the knee's resolution is the coarse step / 32, the same knee as on a uniform grid of 8,161 points,
 at about a third more than the coarse grid's cost (that grid would cost 30 times more). Without it a curve measured from batch 1 to 256 had its knee on whole
 batches, and bootstrap replicates that agreed within one batch gave a zero-width knee interval."""
-PLATEAU_SHAPES = ("exp", "piecewise")
+PLATEAU_SHAPES = ("exp", "nrh", "piecewise")
 """Shapes that level off (or bend) and so have knees and b90/b95. A log-linear curve rises by the same amount
 per doubling of the batch at every batch: it has no plateau, so no knee, b90 or b95 is reported for it."""
+NRH_THETA_MIN = 0.9
+"""Smallest curvature ``theta`` of the ``nrh`` shape: the shape is for saturation sharper than the exponential's.
+At ``x = c / k`` (where its initial slope meets its plateau) the exponential through the origin stands at 63% of
+its plateau, an nrh curve at ``(1 - sqrt(1 - theta)) / theta`` of it: 63% at theta 0.66, 76% at 0.9. Allowed down
+to 0.5, it fitted 69 of LLM-Inference-Bench's gently rising curves by a long hyperbolic tail (``theta = 0`` is
+Michaelis-Menten) and moved their b95 about 3x further out: a second way of fitting what the exponential fits."""
+NRH_MIN_BATCHES = 5
+"""Distinct x values ``shape="auto"`` needs before it tries the ``nrh`` shape (as the piecewise shape): with three
+or four, two three-parameter curves both pass near every point and AICc cannot tell them apart."""
+NRH_THETA_MAX = 0.99999
+"""Largest ``theta`` of the ``nrh`` shape: at 1 the curve is ``min(k x, c)`` with a corner where its derivatives
+do not exist; at 0.99999 it stands at 99.7% of ``c`` at the corner ``x = c / k``. At 0.999 (96.9%) the rounded
+corner pulled the plateau of min(50 B, 3,200) up to 3,230 [3,215, 3,272], above the 3,209 measured on it."""
+_NRH_K_MAX = 1e4
+"""Upper bound of the ``nrh`` slope ``k`` in scaled units (plateau / largest x): the plateau reached within
+1/1,000 of the range at a plateau 10x the largest throughput, :data:`RATE_MAX` and :data:`PLATEAU_MAX_FACTOR`."""
+X_WORDS: dict[str, tuple[str, str, str]] = {
+    "batch_size": ("batch", "batch sizes", ""),
+    "measured_concurrency": ("concurrency", "concurrency levels", "requests"),
+    "request_rate_rps": ("request rate", "request rates", "req/s"),
+    "input_len_tok": ("input length", "input lengths", "tokens"),
+    "output_len_tok": ("output length", "output lengths", "tokens"),
+}
+"""The words a fit's messages and tables use for its x column: (one value, values, unit). A curve along the
+request rate said "measured up to batch 183.38" of a rate in req/s."""
 PLATEAU_EXTRAPOLATION_FACTOR = 1.5
 """An exponential plateau ``c`` not reached in the measured range (``b95`` beyond the largest batch) and more than
 this multiple of the fitted throughput at the largest measured batch is an extrapolation, not a measurement:
@@ -235,6 +284,73 @@ def saturating_exp(batch: Any, a: float, b: float, c: float) -> np.ndarray:
     """
     x = np.asarray(batch, dtype=float)
     return c - a * np.exp(-b * x)
+
+
+def nonrect_hyperbola(batch: Any, k: float, c: float, theta: float) -> np.ndarray:
+    """The non-rectangular hyperbola: a smooth ``min(k * batch, c)``.
+
+    The smaller root ``P`` of ``theta P^2 - (k B + c) P + k B c = 0`` (Thornley's light-response curve, a
+    roofline with a rounded corner): through the origin with slope ``k``, levelling off at ``c``; ``theta`` in
+    [0, 1] sets how sharp the corner is (1: ``min(k B, c)`` exactly, 0: the rectangular hyperbola
+    ``k B c / (k B + c)``). Evaluated as ``2 k B c / (k B + c + sqrt((k B + c)^2 - 4 theta k B c))``, which is
+    stable at every ``theta``.
+
+    Parameters
+    ----------
+    batch
+        Batch sizes, or another load (array-like, >= 0).
+    k, c, theta
+        Initial slope (tok/s per unit of x), plateau (tok/s), curvature (0 to 1).
+
+    Returns
+    -------
+    numpy.ndarray
+        Throughput at each batch size.
+    """
+    x = np.asarray(batch, dtype=float)
+    kx = k * x
+    s = kx + c
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = 2.0 * kx * c / (s + np.sqrt(np.maximum(s * s - 4.0 * theta * kx * c, 0.0)))
+    return np.where(s > 0, out, 0.0)
+
+
+def nrh_batch_at_fraction(k: Any, c: Any, theta: Any, fraction: float) -> np.ndarray:
+    """Batch where :func:`nonrect_hyperbola` reaches ``fraction`` of its plateau ``c``.
+
+    Parameters
+    ----------
+    k, c, theta
+        Curve parameters (scalars or arrays that broadcast).
+    fraction
+        In (0, 1).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(c / k) f (1 - theta f) / (1 - f)`` (the quadratic solved for the batch); ``inf`` where ``k`` is 0.
+    """
+    k, c, theta = (np.asarray(v, dtype=float) for v in (k, c, theta))
+    f = float(fraction)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = (c / k) * f * (1.0 - theta * f) / (1.0 - f)
+    return np.where(k <= 0, np.inf, out)
+
+
+def x_words(x: str) -> tuple[str, str, str]:
+    """The words for a fit's x column: (one value, several values, unit), e.g. ``("request rate", "request
+    rates", "req/s")``; a column :data:`X_WORDS` lacks is named as it is.
+
+    Parameters
+    ----------
+    x
+        The x column of a fit.
+
+    Returns
+    -------
+    (str, str, str)
+    """
+    return X_WORDS.get(x, (x, f"{x} values", ""))
 
 
 def loglinear(batch: Any, alpha: float, beta: float) -> np.ndarray:
@@ -449,9 +565,9 @@ class CurveFit:
     Attributes
     ----------
     shape
-        ``exp``, ``piecewise``, ``loglin`` or ``none`` (nothing fitted).
+        ``exp``, ``nrh``, ``piecewise``, ``loglin`` or ``none`` (nothing fitted).
     params
-        Parameter values. exp: ``a, b, c``; loglin: ``alpha, beta``; piecewise:
+        Parameter values. exp: ``a, b, c``; nrh: ``k, c, theta``; loglin: ``alpha, beta``; piecewise:
         ``intercept, slope_1..slope_k+1, break_1..break_k`` (breakpoints in batch units).
     ci
         ``(low, high)`` per parameter at ``ci_level``; NaN when unavailable.
@@ -499,6 +615,9 @@ class CurveFit:
         the smallest batch to at least the next one; ``b`` and ``a`` have no upper bound (``ci`` high = inf).
     rise_between
         The two measured batches the rise lies between (NaN unless ``rate_bounded_below``).
+    x_name
+        The column the curve runs along (``batch_size`` unless fitted along a request rate, a length, ...);
+        "batch" in these attributes' names means a value of it.
     """
 
     shape: str
@@ -529,6 +648,7 @@ class CurveFit:
     nfev: int = 0
     rate_bounded_below: bool = False
     rise_between: tuple[float, float] = (math.nan, math.nan)
+    x_name: str = "batch_size"
     _boot: np.ndarray | None = field(default=None, repr=False)
 
     def predict(self, batch: Any) -> np.ndarray:
@@ -581,12 +701,15 @@ class CurveFit:
         dict
         """
         row: dict[str, Any] = {"shape": self.shape}
-        for name in ("a", "b", "c"):
-            v = self.params.get(name, math.nan) if self.shape == "exp" else math.nan
-            lo, hi = self.ci.get(name, (math.nan, math.nan)) if self.shape == "exp" else (math.nan, math.nan)
+        for name in ("a", "b", "c", "k"):
+            # c is the plateau of both the exponential and the nrh shape
+            own = self.shape == "exp" and name != "k" or self.shape == "nrh" and name in ("c", "k")
+            v = self.params.get(name, math.nan) if own else math.nan
+            lo, hi = self.ci.get(name, (math.nan, math.nan)) if own else (math.nan, math.nan)
             row[name] = v
             row[f"{name}_lo"] = lo
             row[f"{name}_hi"] = hi
+        row["theta"] = self.params.get("theta", math.nan) if self.shape == "nrh" else math.nan
         row["plateau_tok_s"] = row["c"]
         row["breakpoints"] = ";".join(f"{self.params[k]:g}" for k in sorted(self.params) if k.startswith("break_"))
         row.update(r2=self.r2, rmse=self.rmse, n_points=self.n_points, n_batches=self.n_batches,
@@ -602,19 +725,21 @@ class CurveFit:
                    plateau_reached=self.plateau_reached, plateau_extrapolated=self.plateau_extrapolated,
                    rate_bounded_below=self.rate_bounded_below, rise_lo=self.rise_between[0],
                    rise_hi=self.rise_between[1])
-        for cand in ("exp", "piecewise", "loglin"):
+        for cand in ("exp", "nrh", "piecewise", "loglin"):
             crit = self.criteria.get(cand, {})
             row[f"aicc_{cand}"] = crit.get("aicc", math.nan)
             row[f"bic_{cand}"] = crit.get("bic", math.nan)
         row.update(shape_reason=self.shape_reason, interval_method=self.interval_method,
                    ci_level=self.ci_level, init=self.init, batch_min=self.batch_range[0],
-                   batch_max=self.batch_range[1])
+                   batch_max=self.batch_range[1], x_name=self.x_name)
         return row
 
 
 def _evaluate(shape: str, params: Mapping[str, float], x: np.ndarray) -> np.ndarray:
     if shape == "exp":
         return saturating_exp(x, params["a"], params["b"], params["c"])
+    if shape == "nrh":
+        return nonrect_hyperbola(x, params["k"], params["c"], params["theta"])
     if shape == "loglin":
         return loglinear(x, params["alpha"], params["beta"])
     if shape == "piecewise":
@@ -763,17 +888,24 @@ def _validate_option(value: str, allowed: Sequence[str], what: str) -> None:
         raise UnknownNameError(what, value, list(allowed), hint=f"valid values: {', '.join(allowed)}")
 
 
-def _not_enough(n: int, nb: int, x: np.ndarray, msg: str, level: float, method: str, init: str) -> CurveFit:
+def _not_enough(n: int, nb: int, x: np.ndarray, msg: str, level: float, method: str, init: str,
+                x_name: str = "batch_size") -> CurveFit:
     rng = (float(x.min()), float(x.max())) if len(x) else (math.nan, math.nan)
     return CurveFit(shape="none", params={}, ci={}, ci_level=level, interval_method=method, r2=math.nan,
                     rmse=math.nan, residuals=np.full(n, np.nan), n_points=n, n_batches=nb, success=False,
-                    message=msg, batch_range=rng, init=init, shape_reason="nothing fitted")
+                    message=msg, batch_range=rng, init=init, shape_reason="nothing fitted", x_name=x_name)
+
+
+def _reword(note: str, xw: str) -> str:
+    """A candidate's note (written for a batch axis) in the words of another x (:func:`x_words`)."""
+    return (note.replace("measured batches", f"measured {xw} values").replace("measured batch", f"measured {xw}")
+            .replace("largest batch", f"largest {xw}"))
 
 
 def fit_curve(batch: Any, throughput: Any, *, shape: str = "auto", weights: Any = None,
               intervals: str = DEFAULT_INTERVALS, n_boot: int = DEFAULT_N_BOOT, level: float = 0.95, seed: int = 0,
               init: str = "quantile", loss: str = "soft_l1", restarts: bool = True,
-              fallback: bool = True, origin_refit: bool = True,
+              fallback: bool = True, origin_refit: bool = True, x_name: str = "batch_size",
               _pre_exp: Mapping[str, Any] | None = None) -> CurveFit:
     """Fit one saturation curve of throughput against batch size.
 
@@ -806,6 +938,9 @@ def fit_curve(batch: Any, throughput: Any, *, shape: str = "auto", weights: Any 
         Refit an exponential that is below zero at the smallest measured batch
         through the origin (``a = c``); off for the published hybrid's
         reproduction, whose curves are plain least-squares fits.
+    x_name
+        The column ``batch`` holds (``batch_size``, ``request_rate_rps``, ...): the messages name its values
+        with :func:`x_words` (a rate curve had said "95% of it at batch 240" of a rate in req/s).
     _pre_exp
         Private: the exponential point fit already computed for this curve by
         :func:`fit_curves`' vectorised pass (same solver, same result).
@@ -854,9 +989,10 @@ def fit_curve(batch: Any, throughput: Any, *, shape: str = "auto", weights: Any 
 
     ok = _usable(x_all, y_all) & (w_all > 0)
     notes: list[str] = []
+    xw, xws, xu = x_words(x_name)
     if not ok.all():
         bad = int((~ok).sum())
-        notes.append(f"dropped {bad} point(s) with NaN, zero or negative throughput or batch")
+        notes.append(f"dropped {bad} point(s) with NaN, zero or negative throughput or {xw}")
     x, y, w = x_all[ok], y_all[ok], w_all[ok]
     # A canonical point order (batch, then throughput) makes the bootstrap draws,
     # and so the intervals, independent of the order rows arrived in.
@@ -869,19 +1005,22 @@ def fit_curve(batch: Any, throughput: Any, *, shape: str = "auto", weights: Any 
         f"wild bootstrap over residuals ({n_boot} replicates, seed {seed}), percentile"
         if intervals == "bootstrap" else "asymptotic (Wald, from the Jacobian)")
     if nb < MIN_BATCHES:
-        msg = (f"not enough points: {nb} distinct batch size(s) ({n} point(s)); a saturation curve "
+        msg = (f"not enough points: {nb} distinct {xws[:-1]}(s) ({n} point(s)); a saturation curve "
                f"needs at least {MIN_BATCHES}")
-        return _not_enough(n, nb, x, "; ".join([msg, *notes]), level, method, init)
+        return _not_enough(n, nb, x, "; ".join([msg, *notes]), level, method, init, x_name)
 
     # plain numbers in messages (imported here: curve_tables imports this module)
     from .curve_tables import significant as sig
+
+    def at(v: float, digits: int = 4) -> str:  # "batch 133", "request rate 240 req/s"
+        return f"{xw} {sig(v, digits)}" + (f" {xu}" if xu else "")
 
     # Contradictory repeats: the same batch measured at wildly different throughput.
     spread_msgs = []
     for b_val in uniq:
         yy = y[x == b_val]
         if len(yy) > 1 and yy.max() / yy.min() > REPEAT_SPREAD_MAX:
-            spread_msgs.append(f"batch {sig(b_val)}: {sig(yy.min())} to {sig(yy.max())} tok/s "
+            spread_msgs.append(f"{at(b_val)}: {sig(yy.min())} to {sig(yy.max())} tok/s "
                                f"({yy.max() / yy.min():.1f}x)")
     consistent = not spread_msgs
     spread_note = ("repeats disagree by more than " f"{REPEAT_SPREAD_MAX:g}x (" + "; ".join(spread_msgs[:3])
@@ -899,6 +1038,7 @@ def fit_curve(batch: Any, throughput: Any, *, shape: str = "auto", weights: Any 
 
     want_exp = shape in ("auto", "exp")
     want_pw = shape in ("auto", "piecewise")
+    want_nrh = shape == "nrh" or (shape == "auto" and nb >= NRH_MIN_BATCHES)
     if want_exp:
         exp_res = _fit_exp(xs, ysn, w, lambda: _scaled_init(init, x, y, xs_scale, ys_scale), loss, restarts,
                            _pre_exp, origin_refit)
@@ -912,6 +1052,17 @@ def fit_curve(batch: Any, throughput: Any, *, shape: str = "auto", weights: Any 
         elif shape == "piecewise":
             notes.append("piecewise shape needs at least 5 batch sizes and 6 points; "
                          "fitted the exponential instead")
+            exp_res = _fit_exp(xs, ysn, w, lambda: _scaled_init(init, x, y, xs_scale, ys_scale), loss,
+                               restarts, _pre_exp, origin_refit)
+            candidates["exp"] = exp_res
+            criteria["exp"] = _criteria(exp_res["rss_ls"], n, _exp_params(exp_res), ss_tot)
+    if want_nrh:
+        nrh_res = _fit_nrh(xs, ysn, w, loss)
+        if nrh_res["converged"]:
+            candidates["nrh"] = nrh_res
+            criteria["nrh"] = _criteria(nrh_res["rss_ls"], n, 3, ss_tot)
+        elif shape == "nrh":
+            notes.append("the nrh fit failed; fitted the exponential instead")
             exp_res = _fit_exp(xs, ysn, w, lambda: _scaled_init(init, x, y, xs_scale, ys_scale), loss,
                                restarts, _pre_exp, origin_refit)
             candidates["exp"] = exp_res
@@ -930,10 +1081,11 @@ def fit_curve(batch: Any, throughput: Any, *, shape: str = "auto", weights: Any 
     if chosen is None:
         exp_note = candidates.get("exp", {}).get("note", "")
         return _not_enough(n, nb, x, "; ".join(["exponential fit failed" + (f" ({exp_note})" if exp_note else ""),
-                                                *filter(None, [spread_note]), *notes]), level, method, init)
+                                                *filter(None, [spread_note]), *notes]), level, method, init,
+                           x_name)
     cand = candidates[chosen]
     if cand.get("note"):
-        notes.append(cand["note"])
+        notes.append(cand["note"] if x_name == "batch_size" else _reword(cand["note"], xw))
     fitted_scaled = cand["predict"](xs, np.log2(x))
     resid_scaled = ysn - fitted_scaled
     resid = resid_scaled * ys_scale
@@ -984,7 +1136,7 @@ def fit_curve(batch: Any, throughput: Any, *, shape: str = "auto", weights: Any 
                    else slow_a, math.inf)
         notes[:] = [nt.replace(_PROFILED_NOTE, "").strip("; ") for nt in notes]
         notes[:] = [nt for nt in notes if nt]
-        notes.append(f"the saturation rate is bounded only from below: the curve rises between batch {sig(x_lo)} "
+        notes.append(f"the saturation rate is bounded only from below: the curve rises between {at(x_lo)} "
                      f"and {sig(x_hi)}, where nothing was measured, and any faster rise fits as well, so the knee, "
                      "b90 and b95 are ranges across that gap, not estimates")
     converged = cand.get("converged", True)
@@ -1004,16 +1156,21 @@ def fit_curve(batch: Any, throughput: Any, *, shape: str = "auto", weights: Any 
         notes.append("a log-linear curve has no plateau: no knee, b90 or b95")
     neg = np.flatnonzero(fitted_scaled <= 0)
     if len(neg):
-        notes.append(f"the {chosen} curve is below zero at measured batch(es) up to {x[neg].max():g} "
+        notes.append(f"the {chosen} curve is below zero at measured {xw}(s) up to {x[neg].max():g} "
                      "(throughput cannot be negative; plots clip it at 0)")
     extrapolated = False
-    if chosen == "exp" and np.isfinite(b95) and b95 > x.max():
+    if chosen in ("exp", "nrh") and np.isfinite(b95) and b95 > x.max():
         at_max = float(_evaluate(chosen, params, np.array([x.max()]))[0])
         extrapolated = bool(params["c"] > PLATEAU_EXTRAPOLATION_FACTOR * at_max)
-        notes.append(f"plateau not reached in the measured range (95% of it at batch {sig(b95, 3)} > "
+        notes.append(f"plateau not reached in the measured range (95% of it at {at(b95, 3)} > "
                      f"{sig(x.max())})"
                      + (f"; the plateau {sig(params['c'])} is an extrapolation, {params['c'] / at_max:.1f}x the "
-                        f"curve at the largest measured batch" if extrapolated else ""))
+                        f"curve at the largest measured {xw}" if extrapolated else ""))
+    elif chosen in ("exp", "nrh") and np.isfinite(b95) and rise is None:
+        on = int(np.sum(uniq >= b95))
+        if on >= 2:
+            # a plateau the data reach is a measurement, not a forecast: say how many measured values lie on it
+            notes.append(f"plateau reached: {on} measured {xws} lie at or beyond 95% of it ({at(b95, 3)})")
     head = (f"{chosen} fit converged ({reason})" if success
             else f"{chosen} fit failed: {'; '.join(failures)} (shape: {reason})")
     return CurveFit(shape=chosen, params=params, ci=ci, ci_level=level, interval_method=method, r2=r2,
@@ -1024,7 +1181,7 @@ def fit_curve(batch: Any, throughput: Any, *, shape: str = "auto", weights: Any 
                     plateau_extrapolated=extrapolated,
                     criteria=criteria, shape_reason=reason, batch_range=(float(x.min()), float(x.max())),
                     init=init, nfev=int(cand.get("nfev", 0)), rate_bounded_below=rise is not None,
-                    rise_between=rise_between, _boot=boot)
+                    rise_between=rise_between, x_name=x_name, _boot=boot)
 
 
 def _gap_ranges(p_shift: np.ndarray, x_lo: float, x_hi: float, xsc: float, ysc: float, grid: np.ndarray,
@@ -1060,19 +1217,31 @@ def _choose(shape: str, candidates: Mapping[str, Any], criteria: Mapping[str, Ma
         return "loglin", "log-linear shape requested"
     if shape == "piecewise" and "piecewise" in ok:
         return "piecewise", f"piecewise shape requested ({candidates['piecewise']['k_breaks']} breakpoint(s))"
+    if shape == "nrh" and "nrh" in ok:
+        return "nrh", "nrh shape requested"
     if "exp" not in ok:
+        if "nrh" in ok and shape == "auto":
+            return "nrh", "exponential fit failed, so nrh was tried"
         if "piecewise" in ok:
             return "piecewise", "exponential fit failed, so piecewise was tried"
         return None, ""
-    if shape == "exp" or "piecewise" not in ok:
+    others = [k for k in ("piecewise", "nrh") if k in ok]
+    if shape == "exp" or not others:
         return "exp", ("exponential shape requested" if shape == "exp"
                        else "exponential (too few points for the piecewise shape)")
-    ae, ap = criteria["exp"]["aicc"], criteria["piecewise"]["aicc"]
+    ae = criteria["exp"]["aicc"]
     if not np.isfinite(ae):
         return "exp", "exponential by default: too few points to compare shapes by AICc"
-    if np.isfinite(ap) and ap < ae - AICC_MARGIN:
-        return "piecewise", f"piecewise chosen by AICc ({ap:.1f} vs {ae:.1f} for the exponential)"
-    return "exp", f"exponential chosen by AICc ({ae:.1f} vs {ap:.1f} for piecewise)"
+    # the exponential stays unless another shape is clearly better; of those, the lowest AICc
+    scores = {k: criteria[k]["aicc"] for k in others if np.isfinite(criteria[k]["aicc"])}
+    vs = ", ".join(f"{v:.1f} for {'piecewise' if k == 'piecewise' else 'nrh'}" for k, v in scores.items())
+    better = {k: v for k, v in scores.items() if v < ae - (NRH_AICC_MARGIN if k == "nrh" else AICC_MARGIN)}
+    if better:
+        best = min(better, key=lambda k: better[k])
+        rest = ", ".join([f"{ae:.1f} for the exponential"]
+                         + [f"{v:.1f} for {k}" for k, v in scores.items() if k != best])
+        return best, f"{best} chosen by AICc ({better[best]:.1f} vs {rest})"
+    return "exp", f"exponential chosen by AICc ({ae:.1f} vs {vs})"
 
 
 def _scaled_init(init: str, x: np.ndarray, y: np.ndarray, xsc: float, ysc: float) -> np.ndarray:
@@ -1302,6 +1471,159 @@ def _fit_exp(xs: np.ndarray, ys: np.ndarray, w: np.ndarray, p0: Callable[[], np.
             "jac": jac, "p_scaled": p, "n": n, "loss": used_loss, "tied": tied}
 
 
+def _nrh_model(p: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`nonrect_hyperbola` of rows ``p`` (r, 3: k, c, theta) at ``x`` (r, n), and its Jacobian (r, n, 3)."""
+    k, c, th = p[:, 0:1], p[:, 1:2], p[:, 2:3]
+    kx = k * x
+    s = kx + c
+    d = np.maximum(s * s - 4.0 * th * kx * c, _TINY)
+    r = np.sqrt(d)
+    q = np.maximum(s + r, _TINY)
+    pred = 2.0 * kx * c / q
+    dq_dk = x + (2.0 * s * x - 4.0 * th * x * c) / (2.0 * r)
+    dq_dc = 1.0 + (2.0 * s - 4.0 * th * kx) / (2.0 * r)
+    dq_dth = -4.0 * kx * c / (2.0 * r)
+    jac = np.stack([(2.0 * x * c - pred * dq_dk) / q, (2.0 * kx - pred * dq_dc) / q, -pred * dq_dth / q], axis=2)
+    return pred, jac
+
+
+_NRH_LOWER = np.array([0.0, 0.0, NRH_THETA_MIN])
+_NRH_UPPER = np.array([_NRH_K_MAX, PLATEAU_MAX_FACTOR, NRH_THETA_MAX])
+
+
+def _lm_nrh(x: np.ndarray, ys: np.ndarray, w: np.ndarray, p0: np.ndarray, loss: str, f_scale: Any,
+            iters: int = 200) -> tuple[np.ndarray, np.ndarray, int]:
+    """Fit :func:`nonrect_hyperbola` to many rows at once (scaled units): :func:`_lm_exp`'s projected
+    Levenberg-Marquardt with the same IRLS weights (the cost of ``least_squares`` with ``loss``), bounds
+    ``_NRH_LOWER`` to ``_NRH_UPPER``.
+
+    Returns
+    -------
+    (params, converged, iterations)
+    """
+    n_rows = ys.shape[0]
+    x2 = np.broadcast_to(x, ys.shape)
+    sw = np.sqrt(np.broadcast_to(w, ys.shape))
+    ys = np.asarray(ys, dtype=float)
+    p = np.clip(np.array(np.broadcast_to(np.asarray(p0, dtype=float), (n_rows, 3))), _NRH_LOWER, _NRH_UPPER)
+    fs = np.array(np.broadcast_to(np.asarray(f_scale, dtype=float), (n_rows,)))[:, None]
+    lam = np.full(n_rows, 1e-3)
+    done = np.zeros(n_rows, dtype=bool)
+
+    def resid(pp: np.ndarray, rows: Any) -> tuple[np.ndarray, np.ndarray]:
+        pred, jac = _nrh_model(pp, x2[rows])
+        return (pred - ys[rows]) * sw[rows], jac * sw[rows][:, :, None]
+
+    def cost(rr: np.ndarray, rows: Any) -> np.ndarray:
+        f = fs[rows]
+        return np.sum(_rho((rr / f) ** 2, loss), axis=1) * f[:, 0] ** 2
+
+    r, jw_all = resid(p, slice(None))
+    cur = cost(r, slice(None))
+    eye = np.eye(3)[None]
+    it = 0
+    for it in range(1, iters + 1):  # noqa: B007 - the count is returned
+        act = np.flatnonzero(~done)
+        pa, ra, jw = p[act], r[act], jw_all[act]
+        wt = _irls_weights(ra, loss, fs[act])
+        jtw = np.transpose(jw * wt[:, :, None], (0, 2, 1))
+        jtj = jtw @ jw
+        g = (jtw @ ra[:, :, None])[:, :, 0]
+        diag = np.maximum(np.diagonal(jtj, axis1=1, axis2=2), _TINY)
+        mat = jtj + lam[act, None, None] * eye * diag[:, None, :]
+        # a parameter on its bound whose gradient pushes it outwards is held there (active set): projecting
+        # its step instead let theta at 0.999 creep the others along for every iteration without converging
+        held = ((pa <= _NRH_LOWER) & (g > 0)) | ((pa >= _NRH_UPPER) & (g < 0))
+        if held.any():
+            hm = held[:, :, None] | held[:, None, :]
+            mat = np.where(hm, 0.0, mat) + np.where(held[:, :, None], eye, 0.0)
+            g = np.where(held, 0.0, g)
+        bad = ~np.isfinite(mat).all(axis=(1, 2)) | ~np.isfinite(g).all(axis=1)
+        mat[bad] = np.eye(3)
+        g[bad] = 0.0
+        try:
+            step = np.linalg.solve(mat, -g[:, :, None])[:, :, 0]
+        except np.linalg.LinAlgError:
+            step = -g / diag
+        newp = np.clip(pa + step, _NRH_LOWER, _NRH_UPPER)
+        nr, nj = resid(newp, act)
+        nc = cost(nr, act)
+        ca = cur[act]
+        better = np.isfinite(nc) & (nc <= ca)
+        rel = np.where(better, (ca - nc) / np.maximum(ca, _TINY), 0.0)
+        small_step = np.max(np.abs(newp - pa) / (np.abs(pa) + 1e-8), axis=1) < 1e-9
+        p[act] = np.where(better[:, None], newp, pa)
+        r[act] = np.where(better[:, None], nr, ra)
+        jw_all[act] = np.where(better[:, None, None], nj, jw)
+        cur[act] = np.where(better, nc, ca)
+        lam_a = np.where(better, np.maximum(lam[act] / 3.0, 1e-12), lam[act] * 4.0)
+        lam[act] = lam_a
+        done[act] = (better & ((rel < 1e-9) | small_step)) | (lam_a > 1e10) | (cur[act] <= _TINY) | bad
+        if done.all():
+            break
+    return p, done, it
+
+
+NRH_THETA_STARTS = (0.92, 0.98, 0.995)
+"""Curvatures the ``nrh`` fit starts from (all at once, the best kept): the cost has a shallow valley along
+``theta`` where the corner falls between measured points."""
+
+
+def _fit_nrh(xs: np.ndarray, ys: np.ndarray, w: np.ndarray, loss: str) -> dict[str, Any]:
+    """The ``nrh`` candidate in scaled units: least squares from :data:`NRH_THETA_STARTS`, the noise scale
+    from its residuals, then the robust fit (as :func:`_exp_point_fits` does for the exponential)."""
+    n = len(xs)
+    k0 = float(np.max(ys / xs))  # the steepest line from the origin through a point: the linear part's slope
+    starts = np.array([[k0, float(ys.max()), t] for t in NRH_THETA_STARTS])
+    m = len(starts)
+    with np.errstate(all="ignore"):
+        p_ls, conv, it1 = _lm_nrh(xs, np.tile(ys, (m, 1)), w, starts, "linear", 1.0)
+        pred = _nrh_model(p_ls, np.broadcast_to(xs, (m, n)))[0]
+        rss = np.sum(w * (ys - pred) ** 2, axis=1)
+    ok = conv & np.isfinite(rss) & np.isfinite(p_ls).all(axis=1)
+    if not ok.any():
+        return {"converged": False, "rss": math.inf, "rss_ls": math.inf, "note": ""}
+    i = int(np.argmin(np.where(ok, rss, np.inf)))
+    p, rss_ls, nfev = p_ls[i].copy(), float(rss[i]), it1
+    resid = ys - pred[i]
+    mad = 1.4826 * float(np.median(np.abs(resid - np.median(resid))))
+    fscale = max(mad, 0.01 * float(np.median(ys)), _TINY)
+    used_loss = "linear"
+    if loss != "linear" and n - 3 >= 2:
+        with np.errstate(all="ignore"):
+            pr, cr, it2 = _lm_nrh(xs, ys[None, :], w, p[None, :], loss, fscale)
+        nfev += it2
+        if bool(cr[0]) and np.isfinite(pr[0]).all():
+            p, used_loss = pr[0].copy(), loss
+    if used_loss == "linear":
+        fscale = 1.0
+    fitted = _nrh_model(p[None, :], xs[None, :])[0][0]
+    converged = _r2(ys, ys - fitted) >= R2_MIN_SUCCESS
+    note = ""
+    if p[1] >= PLATEAU_MAX_FACTOR * 0.999:
+        note = (f"plateau not identifiable: still rising at the largest measured value (c at its bound, "
+                f"{PLATEAU_MAX_FACTOR:g}x the largest throughput)")
+    jac = _nrh_model(p[None, :], xs[None, :])[1][0] * np.sqrt(w)[:, None]
+
+    def boot(xs_: np.ndarray, u: np.ndarray, ystar: np.ndarray, w_: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return _lm_nrh(xs_, ystar, w_, p, used_loss, fscale, iters=60)[0]
+
+    def boot_to_params(bt: np.ndarray, xsc: float, ysc: float) -> dict[str, np.ndarray]:
+        return {"k": bt[:, 0] * ysc / xsc, "c": bt[:, 1] * ysc, "theta": bt[:, 2]}
+
+    def boot_store(bt: np.ndarray, xsc: float, ysc: float) -> np.ndarray:
+        return np.column_stack([bt[:, 0] * ysc / xsc, bt[:, 1] * ysc, bt[:, 2]])
+
+    return {"rss": float(np.sum(w * (ys - fitted) ** 2)), "rss_ls": rss_ls, "converged": converged,
+            "note": note, "nfev": int(nfev), "k": 3,
+            "predict": lambda xs_, u: _nrh_model(p[None, :], np.asarray(xs_, dtype=float)[None, :])[0][0],
+            "to_params": lambda xsc, ysc: {"k": float(p[0] * ysc / xsc), "c": float(p[1] * ysc),
+                                           "theta": float(p[2])},
+            "boot": boot, "boot_to_params": boot_to_params, "boot_store": boot_store,
+            "jac": jac, "p_scaled": p, "n": n, "loss": used_loss}
+
+
 def _fit_loglin(u: np.ndarray, ys: np.ndarray, w: np.ndarray) -> dict[str, Any]:
     design = np.column_stack([np.ones_like(u), u])
     sw = np.sqrt(w)
@@ -1433,12 +1755,13 @@ def _wald(cand: Mapping[str, Any], params: Mapping[str, float], dof: int, level:
         return out
     tq = float(student_t.ppf(1 - (1 - level) / 2, dof))
     se = np.sqrt(np.clip(np.diag(cov), 0, None))
-    scale = [ysc, 1.0 / xsc, ysc] if names == ["a", "b", "c"] else [ysc] * len(names)
+    scale = ([ysc, 1.0 / xsc, ysc] if names == ["a", "b", "c"] else [ysc / xsc, ysc, 1.0] if names == ["k", "c", "theta"]
+             else [ysc] * len(names))
     for i, name in enumerate(names[: len(se)]):
         v = p_scaled[i] * scale[i]
         half = tq * se[i] * scale[i]
         lo = v - half
-        if names == ["a", "b", "c"]:
+        if names in (["a", "b", "c"], ["k", "c", "theta"]):
             lo = max(lo, 0.0)  # parameters are bounded at zero
         out[name] = (float(lo), float(v + half))
     if cand.get("tied") and "c" in out:
@@ -1451,6 +1774,8 @@ def _curve_matrix(shape: str, boot: np.ndarray, grid: np.ndarray) -> np.ndarray:
     g = grid[None, :] if grid.ndim == 1 else grid
     if shape == "exp":
         return boot[:, 2:3] - boot[:, 0:1] * np.exp(-boot[:, 1:2] * g)
+    if shape == "nrh":
+        return _nrh_model(boot, np.broadcast_to(g, (len(boot), g.shape[1])))[0]
     if shape == "loglin":
         return boot[:, 0:1] + boot[:, 1:2] * np.log2(g)
     if shape == "piecewise":
@@ -1571,6 +1896,14 @@ def _fractions(shape: str, params: Mapping[str, float], grid: np.ndarray, boot: 
         ci90 = _interval(exp_batch_at_fraction(boot[:, 0], boot[:, 1], boot[:, 2], 0.90), q_lo, q_hi)
         ci95 = _interval(exp_batch_at_fraction(boot[:, 0], boot[:, 1], boot[:, 2], 0.95), q_lo, q_hi)
         return b90, b95, ci90, ci95
+    if shape == "nrh":
+        k, c, th = params["k"], params["c"], params["theta"]
+        b90 = float(nrh_batch_at_fraction(k, c, th, 0.90))
+        b95 = float(nrh_batch_at_fraction(k, c, th, 0.95))
+        if boot is None:
+            return b90, b95, nan2, nan2
+        return (b90, b95, _interval(nrh_batch_at_fraction(boot[:, 0], boot[:, 1], boot[:, 2], 0.90), q_lo, q_hi),
+                _interval(nrh_batch_at_fraction(boot[:, 0], boot[:, 1], boot[:, 2], 0.95), q_lo, q_hi))
 
     # piecewise: of the highest value over the measured range, solved exactly on the segment that reaches it
     # (a grid search confined b90/b95 to steps of 1/255 of the range); the same definition for each replicate
@@ -1670,7 +2003,7 @@ def fit_curves(runs: pd.DataFrame, by: Sequence[str] | None = DEFAULT_BY, *, sha
         gseed = (seed * 1_000_003 + zlib.crc32(repr(tuple(_plain(k) for k in key_t)).encode())) % (2 ** 32)
         fit = fit_curve(xv[idx], yv[idx], shape=shape, intervals=intervals, n_boot=n_boot, level=level,
                         seed=gseed, init=init, loss=loss, restarts=restarts, fallback=fallback,
-                        origin_refit=origin_refit, _pre_exp=pre.get(key))
+                        origin_refit=origin_refit, x_name=x, _pre_exp=pre.get(key))
         row = dict(zip(cols, key_t, strict=True))
         row.update(fit.as_row())
         rows.append(row)

@@ -31,7 +31,7 @@ from .curve_tables import (
     significant,
     with_lengths,
 )
-from .curves import VARYING_BY
+from .curves import VARYING_BY, x_words
 from .schema import column, column_words
 
 if TYPE_CHECKING:
@@ -364,9 +364,10 @@ def curve_figure(fits: Sequence[CurveFit], points: pd.DataFrame, labels: Sequenc
     labels
         One label per fit (legend and hover).
     x, y
-        Column names, for the axis titles.
+        Column names, for the axis titles; hovers, marker text and the legend name the values of ``x``
+        (:func:`perfmodel.curves.x_words`).
     log_x
-        Logarithmic batch axis.
+        Logarithmic x axis (labelled at powers of two only for a batch or concurrency axis).
     log_y
         Logarithmic throughput axis; None: when the curves' largest measured values lie more than
         :data:`WIDE_SPAN` times apart (:func:`wide_span`), where a linear axis flattens the smaller ones
@@ -401,6 +402,10 @@ def curve_figure(fits: Sequence[CurveFit], points: pd.DataFrame, labels: Sequenc
         return _empty_figure("No configuration selected", x=x, y=y)
     fig = go.Figure()
     y_title = axis_title(y)
+    # the words of the x actually drawn: a request-rate curve's hover had said "batch 183.38" of a rate in req/s
+    xw, xws, xu = x_words(x)
+    x_at = f"{xw} %{{x:.3g}}" + (f" {xu}" if xu else "")
+    est = {"x": x}
     open_knee = False  # a knee drawn open (plateau not reached): the legend keys it
     for i, (fit, label) in enumerate(zip(fits, labels, strict=True)):
         colour = _PALETTE[i % len(_PALETTE)]
@@ -411,7 +416,7 @@ def curve_figure(fits: Sequence[CurveFit], points: pd.DataFrame, labels: Sequenc
                 marker={"size": 8, "color": colour}, meta="measured",
                 error_y={"type": "data", "array": pts["y_std"].tolist(), "visible": True, "thickness": 1.2},
                 customdata=np.column_stack([pts["y_std"], pts["n_repeats"]]).tolist(),
-                hovertemplate=f"<b>{label}</b><br>batch %{{x}}<br>{y_title}: %{{y:,.4g}} ± "
+                hovertemplate=f"<b>{label}</b><br>{xw} %{{x}}<br>{y_title}: %{{y:,.4g}} ± "
                               "%{customdata[0]:,.3g} (%{customdata[1]} repeats)<extra></extra>"))
         lo_b, hi_b = fit.batch_range
         if fit.shape == "none" or not (np.isfinite(lo_b) and np.isfinite(hi_b)) or lo_b <= 0:
@@ -425,7 +430,7 @@ def curve_figure(fits: Sequence[CurveFit], points: pd.DataFrame, labels: Sequenc
                 name=f"{label}: {fit.shape} fit failed", line={"color": colour, "width": 1.2, "dash": "dash"},
                 meta=FAILED_FIT_META, opacity=0.7,
                 hovertemplate=f"<b>{label}</b><br>{fit.shape} fit FAILED, R² {fit.r2:.3f}: not a usable curve"
-                              f"<br>batch %{{x:.3g}}<br>{y_title}: %{{y:,.4g}}<extra></extra>"))
+                              f"<br>{x_at}<br>{y_title}: %{{y:,.4g}}<extra></extra>"))
             continue
         if show_band:
             band_lo, band_hi = (np.maximum(v, 0.0) for v in fit.band(grid))
@@ -442,14 +447,14 @@ def curve_figure(fits: Sequence[CurveFit], points: pd.DataFrame, labels: Sequenc
         fig.add_trace(go.Scatter(
             x=grid.tolist(), y=curve.tolist(), mode="lines", legendgroup=label, showlegend=False,
             name=f"{fit.shape} fit", line={"color": colour, "width": 2}, meta="fit",
-            hovertemplate=f"<b>{label}</b><br>{fit.shape} fit, R² {fit.r2:.3f}<br>batch %{{x:.3g}}<br>"
+            hovertemplate=f"<b>{label}</b><br>{fit.shape} fit, R² {fit.r2:.3f}<br>{x_at}<br>"
                           f"{y_title}: %{{y:,.4g}}<extra></extra>"))
         if fit.knees:
             kx = np.asarray(fit.knees, dtype=float)
             klo = np.array([c[0] for c in fit.knee_ci], dtype=float)
             khi = np.array([c[1] for c in fit.knee_ci], dtype=float)
             # the fit table's words: an interval of no width is "not estimable", not "[29.4, 29.4]"
-            ci = [batch_estimate_text(k, a, b, n_batches=fit.n_batches, batch_max=fit.batch_range[1])
+            ci = [batch_estimate_text(k, a, b, n_batches=fit.n_batches, batch_max=fit.batch_range[1], **est)
                   + ("" if np.isfinite(a) and np.isfinite(b) else " (no interval)")
                   for k, a, b in zip(kx, klo, khi, strict=True)]
             # A curve still short of 95% of its plateau at its largest measured batch bends most somewhere, but
@@ -465,8 +470,8 @@ def curve_figure(fits: Sequence[CurveFit], points: pd.DataFrame, labels: Sequenc
                         "line": {"width": 2 if unsaturated else 1.5, "color": colour if unsaturated else "black"}},
                 error_x={"type": "data", "symmetric": False, "array": np.nan_to_num(khi - kx).tolist(),
                          "arrayminus": np.nan_to_num(kx - klo).tolist(), "visible": True, "thickness": 1.5},
-                hovertemplate=f"<b>{label}</b><br>knee at batch %{{text}}<br>"
-                              + ("plateau not reached in the measured batches: where the fitted curve bends most "
+                hovertemplate=f"<b>{label}</b><br>knee at {xw} %{{text}}<br>"
+                              + (f"plateau not reached in the measured {xws}: where the fitted curve bends most "
                                  "over them, not where throughput stops growing<br>" if unsaturated else "")
                               + f"{y_title}: %{{y:,.4g}}<extra></extra>"))
         marks = [(name, v, ci) for name, v, ci in (("b90", fit.b90, fit.b90_ci), ("b95", fit.b95, fit.b95_ci))
@@ -476,7 +481,7 @@ def curve_figure(fits: Sequence[CurveFit], points: pd.DataFrame, labels: Sequenc
             fig.add_trace(go.Scatter(
                 x=mx.tolist(), y=fit.predict(mx).tolist(), mode="markers", legendgroup=label, showlegend=False,
                 name=f"b90/b95 · {label}", meta="fraction", text=[f"{m[0]} " + batch_estimate_text(
-                    m[1], *m[2], n_batches=fit.n_batches, batch_max=fit.batch_range[1]) for m in marks],
+                    m[1], *m[2], n_batches=fit.n_batches, batch_max=fit.batch_range[1], **est) for m in marks],
                 marker={"symbol": "triangle-up", "size": 10, "color": "white", "line": {"width": 2, "color": colour}},
                 hovertemplate=f"<b>{label}</b><br>%{{text}}<br>{y_title}: %{{y:,.4g}}<extra></extra>"))
     # One legend entry per configuration (its group toggles points, curve, band and markers together) and
@@ -491,7 +496,7 @@ def curve_figure(fits: Sequence[CurveFit], points: pd.DataFrame, labels: Sequenc
                                ("knee_open", "knee, plateau not reached",
                                 {"symbol": "diamond", "size": 11, "color": "white",
                                  "line": {"width": 2, "color": "#555555"}}),
-                               ("fraction", "batch at 90% / 95% of plateau",
+                               ("fraction", f"{xw} at 90% / 95% of plateau",
                                 {"symbol": "triangle-up", "size": 10, "color": "white",
                                  "line": {"width": 2, "color": "#555555"}})):
         if meta in metas:
@@ -504,7 +509,8 @@ def curve_figure(fits: Sequence[CurveFit], points: pd.DataFrame, labels: Sequenc
                       legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -0.12, "yanchor": "top",
                               "title": {"text": "configuration", "side": "top"}},
                       margin={"l": 60, "r": 20, "t": 70, "b": 50})
-    if log_x and len(points):
+    if log_x and len(points) and x in ("batch_size", "measured_concurrency"):
+        # batches and concurrencies are usually powers of two; request rates and lengths are not
         fig.update_xaxes(type="log", **_log_ticks(points["x"]))
     elif log_x:
         fig.update_xaxes(type="log")

@@ -106,7 +106,7 @@ def test_fit_loglinear_alias_and_global_json(runner: CliRunner, known_dataset: s
 
 
 @pytest.mark.parametrize(("args", "expected"), [
-    (("--shape", "cubic"), "'auto', 'exp', 'piecewise', 'loglin'"),
+    (("--shape", "cubic"), "'auto', 'exp', 'nrh', 'piecewise', 'loglin'"),
     (("--intervals", "jackknife"), "'bootstrap', 'asymptotic', 'none'"),
     (("--n-boot", "-1"), "--n-boot"),
     (("--by", "gpu_colour"), "gpu_colour"),
@@ -228,7 +228,8 @@ def test_fit_reads_a_result_file_writes_the_kv_full_batch_and_names_another_x(ru
     code, out, err = invoke(runner, "fit", str(path), "--n-boot", "0", "--x", "output_len_tok", "--json")
     recs = json.loads(out)
     assert code == 0 and all("output_len_tok" not in r and r["batch_size"] in BATCHES for r in recs)
-    assert all("distinct output_len_tok value(s)" in r["message"] for r in recs if not r["success"])
+    assert all("distinct output length(s)" in r["message"] and "batch size" not in r["message"]
+               for r in recs if not r["success"])
     code, out, err = invoke(runner, "fit", str(path), "--n-boot", "0", "--x", "output_len_tok")
     assert "note: no configuration has three output_len_tok values" in err
 
@@ -261,3 +262,24 @@ def test_fit_default_replicates_are_the_shared_setting() -> None:
     from perfmodel.curves import DEFAULT_N_BOOT
 
     assert next(p for p in fit_cmd.params if p.name == "n_boot").default == DEFAULT_N_BOOT
+
+
+def test_fit_along_the_request_rate_names_rates_and_keeps_the_grouping(runner: CliRunner,
+                                                                       formats_dir: Path) -> None:
+    # Guards: `fit DS --x request_rate_rps` on inference-perf's rate sweep said "measured up to batch 183.38",
+    # gave a KV-full batch, added batch_size to the grouping unasked, and its exponential read "plateau not
+    # reached" with three points on the plateau
+    files = sorted((formats_dir / "inference-perf").glob("*stage_[0-6]_lifecycle_metrics.json"))
+    assert len(files) == 7
+    code, out, err = invoke(runner, "import", *map(str, files), "--hardware", "h100-sxm", "--model", "llama-3-8b",
+                            "--dataset", "rates")
+    assert code == 0, err
+    code, out, err = invoke(runner, "fit", "rates", "--x", "request_rate_rps", "--n-boot", "50")
+    assert code == 0, err
+    head, words, header, row = out.splitlines()[:4]
+    assert "batch_size" not in head and "x: request rate (req/s)" in words
+    assert "KV full" not in header and "batch" not in row and " nrh " in row
+    code, out, _ = invoke(runner, "fit", "rates", "--x", "request_rate_rps", "--n-boot", "50", "--json")
+    [rec] = json.loads(out)
+    assert rec["kv_full_batch"] is None and rec["plateau_reached"] and rec["x_name"] == "request_rate_rps"
+    assert "batch" not in rec["message"] and rec["c_lo"] <= 6357 <= rec["c_hi"]

@@ -554,3 +554,23 @@ def test_plateau_interval_says_when_it_cannot_be_estimated_or_pins_nothing_down(
     assert _plateau_text({**base, "c_lo": 0.0, "c_hi": 2918.0, "n_batches": 4}) == (
         "[0, 2,918] (not pinned down by the data)")
     assert _plateau_text({**base, "c_lo": 900.0, "c_hi": 1100.0, "n_batches": 4}) == "[900, 1,100]"
+
+
+def test_curve_figure_of_a_request_rate_curve_names_rates_without_power_of_two_ticks() -> None:
+    # Guards: a rate curve's hovers said "batch 183.38" and its log axis was labelled at 64, 128, 256 as batches
+    from perfmodel.curve_tables import repeat_summary
+    from perfmodel.curves import fit_curve
+    from perfmodel.plots import KNEE_META, curve_figure
+
+    rate = np.array([1.0, 31.4, 61.79, 92.19, 122.59, 152.98, 183.38])
+    tput = np.array([64.23, 1943.01, 3820.66, 5693.88, 6316.81, 6323.77, 6431.06])
+    runs = pd.DataFrame({"hardware": "h100", "request_rate_rps": rate, "output_throughput_tok_s": tput})
+    fit = fit_curve(rate, tput, x_name="request_rate_rps", n_boot=50)
+    pts = repeat_summary(runs, ["hardware"], x="request_rate_rps").assign(configuration="H100")
+    fig = curve_figure([fit], pts, ["H100"], x="request_rate_rps", log_x=True)
+    hovers = " ".join(str(t.hovertemplate) for t in fig.data if t.hovertemplate)
+    assert "request rate" in hovers and "batch" not in hovers
+    knee = next(t for t in fig.data if t.meta == KNEE_META)
+    assert "knee at request rate" in knee.hovertemplate
+    assert fig.layout.xaxis.type == "log" and fig.layout.xaxis.tickvals is None
+    assert any(t.name == "request rate at 90% / 95% of plateau" for t in fig.data)
