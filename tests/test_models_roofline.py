@@ -1522,3 +1522,27 @@ def test_a_parallel_layout_no_training_row_ran_is_out_of_domain(fitted: tuple[Ro
                       "parallel over all devices)"]
     m.save(tmp_path / "m")
     assert load_predictor(tmp_path / "m").predict(q)["in_domain"].tolist() == [True, False, False, True]
+
+
+def test_above_its_measured_batches_throughput_grows_no_faster_than_the_batch() -> None:
+    # A100-40GB with vLLM and Llama-3-8B at 512 + 512 tokens, measured up to batch 64 (2,143 tok/s), had read
+    # 2,733 tok/s at batch 80: +27.5 % for 25 % more sequences, each running faster beside more of them.
+    from perfmodel.models.roofline_gbm import _anchor_table, _per_sequence_cap
+
+    df = _synthetic()
+    m = RooflineGBM(n_estimators=60, random_state=0).fit(df)
+    key = next(k for k in m.anchors_ if not k.startswith("\0"))
+    t = _anchor_table(m.anchors_)
+    c = t.cfg_index.get_indexer([key])[0]
+    last = t.cfg_start[c] + t.cfg_count[c] - 1
+    b_last, ly_last = float(t.b[last]), float(t.ly[last])
+    keys = np.array([key] * 3, dtype=object)
+    bb = np.array([b_last / 2, b_last * 1.25, b_last * 2])
+    fast = np.array([ly_last + 1.0] * 3)  # e = 2.7x the last measurement, at every batch
+    held = _per_sequence_cap(fast, keys, bb, m.anchors_)
+    assert held[0] == fast[0]  # inside the measured batches: not this rule's
+    np.testing.assert_allclose(held[1:], ly_last + np.log(bb[1:] / b_last))
+    slow = np.array([ly_last - 1.0] * 3)
+    assert _per_sequence_cap(slow, keys, bb, m.anchors_) is slow  # nothing above the bound: untouched
+    new = np.array(["h100-sxm|9|||vllm|llama-3-8b|||||1|1"], dtype=object)  # not trained: untouched
+    assert _per_sequence_cap(fast[:1], new, bb[1:2], m.anchors_)[0] == fast[0]
