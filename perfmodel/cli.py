@@ -462,7 +462,8 @@ def fit_cmd(ctx: click.Context, dataset: str, by: tuple[str, ...], shape: str, i
     if not on_batch:
         word, words, unit = x_words(x_col)
         click.echo(f"x: {word}" + (f" ({unit})" if unit else "") + f"; knees, b90 and b95 are {words}"
-                   + (f" in {unit}" if unit else "") + ", and no KV-full batch is given (it is a batch)"
+                   + (f" in {unit}" if unit else "")
+                   + ", and no KV-full batch is given (it counts sequences at once, not this x)"
                    + (f"; {added}" if added else ""))
     if n_ok == 0 and len(summary) and x_col != "batch_size" and not by:
         click.echo(f"note: no configuration has three {x_col} values once grouped by the columns above (in this "

@@ -100,7 +100,7 @@ def with_lengths(runs: pd.DataFrame) -> pd.DataFrame:
 CURVE_GROUP_COLUMNS: tuple[str, ...] = ("hardware", "device_count", "framework", "model", "input_len_tok",
                                         "output_len_tok", "weight_dtype", "kv_cache_dtype", "quantization",
                                         "tp_size", "pp_size",
-                                        "fw_num_threads", "fw_n_batch")
+                                        "fw_num_threads", "fw_n_batch", "arrival", "burstiness")
 """Columns a saturation curve can be grouped by (the configuration keys offered by the app)."""
 
 
@@ -365,13 +365,14 @@ def default_curve_by(runs: pd.DataFrame) -> list[str]:
     -------
     list of str
         :data:`perfmodel.curves.DEFAULT_BY` then the :data:`perfmodel.curves.OPTIONAL_BY` columns
-        with values and the :data:`perfmodel.curves.VARYING_BY` columns with more than one value,
+        with values and the :data:`perfmodel.curves.VARYING_BY` and :data:`perfmodel.curves.LOAD_BY` columns with
+        more than one value,
         restricted to the columns of ``runs`` (and in the order of :data:`CURVE_GROUP_COLUMNS`).
     """
-    from .curves import DEFAULT_BY, OPTIONAL_BY, VARYING_BY
+    from .curves import DEFAULT_BY, LOAD_BY, OPTIONAL_BY, VARYING_BY
 
     with_values = set(curve_group_columns(runs))
-    varying = {c for c in VARYING_BY if c in runs.columns and runs[c].nunique() > 1}
+    varying = {c for c in (*VARYING_BY, *LOAD_BY) if c in runs.columns and runs[c].nunique() > 1}
     return [c for c in CURVE_GROUP_COLUMNS
             if (c in DEFAULT_BY and c in runs.columns) or (c in OPTIONAL_BY and c in with_values) or c in varying]
 

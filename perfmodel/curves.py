@@ -123,6 +123,7 @@ __all__ = [
     "INIT_METHODS",
     "LOSSES",
     "DEFAULT_BY",
+    "LOAD_BY",
     "OPTIONAL_BY",
     "VARYING_BY",
     "MIN_BATCHES",
@@ -178,6 +179,11 @@ VARYING_BY = ("fw_num_threads", "fw_n_batch")
 canonical columns that change the throughput (the local engine's torch threads; llama.cpp's ``n_batch``,
 the prompt tokens per forward pass, which LLM-Inference-Bench's llama.cpp rows vary in their "Batch Size"
 column). A dataset measured at one setting keeps its configurations (and their labels) unchanged."""
+
+LOAD_BY = ("arrival", "burstiness")
+"""Added to the default grouping when they take more than one value: how a request-rate run's requests arrive
+(constant, Poisson, gamma of a burstiness). GuideLLM's constant and Poisson runs at 5 req/s had been one curve's
+repeats."""
 
 MIN_BATCHES = 3
 """A 3-parameter curve needs at least three distinct batch sizes."""
@@ -1921,7 +1927,7 @@ def _fractions(shape: str, params: Mapping[str, float], grid: np.ndarray, boot: 
 def _resolve_by(runs: pd.DataFrame, by: Sequence[str] | None) -> list[str]:
     if by is None or tuple(by) == DEFAULT_BY:
         cols = (list(DEFAULT_BY) + [c for c in OPTIONAL_BY if c in runs.columns and runs[c].notna().any()]
-                + [c for c in VARYING_BY if c in runs.columns and runs[c].nunique() > 1])
+                + [c for c in (*VARYING_BY, *LOAD_BY) if c in runs.columns and runs[c].nunique() > 1])
         missing = [c for c in DEFAULT_BY if c not in runs.columns]
     else:
         cols = list(by)
@@ -1947,7 +1953,7 @@ def fit_curves(runs: pd.DataFrame, by: Sequence[str] | None = DEFAULT_BY, *, sha
     by
         Columns identifying a configuration. The default :data:`DEFAULT_BY` also
         adds the :data:`OPTIONAL_BY` columns that are present with values and the
-        :data:`VARYING_BY` columns that take more than one value.
+        :data:`VARYING_BY` and :data:`LOAD_BY` columns that take more than one value.
         Missing key values (NaN) form their own group.
     shape, intervals, n_boot, level, init, loss, restarts, fallback, origin_refit
         As in :func:`fit_curve`.

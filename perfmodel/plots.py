@@ -88,8 +88,8 @@ COLOR_OPTIONS: tuple[str, ...] = ("hardware", "model", "framework", "lengths", "
 
 SERIES_COLUMNS: tuple[str, ...] = ("hardware", "model", "framework", "framework_version", "device_count",
                                    "tp_size", "pp_size", "weight_dtype", "kv_cache_dtype", "quantization",
-                                   "input_len_tok", "output_len_tok", "load_kind", "repeat_idx",
-                                   "source_format", "source_file", *VARYING_BY)
+                                   "input_len_tok", "output_len_tok", "load_kind", "arrival", "burstiness",
+                                   "repeat_idx", "source_format", "source_file", *VARYING_BY)
 """Columns that identify one curve: points agreeing on all of them are joined by a line (a measurement
 setting too: LLM-Inference-Bench's llama.cpp rows at four n_batch values were one zig-zag line per
 configuration, drawn as a filled blob)."""

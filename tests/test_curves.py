@@ -578,3 +578,21 @@ def test_fit_messages_read_without_e_notation() -> None:
     rep = fit_curve(np.repeat(b, 2), np.repeat(40_000.0 - 39_900.0 * np.exp(-0.001 * b), 2)
                     * np.tile([1.0, 10.0], len(b)), shape="exp", intervals="none")
     assert "repeats disagree" in rep.message and "e+" not in rep.message, rep.message
+
+
+def test_constant_and_poisson_arrivals_at_one_rate_are_two_curves() -> None:
+    """GuideLLM's constant and Poisson runs at 5 req/s had been one curve's repeats: the arrival process joins
+    the default grouping where a dataset has more than one."""
+    from perfmodel.curve_tables import default_curve_by
+    from perfmodel.curves import fit_curves
+
+    rows = [{"hardware": "h100-sxm", "device_count": 1, "framework": "vllm", "model": "llama-3-8b",
+             "input_len_tok": 256.0, "output_len_tok": 128.0, "request_rate_rps": r, "arrival": a,
+             "output_throughput_tok_s": 100.0 * r * (0.8 if a == "poisson" else 1.0)}
+            for a in ("constant", "poisson") for r in (1.0, 2.0, 4.0, 8.0)]
+    runs = pd.DataFrame(rows)
+    assert "arrival" in default_curve_by(runs)
+    table = fit_curves(runs, x="request_rate_rps", intervals="none")
+    assert len(table) == 2 and set(table["arrival"]) == {"constant", "poisson"}
+    one = runs[runs["arrival"] == "constant"]
+    assert "arrival" not in default_curve_by(one)  # one process: the labels stay as they were
