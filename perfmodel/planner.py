@@ -835,10 +835,23 @@ def rate_runs_in_flight(runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     out["batch_size"] = pd.to_numeric(out["batch_size"], errors="coerce").astype("float64")
     out.loc[use, "batch_size"] = held[use]
     left = int((rate & ~use).sum())
+    # Constant and Poisson arrivals at one rate are not repeats: where both were run, the Poisson runs (traffic
+    # arrives at random) size the plan and the others are left out, said
+    arrivals = out["arrival"].astype("string") if "arrival" in out.columns else None
+    other = ""
+    if arrivals is not None:
+        poisson = (arrivals == "poisson").fillna(False).to_numpy(dtype=bool)
+        if (use & poisson).any() and (use & ~poisson).any():
+            drop = use & ~poisson
+            out = out.loc[~drop].reset_index(drop=True)
+            other = (f"; {int(drop.sum())} run(s) of other arrivals ({', '.join(sorted(set(arrivals[drop].dropna())))}"
+                     ") are left out: where both were run, the Poisson runs size the plan (real traffic arrives at "
+                     "random, and the two are not repeats of one point)")
+            use = use & poisson
     return out, (f"{int(use.sum())} request-rate run(s) are sized by the requests they held in flight (Little's "
                  "law: completed requests a second x mean end-to-end latency, or the file's measured "
                  "concurrency): their batch is that mean, not a configured batch"
-                 + (f"; {left} more record no latency to count them and are left out" if left else ""))
+                 + (f"; {left} more record no latency to count them and are left out" if left else "") + other)
 
 
 def offline_notes(sel: pd.DataFrame, inputs: PlanInputs) -> list[str]:

@@ -829,3 +829,17 @@ def test_offline_runs_are_named_with_the_devices_their_peak_allows():
     assert "peak, 5,000 output tok/s per replica" in res.notes[-1]
     assert res.notes[-1].endswith("the demand needs at least 3 device(s)")
     assert "the matching runs are offline" in res.summary()
+
+
+def test_poisson_runs_size_the_plan_where_constant_ones_were_run_too():
+    base = synthetic_runs().head(4).assign(load_kind="request_rate", batch_size=np.nan, e2e_latency_s=2.0,
+                                           request_throughput_rps=[1.0, 2.0, 4.0, 8.0])
+    runs = pd.concat([base.assign(arrival="constant"),
+                      base.assign(arrival="poisson", output_throughput_tok_s=base["output_throughput_tok_s"] * 0.5)],
+                     ignore_index=True)
+    res = plan(inputs(slo={}), runs)
+    note = next(n for n in res.notes if "request-rate run(s)" in n)
+    assert note.startswith("4 request-rate run(s) are sized by the requests they held in flight")
+    assert "4 run(s) of other arrivals (constant) are left out: where both were run, the Poisson runs" in note
+    pts = res.points
+    assert pts["throughput_tok_s"].max() <= base["output_throughput_tok_s"].max() * 0.5 * 1.01
