@@ -22,7 +22,7 @@ import click
 
 from .config import HOME_ENV
 from .errors import PerfmodelError
-from .schema import LOAD_KINDS
+from .schema import ARRIVALS, LOAD_KINDS
 
 __all__ = ["main", "USER_ERROR", "find_app"]
 
@@ -144,6 +144,8 @@ def main(home: Path | None, json_output: bool) -> None:
               help="Batch size or concurrency, for files that do not record it.")
 @click.option("--load-kind", type=click.Choice(LOAD_KINDS), default=None,
               help="What --batch-size means (static_batch, concurrency, request_rate, offline).")
+@click.option("--arrival", type=click.Choice(ARRIVALS), default=None,
+              help="How a request-rate run's requests arrived, for files that do not say (request-rate rows only).")
 @click.option("--repeat", "repeat_idx", type=click.IntRange(min=0), help="Repeat index of these files.")
 @click.option("--map", "maps", multiple=True, metavar="CANONICAL=SOURCE",
               help="Column mapping for generic CSV files (repeatable).")
@@ -160,7 +162,7 @@ def import_cmd(ctx: click.Context, files: tuple[Path, ...], fmt: str | None, har
                device_count: int | None, tp_size: int | None, pp_size: int | None, weight_dtype: str | None,
                kv_cache_dtype: str | None, quantization: str | None, input_len_tok: float | None,
                output_len_tok: float | None, batch_size: float | None, load_kind: str | None,
-               repeat_idx: int | None, maps: tuple[str, ...],
+               arrival: str | None, repeat_idx: int | None, maps: tuple[str, ...],
                latency_unit: str | None, dataset_name: str | None, strict: bool, as_json: bool) -> None:
     """Import benchmark result FILE(s) into the store as one dataset."""
     from pydantic import ValidationError as PydanticError
@@ -174,7 +176,7 @@ def import_cmd(ctx: click.Context, files: tuple[Path, ...], fmt: str | None, har
                           pp_size=pp_size, weight_dtype=weight_dtype, kv_cache_dtype=kv_cache_dtype,
                           quantization=quantization, input_len_tok=input_len_tok,
                           output_len_tok=output_len_tok, batch_size=batch_size, load_kind=load_kind,
-                          repeat_idx=repeat_idx, column_map=_parse_map(maps),
+                          arrival=arrival, repeat_idx=repeat_idx, column_map=_parse_map(maps),
                           latency_unit=latency_unit)  # type: ignore[arg-type]
     except PydanticError as exc:
         raise click.UsageError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) \

@@ -63,7 +63,7 @@ META_OPTIONS = {
     "pp_size": "--pp", "weight_dtype": "--weight-dtype", "kv_cache_dtype": "--kv-cache-dtype",
     "quantization": "--quantization", "repeat_idx": "--repeat", "input_len_tok": "--input-len",
     "output_len_tok": "--output-len", "batch_size": "--batch-size", "load_kind": "--load-kind",
-    "throughput_basis": "--format",
+    "arrival": "--arrival", "throughput_basis": "--format",
 }
 #: ImportMeta field -> the runs column it fills (hardware and model are resolved later from the raw
 #: names); load_kind comes before batch_size, whose meaning it gives.
@@ -73,6 +73,7 @@ META_COLUMNS = {
     "pp_size": "pp_size", "weight_dtype": "weight_dtype", "kv_cache_dtype": "kv_cache_dtype",
     "quantization": "quantization", "repeat_idx": "repeat_idx", "input_len_tok": "input_len_tok",
     "output_len_tok": "output_len_tok", "load_kind": "load_kind", "batch_size": "batch_size",
+    "arrival": "arrival",
 }
 _NUMERIC_META = frozenset({"device_count", "tp_size", "pp_size", "repeat_idx", "input_len_tok", "output_len_tok",
                            "batch_size"})
@@ -140,6 +141,8 @@ class ImportMeta(BaseModel):
     output_len_tok: float | None = Field(None, gt=0, description="output length, for files that do not record it")
     batch_size: float | None = Field(None, gt=0, description="batch size or concurrency, when the file omits it")
     load_kind: Literal["static_batch", "concurrency", "request_rate", "offline"] | None = None
+    arrival: Literal["constant", "poisson", "gamma", "trace"] | None = Field(
+        None, description="how a request-rate run's requests arrive, for files that do not say (request-rate rows only)")
     column_map: dict[str, str] | None = Field(None, description="canonical column -> source column (generic CSV)")
     latency_unit: Literal["s", "ms"] | None = Field(None, description="unit of latency columns (generic CSV)")
 
@@ -151,6 +154,26 @@ class ImportMeta(BaseModel):
         if value is None or not value.strip():
             return None
         return check_dtype(value, META_OPTIONS[str(info.field_name)])
+
+
+def _fill_arrival(runs: pd.DataFrame, value: str, issues: list[Issue], file: str) -> None:
+    """``--arrival``: the arrival process of the file's request-rate rows that do not record one (inference-perf
+    and SGLang's reports do not say; their runs' configs do). Rows of other load kinds take none: nothing arrives
+    at a rate there. The rows it was not applied to are said once."""
+    rate = (runs["load_kind"].astype("string") == "request_rate").fillna(False).to_numpy(dtype=bool) \
+        if "load_kind" in runs.columns else np.zeros(len(runs), dtype=bool)
+    if "arrival" not in runs.columns:
+        runs["arrival"] = pd.Series([None] * len(runs), index=runs.index, dtype=object)
+    fill = rate & _blank(runs["arrival"])
+    if fill.any():
+        runs["arrival"] = runs["arrival"].astype(object).where(~fill, value)
+        if value == "poisson" and "burstiness" in runs.columns:  # vLLM's burstiness 1 is Poisson
+            b = pd.to_numeric(runs["burstiness"], errors="coerce")
+            runs["burstiness"] = b.where(~(fill & b.isna().to_numpy()), 1.0)
+    if not rate.all():
+        issues.append(Issue(file, None, "arrival", f"--arrival {value} applies to request-rate rows only: "
+                                                   f"{int((~rate).sum())} of {len(runs)} row(s) are other loads",
+                            "info"))
 
 
 #: Words of quantization schemes, which name no dtype (the weight dtype option points to --quantization).
@@ -693,6 +716,9 @@ def _fill_supplied(runs: pd.DataFrame, meta: ImportMeta, issues: list[Issue], fi
         if value is None:
             continue
         opt = META_OPTIONS[name]
+        if name == "arrival":
+            _fill_arrival(runs, value, issues, file)
+            continue
         numeric = name in _NUMERIC_META
         if col not in runs.columns:
             if name != "batch_size" or "load_kind" not in runs.columns:

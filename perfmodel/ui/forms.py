@@ -30,7 +30,7 @@ AS_IN_FILE = "as in file"
 
 _META_FIELDS = ("hardware", "model", "framework", "framework_version", "device_count", "tp_size", "pp_size",
                 "weight_dtype", "kv_cache_dtype", "quantization", "input_len_tok", "output_len_tok", "batch_size",
-                "load_kind", "latency_unit")
+                "load_kind", "arrival", "latency_unit")
 LOAD_KINDS = ("static_batch", "concurrency", "request_rate", "offline")
 """Load kinds a file that does not record one can be given (:class:`perfmodel.importers.ImportMeta`)."""
 COLUMN_MAP_LABEL = "Column mapping (generic CSV)"
@@ -51,7 +51,7 @@ class UploadForm:
         Free text; blank means as in the file.
     device_count, tp_size, pp_size
         Positive integers.
-    input_len_tok, output_len_tok, batch_size, load_kind, latency_unit
+    input_len_tok, output_len_tok, batch_size, load_kind, arrival, latency_unit
         For files that do not record them (a throughput benchmark's lengths, an AIPerf CSV's concurrency).
     column_map
         A generic CSV's columns, ``canonical=source`` per line or separated by commas or semicolons; given with
@@ -75,6 +75,7 @@ class UploadForm:
     output_len_tok: float | None = None
     batch_size: float | None = None
     load_kind: str | None = None
+    arrival: str | None = None
     latency_unit: str | None = None
     column_map: str | None = None
     name: str | None = None

@@ -13,6 +13,7 @@ import streamlit as st
 
 from ..errors import PerfmodelError
 from ..plots import axis_title
+from ..schema import ARRIVALS
 from . import cached, tables
 from . import state as K
 from .forms import AS_IN_FILE, AUTO_FORMAT, COLUMN_MAP_LABEL, LOAD_KINDS, UploadForm
@@ -178,6 +179,10 @@ def upload_form(home: str) -> tuple[bool, list[tuple[str, bytes]], UploadForm]:
                      "flight; request_rate: requests per second; offline: all prompts at once.")
             values["latency_unit"] = c5.selectbox("Latency unit", [AS_IN_FILE, "s", "ms"], key=f["latency_unit"],
                                                   help="The unit of a generic CSV's latency columns.")
+            values["arrival"] = c4.selectbox(
+                "Arrival (request-rate runs)", [AS_IN_FILE, *ARRIVALS], key=f["arrival"],
+                help="How a rate sweep's requests arrived, where the file does not say (inference-perf, SGLang): "
+                     "constant spacing, Poisson, gamma (vLLM's burstiness) or a replayed trace.")
             values["column_map"] = st.text_area(
                 COLUMN_MAP_LABEL, key=f["column_map"], height=68,
                 placeholder="batch_size=concurrency, output_throughput_tok_s=tps (canonical=the file's column)",

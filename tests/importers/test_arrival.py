@@ -146,3 +146,30 @@ def test_formats_that_do_not_record_an_arrival_leave_it_empty(formats_dir: Path)
     p = formats_dir / "vllm-server-qps-csv" / "neuralmagic-vllm-benchmarking__4xA4000_server_benchmarking_results.csv"
     runs = read_file(p, meta=ImportMeta(model="mistralai/Mistral-7B-v0.1")).runs
     assert (runs["load_kind"] == "request_rate").all() and runs["arrival"].isna().all()
+
+
+def test_arrival_is_supplied_for_files_that_do_not_say_and_only_for_rate_rows(formats_dir: Path) -> None:
+    """inference-perf's reports do not record the load type (its run config does): --arrival supplies it, on
+    request-rate rows only, and the CLI, the Python API and the upload form take it."""
+    from perfmodel.ui.forms import UploadForm, to_meta
+
+    files = sorted((formats_dir / "inference-perf").glob("*stage_[0-6]_lifecycle_metrics.json"))
+    plain = read_file(files[0], meta=META).runs
+    assert plain["arrival"].isna().all()
+    runs = read_file(files[0], meta=META.model_copy(update={"arrival": "constant"})).runs
+    assert (runs["load_kind"] == "request_rate").all() and (runs["arrival"] == "constant").all()
+    assert runs["burstiness"].isna().all()
+    poisson = read_file(files[0], meta=META.model_copy(update={"arrival": "poisson"})).runs
+    assert (poisson["arrival"] == "poisson").all()
+    # a static batch or concurrency row takes none: nothing arrives at a rate there; said once
+    from perfmodel.importers.base import _fill_arrival
+
+    mixed = pd.DataFrame({"load_kind": ["request_rate", "static_batch", "concurrency"], "burstiness": math.nan})
+    issues: list = []
+    _fill_arrival(mixed, "poisson", issues, "f.json")
+    assert mixed["arrival"].tolist() == ["poisson", None, None] and mixed["burstiness"].tolist()[0] == 1.0
+    assert len(issues) == 1 and "2 of 3 row(s) are other loads" in issues[0].message
+    assert to_meta(UploadForm.from_values({"arrival": "gamma"})).arrival == "gamma"
+    assert to_meta(UploadForm.from_values({"arrival": "as in file"})) is None
+    with pytest.raises(Exception, match="arrival"):
+        ImportMeta(arrival="bursty")
