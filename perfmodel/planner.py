@@ -635,6 +635,13 @@ def _measured_curve(sub: pd.DataFrame, level: float, seed: int) -> _Curve:
     means = np.array([y[x == b].mean() for b in grid])
     mins = np.array([y[x == b].min() for b in grid])
     maxs = np.array([y[x == b].max() for b in grid])
+    rate = "load_kind" in sub.columns and bool((sub["load_kind"].astype("string") == "request_rate").fillna(False).all())
+    if rate:
+        # A rate run's operating point is what was measured there: its requests in flight are an outcome, not a
+        # setting between which a curve interpolates. A fitted curve had sized inference-perf's 1 req/s stage at
+        # 39 tok/s (64 measured) and its band had scaled measured latencies down to meet targets no stage met.
+        return _Curve(grid, means, mins, maxs, "measured points", math.nan, math.nan,
+                      "request-rate runs: each rate's measured throughput and latencies, the range of repeats as band")
     fit = fit_curve(x, y, intervals="bootstrap", n_boot=200, level=level, seed=seed) if len(grid) >= 3 else None
     if fit is not None and fit.success:
         mid = fit.predict(grid)
@@ -790,6 +797,10 @@ def _slo_ok(slo: SLO, e2e: np.ndarray, ttft: np.ndarray, tpot: np.ndarray) -> np
     return ok
 
 
+MIN_RATE_POINTS = 3
+"""Poisson runs size a plan over other arrivals of the same sweep only at this many rates or more."""
+
+
 def rate_runs_in_flight(runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     """``runs`` with each request-rate run's ``batch_size`` set to the requests it held in flight, and a note
     saying so (``""`` where no row was read this way).
@@ -842,12 +853,19 @@ def rate_runs_in_flight(runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     if arrivals is not None:
         poisson = (arrivals == "poisson").fillna(False).to_numpy(dtype=bool)
         if (use & poisson).any() and (use & ~poisson).any():
-            drop = use & ~poisson
+            rates = pd.to_numeric(out["request_rate_rps"], errors="coerce") if "request_rate_rps" in out.columns \
+                else pd.Series(np.nan, index=out.index)
+            enough = rates[use & poisson].nunique() >= MIN_RATE_POINTS
+            drop = use & (~poisson if enough else poisson)
+            kinds = ", ".join(sorted(set(arrivals[drop if enough else use & ~drop].dropna())))
+            other = (f"; {int(drop.sum())} run(s) of other arrivals ({kinds}) are left out: where both were run, the "
+                     "Poisson runs size the plan (real traffic arrives at random, and the two are not repeats of one "
+                     "point)" if enough else
+                     f"; {int(drop.sum())} Poisson run(s) at fewer than {MIN_RATE_POINTS} rates are left out: too few "
+                     f"loads to show a capacity, so the {kinds} sweep sizes the plan (Poisson traffic queues more at "
+                     "the same rate)")
             out = out.loc[~drop].reset_index(drop=True)
-            other = (f"; {int(drop.sum())} run(s) of other arrivals ({', '.join(sorted(set(arrivals[drop].dropna())))}"
-                     ") are left out: where both were run, the Poisson runs size the plan (real traffic arrives at "
-                     "random, and the two are not repeats of one point)")
-            use = use & poisson
+            use = use & ~drop
     return out, (f"{int(use.sum())} request-rate run(s) are sized by the requests they held in flight (Little's "
                  "law: completed requests a second x mean end-to-end latency, or the file's measured "
                  "concurrency): their batch is that mean, not a configured batch"

@@ -807,6 +807,15 @@ def test_request_rate_runs_are_sized_by_the_requests_they_held_in_flight(formats
     assert rec["replicas"] == math.ceil(200 * 62 / row["output_throughput_tok_s"])
     assert any("7 request-rate run(s) are sized by the requests they held in flight" in n for n in res.notes)
     assert "(requests in flight)" in res.summary()
+    # a target no stage met is unreachable (a fitted curve's band had scaled the measured 35 ms down to meet
+    # 20 ms), and the stage that meets p99 TTFT 40 ms (1 req/s) is sized at its measured 64 tok/s, not a curve's 39
+    w = {"request_rate_rps": 500, "input_len_tok": 204, "output_len_tok": 62}
+    none = plan({"workload": w, "slo": {"ttft_s": 0.02, "percentile": "p90"}, "headroom": 0}, runs)
+    assert none.recommendation is None and len(none.infeasible) == 1
+    low = plan({"workload": w, "slo": {"ttft_s": 0.04, "percentile": "p99"}, "headroom": 0}, runs).recommendation
+    first = runs.loc[runs["request_rate_rps"].idxmin()]
+    assert low["throughput_tok_s"] == pytest.approx(first["output_throughput_tok_s"])
+    assert low["replicas"] == math.ceil(500 * 62 / first["output_throughput_tok_s"])
 
 
 def test_a_rate_run_without_a_latency_is_left_out_with_a_note():
@@ -833,7 +842,8 @@ def test_offline_runs_are_named_with_the_devices_their_peak_allows():
 
 def test_poisson_runs_size_the_plan_where_constant_ones_were_run_too():
     base = synthetic_runs().head(4).assign(load_kind="request_rate", batch_size=np.nan, e2e_latency_s=2.0,
-                                           request_throughput_rps=[1.0, 2.0, 4.0, 8.0])
+                                           request_throughput_rps=[1.0, 2.0, 4.0, 8.0],
+                                           request_rate_rps=[1.0, 2.0, 4.0, 8.0])
     runs = pd.concat([base.assign(arrival="constant"),
                       base.assign(arrival="poisson", output_throughput_tok_s=base["output_throughput_tok_s"] * 0.5)],
                      ignore_index=True)
@@ -843,3 +853,17 @@ def test_poisson_runs_size_the_plan_where_constant_ones_were_run_too():
     assert "4 run(s) of other arrivals (constant) are left out: where both were run, the Poisson runs" in note
     pts = res.points
     assert pts["throughput_tok_s"].max() <= base["output_throughput_tok_s"].max() * 0.5 * 1.01
+
+
+def test_a_poisson_run_at_one_rate_does_not_displace_a_constant_sweep():
+    # GuideLLM on two T4s: one Poisson run at 5 req/s had displaced a nine-rate constant sweep, capping the plan at
+    # the one load measured (8 T4s where the sweep allowed 4).
+    base = synthetic_runs().head(4).assign(load_kind="request_rate", batch_size=np.nan, e2e_latency_s=2.0,
+                                           request_throughput_rps=[1.0, 2.0, 4.0, 8.0],
+                                           request_rate_rps=[1.0, 2.0, 4.0, 8.0])
+    runs = pd.concat([base.assign(arrival="constant"), base.head(1).assign(arrival="poisson")], ignore_index=True)
+    res = plan(inputs(slo={}), runs)
+    note = next(n for n in res.notes if "request-rate run(s)" in n)
+    assert "1 Poisson run(s) at fewer than 3 rates are left out: too few loads to show a capacity, so the constant " \
+           "sweep sizes the plan" in note, note
+    assert res.points["throughput_tok_s"].max() == pytest.approx(base["output_throughput_tok_s"].max())
