@@ -192,7 +192,9 @@ def test_a_query_that_states_what_the_data_left_blank_is_the_measured_configurat
     plain = m.predict(q)
     for stated in ({"weight_dtype": "bf16"}, {"weight_dtype": "bfloat16"}, {"tp_size": 2.0}, {"pp_size": 1.0},
                    {"tp_size": 2.0, "pp_size": 1.0}, {"quantization": "none"}, {"kv_cache_dtype": "auto"},
-                   {"weight_dtype": "bf16", "kv_cache_dtype": "bf16"}):
+                   {"weight_dtype": "bf16", "kv_cache_dtype": "bf16"},
+                   {"weight_dtype": "bf16", "tp_size": 2.0, "pp_size": 1.0, "quantization": "none",
+                    "kv_cache_dtype": "auto"}):
         pd.testing.assert_frame_equal(m.predict(q.assign(**stated)), plain, obj=str(stated))
     # what is not the blank's meaning stays a configuration of its own
     for other in ({"tp_size": 1.0}, {"pp_size": 2.0, "tp_size": 1.0}, {"kv_cache_dtype": "fp8"}):

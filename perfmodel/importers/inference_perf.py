@@ -106,7 +106,7 @@ class InferencePerfImporter(Importer):
                 "(lifecycle: successes.latency and successes.throughput; Prometheus: successes.rate)")
         if kind == "prometheus":
             return self._prometheus(doc, sample.name)
-        return self._lifecycle(doc, sample.name, kind)
+        return self._lifecycle(doc, sample.name, kind, meta)
 
     @staticmethod
     def _failures(doc: dict[str, Any]) -> Any:
@@ -115,7 +115,7 @@ class InferencePerfImporter(Importer):
             return fail.get("count", 0) if fail else 0
         return 0 if fail is None else fail
 
-    def _lifecycle(self, doc: dict[str, Any], file: str, kind: str) -> Parsed:
+    def _lifecycle(self, doc: dict[str, Any], file: str, kind: str, meta: ImportMeta) -> Parsed:
         succ = doc["successes"]
         ls = doc.get("load_summary") or {}
         issues: list[Issue] = []
@@ -126,9 +126,10 @@ class InferencePerfImporter(Importer):
             row["request_rate_rps"] = requested
             prov.update(requested_rate_rps=requested, achieved_rate_rps=achieved,
                         send_duration_s=ls.get("send_duration"), n_sent=ls.get("count"))
-            issues.append(Issue(file, 1, "arrival", "the report does not record the arrival process (the run's "
-                                "load.type, constant or poisson, is only in its config); arrival left empty",
-                                "info"))
+            if meta.arrival is None:  # given, it fills the column (base._fill_arrival): nothing to say
+                issues.append(Issue(file, 1, "arrival", "the report does not record the arrival process (the "
+                                    "run's load.type, constant or poisson, is only in its config); arrival left "
+                                    "empty (pass --arrival)", "info"))
             r, a = _num(requested), _num(achieved)
             if r and a is not None and a < r * (1 - _ACHIEVED_SHORTFALL_WARN):
                 issues.append(Issue(file, 1, "request_rate_rps",

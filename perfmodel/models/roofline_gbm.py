@@ -640,7 +640,7 @@ def _stated_defaults(parts: list[str]) -> list[int]:
     w = parts[_POS["weight_dtype"]]
     q = parts[_POS["quantization"]].lower()
     weights = physics._bytes_of(w) if w else default
-    if w and weights == default and not q:
+    if w and weights == default and (not q or q in _NO_QUANTIZATION):
         out.append(_POS["weight_dtype"])
     if q in _NO_QUANTIZATION:
         out.append(_POS["quantization"])

@@ -173,3 +173,12 @@ def test_arrival_is_supplied_for_files_that_do_not_say_and_only_for_rate_rows(fo
     assert to_meta(UploadForm.from_values({"arrival": "as in file"})) is None
     with pytest.raises(Exception, match="arrival"):
         ImportMeta(arrival="bursty")
+
+
+def test_inference_perf_says_the_arrival_is_missing_only_when_it_is(formats_dir: Path) -> None:
+    f = next((formats_dir / "inference-perf").glob("*stage_0_lifecycle_metrics.json"))
+    said = [i.message for i in read_file(f, meta=META).issues if i.column == "arrival"]
+    assert len(said) == 1 and said[0].endswith("arrival left empty (pass --arrival)")
+    given = read_file(f, meta=META.model_copy(update={"arrival": "constant"}))
+    assert not [i for i in given.issues if i.column == "arrival"]  # it had said "left empty" beside the value
+    assert (given.runs["arrival"] == "constant").all()
