@@ -804,7 +804,7 @@ def whatif(model: Predictor, train: pd.DataFrame, point: Mapping[str, Any], batc
 
 
 _SAID_BY_THE_PAGE = ("is not in the training data", "outside the trained batches",
-                     "outside the trained ones", "outside the trained device counts")
+                     "outside the trained ones", "outside the trained device counts", "device(s), never on")
 
 
 def predictor_reasons(model: Predictor, query: pd.DataFrame, table: pd.DataFrame) -> list[str]:

@@ -1488,6 +1488,13 @@ def test_more_devices_than_any_trained_sibling_gain_no_more_than_the_siblings_di
     assert np.all(got <= want * (1 + 1e-9)) and np.all(got >= np.fmin(free["pred_throughput_tok_s"], want) * 0.999)
     # what it asks: without the load kind or a TP size, 8 devices are still the 1, 2 and 4 measured
     assert np.all(held["pred_lower"] < got) and np.all(got < held["pred_upper"])
+    # and out of domain, said, even where another accelerator ran 8 devices (which had kept it in)
+    assert not held["in_domain"].any()
+    other = df[(df["hardware"] == HW[1]) & (df["device_count"] == 4)].assign(device_count=8)
+    m = RooflineGBM(n_estimators=100, random_state=0).fit(pd.concat([df, other], ignore_index=True))
+    assert not m.predict(q)["in_domain"].any()
+    assert m.domain_reasons(q)[0] == [f"{HW[0]} x vllm x {MODELS[0]} was measured on 1, 2, 4 device(s), never on 8: "
+                                      "the answer transfers from those"]
 
 
 def test_a_length_ratio_no_training_row_had_is_noted(fitted: tuple[RooflineGBM, pd.DataFrame], tmp_path) -> None:  # type: ignore[no-untyped-def]

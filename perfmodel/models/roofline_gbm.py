@@ -2977,7 +2977,8 @@ class RooflineGBM(Predictor):
             & (bb >= b_lo / tol) & (bb <= b_hi * tol) & ~fw_out \
             & np.array([w is None for w in self._setting_unmeasured(keys)], dtype=bool) \
             & ~self._dtype_unseen(knn) & ~self._devices_out(runs) & ~self._config_batch_out(keys, bb)[0] \
-            & ~self._layout_unseen(runs)
+            & ~self._layout_unseen(runs) \
+            & np.array([c is None for c in self._family_devices_out(keys)], dtype=bool)
         # Neither the answer nor its band runs faster than the bound no measurement may beat
         # (physics.flag_suspect): far from the data the band's width alone took it 10x above.
         # Past the batch whose KV cache fills the memory no more sequences run at once, so the bound stops there:
@@ -3274,6 +3275,41 @@ class RooflineGBM(Predictor):
                 out[i], which[i] = True, (lo, hi)
         return out, which
 
+    def _family_devices(self) -> dict[tuple[str, str, str], list[float]]:
+        """The device counts each (hardware, framework, model) was measured on (built once per model)."""
+        cached = getattr(self, "_family_dev_index", None)
+        if cached is not None and cached[0] is self.anchors_:
+            return cached[1]
+        out: dict[tuple[str, str, str], set[float]] = {}
+        for k in self.anchors_:
+            if k.startswith("\0"):
+                continue
+            try:
+                out.setdefault(_family_of(k), set()).add(float(k.split("|")[_DEVICE_POSITIONS[0]]))
+            except ValueError:
+                continue
+        spans = {f: sorted(v) for f, v in out.items()}
+        self._family_dev_index = (self.anchors_, spans)
+        return spans
+
+    def _family_devices_out(self, keys: np.ndarray) -> list[list[float] | None]:
+        """Per query of a known family (hardware, framework, model) on a device count it was never measured on,
+        the counts it was: 8 H100s with vLLM and Llama-3-8B (measured on 1, 2 and 4) had been in domain because
+        other accelerators ran 8."""
+        fam = self._family_devices()
+        out: list[list[float] | None] = [None] * len(keys)
+        for i, k in enumerate(keys.tolist()):
+            if k in self.anchors_:
+                continue
+            counts = fam.get(_family_of(k))
+            try:
+                dc = float(k.split("|")[_DEVICE_POSITIONS[0]])
+            except ValueError:
+                continue
+            if counts and dc not in counts:
+                out[i] = counts
+        return out
+
     def _family_batches(self) -> dict[tuple[str, str, str], tuple[float, float]]:
         """The batches each (hardware, framework, model) was measured at over its trained configurations (built
         once per fitted or loaded model)."""
@@ -3375,6 +3411,13 @@ class RooflineGBM(Predictor):
         for i, why in enumerate(self._setting_unmeasured(_config_keys(done).to_numpy())):
             if why is not None:
                 out[i].append(why)
+        global_out = self._devices_out(done)  # said below, with the trained range
+        for i, counts in enumerate(self._family_devices_out(keys_done)):
+            if counts is not None and not global_out[i]:
+                hw, fw, model = _family_of(keys_done[i])
+                listed = ", ".join(f"{c:g}" for c in counts)
+                out[i].append(f"{hw} x {fw} x {model} was measured on {listed} device(s), never on "
+                              f"{_floats(done, 'device_count')[i]:g}: the answer transfers from those")
         lay = _layouts(done)
         for i in np.flatnonzero(self._layout_unseen(done)):
             pp, dp = lay[i]
