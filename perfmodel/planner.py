@@ -397,7 +397,9 @@ class PlanResult:
             spread = " (the same across the band)"
         else:
             spread = f" ({rec['devices_lo']}-{rec['devices_hi']} across the band)"
-        dev = f"{rec['devices']} x {rec['hardware']}{spread}"
+        # the provisioning margin is in the count (7 H100s for a demand 5.6 fill had read as a rounding)
+        margin = f", {_headroom_words(self.inputs.headroom)}," if self.inputs.headroom > 0 else ""
+        dev = f"{rec['devices']} x {rec['hardware']}{spread}{margin}"
         extra = "" if rec["status"] == "ok" else " Only works at the optimistic end of the throughput band."
         if rec["status"] == "ok" and not rec["robust"]:
             extra = (" Not robust: at the low end of the throughput band the latency targets are missed (the "
@@ -431,6 +433,11 @@ class PlanResult:
         """
         i, o = self.inputs.workload.mean_lengths
         return lengths_caveat(self.table, f"{i:g}/{o:g}", self.recommendation, column=column)
+
+
+def _headroom_words(headroom: float) -> str:
+    """The headroom as the summary says it: "20 % headroom included"."""
+    return f"{headroom * 100:g} % headroom included"
 
 
 def _batch_text(batch: float) -> str:

@@ -807,6 +807,7 @@ def test_request_rate_runs_are_sized_by_the_requests_they_held_in_flight(formats
     assert rec["replicas"] == math.ceil(200 * 62 / row["output_throughput_tok_s"])
     assert any("7 request-rate run(s) are sized by the requests they held in flight" in n for n in res.notes)
     assert "(requests in flight)" in res.summary()
+    assert "x h100-sxm (the same across the band), 20 % headroom included, running" in res.summary()  # default
     # a target no stage met is unreachable (a fitted curve's band had scaled the measured 35 ms down to meet
     # 20 ms), and the stage that meets p99 TTFT 40 ms (1 req/s) is sized at its measured 64 tok/s, not a curve's 39
     w = {"request_rate_rps": 500, "input_len_tok": 204, "output_len_tok": 62}
