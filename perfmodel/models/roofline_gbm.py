@@ -512,21 +512,16 @@ _DEVICE_SIBLINGS: dict[int, tuple[dict[str, Any], dict[str, list[tuple[float, st
 
 
 def _device_siblings(anchors: dict[str, Any]) -> dict[str, list[tuple[float, str]]]:
-    """The trained configurations by their key without the device count and TP size: each group's (device
-    count, key) pairs, sorted (cached per anchors dict)."""
+    """The trained configurations by their key without the device count, parallelism as shares of it
+    (:func:`_device_split`): each group's (device count, key) pairs, sorted (cached per anchors dict)."""
     cached = _DEVICE_SIBLINGS.get(id(anchors))
     if cached is not None and cached[0] is anchors:
         return cached[1]
     out: dict[str, list[tuple[float, str]]] = {}
     for k in anchors:
-        if k.startswith("\0"):
-            continue
-        parts = k.split("|")
-        try:
-            dc = float(parts[_DEVICE_POSITIONS[0]])
-        except ValueError:
-            continue
-        out.setdefault("|".join("" if i in _DEVICE_POSITIONS else p for i, p in enumerate(parts)), []).append((dc, k))
+        split = None if k.startswith("\0") else _device_split(k)
+        if split is not None:
+            out.setdefault(split[0], []).append((split[1], k))
     for v in out.values():
         v.sort()
     if len(_DEVICE_SIBLINGS) > 16:  # a model and its calibration folds at a time: keep the cache small
@@ -554,13 +549,11 @@ def _device_cap(pred: np.ndarray, keys: np.ndarray, bb: np.ndarray, anchors: dic
     for i, k in enumerate(keys.tolist()):
         if k in anchors:
             continue
-        parts = k.split("|")
-        try:
-            dc = float(parts[_DEVICE_POSITIONS[0]])
-        except ValueError:
+        split = _device_split(k)
+        if split is None:
             continue
-        sibs = [s for s in groups.get("|".join("" if j in _DEVICE_POSITIONS else p for j, p in enumerate(parts)),
-                                      ()) if s[0] < dc]
+        rest, dc = split
+        sibs = [s for s in groups.get(rest, ()) if s[0] < dc]
         if len(sibs) < 2:
             continue
         (d0, k0), (d1, k1) = sibs[-2], sibs[-1]
