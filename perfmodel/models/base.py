@@ -656,10 +656,7 @@ def heads_unsplit(runs: pd.DataFrame) -> list[str | None]:
 
 def cannot_run_at_all(runs: pd.DataFrame) -> list[str | None]:
     """Why each query cannot run: :func:`weights_over_memory`, else :func:`heads_unsplit`; None where it can."""
-    mem = weights_over_memory(runs)
-    if all(r is None for r in mem) and "framework" not in runs.columns:
-        return mem
-    return [m if m is not None else h for m, h in zip(mem, heads_unsplit(runs), strict=True)]
+    return [m if m is not None else h for m, h in zip(weights_over_memory(runs), heads_unsplit(runs), strict=True)]
 
 
 def cannot_run_reasons(predictor: Any, runs: pd.DataFrame) -> list[str | None]:

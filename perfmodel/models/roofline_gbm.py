@@ -3270,64 +3270,44 @@ class RooflineGBM(Predictor):
                 # a new configuration is held to its family's batches (the same hardware, framework and model at
                 # any device count and lengths): 8 H100s with vLLM and Llama-3-8B, measured on 1-4 at batch
                 # 1-64, had been in domain at batch 256 (9,866 tok/s, where 4 devices read 5,584 out of domain)
-                family = self._family_batches() if family is None else family
+                family = self._family() if family is None else family
                 span = family.get(_family_of(k))
                 if span is None:
                     continue
-                lo, hi = span
+                lo, hi, _ = span
             if bb[i] < lo / tol or bb[i] > hi * tol:
                 out[i], which[i] = True, (lo, hi)
         return out, which
-
-    def _family_devices(self) -> dict[tuple[str, str, str], list[float]]:
-        """The device counts each (hardware, framework, model) was measured on (built once per model)."""
-        cached = getattr(self, "_family_dev_index", None)
-        if cached is not None and cached[0] is self.anchors_:
-            return cached[1]
-        out: dict[tuple[str, str, str], set[float]] = {}
-        for k in self.anchors_:
-            if k.startswith("\0"):
-                continue
-            try:
-                out.setdefault(_family_of(k), set()).add(float(k.split("|")[_DEVICE_POSITIONS[0]]))
-            except ValueError:
-                continue
-        spans = {f: sorted(v) for f, v in out.items()}
-        self._family_dev_index = (self.anchors_, spans)
-        return spans
 
     def _family_devices_out(self, keys: np.ndarray) -> list[list[float] | None]:
         """Per query of a known family (hardware, framework, model) on a device count it was never measured on,
         the counts it was: 8 H100s with vLLM and Llama-3-8B (measured on 1, 2 and 4) had been in domain because
         other accelerators ran 8."""
-        fam = self._family_devices()
+        fam = self._family()
         out: list[list[float] | None] = [None] * len(keys)
         for i, k in enumerate(keys.tolist()):
-            if k in self.anchors_:
-                continue
-            counts = fam.get(_family_of(k))
-            try:
-                dc = float(k.split("|")[_DEVICE_POSITIONS[0]])
-            except ValueError:
-                continue
-            if counts and dc not in counts:
-                out[i] = counts
+            span = None if k in self.anchors_ else fam.get(_family_of(k))
+            split = None if span is None else _device_split(k)
+            if split is not None and split[1] not in span[2]:
+                out[i] = span[2]
         return out
 
-    def _family_batches(self) -> dict[tuple[str, str, str], tuple[float, float]]:
-        """The batches each (hardware, framework, model) was measured at over its trained configurations (built
-        once per fitted or loaded model)."""
+    def _family(self) -> dict[tuple[str, str, str], tuple[float, float, list[float]]]:
+        """Per (hardware, framework, model) over its trained configurations: the lowest and highest batch
+        measured and the device counts measured on (built once per fitted or loaded model)."""
         cached = getattr(self, "_family_index", None)
         if cached is not None and cached[0] is self.anchors_:
             return cached[1]
-        spans: dict[tuple[str, str, str], tuple[float, float]] = {}
+        acc: dict[tuple[str, str, str], tuple[float, float, set[float]]] = {}
         for k, a in self.anchors_.items():
-            if k.startswith("\0") or not len(a[0]):
+            split = None if k.startswith("\0") or not len(a[0]) else _device_split(k)
+            if split is None:
                 continue
             f = _family_of(k)
-            lo, hi = float(min(a[0])), float(max(a[0]))
-            old = spans.get(f)
-            spans[f] = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
+            lo, hi, devs = acc.get(f, (math.inf, -math.inf, set()))
+            devs.add(split[1])
+            acc[f] = (min(lo, float(min(a[0]))), max(hi, float(max(a[0]))), devs)
+        spans = {f: (lo, hi, sorted(devs)) for f, (lo, hi, devs) in acc.items()}
         self._family_index = (self.anchors_, spans)
         return spans
 
