@@ -134,3 +134,49 @@ def test_import_warnings_go_to_the_configurations_they_concern() -> None:
     # none stored, or runs without their source: nothing said
     assert fit_import_warnings(runs, None, table, ["hardware", "model"]) == [(), ()]
     assert fit_import_warnings(runs.drop(columns="source_file"), issues, table, ["hardware", "model"]) == [(), ()]
+
+
+# --------------------------------------------------------------------------- the band across the gap
+
+
+def _equally_good_curves(batch: np.ndarray, tput: np.ndarray, rates: np.ndarray) -> list:
+    """Exponentials ``c - a' exp(-b (x - x_min))`` at the given rates, ``a'`` and ``c`` by least squares: each
+    one a saturating curve through the measured points."""
+    out = []
+    for b in rates:
+        e = np.exp(-b * (batch - batch.min()))
+        (c, a), *_ = np.linalg.lstsq(np.column_stack([np.ones_like(e), -e]), tput, rcond=None)
+        out.append(lambda x, a=a, b=b, c=c: c - a * np.exp(-b * (np.asarray(x) - batch.min())))
+    return out
+
+
+def test_the_band_across_the_gap_holds_every_curve_the_data_allow() -> None:
+    fit = fit_curve(A100_MII_BATCH, A100_MII_TPUT)
+    x_lo, x_hi = fit.rise_between
+    gap = np.geomspace(x_lo, x_hi, 60)[1:-1]
+    lo, hi = fit.band(gap)
+    # from the slowest rise the data allow (the rate's lower bound) to a step just past batch 1
+    for curve in _equally_good_curves(A100_MII_BATCH, A100_MII_TPUT, np.geomspace(fit.ci["b"][0], 1e3, 12)):
+        y = curve(gap)
+        assert (lo <= y + 1e-6).all() and (y <= hi + 1e-6).all(), (y.round(1), lo.round(1), hi.round(1))
+    # the step (rise just past batch 1) reaches the plateau's band; the slowest rise barely leaves batch 1's
+    at_2 = fit.band(np.array([2.0]))
+    assert at_2[1][0] >= fit.band(np.array([x_hi]))[1][0] - 1e-9
+    assert at_2[0][0] < 0.25 * A100_MII_TPUT[1]
+
+
+def test_the_band_outside_the_gap_and_of_a_measured_rise_is_the_bootstraps() -> None:
+    from perfmodel.curves import _curve_matrix
+
+    fit = fit_curve(A100_MII_BATCH, A100_MII_TPUT)
+    out = np.array([1.0, 16.0, 24.0, 48.0, 64.0])
+    boot = np.nanquantile(_curve_matrix(fit.shape, fit._boot, out), [0.025, 0.975], axis=0)
+    np.testing.assert_allclose(np.vstack(fit.band(out)), boot)
+    # a rise the data measure: the band is the replicates' everywhere
+    rng = np.random.default_rng(0)
+    batch = np.repeat([1.0, 2, 4, 8, 16, 32, 64], 2)
+    tput = (1000 - 900 * np.exp(-0.08 * batch)) * (1 + 0.01 * rng.standard_normal(len(batch)))
+    measured = fit_curve(batch, tput)
+    grid = np.geomspace(1, 64, 50)
+    np.testing.assert_allclose(np.vstack(measured.band(grid)),
+                               np.nanquantile(_curve_matrix("exp", measured._boot, grid), [0.025, 0.975], axis=0))
