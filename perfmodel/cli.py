@@ -146,6 +146,9 @@ def main(home: Path | None, json_output: bool) -> None:
               help="What --batch-size means (static_batch, concurrency, request_rate, offline).")
 @click.option("--arrival", type=click.Choice(ARRIVALS), default=None,
               help="How a request-rate run's requests arrived, for files that do not say (request-rate rows only).")
+@click.option("--burstiness", type=float, default=None, metavar="SHAPE",
+              help="With --arrival gamma: the shape of its gaps, as vLLM's --burstiness (> 0; below 1 burstier "
+                   "than Poisson, above 1 more even; 1 is --arrival poisson).")
 @click.option("--repeat", "repeat_idx", type=click.IntRange(min=0), help="Repeat index of these files.")
 @click.option("--map", "maps", multiple=True, metavar="CANONICAL=SOURCE",
               help="Column mapping for generic CSV files (repeatable).")
@@ -162,7 +165,7 @@ def import_cmd(ctx: click.Context, files: tuple[Path, ...], fmt: str | None, har
                device_count: int | None, tp_size: int | None, pp_size: int | None, weight_dtype: str | None,
                kv_cache_dtype: str | None, quantization: str | None, input_len_tok: float | None,
                output_len_tok: float | None, batch_size: float | None, load_kind: str | None,
-               arrival: str | None, repeat_idx: int | None, maps: tuple[str, ...],
+               arrival: str | None, burstiness: float | None, repeat_idx: int | None, maps: tuple[str, ...],
                latency_unit: str | None, dataset_name: str | None, strict: bool, as_json: bool) -> None:
     """Import benchmark result FILE(s) into the store as one dataset."""
     from pydantic import ValidationError as PydanticError
@@ -176,11 +179,11 @@ def import_cmd(ctx: click.Context, files: tuple[Path, ...], fmt: str | None, har
                           pp_size=pp_size, weight_dtype=weight_dtype, kv_cache_dtype=kv_cache_dtype,
                           quantization=quantization, input_len_tok=input_len_tok,
                           output_len_tok=output_len_tok, batch_size=batch_size, load_kind=load_kind,
-                          arrival=arrival, repeat_idx=repeat_idx, column_map=_parse_map(maps),
+                          arrival=arrival, burstiness=burstiness, repeat_idx=repeat_idx,
+                          column_map=_parse_map(maps),
                           latency_unit=latency_unit)  # type: ignore[arg-type]
     except PydanticError as exc:
-        raise click.UsageError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) \
-            from exc
+        raise click.UsageError(_meta_errors(exc)) from exc
     info, results = import_files(list(files), format=fmt, meta=meta, name=dataset_name, strict=strict)
     issues = [i for r in results for i in r.issues]
     counts = {s: sum(1 for i in issues if i.severity == s) for s in ("error", "warning", "info")}
@@ -206,6 +209,21 @@ def import_cmd(ctx: click.Context, files: tuple[Path, ...], fmt: str | None, har
         click.echo(f"  [{i.severity}] {i}")
     if len(issues) > ISSUES_SHOWN:
         click.echo(f"  ... {len(issues) - ISSUES_SHOWN} more (perfmodel show {info.id[:8]} --issues)")
+
+
+def _meta_errors(exc: Any) -> str:
+    """An invalid import option in the CLI's words: a check's own message names the option and its valid
+    values ("--burstiness 0 is not a gamma shape; valid: ..."), where pydantic's had read "burstiness: Value error,
+    --burstiness 0 ..."; any other error is prefixed with its option."""
+    from .importers.base import META_OPTIONS
+
+    out = []
+    for e in exc.errors():
+        msg = str(e["msg"]).removeprefix("Value error, ")
+        field = ".".join(map(str, e["loc"]))
+        opt = META_OPTIONS.get(field, f"--{field.replace('_', '-')}")
+        out.append(msg if msg.startswith(opt) else f"{opt}: {msg}")
+    return "; ".join(out)
 
 
 @main.command("datasets")

@@ -43,6 +43,7 @@ __all__ = [
     "Sample",
     "Importer",
     "check_dtype",
+    "check_burstiness",
     "register",
     "registry",
     "detect_format",
@@ -63,7 +64,7 @@ META_OPTIONS = {
     "pp_size": "--pp", "weight_dtype": "--weight-dtype", "kv_cache_dtype": "--kv-cache-dtype",
     "quantization": "--quantization", "repeat_idx": "--repeat", "input_len_tok": "--input-len",
     "output_len_tok": "--output-len", "batch_size": "--batch-size", "load_kind": "--load-kind",
-    "arrival": "--arrival", "throughput_basis": "--format",
+    "arrival": "--arrival", "burstiness": "--burstiness", "throughput_basis": "--format",
 }
 #: ImportMeta field -> the runs column it fills (hardware and model are resolved later from the raw
 #: names); load_kind comes before batch_size, whose meaning it gives.
@@ -143,6 +144,9 @@ class ImportMeta(BaseModel):
     load_kind: Literal["static_batch", "concurrency", "request_rate", "offline"] | None = None
     arrival: Literal["constant", "poisson", "gamma", "trace"] | None = Field(
         None, description="how a request-rate run's requests arrive, for files that do not say (request-rate rows only)")
+    burstiness: float | None = Field(
+        None, description="the gamma shape of the arrival gaps (vLLM's --burstiness), with arrival 'gamma' only: "
+                          "below 1 burstier than Poisson, above 1 more even (:func:`check_burstiness`)")
     column_map: dict[str, str] | None = Field(None, description="canonical column -> source column (generic CSV)")
     latency_unit: Literal["s", "ms"] | None = Field(None, description="unit of latency columns (generic CSV)")
 
@@ -155,25 +159,100 @@ class ImportMeta(BaseModel):
             return None
         return check_dtype(value, META_OPTIONS[str(info.field_name)])
 
+    @field_validator("burstiness")
+    @classmethod
+    def _gamma_shape(cls, value: float | None, info: ValidationInfo) -> float | None:
+        """A gamma arrival's shape, checked against the arrival given with it (declared before it)."""
+        if value is None:
+            return None
+        return check_burstiness(info.data.get("arrival"), value)
 
-def _fill_arrival(runs: pd.DataFrame, value: str, issues: list[Issue], file: str) -> None:
-    """``--arrival``: the arrival process of the file's request-rate rows that do not record one (inference-perf
-    and SGLang's reports do not say; their runs' configs do). Rows of other load kinds take none: nothing arrives
-    at a rate there. The rows it was not applied to are said once."""
+
+def _fill_arrival(runs: pd.DataFrame, value: str, issues: list[Issue], file: str,
+                  burstiness: float | None = None) -> None:
+    """``--arrival`` (and ``--burstiness``, a gamma arrival's shape): the arrival process of the file's
+    request-rate rows that do not record one (inference-perf and SGLang's reports do not say; their runs' configs
+    do). Rows of other load kinds take none: nothing arrives at a rate there. A row that records its own arrival
+    keeps it, with a warning as every supplied value gives. The rows it was not applied to are said once."""
     rate = (runs["load_kind"].astype("string") == "request_rate").fillna(False).to_numpy(dtype=bool) \
         if "load_kind" in runs.columns else np.zeros(len(runs), dtype=bool)
     if "arrival" not in runs.columns:
         runs["arrival"] = pd.Series([None] * len(runs), index=runs.index, dtype=object)
-    fill = rate & _blank(runs["arrival"])
+    blank = _blank(runs["arrival"])
+    fill = rate & blank
+    shape = 1.0 if value == "poisson" else burstiness  # vLLM's burstiness 1 is Poisson
     if fill.any():
         runs["arrival"] = runs["arrival"].astype(object).where(~fill, value)
-        if value == "poisson" and "burstiness" in runs.columns:  # vLLM's burstiness 1 is Poisson
-            b = pd.to_numeric(runs["burstiness"], errors="coerce")
-            runs["burstiness"] = b.where(~(fill & b.isna().to_numpy()), 1.0)
+        if shape is not None:
+            b = pd.to_numeric(runs["burstiness"], errors="coerce") if "burstiness" in runs.columns \
+                else pd.Series(np.nan, index=runs.index, dtype="float64")
+            runs["burstiness"] = b.where(~(fill & b.isna().to_numpy()), shape)
+    said = f"--arrival {value}" + (f" --burstiness {burstiness:g}" if burstiness is not None else "")
+    present = np.flatnonzero(rate & ~blank)
+    differ = present[~_agrees(runs["arrival"].iloc[present], value, "arrival")] if len(present) else present
+    if len(differ):
+        row = _row_label(runs, differ[0])
+        issues.append(Issue(
+            file, row, "arrival",
+            f"{said} not applied to {len(differ)} of {len(runs)} row(s) that record a different arrival (first: "
+            f"row {row}, where the file says {as_written(runs['arrival'].iloc[differ[0]])}); the file's values were "
+            "kept: --arrival only fills rows where the file records none", "warning"))
     if not rate.all():
-        issues.append(Issue(file, None, "arrival", f"--arrival {value} applies to request-rate rows only: "
+        issues.append(Issue(file, None, "arrival", f"{said} applies to request-rate rows only: "
                                                    f"{int((~rate).sum())} of {len(runs)} row(s) are other loads",
                             "info"))
+
+
+def check_burstiness(arrival: str | None, burstiness: float) -> float:
+    """``burstiness`` when it is a valid shape for ``arrival``; otherwise a clear error.
+
+    The one check behind ``perfmodel import --arrival gamma --burstiness B``, the upload form's fields of those
+    names and :class:`ImportMeta`. ``vllm bench serve --burstiness`` draws gamma-distributed gaps of that shape:
+    below 1 burstier than Poisson, above 1 more even, and 1 *is* Poisson, which perfmodel stores as arrival
+    ``poisson`` with burstiness 1 (as its vLLM importer does): so a gamma of shape 1 is refused with that advice
+    rather than stored as a second name of one process. Constant and trace arrivals have no shape.
+
+    Parameters
+    ----------
+    arrival
+        The arrival process given with it (``--arrival``), or None when none was.
+    burstiness
+        The shape as given.
+
+    Returns
+    -------
+    float
+        ``burstiness`` as a float.
+
+    Raises
+    ------
+    ValueError
+        Not a finite number > 0, 1 with ``gamma``, or given without ``--arrival gamma`` (``--arrival poisson``
+        with exactly 1 is accepted); the message names the options and their valid values.
+    """
+    valid = ("valid: a finite number > 0 other than 1, with --arrival gamma (below 1 burstier than Poisson, above "
+             "1 more even; 1 is --arrival poisson)")
+    try:
+        b = float(burstiness)
+    except (TypeError, ValueError):
+        raise ValueError(f"--burstiness {burstiness!r} is not a number; {valid}") from None
+    if not (math.isfinite(b) and b > 0):
+        raise ValueError(f"--burstiness {b:g} is not a gamma shape; {valid}")
+    if arrival == "gamma":
+        if b == 1:
+            raise ValueError("--burstiness 1 with --arrival gamma is a Poisson process: choose --arrival poisson "
+                             "(stored with burstiness 1) without --burstiness")
+        return b
+    if arrival == "poisson" and b == 1:
+        return b
+    if arrival is None:
+        raise ValueError(f"--burstiness {b:g} needs --arrival gamma: it is the shape of a gamma arrival's gaps; "
+                         f"{valid}")
+    if arrival == "poisson":
+        raise ValueError(f"--burstiness {b:g} with --arrival poisson: a Poisson process is burstiness 1; for "
+                         "another shape choose --arrival gamma")
+    raise ValueError(f"--burstiness {b:g} with --arrival {arrival}: only --arrival gamma takes a burstiness (the "
+                     f"shape of its gaps; {arrival} arrivals have none); {valid}")
 
 
 #: Words of quantization schemes, which name no dtype (the weight dtype option points to --quantization).
@@ -717,7 +796,7 @@ def _fill_supplied(runs: pd.DataFrame, meta: ImportMeta, issues: list[Issue], fi
             continue
         opt = META_OPTIONS[name]
         if name == "arrival":
-            _fill_arrival(runs, value, issues, file)
+            _fill_arrival(runs, value, issues, file, meta.burstiness)
             continue
         numeric = name in _NUMERIC_META
         if col not in runs.columns:

@@ -30,7 +30,7 @@ AS_IN_FILE = "as in file"
 
 _META_FIELDS = ("hardware", "model", "framework", "framework_version", "device_count", "tp_size", "pp_size",
                 "weight_dtype", "kv_cache_dtype", "quantization", "input_len_tok", "output_len_tok", "batch_size",
-                "load_kind", "arrival", "latency_unit")
+                "load_kind", "arrival", "burstiness", "latency_unit")
 LOAD_KINDS = ("static_batch", "concurrency", "request_rate", "offline")
 """Load kinds a file that does not record one can be given (:class:`perfmodel.importers.ImportMeta`)."""
 COLUMN_MAP_LABEL = "Column mapping (generic CSV)"
@@ -53,6 +53,9 @@ class UploadForm:
         Positive integers.
     input_len_tok, output_len_tok, batch_size, load_kind, arrival, latency_unit
         For files that do not record them (a throughput benchmark's lengths, an AIPerf CSV's concurrency).
+    burstiness
+        With ``arrival`` gamma: the shape of its gaps (vLLM's ``--burstiness``), checked by
+        :func:`perfmodel.importers.check_burstiness` as ``perfmodel import --burstiness`` is.
     column_map
         A generic CSV's columns, ``canonical=source`` per line or separated by commas or semicolons; given with
         the format left to detection, the generic CSV format is used.
@@ -76,6 +79,7 @@ class UploadForm:
     batch_size: float | None = None
     load_kind: str | None = None
     arrival: str | None = None
+    burstiness: float | None = None
     latency_unit: str | None = None
     column_map: str | None = None
     name: str | None = None
@@ -137,7 +141,8 @@ def to_meta(form: UploadForm) -> ImportMeta | None:
     try:
         return ImportMeta(**given)
     except pydantic.ValidationError as exc:
-        problems = [Problem(f"{err['msg']} (got {err.get('input')!r})",
+        # a check's own message ("Value error, --burstiness 0 is not ...") names the field: pydantic's prefix goes
+        problems = [Problem(f"{str(err['msg']).removeprefix('Value error, ')} (got {err.get('input')!r})",
                             column=".".join(str(p) for p in err["loc"])) for err in exc.errors()]
         raise ValidationError("the upload form has invalid values:", problems) from None
 
@@ -223,7 +228,7 @@ _FORM_LABELS = {
     "--device-count": "Devices", "--tp": "Tensor parallel", "--pp": "Pipeline parallel",
     "--weight-dtype": "Weight dtype", "--kv-cache-dtype": "KV-cache dtype", "--quantization": "Quantization",
     "--input-len": "Input tokens", "--output-len": "Output tokens", "--batch-size": "Batch size / concurrency",
-    "--load-kind": "Load kind"}
+    "--load-kind": "Load kind", "--arrival": "Arrival (request-rate runs)", "--burstiness": "Burstiness"}
 """The import's CLI options (:data:`perfmodel.importers.base.META_OPTIONS`) and the upload form's fields."""
 
 
@@ -247,6 +252,9 @@ def in_form_words(text: str) -> str:
         f"For any other CSV choose Format csv and fill in its {COLUMN_MAP_LABEL} (under \"What the file does not "
         "record\").")
     text = re.sub(r"--format csv --map \.\.\.", f"Format csv and a {COLUMN_MAP_LABEL}", text)
+    # a choice the option is set to ("--arrival gamma"), which "the form's Arrival gamma" would not say
+    text = re.sub(r"--arrival (constant|poisson|gamma|trace)\b",
+                  lambda m: f"the form's {_FORM_LABELS['--arrival']} set to {m.group(1)}", text)
 
     def field(m: re.Match[str]) -> str:
         label = _FORM_LABELS.get(m.group(1))

@@ -182,3 +182,113 @@ def test_inference_perf_says_the_arrival_is_missing_only_when_it_is(formats_dir:
     given = read_file(f, meta=META.model_copy(update={"arrival": "constant"}))
     assert not [i for i in given.issues if i.column == "arrival"]  # it had said "left empty" beside the value
     assert (given.runs["arrival"] == "constant").all()
+
+
+# --- --burstiness: a gamma arrival's shape, for files that do not say ----------------------------------------
+
+
+@pytest.mark.parametrize(("arrival", "burstiness", "words"), [
+    (None, 0.5, "--burstiness 0.5 needs --arrival gamma"),
+    ("gamma", 0.0, "--burstiness 0 is not a gamma shape"),
+    ("gamma", -2.0, "--burstiness -2 is not a gamma shape"),
+    ("gamma", math.nan, "--burstiness nan is not a gamma shape"),
+    ("gamma", math.inf, "--burstiness inf is not a gamma shape"),
+    ("gamma", 1.0, "--burstiness 1 with --arrival gamma is a Poisson process: choose --arrival poisson"),
+    ("poisson", 2.0, "--burstiness 2 with --arrival poisson: a Poisson process is burstiness 1"),
+    ("constant", 2.0, "--burstiness 2 with --arrival constant: only --arrival gamma takes a burstiness"),
+    ("trace", 0.5, "--burstiness 0.5 with --arrival trace: only --arrival gamma takes a burstiness"),
+])
+def test_burstiness_is_refused_naming_the_options_and_valid_values(arrival: str | None, burstiness: float,
+                                                                   words: str) -> None:
+    from perfmodel.importers import check_burstiness
+
+    with pytest.raises(ValueError) as err:
+        check_burstiness(arrival, burstiness)
+    assert words in str(err.value)
+    if arrival != "gamma" or burstiness != 1.0:
+        assert "valid: a finite number > 0" in str(err.value) or "choose --arrival gamma" in str(err.value)
+    # ImportMeta (the CLI's and the upload form's way in) refuses it with the same words
+    with pytest.raises(Exception, match=re.escape(words)):
+        ImportMeta(arrival=arrival, burstiness=burstiness)
+
+
+@pytest.mark.parametrize(("arrival", "burstiness"), [("gamma", 0.5), ("gamma", 4.0), ("poisson", 1.0)])
+def test_burstiness_a_gamma_shape_or_poissons_one_is_accepted(arrival: str, burstiness: float) -> None:
+    from perfmodel.importers import check_burstiness
+
+    assert check_burstiness(arrival, burstiness) == burstiness
+    assert ImportMeta(arrival=arrival, burstiness=burstiness).burstiness == burstiness
+
+
+def _inference_perf_stages(formats_dir: Path) -> list[Path]:
+    return sorted((formats_dir / "inference-perf").glob("*stage_[0-6]_lifecycle_metrics.json"))
+
+
+def test_gamma_burstiness_is_supplied_for_files_that_do_not_say(formats_dir: Path) -> None:
+    """inference-perf's reports record neither the load type nor a shape: --arrival gamma --burstiness B fills
+    both on its request-rate rows, and the rows pass the schema's arrival/burstiness checks."""
+    from perfmodel.schema import check_runs
+
+    files = _inference_perf_stages(formats_dir)
+    for b in (0.25, 3.0):
+        runs = read_file(files[1], meta=META.model_copy(update={"arrival": "gamma", "burstiness": b})).runs
+        assert (runs["load_kind"] == "request_rate").all()
+        assert runs["arrival"].tolist() == ["gamma"] * len(runs) and runs["burstiness"].tolist() == [b] * len(runs)
+        assert not check_runs(runs)
+    # gamma without a shape: the arrival is known, the shape is not
+    runs = read_file(files[1], meta=META.model_copy(update={"arrival": "gamma"})).runs
+    assert (runs["arrival"] == "gamma").all() and runs["burstiness"].isna().all()
+
+
+def test_supplied_arrival_keeps_a_files_own_and_says_so(formats_dir: Path) -> None:
+    """vLLM's benchmark_serving.py at 4 req/s records burstiness 1 (Poisson): --arrival gamma --burstiness 0.5
+    does not overwrite it and, as every supplied value does, says where it was not applied (it had said
+    nothing)."""
+    p = formats_dir / "vllm-benchmark-serving" / "vllm-ascend-nightly-nv-action__serving_llama8B_tp1_sharegpt_qps_4.json"
+    res = read_file(p, meta=ImportMeta(hardware="T4", model="llama-3-8b", input_len_tok=200,
+                                           output_len_tok=200, arrival="gamma", burstiness=0.5))
+    assert res.runs["arrival"].tolist() == ["poisson"] and res.runs["burstiness"].tolist() == [1.0]
+    said = [i for i in res.issues if i.column == "arrival" and i.severity == "warning"]
+    assert len(said) == 1 and "--arrival gamma --burstiness 0.5 not applied to 1 of 1 row(s)" in said[0].message
+    assert "the file says 'poisson'" in said[0].message and said[0].row == 1
+
+
+def test_cli_takes_burstiness_and_refuses_a_bad_one_storing_nothing(formats_dir: Path, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from perfmodel.cli import main
+    from perfmodel.store import Store
+
+    home = tmp_path / "home"
+    f = str(_inference_perf_stages(formats_dir)[2])
+    base = ["--home", str(home), "import", f, "--hardware", "T4", "--model", "Qwen/Qwen3-0.6B"]
+    bad = CliRunner().invoke(main, [*base, "--burstiness", "0.5"])
+    assert bad.exit_code == 2 and "--burstiness 0.5 needs --arrival gamma" in bad.output
+    assert "Value error" not in bad.output and "valid: a finite number > 0" in bad.output
+    assert not (home / "perfmodel.sqlite").exists() or not Store(home).datasets()
+    ok = CliRunner().invoke(main, [*base, "--arrival", "gamma", "--burstiness", "0.5", "--json"])
+    assert ok.exit_code == 0, ok.output
+    ds = json.loads(ok.output)["dataset"]["id"]
+    runs = Store(home).runs(ds)
+    assert runs["arrival"].tolist() == ["gamma"] and runs["burstiness"].tolist() == [0.5]
+
+
+def test_upload_form_takes_burstiness_through_the_same_check(formats_dir: Path, tmp_path: Path) -> None:
+    from perfmodel.errors import ValidationError
+    from perfmodel.store import Store
+    from perfmodel.ui.forms import UploadForm, import_uploads, in_form_words, to_meta
+
+    meta = to_meta(UploadForm.from_values({"arrival": "gamma", "burstiness": 0.5}))
+    assert meta is not None and (meta.arrival, meta.burstiness) == ("gamma", 0.5)
+    with pytest.raises(ValidationError) as err:
+        to_meta(UploadForm.from_values({"arrival": "poisson", "burstiness": 2.0}))
+    text = in_form_words(str(err.value))
+    assert "the form's Burstiness 2 with the form's Arrival (request-rate runs) set to poisson" in text
+    assert "Value error" not in text and "--" not in text
+    f = _inference_perf_stages(formats_dir)[3]
+    store = Store(tmp_path / "home")
+    form = UploadForm.from_values({"hardware": "T4", "model": "Qwen/Qwen3-0.6B", "arrival": "gamma",
+                                   "burstiness": 2.0})
+    info, _ = import_uploads([(f.name, f.read_bytes())], form, store)
+    runs = store.runs(info.id)
+    assert runs["arrival"].tolist() == ["gamma"] and runs["burstiness"].tolist() == [2.0]
