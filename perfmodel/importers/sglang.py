@@ -10,6 +10,9 @@ Formats
     one entry per role rather than per server, so the device count of such a
     run is derived only where its ``tag`` or file name gives the server counts
     ("1p2d": one prefill, two decode servers) and is otherwise left empty.
+    No role's hardware is recorded (``device`` is "cuda") and a run holds one
+    hardware name: the one given on import is stored for every device, with a
+    warning on the row, since prefill and decode may have run on different GPUs.
     ``concurrency`` is the *measured* mean number of requests in flight;
     ``max_concurrency`` the client's limit. Input lengths are taken from the
     measured ``total_input_tokens / completed`` because ``random_range_ratio``
@@ -199,6 +202,17 @@ def _pd_servers(info: Mapping[str, Any], row: int, file: str, issues: list[Issue
         issues.append(Issue(file, row, "framework_version",
                             f"prefill/decode-disaggregated run whose servers report different versions "
                             f"({', '.join(versions)}); framework_version is left empty", "warning"))
+    # server_info names no GPU (``device`` is "cuda"), and a run holds one hardware name: the one given on import
+    # is stored for every device, which is wrong for one role where prefill and decode ran on different hardware
+    # (this format's real 1P2D run: prefill on a GH200, decode on two A100s, the servers on two SGLang versions).
+    hosts = (f" (its prefill and decode servers run different SGLang versions, {', '.join(versions)}, as servers "
+             "on different hosts would)") if len(versions) > 1 else ""
+    issues.append(Issue(
+        file, row, "hardware",
+        "prefill/decode-disaggregated run: the file does not name the hardware of its prefill or decode servers, "
+        "and a run records one hardware, so the one given on import (--hardware) is stored for all its devices"
+        f"{hosts}; where the two roles ran on different hardware this run's hardware and device count describe "
+        "neither: keep it in a dataset of its own, apart from fits and training on other runs", "warning"))
     models = {s.get("model_path") or s.get("served_model_name") for s in prefill + decode}
     models.discard(None)
     if len(models) == 1:

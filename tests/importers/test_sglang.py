@@ -168,3 +168,17 @@ def test_bench_one_batch_handmade() -> None:
 def test_bench_one_batch_needs_hardware_and_model() -> None:
     with pytest.raises(ImportFormatError, match="hardware"):
         finish(ONE_BATCH, DATA / "bench_one_batch_handmade.jsonl")
+
+
+def test_pd_run_says_its_one_hardware_name_is_the_one_given(formats_dir: Path) -> None:
+    """Bug guarded: the 1P2D run (prefill on a GH200, decode on two A100s, SOURCES.md) imported with
+    --hardware GH200 was stored as three GH200s without a word. The file names no GPU for either role and a run
+    records one hardware: the import now says so on the row, naming the hardware column and the two SGLang
+    versions that show the roles on different hosts; an aggregated run says nothing of the kind."""
+    res = finish(SERVING, _path(formats_dir, "pd_1p2d_n100_in2048_out512_c128"), ImportMeta(hardware="GH200"))
+    assert res.runs["hardware"].iloc[0] and res.runs["device_count"].iloc[0] == 3
+    (w,) = [i for i in res.issues if i.column == "hardware"]
+    assert w.severity == "warning" and w.row == 1 and "disaggregated" in w.message
+    assert "--hardware" in w.message and "0.5.5.post3, 0.5.6" in w.message
+    agg = finish(SERVING, _path(formats_dir, "agg_n100_in512_out128_c8"), ImportMeta(hardware="GH200"))
+    assert not [i for i in agg.issues if i.column == "hardware"]
