@@ -803,8 +803,9 @@ def whatif(model: Predictor, train: pd.DataFrame, point: Mapping[str, Any], batc
                         overhead_note=None if blocked else overhead_reason(model, q, table))
 
 
-_SAID_BY_THE_PAGE = ("is not in the training data", "outside the trained batches",
-                     "outside the trained ones", "outside the trained device counts", "device(s), never on")
+_SAID_BY_THE_PAGE = frozenset({"unseen", "batch_range", "length_range", "device_range", "family_devices"})
+"""The kinds of predictor reason (:class:`perfmodel.models.base.Reason`) the page states itself
+(:func:`domain_reasons`)."""
 
 
 def predictor_reasons(model: Predictor, query: pd.DataFrame, table: pd.DataFrame) -> list[str]:
@@ -837,7 +838,7 @@ def predictor_reasons(model: Predictor, query: pd.DataFrame, table: pd.DataFrame
     for i, why in zip(rows.tolist(), method(query.iloc[rows].reset_index(drop=True)), strict=True):
         for r in why:
             # the memory is the page's own message; unseen names and the trained ranges are domain_reasons'
-            if r.startswith(MEMORY_REASON_PREFIX) or any(t in r for t in _SAID_BY_THE_PAGE):
+            if r.startswith(MEMORY_REASON_PREFIX) or getattr(r, "kind", "") in _SAID_BY_THE_PAGE:
                 continue
             said.setdefault(r.replace(f"batch {bb[i]:g} is ", "the batch is "), []).append(float(bb[i]))
     return [f"at batch {_listed(at, 8)}: {r}" if r.startswith("the batch is ") else r for r, at in said.items()]

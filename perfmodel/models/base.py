@@ -88,6 +88,23 @@ FORMAT_VERSION = 1
 DEFAULT_TARGET = "output_throughput_tok_s"
 
 
+class Reason(str):
+    """One out-of-domain reason in words (a plain ``str`` everywhere it goes) that also says which check gave it
+    (``kind``), so a page that states some checks itself (the What-if page: unseen names, the trained batch,
+    length and device ranges) can leave those out by kind instead of by matching their words.
+
+    Kinds: ``"unseen"`` (a hardware, framework or model no training row had), ``"batch_range"``,
+    ``"length_range"``, ``"device_range"`` (the trained ranges over all rows), ``"family_devices"`` (device
+    counts a hardware x framework x model was measured on); ``""`` for the rest."""
+
+    kind: str
+
+    def __new__(cls, text: str, kind: str = "") -> Reason:
+        obj = super().__new__(cls, text)
+        obj.kind = kind
+        return obj
+
+
 class NotFittedError(PerfmodelError, ValueError):
     """A predictor was used (predict, save) before ``fit``."""
 

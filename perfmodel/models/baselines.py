@@ -39,6 +39,7 @@ from ..errors import PerfmodelError, Problem, ValidationError
 from .base import (
     NotFittedError,
     Predictor,
+    Reason,
     as_queries,
     check_level,
     check_target,
@@ -106,7 +107,7 @@ def unseen_reasons(runs: pd.DataFrame, seen: dict[str, list[str]]) -> list[list[
     for c in CATEGORICAL_COLUMNS:
         values = runs[c].astype("string")
         for i in np.flatnonzero(~values.isin(seen[c]).fillna(False).to_numpy(dtype=bool)):
-            out[i].append(f"{c} {str(values.iloc[i])!r} is not in the training data")
+            out[i].append(Reason(f"{c} {str(values.iloc[i])!r} is not in the training data", "unseen"))
     return out
 
 
