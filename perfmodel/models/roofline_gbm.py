@@ -140,6 +140,7 @@ from .base import (
     RATIO_TOLERANCE,
     Predictor,
     ProgressCallback,
+    Reason,
     as_queries,
     cannot_run_at_all,
     check_level,
@@ -530,7 +531,8 @@ def _device_siblings(anchors: dict[str, Any]) -> dict[str, list[tuple[float, str
     return out
 
 
-def _device_cap(pred: np.ndarray, keys: np.ndarray, bb: np.ndarray, anchors: dict[str, Any]) -> np.ndarray:
+def _device_cap(pred: np.ndarray, keys: np.ndarray, bb: np.ndarray, anchors: dict[str, Any],
+                sibling_answer: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None) -> np.ndarray:
     """Log predictions of configurations never trained, on more devices than any trained sibling (the same
     configuration on fewer devices), held to what the siblings' measurements allow: at most the largest
     sibling's measured throughput at the query's batch times the gain per device doubling its two largest
@@ -542,10 +544,16 @@ def _device_cap(pred: np.ndarray, keys: np.ndarray, bb: np.ndarray, anchors: dic
     answer was 25.0 / 99.5 median / p90 APE and its 90 % band covered 59 % (seed 0); held to the siblings,
     6.7 / 37.6 (``python benchmarks/bench_device_extrapolation.py``).
     8 H100s with vLLM and Llama-3-8B at batch 64 had read 7,904 tok/s, where 1, 2 and 4 measured 3,484, 4,170
-    and 4,801. Only batches within both siblings' measured batches are held (in log batch, between them).
+    and 4,801.
+
+    A batch outside those both siblings measured is held, where ``sibling_answer`` is given (row indices and
+    the largest sibling's device count -> its log answer at each row's batch), to the largest sibling's
+    answer there times the gain per doubling measured at the nearest batch both measured: 8 H100s had gone
+    from 5,527 tok/s at batch 64 to 8,306 at 96, where 4 read 5,432.
     """
     groups = _device_siblings(anchors)
     out = pred
+    outside: list[tuple[int, float, float]] = []  # row, the largest sibling's device count, log gain to add
     for i, k in enumerate(keys.tolist()):
         if k in anchors:
             continue
@@ -557,13 +565,27 @@ def _device_cap(pred: np.ndarray, keys: np.ndarray, bb: np.ndarray, anchors: dic
         if len(sibs) < 2:
             continue
         (d0, k0), (d1, k1) = sibs[-2], sibs[-1]
-        y0, y1 = _measured_at(anchors[k0], bb[i]), _measured_at(anchors[k1], bb[i])
+        lo = max(anchors[k0][0][0], anchors[k1][0][0])
+        hi = min(anchors[k0][0][-1], anchors[k1][0][-1])
+        if lo > hi:
+            continue
+        b = min(max(float(bb[i]), lo), hi)
+        y0, y1 = _measured_at(anchors[k0], b), _measured_at(anchors[k1], b)
         if not (math.isfinite(y0) and math.isfinite(y1)):
             continue
-        cap = y1 + max(y1 - y0, 0.0) * math.log2(dc / d1) / math.log2(d1 / d0)
-        if cap < out[i]:
+        gain = max(y1 - y0, 0.0) * math.log2(dc / d1) / math.log2(d1 / d0)
+        if b != bb[i]:
+            outside.append((i, d1, gain))
+        elif y1 + gain < out[i]:
             out = out.copy() if out is pred else out
-            out[i] = cap
+            out[i] = y1 + gain
+    if outside and sibling_answer is not None:
+        rows = np.array([r for r, _, _ in outside], dtype=int)
+        cap = sibling_answer(rows, np.array([d for _, d, _ in outside])) + np.array([g for _, _, g in outside])
+        held = cap < out[rows]
+        if held.any():
+            out = out.copy() if out is pred else out
+            out[rows[held]] = cap[held]
     return out
 
 
@@ -2925,7 +2947,8 @@ class RooflineGBM(Predictor):
         pred = self._combine(log_gbm, logc, inside, keys, bb, self.anchors_, self.curves_, self.batch_range_[1],
                              shape, kv_fit)
         if getattr(self, "device_cap", False):
-            pred = _device_cap(pred, keys, bb, self.anchors_)
+            pred = _device_cap(pred, keys, bb, self.anchors_,
+                               lambda rows, counts: self._sibling_answer(runs, rows, counts, lvl, capped))
         if getattr(self, "sequence_cap", False):
             pred = _per_sequence_cap(pred, keys, bb, self.anchors_)
         dk = self._knn_distance(self.knn_ref_, self._knn_space(knn))
@@ -3007,6 +3030,20 @@ class RooflineGBM(Predictor):
         if parts is not None:
             parts.append(over)
         return mask_weights_over_memory(out, over)
+
+    def _sibling_answer(self, runs: pd.DataFrame, rows: np.ndarray, counts: np.ndarray, lvl: float,
+                        capped: bool) -> np.ndarray:
+        """Log answers for the completed queries ``rows`` of ``runs`` on ``counts`` devices instead, their
+        tensor- and pipeline-parallel sizes scaled alike (:func:`_device_cap`'s trained siblings)."""
+        sub = runs.iloc[rows].copy()
+        scale = counts / _floats(sub, "device_count")
+        sub["device_count"] = counts
+        for c in ("tp_size", "pp_size"):
+            if c in sub:
+                sub[c] = _floats(sub, c) * scale
+        at = self._predict(sub.set_axis(range(len(sub))), lvl, capped=capped)
+        with np.errstate(divide="ignore"):
+            return np.log(at["pred_throughput_tok_s"].to_numpy(dtype=float))
 
     def _spread_over_settings(self, runs: pd.DataFrame, out: pd.DataFrame, keys: np.ndarray, lvl: float,
                               capped: bool) -> pd.DataFrame:
@@ -3381,12 +3418,13 @@ class RooflineGBM(Predictor):
         unknown = self._unknown_parts(done, self.seen_)
         for col in _IDENTITY:
             for i in np.flatnonzero(unknown[col]):
-                out[i].append(f"{col} {_values(done, col)[i]!r} is not in the training data")
+                out[i].append(Reason(f"{col} {_values(done, col)[i]!r} is not in the training data", "unseen"))
         bb = _floats(done, "batch_size")
         b_lo, b_hi = self.batch_range_
         tol = self.domain_range_factor
         for i in np.flatnonzero((bb < b_lo / tol) | (bb > b_hi * tol)):
-            out[i].append(f"batch {bb[i]:g} is more than twice outside the trained batches {b_lo:g}-{b_hi:g}")
+            out[i].append(Reason(f"batch {bb[i]:g} is more than twice outside the trained batches {b_lo:g}-{b_hi:g}",
+                                 "batch_range"))
         fw_out, fw_range = self._framework_batch_out(done, bb)
         for i in np.flatnonzero(fw_out & (bb >= b_lo / tol) & (bb <= b_hi * tol)):
             fw, (f_lo, f_hi) = fw_range[i]
@@ -3400,8 +3438,9 @@ class RooflineGBM(Predictor):
             if counts is not None and not global_out[i]:
                 hw, fw, model = _family_of(keys_done[i])
                 listed = ", ".join(f"{c:g}" for c in counts)
-                out[i].append(f"{hw} x {fw} x {model} was measured on {listed} device(s), never on "
-                              f"{_floats(done, 'device_count')[i]:g}: the answer transfers from those")
+                out[i].append(Reason(f"{hw} x {fw} x {model} was measured on {listed} device(s), never on "
+                                     f"{_floats(done, 'device_count')[i]:g}: the answer transfers from those",
+                                     "family_devices"))
         lay = _layouts(done)
         for i in np.flatnonzero(self._layout_unseen(done)):
             pp, dp = lay[i]
@@ -3413,7 +3452,8 @@ class RooflineGBM(Predictor):
             lo_d, hi_d = self.device_range_
             dc = _floats(done, "device_count")
             for i in np.flatnonzero(dev_out):
-                out[i].append(f"{dc[i]:g} device(s) are outside the trained device counts ({lo_d:g}-{hi_d:g})")
+                out[i].append(Reason(f"{dc[i]:g} device(s) are outside the trained device counts ({lo_d:g}-{hi_d:g})",
+                                     "device_range"))
         cfg_out, cfg_range = self._config_batch_out(keys_done, bb)
         for i in np.flatnonzero(cfg_out & ~fw_out & (bb >= b_lo / tol) & (bb <= b_hi * tol)):
             lo_b, hi_b = cfg_range[i]
@@ -3432,8 +3472,8 @@ class RooflineGBM(Predictor):
         ld = self._length_distance(done, self.len_lo_, self.len_hi_)
         lo, hi = self.len_lo_, self.len_hi_
         for i in np.flatnonzero(ld > math.log2(tol)):
-            out[i].append(f"the lengths are more than twice outside the trained ones (input {lo[0]:g}-{hi[0]:g}, "
-                          f"output {lo[1]:g}-{hi[1]:g} tokens)")
+            out[i].append(Reason(f"the lengths are more than twice outside the trained ones (input {lo[0]:g}-"
+                                 f"{hi[0]:g}, output {lo[1]:g}-{hi[1]:g} tokens)", "length_range"))
         dk = self._knn_distance(self.knn_ref_, self._knn_space(knn))
         for i in np.flatnonzero(dk > self.knn_cut_):
             out[i].append("it is farther from every training point than 99 % of the training points are from "
