@@ -39,8 +39,12 @@ Method, per candidate configuration (hardware, model, framework, devices per rep
    ``tpot = batch / throughput`` (one token per sequence per step, prefill
    amortised in), labelled ``derived``. TTFT cannot be derived from throughput;
    a TTFT SLO on a candidate without measured TTFT is reported as not checked.
-   Pessimistic and optimistic latencies scale with the throughput band
-   (``latency * central / low`` and ``latency * central / high``).
+   At a batch where several runs measured a latency, its pessimistic and
+   optimistic values are the slowest and the fastest of those repeats (the
+   throughput band describes the fit's throughput, not a latency's run-to-run
+   spread). Elsewhere (derived, predicted, or measured by one run) they scale
+   with the throughput band (``latency * central / low`` and
+   ``latency * central / high``). ``latency_band`` says which.
    With a predictor, a candidate measured at the workload's lengths is also
    predicted at the powers of two beyond its largest measured batch (up to 256),
    as unmeasured candidates are, so that every candidate is sized over the same
@@ -97,6 +101,8 @@ __all__ = [
     "PERCENTILES",
     "CANDIDATE_KEYS",
     "PREDICTED_BATCHES",
+    "LATENCY_BANDS",
+    "MIN_LATENCY_REPEATS",
     "plan",
     "plan_inputs_from_dict",
     "load_plan_inputs",
@@ -329,7 +335,8 @@ class PlanResult:
         (+ bounds), ``cost_per_m_total_tok`` (+ bounds),
         ``energy_j_per_output_tok`` (+ bounds: the fleet's power, measured or TDP, over the demand, as
         the cost is the fleet's), ``energy_basis``, ``e2e_s``,
-        ``ttft_s``, ``tpot_s``, ``latency_basis``, ``memory_need_gb`` and
+        ``ttft_s``, ``tpot_s``, ``latency_basis``, ``latency_band`` (what the
+        pessimistic and optimistic latencies come from, :data:`LATENCY_BANDS`), ``memory_need_gb`` and
         ``memory_gb`` (both in 1e9 B: the latter is the devices' memory, whose
         catalog figure is binary, 85.9 for one "80 GB" H100), ``lengths``,
         ``source``, ``confidence``, ``note``, and the measurement setting the row is sized at where the
@@ -400,9 +407,20 @@ class PlanResult:
         # the provisioning margin is in the count (7 H100s for a demand 5.6 fill had read as a rounding)
         margin = f", {_headroom_words(self.inputs.headroom)}," if self.inputs.headroom > 0 else ""
         dev = f"{rec['devices']} x {rec['hardware']}{spread}{margin}"
-        extra = "" if rec["status"] == "ok" else " Only works at the optimistic end of the throughput band."
+        band = str(rec.get("latency_band") or "")
+        extra = "" if rec["status"] == "ok" else (
+            " Only works at the optimistic end: only the fastest of the runs measured at this batch meets the "
+            "latency targets." if band == "repeats" else
+            " Only works at the optimistic end: the fastest measured repeat (the throughput band's optimistic end "
+            "for a latency derived or measured once) meets the latency targets." if band.startswith("repeats") else
+            " Only works at the optimistic end of the throughput band.")
         if rec["status"] == "ok" and not rec["robust"]:
-            extra = (" Not robust: at the low end of the throughput band the latency targets are missed (the "
+            # the latencies' ends at a batch measured several times are its repeats, not the throughput band
+            extra = (" Not robust: the slowest of the runs measured at this batch misses the latency targets."
+                     if band == "repeats" else
+                     " Not robust: the slowest measured repeat (the low end of the throughput band for a latency "
+                     "derived or measured once) misses the latency targets." if band.startswith("repeats") else
+                     " Not robust: at the low end of the throughput band the latency targets are missed (the "
                      "device range above is the band's effect on capacity, not on latency)."
                      if np.isfinite(rec["throughput_tok_s_lo"]) and np.isfinite(rec["throughput_tok_s_hi"])
                      else " Its predictor gives no throughput band: the SLOs were checked at the central "
@@ -767,6 +785,24 @@ def _stat_at(sub: pd.DataFrame, col: str | None, batches: np.ndarray) -> np.ndar
     return np.array([float(g.get(b, np.nan)) for b in batches])
 
 
+MIN_LATENCY_REPEATS = 2
+"""Runs at one batch that measured a latency for their spread to bound it: the worst repeat is its pessimistic end
+and the best its optimistic end. A batch measured fewer times keeps the throughput band's scaling (one run shows no
+spread, which is not evidence of none)."""
+
+
+def _repeats_at(sub: pd.DataFrame, col: str | None,
+                batches: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per batch, how many runs measured ``col``, and the smallest and largest of their values (NaN without)."""
+    nan = np.full(len(batches), np.nan)
+    if col is None or col not in sub.columns or sub.empty:
+        return np.zeros(len(batches), dtype=int), nan, nan.copy()
+    g = pd.to_numeric(sub[col], errors="coerce").groupby(sub["batch_size"]).agg(["count", "min", "max"])
+    n = np.array([int(g["count"].get(b, 0)) for b in batches], dtype=int)
+    return (n, np.array([float(g["min"].get(b, np.nan)) for b in batches]),
+            np.array([float(g["max"].get(b, np.nan)) for b in batches]))
+
+
 def _ttft_floor(cand: Mapping[str, Any], probe: pd.DataFrame, lengths: tuple[float, float],
                 batches: np.ndarray) -> np.ndarray:
     """Per batch, the roofline's floor of the time to first token (:func:`perfmodel.physics.roofline`'s
@@ -1095,7 +1131,7 @@ _BOUNDED = ("throughput_tok_s", "throughput_per_device_tok_s", "devices", "cost_
 _TABLE_COLUMNS = [*CANDIDATE_KEYS, "status", "robust", "batch_size", "replicas",
                   *[c + s for c in _BOUNDED for s in ("", "_lo", "_hi")],
                   "price_per_device_hour", "price_source", "energy_basis", "e2e_s", "ttft_s", "tpot_s",
-                  "load_batch", "e2e_at_load_s", "latency_basis", "memory_need_gb", "memory_gb", "lengths", "source", "confidence", "note",
+                  "load_batch", "e2e_at_load_s", "latency_basis", "latency_band", "memory_need_gb", "memory_gb", "lengths", "source", "confidence", "note",
                   *SETTING_COLUMNS]
 _POINT_COLUMNS = [*CANDIDATE_KEYS, "batch_size", "throughput_tok_s", "throughput_tok_s_lo", "throughput_tok_s_hi",
                   "throughput_per_device_tok_s", "e2e_s", "ttft_s", "tpot_s", "memory_ok", "slo_ok", "slo_ok_lo",
@@ -1200,12 +1236,15 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
     sub = at if at is not None else pd.DataFrame({"batch_size": []})
     lat: dict[str, np.ndarray] = {}
     basis: dict[str, str] = {}
+    reps: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for stem, name in (("e2e_latency", "e2e"), ("ttft", "ttft"), ("tpot", "tpot")):
         col, bs = _lat_col(stem, pct, sub) if at is not None else (None, "derived")
         lat[name] = _stat_at(sub, col, b)
         basis[name] = bs if col is not None else "derived"
+        reps[name] = _repeats_at(sub, col, b)
     if ttft is not None and np.isfinite(ttft).any():  # the predictor's TTFT model (a mean)
         lat["ttft"], basis["ttft"] = np.asarray(ttft, dtype=float), "predicted"
+        reps["ttft"] = _repeats_at(sub, None, b)
     out_len = w.mean_lengths[1]  # the workload's requests, whatever lengths the throughput was measured at
     derived_e2e = b * out_len / curve.mid
     derived_tpot = b / curve.mid
@@ -1222,16 +1261,37 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
     ttft_known = np.isfinite(lat["ttft"])
     floor = (_ttft_floor(cand, probe, w.mean_lengths, b) if slo.ttft_s is not None and not ttft_known.all()
              else np.full(len(b), np.nan))
+    # A latency measured at a batch by several runs has its own spread: the slowest repeat is its pessimistic end,
+    # the fastest its optimistic one. The throughput band is the fit's uncertainty of the throughput, not the
+    # run-to-run spread of a measured latency: it had put the H200 sample's 512/512 batch-1 e2e (repeats 11.4 to
+    # 13.3 s) at 51.8 s pessimistically, and the worst repeat above the pessimistic end at 41 of 116 measured
+    # batches. Derived, predicted or once-measured latencies keep the band's scaling.
+    spread = {k: known[k] & (reps[k][0] >= MIN_LATENCY_REPEATS) for k in lat}
+
+    def ends(k: str, scale: np.ndarray | float, which: int) -> np.ndarray:
+        """Latency ``k`` at one end: the repeats' (``which``: 1 fastest, 2 slowest) where they bound it, else
+        scaled by the throughput band; a TTFT nobody measured is its floor at either end."""
+        val = np.where(spread[k], reps[k][which], lat[k] * scale)
+        return np.where(ttft_known, val, floor) if k == "ttft" else val
 
     def ttft_at(scale: np.ndarray | float) -> np.ndarray:
         return np.where(ttft_known, lat["ttft"] * scale, floor)
 
     ok_mid = _slo_ok(slo, lat["e2e"], ttft_at(1.0), lat["tpot"])
-    ok_lo = _slo_ok(slo, lat["e2e"] * scale_lo, ttft_at(scale_lo), lat["tpot"] * scale_lo)
-    ok_hi = _slo_ok(slo, lat["e2e"] * scale_hi, ttft_at(scale_hi), lat["tpot"] * scale_hi)
+    ok_lo = _slo_ok(slo, ends("e2e", scale_lo, 2), ends("ttft", scale_lo, 2), ends("tpot", scale_lo, 2))
+    ok_hi = _slo_ok(slo, ends("e2e", scale_hi, 1), ends("ttft", scale_hi, 1), ends("tpot", scale_hi, 1))
+    # Per batch, whether the targets' ends came from the repeats (all of them) and from the band (any of them).
+    targets = [k for k in ("e2e", "ttft", "tpot") if getattr(slo, f"{k}_s") is not None]
+    by_band = np.zeros(len(b), dtype=bool)
+    for k in targets:
+        by_band |= ~spread[k] & (ttft_known if k == "ttft" else True)
+    by_repeats = np.zeros(len(b), dtype=bool)
+    for k in targets:
+        by_repeats |= spread[k]
     # No band (a predictor trained without calibration gives none): the ends are unknown, not met. Read as
     # met, an unknown latency made such a candidate "robust", and one that misses centrally "optimistic only".
-    no_band = ~(np.isfinite(curve.lo) & np.isfinite(curve.hi))
+    # Where every target's ends are the repeats', they are known without one.
+    no_band = ~(np.isfinite(curve.lo) & np.isfinite(curve.hi)) & (by_band | ~by_repeats)
     ok_lo, ok_hi = ok_lo & ~no_band, np.where(no_band, ok_mid, ok_hi)
     demand = w.demand_output_tok_s * (1 + inputs.headroom)
     devices = np.array([_ceil(demand / t) * n_dev if t > 0 else -1 for t in curve.mid])
@@ -1285,8 +1345,7 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
                                     ("ttft", slo.ttft_s, "TTFT")):
             if target is None:
                 continue
-            at_best = ttft_at(np.where(no_band, 1.0, scale_hi)) if name == "ttft" else \
-                lat[name] * np.where(no_band, 1.0, scale_hi)
+            at_best = ends(name, np.where(no_band, 1.0, scale_hi), 1)
             vals = np.where(mem_ok, at_best, np.inf)
             best = float(np.nanmin(vals)) if np.isfinite(vals).any() else math.nan
             checks.append((label, best, target, bool(np.isfinite(best) and best > target * (1 + 1e-12))))
@@ -1313,7 +1372,10 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
                 judged(label, best, "<=", target) if np.isfinite(best)
                 else f"{pct} {label} not known" for label, best, target, _ in checks) + ")")
         end = ("at the central estimate (the predictor gives no band)" if no_band[mem_ok].all()
-               else "even at the optimistic end of the band")
+               else "even for the fastest of the repeats measured" if not by_band[mem_ok].any()
+               else "even at the optimistic end of the band" if not by_repeats[mem_ok].any()
+               else "even at the optimistic end (the fastest repeat where a batch was measured more than once, "
+                    "else the throughput band)")
         bad.append({**key, "reason": f"SLO unreachable: {why}, at every batch that fits, {end}"})
         return
     per_dev = np.where(choice, curve.mid / n_dev, -np.inf)
@@ -1342,12 +1404,13 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
     if outside:
         extra.append(f"batch {float(b[j]):g} is outside the predictor's training domain: an extrapolation, "
                      "not robust (measure it before relying on it)")
+    band = _latency_band(bool(by_repeats[j]), bool(by_band[j]))
     if status == "optimistic_only":
-        extra.append("only works at the optimistic end of the throughput band")
+        extra.append(f"only works at the optimistic end{_END_WORDS[band][0]}")
     elif bool(no_band[j]):
         extra.append("no throughput band: the SLOs were checked at the central estimate only")
     elif not bool(ok_lo[j]):
-        extra.append("SLO missed at the pessimistic end of the throughput band")
+        extra.append(f"SLO missed at the pessimistic end{_END_WORDS[band][1]}")
     if not ttft_checked:
         extra.append(f"TTFT not measured: checked only against its physical floor, "
                      f"{compact_seconds(float(floor[j]))} at this batch" if np.isfinite(floor[j])
@@ -1372,10 +1435,34 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
                                                 if dev_hi > 0 else math.nan),
                  "price_per_device_hour": price, "price_source": price_src, "energy_basis": e_basis,
                  "e2e_s": float(lat["e2e"][j]), "ttft_s": float(lat["ttft"][j]), "tpot_s": float(lat["tpot"][j]),
-                 "load_batch": load_b, "e2e_at_load_s": load_e2e, "latency_basis": lat_basis, "memory_need_gb": float(need[j]), "memory_gb": mem_gb,
+                 "load_batch": load_b, "e2e_at_load_s": load_e2e, "latency_basis": lat_basis,
+                 "latency_band": band, "memory_need_gb": float(need[j]), "memory_gb": mem_gb,
                  "lengths": f"{lengths[0]:g}/{lengths[1]:g}", "source": curve.source,
                  "confidence": (curve.confidence if curve.confidence_at is None else float(curve.confidence_at[j])),
                  "note": "; ".join(filter(None, [note, *extra]))})
+
+
+LATENCY_BANDS = ("repeats", "throughput band", "repeats and throughput band", "")
+"""What a candidate row's pessimistic and optimistic latencies (which ``robust`` and ``optimistic_only`` judge)
+come from at its batch: the spread of the runs measured there, the throughput band's scaling (derived, predicted
+or once-measured latencies), both (one target each way), or nothing (no latency target)."""
+
+_END_WORDS = {
+    "repeats": (": the fastest of the repeats measured at this batch",
+                ": the slowest of the repeats measured at this batch"),
+    "throughput band": (" of the throughput band", " of the throughput band"),
+    "repeats and throughput band": (
+        ": the fastest measured repeat, or the throughput band's where a latency is derived or was measured once",
+        ": the slowest measured repeat, or the throughput band's where a latency is derived or was measured once"),
+    "": (" of the throughput band", " of the throughput band"),
+}
+"""Per :data:`LATENCY_BANDS` value, what follows "the optimistic end" and "the pessimistic end" in a note."""
+
+
+def _latency_band(by_repeats: bool, by_band: bool) -> str:
+    """The :data:`LATENCY_BANDS` value of one operating point."""
+    return ("repeats and throughput band" if by_repeats and by_band else "repeats" if by_repeats
+            else "throughput band" if by_band else "")
 
 
 def _name(predictor: Any) -> str:

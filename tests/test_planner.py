@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -868,3 +869,77 @@ def test_a_poisson_run_at_one_rate_does_not_displace_a_constant_sweep():
     assert "1 Poisson run(s) at fewer than 3 rates are left out: too few loads to show a capacity, so the constant " \
            "sweep sizes the plan" in note, note
     assert res.points["throughput_tok_s"].max() == pytest.approx(base["output_throughput_tok_s"].max())
+
+
+def test_at_a_batch_measured_several_times_the_latency_ends_are_the_repeats_not_the_throughput_band() -> None:
+    """The pessimistic latency at a measured batch had been the mean latency x the fitted curve's throughput band,
+    which describes the fit's throughput, not how the measured latency varied from run to run."""
+    # identical repeats of e2e p90 = 0.5 x batch, throughput with a 5 % spread (a band of a few %): batch 16's
+    # 8 s meets an 8 s target in every run, and had been judged "not robust" by the band's 8 x mid / lo
+    runs = synthetic_runs(noise=0.05, latency=True)
+    row = plan(inputs(slo={"e2e_s": 8.0}), runs).table.iloc[0]
+    assert row["throughput_tok_s_lo"] < row["throughput_tok_s"]  # the band is there, for the devices
+    assert row["batch_size"] == 16 and row["robust"] and row["status"] == "ok"
+    assert row["latency_band"] == "repeats" and "pessimistic end" not in row["note"]
+    # one slow repeat at batch 16 (6, 8 and 13 s; mean 9 s) misses 12 s: no longer robust, and the robust batch 8
+    # (4 s in every run) is chosen; the tight band of noiseless throughput had called batch 16 robust
+    slow = synthetic_runs(latency=True)
+    at16 = slow.index[slow["batch_size"] == 16]
+    slow.loc[at16, "e2e_latency_p90_s"] = [6.0, 8.0, 13.0]
+    res = plan(inputs(slo={"e2e_s": 12.0}), slow)
+    row = res.table.iloc[0]
+    assert row["batch_size"] == 8 and row["robust"]
+    pt = res.points.set_index("batch_size").loc[16.0]
+    assert pt["slo_ok"] and not pt["slo_ok_lo"] and pt["e2e_s"] == pytest.approx(9.0)
+    # ... and where only the fastest repeat meets the target, the candidate works only at that optimistic end
+    res = plan(inputs(slo={"e2e_s": 7.0}), slow.loc[slow["batch_size"] >= 16])
+    row = res.table.iloc[0]
+    assert row["status"] == "optimistic_only" and row["batch_size"] == 16
+    assert "only works at the optimistic end: the fastest of the repeats measured at this batch" in row["note"]
+    assert "only the fastest of the runs measured at this batch meets the latency targets" in res.summary()
+    # nothing meets 5 s, not even the fastest repeat: said so
+    res = plan(inputs(slo={"e2e_s": 5.0}), slow.loc[slow["batch_size"] >= 16])
+    reason = res.infeasible.iloc[0]["reason"]
+    assert reason.startswith("SLO unreachable: best p90 e2e 6 s > 5 s")
+    assert reason.endswith("even for the fastest of the repeats measured")
+
+
+def test_a_latency_measured_once_or_derived_keeps_the_throughput_bands_ends() -> None:
+    # one run a batch shows no spread, which is no evidence of none: the band's scaling stays (as before)
+    once = synthetic_runs(noise=0.05, latency=True)
+    once = once[once["repeat_idx"] == 2].reset_index(drop=True)  # the +5 % repeat
+    res = plan(inputs(slo={"e2e_s": 8.0}), once)
+    pt = res.points.set_index("batch_size").loc[16.0]
+    assert pt["throughput_tok_s_lo"] < pt["throughput_tok_s"]  # a band at batch 16: 8 s x mid / lo > 8 s
+    assert pt["e2e_s"] == pytest.approx(8.0) and pt["slo_ok"] and not pt["slo_ok_lo"]
+    row = res.table.iloc[0]  # the robust batch below it
+    assert row["batch_size"] == 8 and row["robust"] and row["latency_band"] == "throughput band"
+    # derived latencies (no latency column) are the throughput's, scaled by its band
+    row = plan(inputs(slo={"e2e_s": 10.1}), synthetic_runs(noise=0.05)).table.iloc[0]
+    assert row["latency_band"] == "throughput band"
+
+
+def test_the_h200_samples_outlier_repeat_makes_its_batch_not_robust(tmp_path) -> None:  # noqa: ANN001
+    """The H200 sample's Llama-3-8B-shaped model at 512/512, measured three times a batch: at batch 64 the runs
+    took 11.3, 12.6 and 19.5 s (mean 14.5). Against a 17 s target the band's pessimistic end (16.5 s) had called
+    batch 64 robust; the 19.5 s repeat misses it, so batch 16 (10.1 to 11.6 s) is planned. Against 12.5 s, batch
+    16's band end (12.7 s) had called it not robust though every run met the target."""
+    from perfmodel.api import import_files, load_runs
+    from perfmodel.store import Store
+
+    store = Store(tmp_path)
+    info, _ = import_files([Path(__file__).resolve().parents[1] / "sample_runs" / "perfmodel-large-llama_h200_local-sweep-out512.csv"], store=store)
+    runs = load_runs(info.id, store=store)
+    runs = runs[(runs["input_len_tok"] == 512) & (runs["output_len_tok"] == 512)]
+    e2e = runs.groupby("batch_size")["e2e_latency_s"]
+    w = {"request_rate_rps": 20, "input_len_tok": 512, "output_len_tok": 512}
+    res = plan({"workload": w, "slo": {"e2e_s": 17.0, "percentile": "mean"}}, runs)
+    row = res.table.iloc[0]
+    assert e2e.max()[64.0] > 17.0 > e2e.mean()[64.0]  # the data as described
+    assert row["batch_size"] == 16 and row["robust"] and row["latency_band"] == "repeats"
+    assert e2e.max()[16.0] <= 17.0
+    pt = res.points.set_index("batch_size").loc[64.0]
+    assert pt["slo_ok"] and not pt["slo_ok_lo"]
+    res = plan({"workload": w, "slo": {"e2e_s": 12.5, "percentile": "mean"}}, runs)
+    row = res.table.iloc[0]
+    assert row["batch_size"] == 16 and row["robust"] and "Not robust" not in res.summary()
