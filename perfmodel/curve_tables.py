@@ -24,6 +24,12 @@ __all__ = [
     "fit_caveats",
     "CURVE_GROUP_COLUMNS",
     "has_positive",
+    "LOAD_AXES",
+    "curve_x_options",
+    "curve_by_for_x",
+    "off_axis_runs",
+    "x_axis_note",
+    "short_reason",
     "SHORT_REASON",
     "fit_counts_words",
     "overlaid_first",
@@ -718,7 +724,7 @@ def overlaid_first(summary: pd.DataFrame, configs: Sequence[str]) -> tuple[pd.Da
     return pd.concat([summary[on], summary[~on]], ignore_index=True), int(on.sum())
 
 
-def poor_fits(summary: pd.DataFrame, r2_min: float) -> pd.DataFrame:
+def poor_fits(summary: pd.DataFrame, r2_min: float, *, x: str = "batch_size") -> pd.DataFrame:
     """The curves to review: failed fits, and fits explaining less than ``r2_min`` of the variance.
 
     Parameters
@@ -727,12 +733,14 @@ def poor_fits(summary: pd.DataFrame, r2_min: float) -> pd.DataFrame:
         The output of :func:`fits_summary`.
     r2_min
         R^2 threshold.
+    x
+        The column the curves run along (names the reason of a configuration with too few values of it).
 
     Returns
     -------
     pandas.DataFrame
-        ``configuration``, ``r2``, ``n_batches``, ``reason`` (``"failed"`` or ``"R² < ..."``) and
-        ``message``, failed fits first.
+        ``configuration``, ``r2``, ``n_batches``, ``reason`` (``"failed"``, ``"R² < ..."`` or
+        :func:`short_reason`) and ``message``, failed fits first.
     """
     r2 = pd.to_numeric(summary["r2"], errors="coerce")
     failed = ~summary["success"].astype(bool)
@@ -741,9 +749,10 @@ def poor_fits(summary: pd.DataFrame, r2_min: float) -> pd.DataFrame:
     from .curves import MIN_BATCHES
 
     short = (pd.to_numeric(out["n_batches"], errors="coerce") < MIN_BATCHES).to_numpy()
-    out.insert(1, "reason", np.where(failed[failed | low], np.where(short, SHORT_REASON, "failed"),
+    too_few = short_reason(x)
+    out.insert(1, "reason", np.where(failed[failed | low], np.where(short, too_few, "failed"),
                                      f"R² < {r2_min:g}"))
-    order = {"failed": 0, SHORT_REASON: 2}
+    order = {"failed": 0, too_few: 2}
     return out.sort_values("reason", key=lambda s: s.map(order).fillna(1), kind="stable").reset_index(drop=True)
 
 
@@ -752,13 +761,30 @@ SHORT_REASON = "too few batch sizes"
 fit, not a failed fit: most of LLM-Inference-Bench's llama.cpp ``n_batch`` settings ran at one batch)."""
 
 
-def fit_counts_words(summary: pd.DataFrame) -> str:
+def short_reason(x: str = "batch_size") -> str:
+    """:data:`SHORT_REASON` for curves along ``x`` ("too few request rates").
+
+    Parameters
+    ----------
+    x
+        The column the curves run along.
+
+    Returns
+    -------
+    str
+    """
+    return SHORT_REASON if x == "batch_size" else f"too few {_x_words(x)[1]}"
+
+
+def fit_counts_words(summary: pd.DataFrame, *, x: str = "batch_size") -> str:
     """How many configurations were fitted, had too few batch sizes for a curve, or failed, in words.
 
     Parameters
     ----------
     summary
         :func:`fits_summary` (or :func:`perfmodel.curves.fit_curves`' table): ``success`` and ``n_batches``.
+    x
+        The column the curves run along ("fewer than 3 request rates" along the request rate).
 
     Returns
     -------
@@ -772,7 +798,7 @@ def fit_counts_words(summary: pd.DataFrame) -> str:
     failed = ~ok & ~short
     parts = [f"{int(ok.sum()):,} fitted"]
     if short.any():
-        parts.append(f"{int(short.sum()):,} with fewer than {MIN_BATCHES} batch sizes (too few for a curve)")
+        parts.append(f"{int(short.sum()):,} with fewer than {MIN_BATCHES} {_x_words(x)[1]} (too few for a curve)")
     if failed.any():
         parts.append(f"{int(failed.sum()):,} failed")
     return f"{len(summary):,} configuration(s): " + ", ".join(parts)
@@ -796,33 +822,37 @@ def fit_caveats(table: pd.DataFrame) -> list[str]:
     Returns
     -------
     list of str
-        Zero to three sentences.
+        Zero to three sentences, in the words of the table's x (``x_name``: request rates along a rate sweep's
+        request rate, where they had spoken of batches).
     """
     from .curves import MIN_BATCHES
 
     if not len(table):
         return []
+    xname = str(table["x_name"].dropna().iloc[0]) if "x_name" in table.columns and table["x_name"].notna().any() \
+        else "batch_size"
+    xw, xws, _ = _x_words(xname)
     ok = table["success"].astype(bool)
     out = []
     nb = pd.to_numeric(table["n_batches"], errors="coerce")
     exact = int((ok & (nb == MIN_BATCHES)).sum())
     if exact:
-        out.append(f"{exact:,} fit(s) rest on exactly {MIN_BATCHES} batch sizes: three parameters pass through "
+        out.append(f"{exact:,} fit(s) rest on exactly {MIN_BATCHES} {xws}: three parameters pass through "
                    "three points, so their R² is 1 by construction and says nothing about the shape. Read their "
-                   "plateau, knees and b90/b95 as rough until more batch sizes are measured.")
+                   f"plateau, knees and b90/b95 as rough until more {xws} are measured.")
     if "knee_1" in table.columns and "b95" in table.columns:
         knee = pd.to_numeric(table["knee_1"], errors="coerce")
         past = int((ok & (knee > pd.to_numeric(table["b95"], errors="coerce"))).sum())
         if past:
             out.append(f"{past:,} fit(s) have their knee past b95: the knee is where the curve bends most over "
-                       "the measured batches, so on a curve that saturates early it lies where the curve is "
-                       "already within 5% of its plateau. There b90/b95 tell how close to saturation a batch is.")
+                       f"the measured {xws}, so on a curve that saturates early it lies where the curve is "
+                       f"already within 5% of its plateau. There b90/b95 tell how close to saturation a {xw} is.")
         if "batch_max" in table.columns:
             growing = ok & knee.notna() & (pd.to_numeric(table["b95"], errors="coerce")
                                            > pd.to_numeric(table["batch_max"], errors="coerce"))
             if growing.any():
                 out.append(f"{int(growing.sum()):,} knee(s), drawn open, lie on curves still growing at their "
-                           "largest measured batch (b95 beyond it): such a knee falls near half the largest batch "
+                           f"largest measured {xw} (b95 beyond it): such a knee falls near half the largest {xw} "
                            "measured, whatever the hardware, so it marks the range measured, not saturation.")
     return out
 
@@ -834,7 +864,9 @@ def default_overlay(summary: pd.DataFrame, n: int, *, r2_min: float | None = Non
     Fits that succeeded with R^2 of at least ``r2_min`` (default :data:`perfmodel.curves.R2_POOR`) come
     first, those with the most batch sizes and then the highest R^2 first; failed or poor fits only where too
     few others exist (a sample's llama.cpp curve at R^2 0.69 had opened the page, above its 8-batch curves at
-    0.98-1.00). Returned in the summary's order, so the legend keeps the table's.
+    0.98-1.00). A configuration with no point on the curve's x (``n_points`` 0: a GuideLLM sweep's request-rate
+    runs on the batch axis) is never chosen: it would draw nothing, and had filled two of the three places
+    beside the one curve there was. Returned in the summary's order, so the legend keeps the table's.
 
     Parameters
     ----------
@@ -866,11 +898,16 @@ def default_overlay(summary: pd.DataFrame, n: int, *, r2_min: float | None = Non
     rank = pd.DataFrame({"tier": np.where(good, 0, np.where(ok, 1, 2)), "nb": -nb, "r2": -r2},
                         index=summary.index).sort_values(["tier", "nb", "r2"], kind="stable")
     order = list(rank.index)
+    if "n_points" in summary.columns:
+        drawn = pd.to_numeric(summary["n_points"], errors="coerce").fillna(0) > 0
+        order = [i for i in order if drawn[i]]
+        if not order:
+            return []
     if spread is not None:
         group = pd.Series(list(spread), index=summary.index).astype(str)
         tier = rank["tier"]
         # within the best tier, one curve per group first; the other tiers only after it, as before
-        best = [i for i in order if tier[i] == tier.iloc[0]]
+        best = [i for i in order if tier[i] == tier[order[0]]]
         firsts = list(dict.fromkeys(group[best]))
         lead = [next(i for i in best if group[i] == g) for g in firsts]
         order = lead + [i for i in order if i not in set(lead)]
@@ -898,6 +935,119 @@ def has_positive(runs: pd.DataFrame, column: str = "batch_size") -> bool:
         return False
     b = pd.to_numeric(runs[column], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
     return bool((np.isfinite(b) & (b > 0)).any())
+
+
+LOAD_AXES: tuple[str, ...] = ("batch_size", "request_rate_rps", "measured_concurrency")
+"""The loads a saturation curve can run along: the batch (or the configured concurrency), the request rate of a
+rate sweep (GuideLLM, inference-perf, ``vllm bench serve --request-rate``) and the requests measured in flight.
+The Curves page offers those a dataset holds; ``perfmodel fit --x`` takes any column."""
+
+
+def curve_x_options(runs: pd.DataFrame) -> list[str]:
+    """The :data:`LOAD_AXES` a curve of ``runs`` can run along: those with a finite, positive value
+    (:func:`has_positive`), in that order.
+
+    Parameters
+    ----------
+    runs
+        A runs table.
+
+    Returns
+    -------
+    list of str
+        Empty for runs that record no load at all (offline runs: their request rate is ``inf``).
+    """
+    return [c for c in LOAD_AXES if has_positive(runs, c)]
+
+
+def curve_by_for_x(runs: pd.DataFrame, by: Sequence[str], x: str) -> tuple[list[str], str]:
+    """The grouping of curves along ``x``: ``by`` without ``x`` itself (grouped by its own x, every group
+    holds one value and no curve is fitted), and, along a column that is no load (a length), with
+    ``batch_size`` added where the runs have one (such a curve is one per batch).
+
+    The CLI (``perfmodel fit --x``) applies it to its default grouping, the Curves page to the grouping it
+    offers.
+
+    Parameters
+    ----------
+    runs
+        A runs table.
+    by
+        The grouping for a curve along the batch.
+    x
+        The column the curves run along.
+
+    Returns
+    -------
+    (list of str, str)
+        The grouping, and what was added to it in words (``""`` when nothing was).
+    """
+    if x == "batch_size":
+        return list(by), ""
+    out = [c for c in by if c != x]
+    if x not in LOAD_AXES and has_positive(runs) and "batch_size" not in out:
+        out.append("batch_size")
+        return out, f"batch_size added to the grouping (a curve along {x} is one per batch; choose with --by)"
+    return out, ""
+
+
+def off_axis_runs(runs: pd.DataFrame, x: str) -> dict[str, int]:
+    """How many runs have no value on the curve's x but one on another load axis, per that axis: the runs a
+    curve along ``x`` leaves out (a mixed GuideLLM sweep's request-rate runs on the batch axis).
+
+    Parameters
+    ----------
+    runs
+        A runs table.
+    x
+        The column the curves run along.
+
+    Returns
+    -------
+    dict
+        Other :data:`LOAD_AXES` column -> runs without ``x`` that have it, only the non-zero counts, in
+        :data:`LOAD_AXES` order; a run is counted on its first such axis.
+    """
+    def positive(c: str) -> np.ndarray:
+        if c not in runs.columns:
+            return np.zeros(len(runs), dtype=bool)
+        v = pd.to_numeric(runs[c], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+        return np.isfinite(v) & (v > 0)
+
+    left = ~positive(x)
+    out: dict[str, int] = {}
+    for c in LOAD_AXES:
+        if c == x:
+            continue
+        on = left & positive(c)
+        if on.any():
+            out[c] = int(on.sum())
+        left &= ~on
+    return out
+
+
+def x_axis_note(x: str) -> str:
+    """What the fits of curves along ``x`` report, in words, for a curve along another x than the batch: its
+    knees, b90 and b95 are values of ``x`` and no KV-full batch is given (``perfmodel fit --x`` and the Curves
+    page say it alike).
+
+    Parameters
+    ----------
+    x
+        The column the curves run along.
+
+    Returns
+    -------
+    str
+        E.g. "x: request rate (req/s); knees, b90 and b95 are request rates in req/s, and no KV-full batch is
+        given (it counts sequences at once, not this x)"; ``""`` for ``batch_size``.
+    """
+    if x == "batch_size":
+        return ""
+    word, words, unit = _x_words(x)
+    return (f"x: {word}" + (f" ({unit})" if unit else "") + f"; knees, b90 and b95 are {words}"
+            + (f" in {unit}" if unit else "")
+            + ", and no KV-full batch is given (it counts sequences at once, not this x)")
 
 
 # --------------------------------------------------------------------------- import warnings beside the fits

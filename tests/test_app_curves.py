@@ -397,3 +397,81 @@ def test_a_rise_between_measured_batches_reads_as_a_range(tmp_path: Path, monkey
     _no_exception(at)
     row = at.dataframe[0].value.iloc[0]
     assert row["b90"].startswith("between 1 and 16") and row["knees"].startswith("between 1 and 16"), row
+
+
+# --------------------------------------------------------------------------- the x axis: batch, request rate, in flight
+
+
+def _import_real(files: list[Path], **meta: str) -> str:
+    from perfmodel.importers.base import ImportMeta
+
+    info, _ = import_files(files, meta=ImportMeta(**meta), store=Store())
+    return info.id
+
+
+def test_a_request_rate_sweep_opens_on_its_request_rate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        formats_dir: Path) -> None:
+    # inference-perf's 7 stages at 1-183 req/s record no batch: the page had said there was no curve to fit, where
+    # `perfmodel fit --x request_rate_rps` fits one
+    monkeypatch.setattr(samples, "SAMPLE_DIR", tmp_path / "none")
+    ds = _import_real(sorted((formats_dir / "inference-perf").glob("*stage_*_lifecycle_metrics.json")),
+                      hardware="h100-sxm", model="llama-3-8b", framework="vllm")
+    at = _curves(dataset=ds)
+    _no_exception(at)
+    assert not any("no saturation curve" in w.value for w in at.warning)
+    x = at.selectbox(key="curves.x")
+    assert x.value == "request_rate_rps" and x.options == ["request rate (req/s)"]
+    assert at.query_params["x"] == "request_rate_rps"
+    captions = " ".join(c.value for c in at.caption)
+    assert "output throughput (tok/s) vs request rate (req/s)" in captions
+    assert "knees, b90 and b95 are request rates in req/s" in captions and "KV-full" in captions
+    table = at.dataframe[0].value
+    assert len(table) == 1 and bool(table["success"].iloc[0]) and "kv_full_batch" not in table.columns
+    assert "batch" not in table["b90"].iloc[0] and "request rate" in table["message"].iloc[0]
+    fig = _figure(at)
+    assert "request rate" in fig["layout"]["xaxis"]["title"]["text"]
+    measured = [t for t in fig["data"] if t.get("meta") == "measured"]
+    assert len(measured) == 1 and max(measured[0]["x"]) > 180  # the rates, not batches
+    assert at.toggle(key=K.CURVES_LOG_X).label == "log request rate axis"
+
+
+def test_a_mixed_sweep_offers_each_load_and_the_link_keeps_the_choice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                      formats_dir: Path) -> None:
+    # GuideLLM's llm-d sweep: 4 concurrency runs, 10 at a request rate (constant and Poisson), 2 offline bursts
+    monkeypatch.setattr(samples, "SAMPLE_DIR", tmp_path / "none")
+    ds = _import_real([formats_dir / "guidellm-derived-csv" / "guidellm-pd-disaggregation__all-benchmarks.csv"],
+                      hardware="t4", model="qwen3-0.6b")
+    at = _curves(dataset=ds)
+    _no_exception(at)
+    x = at.selectbox(key="curves.x")
+    assert x.value == "batch_size"
+    assert x.options == ["batch size (sequences)", "request rate (req/s)", "measured concurrency (requests)"]
+    captions = " ".join(c.value for c in at.caption)
+    assert "Not on these curves: 10 run(s) with a request rate and no batch size" in captions
+    # only the curve with points is overlaid: the three configurations with none on this axis drew nothing
+    assert at.multiselect(key=K.CURVES_CONFIGS).value == ["264/120"]
+    at.selectbox(key="curves.x").set_value("request_rate_rps").run()
+    _no_exception(at)
+    assert at.query_params["x"] == "request_rate_rps"
+    # the batch curve has no point along the rate: the rate's curve and its one Poisson point take its place
+    assert set(at.multiselect(key=K.CURVES_CONFIGS).value) == {"264/120 · arrival=constant",
+                                                              "264/120 · arrival=poisson"}
+    table = at.dataframe[0].value.set_index("configuration")
+    assert table.loc["264/120 · arrival=constant", "success"] and table.loc["264/120 · arrival=constant",
+                                                                            "n_batches"] == 9
+    review = at.dataframe[1].value
+    assert set(review["reason"]) == {"too few request rates"}
+    assert "had too few request rates to fit" in " ".join(c.value for c in at.caption)
+    # the link reopens the rate axis
+    again = _curves(dataset=ds, x="request_rate_rps")
+    _no_exception(again)
+    assert again.selectbox(key="curves.x").value == "request_rate_rps"
+    assert again.dataframe[0].value["success"].sum() == 1
+
+
+def test_a_link_to_an_axis_the_data_lack_says_so() -> None:
+    at = _curves(dataset=_sample_id(), x="request_rate_rps")
+    _no_exception(at)
+    x = at.selectbox(key="curves.x")
+    assert x.value == "batch_size" and x.options == ["batch size (sequences)"] and x.disabled
+    assert any("'request_rate_rps' is not among the choices" in w.value for w in at.warning)
