@@ -1101,7 +1101,9 @@ def fit_import_warnings(runs: pd.DataFrame, issues: pd.DataFrame | Sequence[obje
     Returns
     -------
     list of tuple of str
-        Per row of ``table``, its warnings as ``"FILE, row R, column C: MESSAGE"``, in the order stored.
+        Per row of ``table``, its warnings as ``"FILE, row R, column C: MESSAGE"``, in the order stored; a
+        warning several files gave alike (same row, column and message) is one, naming its files
+        (``"A.json, B.json and 5 more file(s), column C: MESSAGE"``).
     """
     out: list[tuple[str, ...]] = [() for _ in range(len(table))]
     recs = _issue_records(issues)
@@ -1119,7 +1121,7 @@ def fit_import_warnings(runs: pd.DataFrame, issues: pd.DataFrame | Sequence[obje
             continue
         own_files = set(files[idx])
         own_rows = {(f, int(r)) for f, r in zip(files[idx], rows[idx], strict=True) if np.isfinite(r)}
-        found = []
+        found: dict[tuple[object, ...], list[str]] = {}  # (row, column, message) -> its files, in order
         for iss in recs:
             file = "" if _is_missing(iss.get("file")) else str(iss["file"])
             if file not in own_files:
@@ -1130,11 +1132,25 @@ def fit_import_warnings(runs: pd.DataFrame, issues: pd.DataFrame | Sequence[obje
             row = None if _is_missing(iss.get("row")) else int(iss["row"])
             if row is not None and column != x and (file, row) not in own_rows:
                 continue
-            where = ", ".join(filter(None, [file, f"row {row}" if row is not None else "",
-                                            f"column {column!r}" if column else ""]))
-            found.append(f"{where}: {iss['message']}")
-        out[i] = tuple(found)
+            files_of = found.setdefault((row, column, str(iss["message"])), [])
+            if file not in files_of:
+                files_of.append(file)
+        out[i] = tuple(_issue_text(f, r, c, m) for (r, c, m), f in found.items())
     return out
+
+
+_FILES_NAMED = 2
+"""Files an import warning names before "and N more file(s)"."""
+
+
+def _issue_text(files: Sequence[str], row: int | None, column: str | None, message: str) -> str:
+    """``"FILE, row R, column C: MESSAGE"``; one warning that several files gave alike (inference-perf's seven
+    stages each saying the device count is assumed) names the files once, where it had been seven caveats."""
+    named = ", ".join(files[:_FILES_NAMED]) + (f" and {len(files) - _FILES_NAMED} more file(s)"
+                                               if len(files) > _FILES_NAMED else "")
+    where = ", ".join(filter(None, [named, f"row {row}" if row is not None else "",
+                                    f"column {column!r}" if column else ""]))
+    return f"{where}: {message}"
 
 
 IMPORT_WARNING_LEAD = "Import warning"

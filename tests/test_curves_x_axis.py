@@ -85,3 +85,26 @@ def test_the_default_overlay_never_picks_a_configuration_without_points() -> Non
                             "success": [False, True, False], "n_batches": [0, 5, 0], "n_points": [0, 5, 0]})
     assert default_overlay(summary, 3) == ["b"]
     assert default_overlay(summary.iloc[[0, 2]], 3) == []
+
+
+def test_a_warning_every_file_gave_alike_is_one_caveat(formats_dir) -> None:  # noqa: ANN001
+    # inference-perf's seven stages each say the device count is assumed: seven caveats had stood beside one curve
+    from perfmodel.api import import_files
+    from perfmodel.curve_tables import fit_import_warnings, import_caveats
+    from perfmodel.importers.base import ImportMeta
+    from perfmodel.store import Store
+
+    files = sorted((formats_dir / "inference-perf").glob("*stage_*_lifecycle_metrics.json"))
+    info, _ = import_files(files, meta=ImportMeta(hardware="h100-sxm", model="llama-3-8b", framework="vllm"),
+                           store=Store())
+    runs, issues = Store().runs(info.id), Store().issues(info.id)
+    by = default_curve_by(runs)
+    table = fit_curves(runs, by, x="request_rate_rps", intervals="none")
+    [warned] = fit_import_warnings(runs, issues, table, by, x="request_rate_rps")
+    devices = [w for w in warned if "'device_count'" in w]
+    assert len(devices) == 1 and devices[0].startswith(f"{files[0].name}, {files[1].name} and 5 more file(s), "
+                                                       "column 'device_count': ")
+    # warnings that differ (each stage's rate not delivered) stay apart, each with its own file and row
+    rates = [w for w in warned if "'request_rate_rps'" in w]
+    assert len(rates) == 3 and len({w.split(",")[0] for w in rates}) == 3 and all(", row 1," in w for w in rates)
+    assert len(import_caveats(["c"], [warned])) == len(warned) == 4
