@@ -78,6 +78,8 @@ META_COLUMNS = {
 }
 _NUMERIC_META = frozenset({"device_count", "tp_size", "pp_size", "repeat_idx", "input_len_tok", "output_len_tok",
                            "batch_size"})
+#: :func:`perfmodel.schema.check_runs`'s error of a batch or concurrency row without a batch size.
+_NEEDS_BATCH = "a static_batch or concurrency point needs a batch size"
 #: Cell texts the schema reads as "no value" (besides NA): a supplied value fills them.
 _BLANK_TEXTS = ("", "nan", "NaN", "<NA>")
 MAX_ISSUES_PER_FILE = 1000
@@ -1026,6 +1028,12 @@ def finalize(parsed: Parsed, *, meta: ImportMeta, fmt: str, file: str, sha256: s
                                                           table["source_row"].to_numpy(dtype="int64"))
         problems += prov_problems
     problems += check_runs(table, file=file)
+    if meta.batch_size is None:
+        # a file without the batch or concurrency it ran at (llmperf's per-request records): say how to give it,
+        # as a missing length or name does; the row error alone had left the user without a way forward
+        problems = [Problem(f"{p.message}, and the file does not record it: supply it with --batch-size (CLI) or "
+                            "the upload form", file=p.file, row=p.row, column=p.column)
+                    if p.column == "batch_size" and p.message == _NEEDS_BATCH else p for p in problems]
     # Drop by the labels the problems were named with (check_runs names rows by a
     # complete source_row, else by position), so every row with an error goes.
     sr = table["source_row"]
@@ -1045,13 +1053,25 @@ def finalize(parsed: Parsed, *, meta: ImportMeta, fmt: str, file: str, sha256: s
         rate = pd.to_numeric(table.get("request_rate_rps", pd.Series(np.nan, index=table.index)), errors="coerce")
         # An online run (an offline throughput benchmark has no load axis by design) with none.
         online = (table["load_kind"].astype("string") == "request_rate").fillna(False).to_numpy(dtype=bool)
-        loadless = online & table["batch_size"].isna().to_numpy() & ~np.isfinite(rate.to_numpy(dtype=float))
-        if loadless.any():
+        r = rate.to_numpy(dtype=float)
+        loadless = online & table["batch_size"].isna().to_numpy() & ~np.isfinite(r)
+        burst = loadless & ~np.isnan(r)
+        if burst.any():
             issues.append(Issue(file, None, "batch_size", (
-                f"{int(loadless.sum())} of {len(table)} run(s) record no batch size or concurrency and no finite "
+                f"{int(burst.sum())} of {len(table)} run(s) record no batch size or concurrency and no finite "
                 "request rate (all requests sent at once, with no concurrency limit): stored, but no curve, fit "
                 "or prediction can use them; measure with a concurrency limit (e.g. vLLM's --max-concurrency) "
                 "for a load axis"), "warning"))
+        # no rate at all (inference-perf's pooled summary, a Prometheus report) is not a burst: it had been said
+        # to be "all requests sent at once"
+        unrated = loadless & np.isnan(r)
+        said = {i.row for i in issues if i.column == "request_rate_rps" and i.row is not None}
+        unrated &= ~table["source_row"].isin(said).to_numpy(dtype=bool)  # the importer said why already
+        if unrated.any():
+            issues.append(Issue(file, None, "request_rate_rps", (
+                f"{int(unrated.sum())} of {len(table)} request-rate run(s) record neither the request rate nor a "
+                "batch size or concurrency: stored, but no curve, fit or prediction can place them on a load "
+                "axis"), "warning"))
     issues += _little_law_issues(table, file)
     if table.empty and not parsed.allow_empty:
         # check_runs' row errors first, then the rows left out for a missing or unknown name.

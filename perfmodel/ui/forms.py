@@ -252,6 +252,10 @@ def in_form_words(text: str) -> str:
         f"For any other CSV choose Format csv and fill in its {COLUMN_MAP_LABEL} (under \"What the file does not "
         "record\").")
     text = re.sub(r"--format csv --map \.\.\.", f"Format csv and a {COLUMN_MAP_LABEL}", text)
+    # "supply it with --input-len (CLI) or the upload form": both clients' ways, of which the page has one; it had
+    # read "supply it with the form's Input tokens (CLI) or the upload form"
+    text = re.sub(r" \(CLI(?:, ([^)]*))?\) or the (?:upload form's [^.;]*?|[\w ]*?upload form)(?=[.;)]|$)",
+                  lambda m: f" ({m.group(1)})" if m.group(1) else "", text)
     # a choice the option is set to ("--arrival gamma"), which "the form's Arrival gamma" would not say
     text = re.sub(r"--arrival (constant|poisson|gamma|trace)\b",
                   lambda m: f"the form's {_FORM_LABELS['--arrival']} set to {m.group(1)}", text)
