@@ -450,6 +450,15 @@ def test_a_llama_cpp_query_outside_what_llama_cpp_was_measured_at_is_out_of_doma
     foreign = CliRunner().invoke(main, [*point[:7], "vllm", *point[8:], "--batch", "16", "--n-batch", "1"])
     assert foreign.output.split(" tok/s")[0] == vllm.output.split(" tok/s")[0], foreign.output
     assert "note: n_batch ignored: a setting of llama.cpp in the training data, not of vllm" in foreign.output
+    # on a device count never measured, the settings of the nearest one measured are said and spanned: 8 H100s had
+    # read 177 tok/s from the trees, twice 4 devices' answer, without asking for n_batch
+    at4 = float(res.stdout.split(" tok/s")[0].replace(",", ""))
+    eight = CliRunner().invoke(main, [*point, "--batch", "1", "--device-count", "8"])
+    assert ("llama.cpp ran it on 4 device(s) at n_batch 1; n_batch 16; n_batch 32; n_batch 64, and the query gives "
+            "none (the answer spans them): give the setting") in eight.output, eight.output
+    assert float(eight.stdout.split(" tok/s")[0].replace(",", "")) < 1.2 * at4, (eight.output, res.output)
+    measured = CliRunner().invoke(main, [*point, "--batch", "1", "--device-count", "8", "--n-batch", "64"])
+    assert "n_batch 1; n_batch 16" not in measured.output, measured.output  # 64 was measured on 4: nothing to give
     # the setting is a one-point option only: beside a query file it is refused like the others
     both = CliRunner().invoke(main, ["predict", str(h100_a100_roofline), str(h100_a100_roofline / "metadata.json"),
                                      "--n-batch", "64"])

@@ -818,6 +818,7 @@ _FRAMEWORK_OF_KEY = CONFIG_COLUMNS.index("framework")
 _ALWAYS_GIVEN = tuple(CONFIG_COLUMNS.index(c) for c in ("hardware", "device_count", "framework", "model",
                                                         "input_len_tok", "output_len_tok"))
 """Key parts every query gives (:data:`perfmodel.physics.QUERY_COLUMNS` and the framework)."""
+_GIVEN_DEVICES = _ALWAYS_GIVEN.index(CONFIG_COLUMNS.index("device_count"))
 _MOE_SPECS: dict[str, Any] = {}
 
 
@@ -3217,11 +3218,15 @@ class RooflineGBM(Predictor):
                 out[i], which[i] = True, (fw, r)
         return out, which
 
-    def _settings_measured(self, keys: np.ndarray) -> list[tuple[str, list[dict[str, float]], dict[str, float]] | None]:
+    def _settings_measured(self, keys: np.ndarray
+                           ) -> list[tuple[str, list[dict[str, float]], dict[str, float], float | None] | None]:
         """Per query whose key is no trained configuration but whose configuration was trained at measurement
-        settings (:data:`perfmodel.curves.VARYING_BY`): its framework, the settings trained (sorted) and the
-        settings the query gives (empty: none); None elsewhere."""
-        out: list[tuple[str, list[dict[str, float]], dict[str, float]] | None] = [None] * len(keys)
+        settings (:data:`perfmodel.curves.VARYING_BY`): its framework, the settings trained (sorted), the
+        settings the query gives (empty: none) and None; None elsewhere. A configuration never trained on the
+        query's device count takes the settings of its nearest device count trained (fewer devices first),
+        which the fourth item then gives: llama.cpp without ``n_batch`` on 8 H100s (measured on 1, 2 and 4 at
+        n_batch 1-64) had read 177 tok/s, twice 4 devices' 84, from the trees alone."""
+        out: list[tuple[str, list[dict[str, float]], dict[str, float], float | None] | None] = [None] * len(keys)
         cached = getattr(self, "_bare_index", None)
         if cached is None or cached[0] is not self.anchors_:  # built once per fitted (or loaded) model
             index: dict[tuple[str, ...], list[list[str]]] = {}
@@ -3230,8 +3235,15 @@ class RooflineGBM(Predictor):
                 if "@" in parts[_FRAMEWORK_OF_KEY]:
                     parts[_FRAMEWORK_OF_KEY] = parts[_FRAMEWORK_OF_KEY].partition("@")[0]
                     index.setdefault(tuple(parts[j] for j in _ALWAYS_GIVEN), []).append([*parts, k])
-            self._bare_index = cached = (self.anchors_, index)
-        index = cached[1]
+            by_devices: dict[tuple[str, ...], list[tuple[float, tuple[str, ...]]]] = {}
+            for at in index:
+                try:
+                    dc = float(at[_GIVEN_DEVICES])
+                except ValueError:
+                    continue
+                by_devices.setdefault(at[:_GIVEN_DEVICES] + at[_GIVEN_DEVICES + 1:], []).append((dc, at))
+            self._bare_index = cached = (self.anchors_, index, by_devices)
+        index, by_devices = cached[1], cached[2]
         if not index:
             return out
         for i, k in enumerate(keys.tolist()):
@@ -3240,14 +3252,29 @@ class RooflineGBM(Predictor):
             parts = k.split("|")
             fw, given = _framework_settings(parts[_FRAMEWORK_OF_KEY])
             parts[_FRAMEWORK_OF_KEY] = fw
+            at = tuple(parts[j] for j in _ALWAYS_GIVEN)
+            skip: tuple[int, ...] = ()
+            devices = None
+            if at not in index:  # never trained on this device count: the nearest one trained
+                try:
+                    dc = float(at[_GIVEN_DEVICES])
+                except ValueError:
+                    continue
+                counts = by_devices.get(at[:_GIVEN_DEVICES] + at[_GIVEN_DEVICES + 1:], [])
+                if not counts:
+                    continue
+                devices, at = min(counts, key=lambda c: (c[0] > dc, abs(math.log(c[0] / dc))))
+                skip = _DEVICES_OF_KEY
             # the same configuration, a part the query leaves blank (load kind, dtypes) matching any
-            measured = [c[-1] for c in index.get(tuple(parts[j] for j in _ALWAYS_GIVEN), [])
-                        if all(not p or p == q for p, q in zip(parts, c[:-1], strict=False))]
+            measured = [c[-1] for c in index.get(at, [])
+                        if all(not p or p == q or j in skip for j, (p, q) in enumerate(zip(parts, c[:-1], strict=False)))]
             if not measured:
                 continue
             settings = sorted((_framework_settings(m.split("|")[_FRAMEWORK_OF_KEY])[1] for m in measured),
                               key=lambda d: tuple(sorted(d.items())))
-            out[i] = (fw, settings, given)
+            if devices is not None and given in settings:  # a setting measured there: the device cap's to hold
+                continue
+            out[i] = (fw, settings, given, devices)
         return out
 
     def _setting_unmeasured(self, keys: np.ndarray) -> list[str | None]:
@@ -3258,7 +3285,7 @@ class RooflineGBM(Predictor):
         for i, found in enumerate(self._settings_measured(keys)):
             if found is None:
                 continue
-            fw, settings, given = found
+            fw, settings, given, devices = found
             names = sorted({c for d in settings for c in d})
             sets = "; ".join(", ".join(f"{c.removeprefix('fw_')} {d[c]:g}" for c in names if c in d) for d in settings)
             asked = ("not at " + ", ".join(f"{c.removeprefix('fw_')} {v:g}" for c, v in given.items()) if given
@@ -3268,7 +3295,8 @@ class RooflineGBM(Predictor):
             # a setting given but never measured asks for a measured one ("give the setting" had answered a
             # query that gave n_batch 7)
             ask = "give one of those" if given else "give the setting"
-            out[i] = f"{fw} ran this configuration at {sets}, {asked}: {ask} ({how})"
+            where = "this configuration" if devices is None else f"it on {devices:g} device(s)"
+            out[i] = f"{fw} ran {where} at {sets}, {asked}: {ask} ({how})"
         return out
 
     def _layout_unseen(self, runs: pd.DataFrame) -> np.ndarray:
