@@ -95,3 +95,19 @@ def test_the_data_page_says_what_to_fill_in_its_own_words(formats_dir: Path, fol
     assert "Nothing was imported" in err and files[0].name in err and words in err, err
     assert "(CLI" not in err and "--" not in err and "upload form" not in err
     assert Store().datasets() == []
+
+
+def test_a_generic_csv_missing_mappings_reads_in_the_forms_words(tmp_path: Path) -> None:
+    """The page had said "framework (or the form's Framework on the command line, the framework field of the
+    upload form)"."""
+    from perfmodel.errors import ImportFormatError
+    from perfmodel.ui.forms import UploadForm, import_uploads, in_form_words
+
+    text = b"conc,tps,lat_ms\n1,100,50\n2,200,60\n"
+    with pytest.raises(ImportFormatError) as err:
+        import_uploads([("mine.csv", text)], UploadForm(column_map="batch_size=conc, output_throughput_tok_s=tps"),
+                       Store(tmp_path / "home"))
+    said = in_form_words(str(err.value))
+    assert "framework (or the form's Framework)" in said and "input_len_tok (or the form's Input tokens)" in said
+    assert "hardware (or the form's Hardware)" in said
+    assert "command line" not in said and "(CLI" not in said and "--" not in said

@@ -405,10 +405,12 @@ class GenericCsvImporter(Importer):
         if not has_tput:
             missing.append("output_throughput_tok_s (or total_throughput_tok_s / request_throughput_rps)")
         if missing:
-            hint = {c: f"{w} (or --{w} on the command line, the {w} field of the upload form)"
+            # "(CLI) or the ... upload form", the words perfmodel.ui.forms.in_form_words gives the page's own: "on
+            # the command line" had read "the form's Framework on the command line" there
+            hint = {c: f"{w} (or --{w} (CLI) or the {w} field of the upload form)"
                     for c, w in (("hardware_raw", "hardware"), ("model_raw", "model"), ("framework", "framework"))}
             # the lengths can be given for the whole file too: the message had named only the mapping
-            hint.update({c: f"{c} (or --{w} on the command line, the {label} field of the upload form)"
+            hint.update({c: f"{c} (or --{w} (CLI) or the {label} field of the upload form)"
                          for c, w, label in (("input_len_tok", "input-len", "Input tokens"),
                                              ("output_len_tok", "output-len", "Output tokens"))})
             problems.append("required canonical column(s) not mapped: "

@@ -45,7 +45,7 @@ def test_missing_mappings_listed_with_available_columns() -> None:
         assert need in msg
     assert "'lat_ms'" in msg and "generic.csv" in msg
     # the lengths can be given for the whole file, as the hardware can (the message had named only the mapping)
-    assert "input_len_tok (or --input-len on the command line" in msg and "(or --output-len on the" in msg
+    assert "input_len_tok (or --input-len (CLI) or the Input tokens field" in msg and "(or --output-len (CLI)" in msg
 
 
 def test_mapped_column_absent() -> None:
