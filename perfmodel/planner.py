@@ -97,6 +97,8 @@ __all__ = [
     "latency_basis_notes",
     "offline_notes",
     "rate_runs_in_flight",
+    "undelivered_rates",
+    "RATE_DELIVERED_SHARE",
     "lengths_caveat",
     "PERCENTILES",
     "CANDIDATE_KEYS",
@@ -336,7 +338,8 @@ class PlanResult:
         ``energy_j_per_output_tok`` (+ bounds: the fleet's power, measured or TDP, over the demand, as
         the cost is the fleet's), ``energy_basis``, ``e2e_s``,
         ``ttft_s``, ``tpot_s``, ``latency_basis``, ``latency_band`` (what the
-        pessimistic and optimistic latencies come from, :data:`LATENCY_BANDS`), ``memory_need_gb`` and
+        pessimistic and optimistic latencies come from, :data:`LATENCY_BANDS`), ``overloaded`` (planned at a
+        request rate its runs did not deliver, :func:`undelivered_rates`: never robust), ``memory_need_gb`` and
         ``memory_gb`` (both in 1e9 B: the latter is the devices' memory, whose
         catalog figure is binary, 85.9 for one "80 GB" H100), ``lengths``,
         ``source``, ``confidence``, ``note``, and the measurement setting the row is sized at where the
@@ -414,7 +417,13 @@ class PlanResult:
             " Only works at the optimistic end: the fastest measured repeat (the throughput band's optimistic end "
             "for a latency derived or measured once) meets the latency targets." if band.startswith("repeats") else
             " Only works at the optimistic end of the throughput band.")
-        if rec["status"] == "ok" and not rec["robust"]:
+        if rec.get("overloaded") is True:
+            # not robust for this reason first: the band's words had been given for a rate the server fell behind on
+            extra = (" Overloaded: the server did not deliver the planned request rate (its runs completed fewer "
+                     "requests a second than asked, and their latency grew with the run), so this is a saturated "
+                     "peak, not an operating point; measure lower rates before relying on it."
+                     + ("" if rec["status"] == "ok" else extra))
+        elif rec["status"] == "ok" and not rec["robust"]:
             # the latencies' ends at a batch measured several times are its repeats, not the throughput band
             extra = (" Not robust: the slowest of the runs measured at this batch misses the latency targets."
                      if band == "repeats" else
@@ -426,11 +435,12 @@ class PlanResult:
                      else " Its predictor gives no throughput band: the SLOs were checked at the central "
                           "estimate only.")
         load = rec.get("load_batch", math.nan)
-        # the batch caps a replica; the traffic fills it only so far (at_offered_load)
+        # the batch caps a replica; the traffic fills it only so far (at_offered_load); not at an overloaded rate,
+        # where a line from nothing to a saturated peak had read "about 250 sequences at 4.41 s"
         at_load = (f" At this demand each replica holds about {significant(load, 2)} sequence(s), with an "
                    f"end-to-end latency of about {in_seconds(rec['e2e_at_load_s'])} (as measured or derived at "
                    "the batches around it)."
-                   if np.isfinite(load) and load < 0.95 * rec["batch_size"]
+                   if np.isfinite(load) and load < 0.95 * rec["batch_size"] and rec.get("overloaded") is not True
                    and np.isfinite(rec.get("e2e_at_load_s", math.nan)) else "")
         return (f"{head}: {dev} running {rec['model']} on {rec['framework']} with {rec['device_count']} "
                 f"device(s) per replica in batches of up to {_batch_text(rec['batch_size'])}{cost_txt}."
@@ -915,6 +925,89 @@ def rate_runs_in_flight(runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
                  + (f"; {left} more record no latency to count them and are left out" if left else "") + other)
 
 
+RATE_DELIVERED_SHARE = 0.95
+"""A request-rate run delivered its rate when the requests it completed a second, per request a second asked, reach
+this share of its sweep's baseline (:func:`undelivered_rates`)."""
+RATE_WINDOW_SHORTFALL = 0.10
+"""The most a sweep's least loaded rate may fall short of its rate and still set the baseline: a client counting
+completions over a fixed window misses those still running at its end (GuideLLM's 60 s constant runs completed
+93 % of 2.6 req/s, unloaded); a lowest rate further short is itself overloaded, and the baseline stays at
+1 - this."""
+_SWEEP_KEYS = (*CANDIDATE_KEYS, "input_len_tok", "output_len_tok", "arrival", "burstiness", "fw_num_threads",
+               "fw_n_batch")
+
+
+def undelivered_rates(runs: pd.DataFrame) -> pd.Series:
+    """Which request-rate runs did not deliver the rate asked of them: the server completed too few requests a
+    second, fell behind and queued the rest, so the latencies measured grew with the run's length and describe
+    no steady operating point (inference-perf warns "the requested rate was not delivered"; its vLLM sweep on one
+    H100 completed 101-103 req/s at 122.6, 153 and 183.4 req/s asked).
+
+    Per sweep (a candidate at one length pair, arrival and measurement setting), a run's delivered share is its
+    completed requests a second (``request_throughput_rps``, else output throughput over output length) over its
+    ``request_rate_rps``. The baseline is the share at the sweep's lowest rate, taken between
+    1 - :data:`RATE_WINDOW_SHORTFALL` and 1 (a window-counting client's shortfall, not an overload); a run below
+    :data:`RATE_DELIVERED_SHARE` x the baseline did not deliver its rate. GuideLLM's constant sweep on two T4s
+    (93 % at 2.6 req/s) did not deliver 18 req/s (87 %, the server's peak in its throughput mode was 18.0); 15.8
+    req/s (90 %) it did.
+
+    Parameters
+    ----------
+    runs
+        A canonical runs table.
+
+    Returns
+    -------
+    pandas.Series
+        Boolean, aligned with ``runs``: True for a request-rate run whose rate was not delivered; False for every
+        other row, and for a rate run without a finite rate or throughput (nothing to judge).
+    """
+    out = pd.Series(False, index=runs.index)
+    if runs.empty or not {"load_kind", "request_rate_rps"} <= set(runs.columns):
+        return out
+
+    def num(col: str) -> pd.Series:
+        return (pd.to_numeric(runs[col], errors="coerce").astype("float64") if col in runs.columns
+                else pd.Series(np.nan, index=runs.index))
+
+    asked = num("request_rate_rps")
+    done = num("request_throughput_rps")
+    done = done.where(np.isfinite(done), num("output_throughput_tok_s") / num("output_len_tok"))
+    rate = (runs["load_kind"].astype("string") == "request_rate").fillna(False) & np.isfinite(asked) \
+        & (asked > 0) & np.isfinite(done)
+    if not rate.any():
+        return out
+    share = (done / asked)[rate]
+    keys = [c for c in _SWEEP_KEYS if c in runs.columns]
+    frame = runs.loc[rate, keys].astype("string").fillna("") if keys else pd.DataFrame(index=share.index)
+    frame = frame.assign(_asked=asked[rate], _share=share)
+    for _, sweep in (frame.groupby(keys, dropna=False, sort=False) if keys else [((), frame)]):
+        lowest = sweep.loc[sweep["_asked"] == sweep["_asked"].min(), "_share"].median()
+        base = float(np.clip(lowest, 1 - RATE_WINDOW_SHORTFALL, 1.0))
+        out.loc[sweep.index] = (sweep["_share"] < base * RATE_DELIVERED_SHARE).to_numpy()
+    return out
+
+
+def _undelivered_note(sel: pd.DataFrame) -> str:
+    """The plan's note on the candidates' request-rate runs that did not deliver their rate (``""`` where none)."""
+    if "_undelivered" not in sel.columns or not sel["_undelivered"].any():
+        return ""
+    bad = sel[sel["_undelivered"]]
+    done = pd.to_numeric(bad["request_throughput_rps"], errors="coerce") if "request_throughput_rps" in bad.columns \
+        else pd.Series(np.nan, index=bad.index)
+    done = done.where(np.isfinite(done), pd.to_numeric(bad["output_throughput_tok_s"], errors="coerce")
+                      / pd.to_numeric(bad["output_len_tok"], errors="coerce"))
+    asked = pd.to_numeric(bad["request_rate_rps"], errors="coerce")
+    order = np.argsort(asked.to_numpy(dtype=float), kind="stable")
+    pairs = [f"{compact_number(float(asked.iloc[i]))} asked, {compact_number(float(done.iloc[i]))} completed"
+             for i in order]
+    listed = "; ".join(pairs[:4]) + ("; ..." if len(pairs) > 4 else "")
+    return (f"{len(bad)} request-rate run(s) did not deliver the rate asked ({listed} req/s): the server fell "
+            "behind and queued the rest, so their latencies grew with the run's length and their throughput is a "
+            "saturated peak, not an operating point; a rate that was delivered is planned wherever one serves, "
+            "and a row planned at an undelivered rate says so")
+
+
 def offline_notes(sel: pd.DataFrame, inputs: PlanInputs) -> list[str]:
     """What the offline runs among the candidates' rows say, one note per candidate: every request submitted at
     once (``trtllm-bench throughput``, ``vllm bench throughput``), such a run measures the engine's peak throughput
@@ -1031,6 +1124,10 @@ def plan(inputs: PlanInputs | Mapping[str, Any], runs: pd.DataFrame | None = Non
         notes.append(f"predict: {why}")
     sel = _candidates(runs, inputs)
     notes += offline_notes(sel, inputs)
+    # read by _evaluate_candidate (a rate the server did not keep up with is planned only where no other serves)
+    sel = sel.assign(_undelivered=undelivered_rates(sel))
+    if note := _undelivered_note(sel):
+        notes.append(note)
     sel = sel[sel["batch_size"].notna() & (sel["output_throughput_tok_s"] > 0)]
     rows: list[dict[str, Any]] = []
     bad: list[dict[str, Any]] = []
@@ -1131,7 +1228,7 @@ _BOUNDED = ("throughput_tok_s", "throughput_per_device_tok_s", "devices", "cost_
 _TABLE_COLUMNS = [*CANDIDATE_KEYS, "status", "robust", "batch_size", "replicas",
                   *[c + s for c in _BOUNDED for s in ("", "_lo", "_hi")],
                   "price_per_device_hour", "price_source", "energy_basis", "e2e_s", "ttft_s", "tpot_s",
-                  "load_batch", "e2e_at_load_s", "latency_basis", "latency_band", "memory_need_gb", "memory_gb", "lengths", "source", "confidence", "note",
+                  "load_batch", "e2e_at_load_s", "latency_basis", "latency_band", "overloaded", "memory_need_gb", "memory_gb", "lengths", "source", "confidence", "note",
                   *SETTING_COLUMNS]
 _POINT_COLUMNS = [*CANDIDATE_KEYS, "batch_size", "throughput_tok_s", "throughput_tok_s_lo", "throughput_tok_s_hi",
                   "throughput_per_device_tok_s", "e2e_s", "ttft_s", "tpot_s", "memory_ok", "slo_ok", "slo_ok_lo",
@@ -1321,8 +1418,16 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
                                       f"({n_dev} x {hw.memory_gb if hw else math.nan:g} GB as the vendor "
                                       "states it, which counts 2^30 bytes per GB)")})
         return
+    # A rate the server fell behind on (undelivered_rates) is no steady operating point: a delivered one is planned
+    # wherever one meets the targets, at least optimistically. With no target inference-perf's vLLM sweep had been
+    # planned at 183 req/s asked, 103 completed, 427 requests in flight and a p99 TTFT of 3.3 s.
+    delivered = np.ones(len(b), dtype=bool)
+    if at is not None and "_undelivered" in sub.columns and sub["_undelivered"].any():
+        late = sub.groupby("batch_size")["_undelivered"].any()
+        delivered = np.array([not bool(late.get(x, False)) for x in b], dtype=bool)
+    fits = mem_ok & delivered if (mem_ok & delivered & (ok_mid | ok_hi)).any() else mem_ok
     status = "ok"
-    choice = mem_ok & ok_mid
+    choice = fits & ok_mid
     if (choice & ok_lo).any():
         # A batch that meets the targets across its band is preferred to a faster one that meets them only
         # centrally: the table ranks robust candidates first, and a curve extended by a predictor beyond its
@@ -1334,7 +1439,7 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
         if curve.in_domain_at is not None and (choice & curve.in_domain_at).any():
             choice &= curve.in_domain_at
     if not choice.any():
-        choice = mem_ok & ok_hi
+        choice = fits & ok_hi
         status = "optimistic_only"
     if not choice.any():
         # The best each target reaches on its own, at the optimistic end of the band (as ok_hi judges). Only
@@ -1405,6 +1510,20 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
         extra.append(f"batch {float(b[j]):g} is outside the predictor's training domain: an extrapolation, "
                      "not robust (measure it before relying on it)")
     band = _latency_band(bool(by_repeats[j]), bool(by_band[j]))
+    overloaded = not bool(delivered[j])
+    if overloaded:
+        runs_j = sub[sub["batch_size"] == b[j]]
+        asked = pd.to_numeric(runs_j["request_rate_rps"], errors="coerce").mean()
+        done = (pd.to_numeric(runs_j["request_throughput_rps"], errors="coerce").mean()
+                if "request_throughput_rps" in runs_j.columns else math.nan)
+        if not np.isfinite(done):
+            done = float(curve.mid[j]) / float(lengths[1])
+        extra.append(f"an overloaded rate: its run(s) completed {compact_number(done)} of the "
+                     f"{compact_number(asked)} req/s asked (the server fell behind, and the latency measured grew "
+                     "with the run's length); " + ("no rate of the sweep was delivered" if not delivered.any() else
+                                                   "no delivered rate fits in memory" if not (mem_ok & delivered).any()
+                                                   else "no delivered rate meets the targets")
+                     + ": measure lower rates before relying on it")
     if status == "optimistic_only":
         extra.append(f"only works at the optimistic end{_END_WORDS[band][0]}")
     elif bool(no_band[j]):
@@ -1418,7 +1537,8 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
     if not (known["e2e"][j] and known["tpot"][j]):
         extra.append("latency derived from throughput and batch where not measured")
     e_basis = "measured" if np.isfinite(power[j]) else ("tdp" if np.isfinite(tdp_w) else "none")
-    rows.append({**key, "status": status, "robust": bool(ok_lo[j]) and status == "ok" and not outside,
+    rows.append({**key, "status": status,
+                 "robust": bool(ok_lo[j]) and status == "ok" and not outside and not overloaded,
                  "batch_size": float(b[j]), "replicas": rep,
                  "throughput_tok_s": t, "throughput_tok_s_lo": t_lo, "throughput_tok_s_hi": t_hi,
                  "throughput_per_device_tok_s": t / n_dev, "throughput_per_device_tok_s_lo": t_lo / n_dev,
@@ -1436,7 +1556,7 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
                  "price_per_device_hour": price, "price_source": price_src, "energy_basis": e_basis,
                  "e2e_s": float(lat["e2e"][j]), "ttft_s": float(lat["ttft"][j]), "tpot_s": float(lat["tpot"][j]),
                  "load_batch": load_b, "e2e_at_load_s": load_e2e, "latency_basis": lat_basis,
-                 "latency_band": band, "memory_need_gb": float(need[j]), "memory_gb": mem_gb,
+                 "latency_band": band, "overloaded": overloaded, "memory_need_gb": float(need[j]), "memory_gb": mem_gb,
                  "lengths": f"{lengths[0]:g}/{lengths[1]:g}", "source": curve.source,
                  "confidence": (curve.confidence if curve.confidence_at is None else float(curve.confidence_at[j])),
                  "note": "; ".join(filter(None, [note, *extra]))})
