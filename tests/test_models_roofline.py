@@ -1604,3 +1604,25 @@ def test_a_framework_never_trained_keeps_its_settings() -> None:
              "h100-sxm|1|||transformers@fw_num_threads=2|llama-3-8b|||||128|128": [[1.0], [0.0], [0.0]]}
     q = pd.DataFrame({"framework": ["vllm", "llama.cpp", "transformers"], "fw_n_batch": [16.0, 16.0, 16.0]})
     assert foreign_settings(q, known)["fw_n_batch"].tolist() == [True, False, True]
+
+
+def test_a_query_answered_over_its_settings_has_a_ttft_band_over_them_too() -> None:
+    # llama.cpp prefills n_batch tokens a pass: a query giving no n_batch, where the configuration was measured at
+    # 16 and 512, is answered over both, and its TTFT band was the one the trees gave at no setting.
+    df = _synthetic()
+    cpp = (df["framework"] == "llama.cpp").to_numpy()
+    df = pd.concat([df[~cpp], df[cpp].assign(fw_n_batch=16.0), df[cpp].assign(fw_n_batch=512.0)], ignore_index=True)
+    passes = np.ceil(df["input_len_tok"] / df["fw_n_batch"].fillna(512.0))
+    df["ttft_s"] = 0.002 * passes * df["batch_size"] * np.exp(np.random.default_rng(2).normal(0, 0.02, len(df)))
+    m = RooflineGBM(n_estimators=100, random_state=0).fit(df)
+    q = df[(df["framework"] == "llama.cpp") & (df["fw_n_batch"] == 16.0) & (df["input_len_tok"] == 2048.0)
+           & (df["batch_size"] == 4.0)].head(1)
+    q = q.drop(columns=["output_throughput_tok_s", "ttft_s"]).reset_index(drop=True)
+    at = [m.predict_ttft_band(q.assign(fw_n_batch=v)) for v in (16.0, 512.0)]
+    t, lo, hi = m.predict_ttft_band(q.drop(columns="fw_n_batch"))
+    assert at[0][0][0] > 5 * at[1][0][0]  # the test asks what it says: the settings' TTFTs lie far apart
+    assert lo[0] <= min(a[1][0] for a in at) * (1 + 1e-9) and hi[0] >= max(a[2][0] for a in at) * (1 - 1e-9)
+    assert min(a[0][0] for a in at) <= t[0] <= max(a[0][0] for a in at)
+    pred, band = m.predict_with_ttft_band(q.drop(columns="fw_n_batch"))
+    assert band is not None and band[1][0] == pytest.approx(lo[0]) and band[2][0] == pytest.approx(hi[0])
+    assert m.predict_ttft(q.drop(columns="fw_n_batch"))[0] == pytest.approx(t[0])

@@ -2146,9 +2146,8 @@ class RooflineGBM(Predictor):
         """Predicted time to first token (s) per query; None when the training rows did not measure it
         (see :meth:`_fit_ttft`)."""
         self._check_fitted()
-        if getattr(self, "ttft_booster_", None) is None:
-            return None
-        return self._ttft(runs)[0]
+        band = self.predict_ttft_band(runs)
+        return None if band is None else band[0]
 
     def _ttft(self, runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         """Predicted TTFT per query and the query's configuration key."""
@@ -2183,8 +2182,11 @@ class RooflineGBM(Predictor):
         if getattr(self, "ttft_booster_", None) is None:
             return None
         lvl = check_level(level)
-        t, keys = self._ttft(runs)
-        return self._ttft_bounds(t, keys, lvl)
+        runs = as_queries(runs)
+        physics.check_query(runs, columns=(*physics.QUERY_COLUMNS, "framework"))
+        done, keys = _complete_query(runs, self.anchors_)
+        return self._spread_ttft(done, keys, self._ttft_bounds(self._ttft_at(done, self._design(done)[0]), keys, lvl),
+                                 lvl)
 
     def _ttft_bounds(self, t: np.ndarray, keys: np.ndarray, lvl: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """TTFT ``t`` of queries with configuration keys ``keys`` and its band at ``lvl`` (see
@@ -2923,7 +2925,7 @@ class RooflineGBM(Predictor):
             parts: list[Any] = []
             pred = self._predict(runs, lvl, parts)
             done, keys, mat, over = parts
-            band = self._ttft_bounds(self._ttft_at(done, mat), keys, lvl)
+            band = self._spread_ttft(done, keys, self._ttft_bounds(self._ttft_at(done, mat), keys, lvl), lvl)
             if over.any():  # a configuration that cannot run has no first token either
                 band = (np.where(over, np.nan, band[0]), np.where(over, np.nan, band[1]), np.where(over, np.nan, band[2]))
             return pred, band
@@ -3046,6 +3048,39 @@ class RooflineGBM(Predictor):
         with np.errstate(divide="ignore"):
             return np.log(at["pred_throughput_tok_s"].to_numpy(dtype=float))
 
+    def _at_each_setting(self, runs: pd.DataFrame, keys: np.ndarray
+                         ) -> tuple[list[tuple[int, list[dict[str, float]]]], pd.DataFrame]:
+        """The completed queries ``runs`` (configuration keys ``keys``) that give no measurement setting where
+        their configuration was trained at several (:meth:`_settings_measured`): each such row and its settings,
+        and the rows again at every one of them, in that order."""
+        found = [(i, f[1]) for i, f in enumerate(self._settings_measured(keys))
+                 if f is not None and not f[2] and len(f[1]) > 1]
+        rows = [i for i, sets in found for _ in sets]
+        sub = runs.iloc[rows].copy()
+        for c in sorted({c for _, sets in found for d in sets for c in d}):
+            sub[c] = np.array([d.get(c, np.nan) for _, sets in found for d in sets], dtype=float)
+        return found, sub.set_axis(range(len(sub)))
+
+    def _spread_ttft(self, runs: pd.DataFrame, keys: np.ndarray,
+                     band: tuple[np.ndarray, np.ndarray, np.ndarray], lvl: float
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The TTFT ``band`` (prediction, lower, upper) of the completed queries ``runs`` with, for those
+        answered over their configuration's measurement settings (:meth:`_spread_over_settings`), the median
+        TTFT at each setting and a band from the lowest lower end to the highest upper end: llama.cpp's prefill
+        runs ``n_batch`` tokens a pass, and its band had been the one at no setting."""
+        found, sub = self._at_each_setting(runs, keys)
+        if not found:
+            return band
+        at, lo_at, hi_at = self._ttft_bounds(*self._ttft(sub), lvl)
+        t, lo, hi = (v.astype(float, copy=True) for v in band)
+        start = 0
+        for i, sets in found:
+            part = slice(start, start + len(sets))
+            start += len(sets)
+            t[i] = float(np.exp(np.median(np.log(at[part]))))
+            lo[i], hi[i] = float(np.min(lo_at[part])), float(np.max(hi_at[part]))
+        return t, lo, hi
+
     def _spread_over_settings(self, runs: pd.DataFrame, out: pd.DataFrame, keys: np.ndarray, lvl: float,
                               capped: bool) -> pd.DataFrame:
         """Rows that give no measurement setting where their configuration was trained at several (llama.cpp's
@@ -3054,15 +3089,10 @@ class RooflineGBM(Predictor):
         smallest answer to the largest (the confidence of a band as wide as their spread); they stay out of domain
         (:meth:`_setting_unmeasured` says why). One extrapolated figure had been given instead: 100.9 tok/s,
         band 92.3-110.4, for a configuration measured at 49.6-91.7 over its four settings."""
-        found = [(i, f[1]) for i, f in enumerate(self._settings_measured(keys))
-                 if f is not None and not f[2] and len(f[1]) > 1]
+        found, sub = self._at_each_setting(runs, keys)
         if not found:
             return out
-        rows = [i for i, sets in found for _ in sets]
-        sub = runs.iloc[rows].copy()
-        for c in sorted({c for _, sets in found for d in sets for c in d}):
-            sub[c] = np.array([d.get(c, np.nan) for _, sets in found for d in sets], dtype=float)
-        at = self._predict(sub.set_axis(range(len(sub))), lvl, capped=capped)
+        at = self._predict(sub, lvl, capped=capped)
         mid, low, high, conf = (out[c].to_numpy(dtype=float, copy=True)
                                 for c in ("pred_throughput_tok_s", "pred_lower", "pred_upper", "confidence"))
         start = 0
