@@ -424,3 +424,29 @@ def test_the_report_uses_the_model_the_pages_saved_instead_of_training_again(dat
     assert tables[0] and tables[0].keys() == tables[1].keys()
     for name, table in tables[0].items():
         pd.testing.assert_frame_equal(table, tables[1][name])
+
+
+def test_a_rate_the_server_did_not_deliver_is_not_planned_and_the_page_says_so(formats_dir: Path) -> None:
+    """inference-perf's vLLM sweep on one H100: the page had planned its 183 req/s stage (103 completed, p90 TTFT
+    3.3 s) under the default 60 s target, with nothing said; the fastest delivered stage is planned, the notes name
+    the three undelivered, and a dataset of those three alone is planned as overloaded, said in the status."""
+    from perfmodel.importers.base import ImportMeta
+
+    files = sorted((formats_dir / "inference-perf").glob("*stage_[0-6]_lifecycle_metrics.json"))
+    meta = ImportMeta(hardware="h100", model="llama-3-8b", framework="vllm")
+    full = import_files(files, meta=meta, name="inference-perf sweep")[0]
+    late = import_files([f for f in files if f.name.split("stage_")[1][0] in "456"], meta=meta,
+                        name="inference-perf overloaded")[0]
+    at = _page("pages/planner.py")
+    at.session_state[P.KEYS["dataset"]] = full.id
+    at.run()
+    _ok(at)
+    df = at.dataframe[0].value
+    assert df["status"].tolist() == ["ok"] and df["TTFT s"].iloc[0] < 0.1
+    assert any(c.value.startswith("3 request-rate run(s) did not deliver the rate asked") for c in at.caption)
+    at.session_state[P.KEYS["dataset"]] = late.id
+    at.run()
+    _ok(at)
+    df = at.dataframe[0].value
+    assert df["status"].tolist() == ["ok, overloaded (rate not delivered)"]
+    assert "Overloaded: the server did not deliver the planned request rate" in at.markdown[0].value

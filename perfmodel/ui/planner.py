@@ -547,6 +547,11 @@ def display_table(table: pd.DataFrame, currency: str, lengths: str | None = None
     if "robust" in table.columns and "status" in out.columns:
         fragile = (table["status"].astype(str) == "ok") & ~table["robust"].astype(bool)
         out["status"] = out["status"].astype(str).where(~fragile, "ok, not robust")
+    if "overloaded" in table.columns and "status" in out.columns:
+        # a rate the server did not deliver: its own word, not the band's "not robust"
+        over = table["overloaded"].fillna(False).astype(bool)
+        out["status"] = [f"{st_.removesuffix(', not robust')}, overloaded (rate not delivered)" if o else st_
+                         for st_, o in zip(out["status"].astype(str), over, strict=True)]
     if lengths and {"status", "lengths"} <= set(table.columns):
         other = table["lengths"].astype(str) != str(lengths)
         out["status"] = [f"{st_}, sized at {ln}" if o else st_ for st_, ln, o in
