@@ -841,6 +841,61 @@ def _fill_supplied(runs: pd.DataFrame, meta: ImportMeta, issues: list[Issue], fi
                 f"were kept: {opt} only fills rows where the file records none", "warning"))
 
 
+def _too_few_devices(runs: pd.DataFrame, assumed: np.ndarray, devices: np.ndarray, issues: list[Issue],
+                     file: str) -> None:
+    """Where an assumed device count cannot hold the model's weights, say so: the count is then known to be
+    wrong, not just unrecorded (vLLM's console log of MiniMax-M2.5, 230 B parameters in fp8, on "1" H100 of
+    86 GB). A row that states no weight dtype is measured at 4 bits per weight, the fewest in common use, so
+    that a quantized checkpoint is never called too big."""
+    if not assumed.any() or not {"hardware", "model"} <= set(runs.columns):
+        return
+    from .. import catalog
+
+    stated = np.full(len(runs), np.nan)
+    if "weight_dtype" in runs.columns:
+        codes, uniques = pd.factorize(runs["weight_dtype"].astype("string"))
+        per = np.array([_dtype_bytes_of(u) for u in uniques] + [math.nan], dtype=float)
+        stated = per[codes]  # code -1 (blank) reads the trailing NaN
+    nbytes = np.where(np.isnan(stated), 0.5, stated)
+    keys = pd.DataFrame({"hw": runs["hardware"].astype("string"), "model": runs["model"].astype("string"),
+                         "bytes": nbytes, "dev": devices})
+    over = np.zeros(len(runs), dtype=bool)
+    first, first_pos = "", len(runs)
+    # one check per configuration, not per row (a million rows)
+    for (hw_key, model_key, b, dev), idx in keys[assumed].groupby(["hw", "model", "bytes", "dev"]).groups.items():
+        try:
+            hw, model = catalog.resolve_hardware(str(hw_key)), catalog.resolve_model(str(model_key))
+        except PerfmodelError:
+            continue
+        mem = getattr(hw, "memory_bytes", None)  # a stub catalog's specs may carry no figures
+        if mem is None or getattr(model, "params_b", None) is None or model.weight_bytes(float(b)) <= mem * dev:
+            continue
+        pos = runs.index.get_indexer(idx)
+        over[pos] = True
+        if pos.min() < first_pos:
+            first_pos = int(pos.min())
+            unknown = " (the fewest in common use: the file states no weight dtype)" if b == 0.5 and \
+                np.isnan(stated[pos]).all() else ""
+            first = (f"{model.key}'s weights, {model.weight_bytes(float(b)) / 1e9:,.0f} GB at {b * 8:g} bits per "
+                     f"weight{unknown}, exceed the {mem * dev / 1e9:,.0f} GB of {dev:g} x {hw.key}")
+    if over.any():
+        row = _row_label(runs, first_pos)
+        issues.append(Issue(
+            file, row, "device_count",
+            f"{int(over.sum())} of {len(runs)} row(s) were assumed to run on fewer devices than their weights need "
+            f"(first: row {row}: {first}): the device count stored is wrong; pass --device-count", "warning"))
+
+
+def _dtype_bytes_of(dtype: object) -> float:
+    """Bytes per weight of a dtype as written (NaN when blank or not a dtype perfmodel knows)."""
+    from ..catalog._specs import canonical_dtype
+    from ..physics import DTYPE_BYTES
+
+    if dtype is None or dtype is pd.NA or (isinstance(dtype, float) and math.isnan(dtype)) or not str(dtype).strip():
+        return math.nan
+    return float(DTYPE_BYTES.get(canonical_dtype(str(dtype)), math.nan))
+
+
 def _row_label(runs: pd.DataFrame, pos: int) -> int:
     """How issues name the row at position ``pos`` (its ``source_row``, else its position)."""
     label = runs["source_row"].iloc[pos]
@@ -998,6 +1053,8 @@ def finalize(parsed: Parsed, *, meta: ImportMeta, fmt: str, file: str, sha256: s
             filled = dc.fillna(guess).fillna(fill)
             if dc.isna().any():
                 issues.append(Issue(file, None, "device_count", ASSUMED_DEVICE_COUNT, "warning"))
+                if resolve:
+                    _too_few_devices(runs, dc.isna().to_numpy(), filled.to_numpy(dtype=float), issues, file)
             runs["device_count"] = filled
         if "repeat_idx" not in runs.columns:
             runs["repeat_idx"] = 0
