@@ -200,8 +200,10 @@ class GuideLLMImporter(Importer):
         if isinstance(loader, dict) and "data" in loader:
             prov["data"] = loader.get("data")
         if rows and all(r.get("model_raw") is None for r in rows):
-            issues.append(Issue(file, None, "model_raw", "the report's backend model is missing or "
-                                "anonymised; supply the model", "info"))
+            # with --model given the user has done what this asks: say that it is used, not "supply the model"
+            issues.append(Issue(file, None, "model_raw", "the report's backend model is missing or anonymised; "
+                                + ("supply the model" if meta.model is None else "the model given (--model) is used"),
+                                "info"))
         runs = records_frame(rows)
         prov[MEAN_LENGTHS] = True  # each benchmark's lengths are its requests' means
         return Parsed(runs=runs, issues=issues, provenance=prov)

@@ -113,3 +113,12 @@ def test_not_a_report(tmp_path: Path) -> None:
     f.write_text(json.dumps({"benchmarks": "none"}))
     with pytest.raises(ImportFormatError, match="top-level 'benchmarks' list"):
         read_file(f, format="guidellm", meta=META)
+
+
+def test_an_anonymised_model_given_with_model_is_not_asked_for_again(formats_dir: Path) -> None:
+    """The test asset's backend model is 'example_model': imported with --model, the import still said
+    "supply the model"."""
+    p = formats_dir / "guidellm" / "neuralmagic-guidellm-testasset__benchmarks_stripped.json"
+    plain = [i.message for i in read_file(p, meta=ImportMeta(hardware="T4", model="Qwen/Qwen3-0.6B")).issues
+             if i.column == "model_raw"]
+    assert plain == ["the report's backend model is missing or anonymised; the model given (--model) is used"]
