@@ -185,10 +185,8 @@ if not configs:
             icon=":material/show_chart:")
 else:
     chart = cached.curve_chart(home, selected, stamp, options, json.dumps(configs), log_x)
-    n_suspect = 0
-    if x == "batch_size":  # the roofline bound and its markers are placed at the batch
-        chart, n_suspect = whatif_ui.curves_with_suspects(chart, view.table, home, selected, stamp, list(by_x),
-                                                          configs, y)
+    chart, n_suspect = whatif_ui.curves_with_suspects(chart, view.table, home, selected, stamp, list(by_x),
+                                                      configs, y, x)
     st.plotly_chart(chart, key="curves.chart")
     if chart.layout.yaxis.type == "log":
         st.caption("Throughput axis: logarithmic, as the chosen curves' largest values lie more than "

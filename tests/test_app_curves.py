@@ -210,6 +210,26 @@ def test_suspect_points_are_drawn_as_x_with_hover(suspect_dataset: None) -> None
     assert any("1 run(s) faster than the roofline bound" in c.value for c in at.caption)
 
 
+def test_suspect_points_are_drawn_along_the_chosen_axis(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Along the requests measured in flight the page drew no suspect marker at all (its markers sat at the batch).
+    monkeypatch.setattr(samples, "SAMPLE_DIR", tmp_path / "none")
+    src = tmp_path / "suspect.csv"
+    pd.DataFrame({
+        "hardware": "h100-sxm", "device_count": 1, "framework": "vllm", "model": "llama-3-8b",
+        "input_len_tok": 512.0, "output_len_tok": 128.0, "load_kind": "concurrency",
+        "batch_size": [1.0, 4.0, 8.0, 16.0], "measured_concurrency": [0.9, 3.7, 7.5, 14.8],
+        "output_throughput_tok_s": [90.0, 300.0, 3000.0, 900.0],
+        "repeat_idx": 0, "source_format": "synthetic", "source_file": "s.csv", "source_row": range(1, 5)},
+    ).to_csv(src, index=False)
+    import_files([src], format="canonical", store=Store())
+    at = _curves(x="measured_concurrency")
+    _no_exception(at)
+    assert at.selectbox(key="curves.x").value == "measured_concurrency"
+    sus = [t for t in _figure(at)["data"] if t.get("meta") == "suspect"]
+    assert len(sus) == 1 and sus[0]["x"] == [7.5] and sus[0]["y"] == [3000]
+    assert any("1 run(s) faster than the roofline bound" in c.value for c in at.caption)
+
+
 def _known_runs_csv(path: Path) -> Path:
     """Four configurations (output 32/64/128/256): the first has repeats disagreeing by ~3.5x (a failed fit)."""
     rng = np.random.default_rng(0)

@@ -1202,7 +1202,7 @@ def suspect_runs(home: str, dataset_id: str, stamp: int) -> pd.DataFrame:
 
 
 def curves_with_suspects(fig: go.Figure, table: pd.DataFrame, home: str, dataset_id: str, stamp: int,
-                         by: list[str], configs: list[str], y: str) -> tuple[go.Figure, int]:
+                         by: list[str], configs: list[str], y: str, x: str = "batch_size") -> tuple[go.Figure, int]:
     """Overlay the suspect runs of the shown configurations on the Curves chart.
 
     Parameters
@@ -1219,6 +1219,9 @@ def curves_with_suspects(fig: go.Figure, table: pd.DataFrame, home: str, dataset
         Labels of the configurations shown.
     y
         Throughput column on the y axis.
+    x
+        The curves' x column (batch, request rate or requests in flight): a suspect without a value there
+        is not drawn.
 
     Returns
     -------
@@ -1229,13 +1232,13 @@ def curves_with_suspects(fig: go.Figure, table: pd.DataFrame, home: str, dataset
     runs = cached.dataset_runs(home, dataset_id, stamp)
     need = [*by, "configuration"]
     if not len(sus) or any(c not in runs.columns for c in by) or any(c not in table.columns for c in need) \
-            or y not in runs.columns:
+            or y not in runs.columns or x not in runs.columns:
         return fig, 0
     rows = runs.loc[sus.index].merge(table[need].drop_duplicates(), on=by, how="inner")
-    shown = rows[rows["configuration"].isin(configs)]
+    shown = rows[rows["configuration"].isin(configs) & (pd.to_numeric(rows[x], errors="coerce") > 0)]
     if not len(shown):
         return fig, 0
-    return add_suspect_markers(go.Figure(fig), shown, y=y), len(shown)
+    return add_suspect_markers(go.Figure(fig), shown, x=x, y=y), len(shown)
 
 
 def confidence_help(predictor: str, low: float) -> str:
