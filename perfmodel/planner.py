@@ -1413,10 +1413,19 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
         bad.append({**key, "reason": "no usable measurements at the workload's lengths"})
         return
     if not mem_ok.any():
+        # a device of a quarter GB (a Groq LPU's SRAM) had read "0.9 x 0 GB"
+        mem_txt = f"{mem_gb:,.0f}" if mem_gb >= 10 else significant(mem_gb, 2)
+        # Runs of the candidate say it did run: the record, not the deployment, is short of devices (llmperf's
+        # Llama-2-70B on Anyscale's A100s and vLLM's MiniMax-M2.5 on H100s were read as one device, the files
+        # not saying; the reason had left the user to guess why a measured deployment "does not fit").
+        ran = "" if at is None or not len(at) else (
+            f"; yet {len(at)} run(s) were measured with {n_dev} device(s) as recorded: where the file did not say "
+            "how many devices served it (or the weights' dtype), import it with --device-count (or --weight-dtype, "
+            "--quantization)")
         bad.append({**key, "reason": (f"memory does not fit: weights + KV cache for batch {b.min():g} need "
-                                      f"{need[0]:,.1f} GB > {inputs.memory_fraction:g} x {mem_gb:,.0f} GB "
+                                      f"{need[0]:,.1f} GB > {inputs.memory_fraction:g} x {mem_txt} GB "
                                       f"({n_dev} x {hw.memory_gb if hw else math.nan:g} GB as the vendor "
-                                      "states it, which counts 2^30 bytes per GB)")})
+                                      f"states it, which counts 2^30 bytes per GB){ran}")})
         return
     # A rate the server fell behind on (undelivered_rates) is no steady operating point: a delivered one is planned
     # wherever one meets the targets, at least optimistically. With no target inference-perf's vLLM sweep had been

@@ -943,3 +943,31 @@ def test_the_h200_samples_outlier_repeat_makes_its_batch_not_robust(tmp_path) ->
     res = plan({"workload": w, "slo": {"e2e_s": 12.5, "percentile": "mean"}}, runs)
     row = res.table.iloc[0]
     assert row["batch_size"] == 16 and row["robust"] and "Not robust" not in res.summary()
+
+
+def test_a_measured_candidate_whose_recorded_devices_cannot_hold_it_says_the_record_is_short(formats_dir,
+                                                                                            tmp_path) -> None:  # noqa: ANN001
+    """llmperf's Llama-2-70B summaries (Anyscale's endpoint on A100s, Groq's LPUs) do not say how many devices
+    served them: read as one, the plan found 139 GB "does not fit" in an A100 without a word on why a measured
+    deployment would not, and Groq's 0.23 GB of SRAM read "0.9 x 0 GB"."""
+    from perfmodel.api import import_files, load_runs
+    from perfmodel.importers.base import ImportMeta
+    from perfmodel.store import Store
+
+    store = Store(tmp_path)
+    ids = [import_files([formats_dir / "llmperf" / f"llmperf-leaderboard__{who}_70b_summary.json"],
+                        meta=ImportMeta(hardware=hw, model="meta-llama/Llama-2-70b-chat-hf"), store=store)[0].id
+           for who, hw in (("anyscale", "A100-80GB"), ("groq", "Groq LPU"))]
+    runs = pd.concat([load_runs(i, store=store) for i in ids], ignore_index=True)
+    res = plan({"workload": {"request_rate_rps": 1, "input_len_tok": 550, "output_len_tok": 150}}, runs)
+    why = res.infeasible.set_index("hardware")["reason"]
+    assert why["groq-lpu"].startswith("memory does not fit") and "> 0.9 x 0.25 GB (1 x 0.23 GB" in why["groq-lpu"]
+    for reason in why:
+        assert reason.endswith("yet 1 run(s) were measured with 1 device(s) as recorded: where the file did not say "
+                               "how many devices served it (or the weights' dtype), import it with --device-count "
+                               "(or --weight-dtype, --quantization)")
+    # a predicted candidate has no runs to say so
+    res = plan(inputs(models=["llama-3-70b"], hardware=["a100-40gb"], device_counts=[1]), None,
+               predictor=_FakePredictor())
+    reason = res.infeasible.iloc[0]["reason"]
+    assert "memory" in reason and "run(s) were measured" not in reason
