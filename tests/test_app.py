@@ -607,3 +607,27 @@ def test_the_upload_forms_hardware_and_model_read_with_their_catalog_keys() -> N
     h100 = catalog.resolve_hardware("h100-sxm").name
     assert f"{h100} (h100-sxm)" in hw
     assert f"{catalog.resolve_model('llama-3-8b').name} (llama-3-8b)" in at.selectbox(key=f["model"]).options
+
+
+def test_the_upload_form_gives_a_gamma_arrival_its_burstiness(formats_dir: Path) -> None:
+    # inference-perf does not record how its requests arrived; the form's Arrival supplied it, and a gamma
+    # arrival's shape had no field at all (the CLI takes --burstiness).
+    src = formats_dir / "inference-perf" / "inference-perf-kubecon25-vllm-h100__stage_3_lifecycle_metrics.json"
+    at = _app()
+    at.file_uploader(key=K.UPLOAD_FILES).set_value([(src.name, src.read_bytes(), "application/json")])
+    at.selectbox(key=K.FORM_FIELD["hardware"]).set_value("h100-sxm")
+    at.selectbox(key=K.FORM_FIELD["model"]).set_value("llama-3-8b")
+    at.selectbox(key=K.FORM_FIELD["arrival"]).set_value("gamma")
+    at.number_input(key=K.FORM_FIELD["burstiness"]).set_value(0.5)
+    at.button(key=K.UPLOAD_SUBMIT).click().run()
+    _no_exception(at)
+    (ds,) = Store().datasets()
+    runs = Store().runs(ds.id)
+    assert runs["arrival"].tolist() == ["gamma"] and runs["burstiness"].tolist() == [0.5]
+    # a shape without gamma is refused, naming the form's fields, and nothing is stored
+    at.file_uploader(key=f"{K.UPLOAD_FILES}.1").set_value([(src.name, src.read_bytes(), "application/json")])
+    at.number_input(key=f"{K.FORM_FIELD['burstiness']}.1").set_value(0.5)
+    at.button(key=K.UPLOAD_SUBMIT).click().run()
+    _no_exception(at)
+    assert at.error and "Burstiness" in at.error[0].value, [e.value for e in at.error]
+    assert len(Store().datasets()) == 1

@@ -77,7 +77,7 @@ UPLOAD_SUBMIT = "data.upload.submit"
 FORM_FIELD = {name: f"data.upload.{name}" for name in (
     "format", "hardware", "model", "framework", "framework_version", "device_count", "tp_size",
     "pp_size", "weight_dtype", "kv_cache_dtype", "quantization", "input_len_tok", "output_len_tok", "batch_size",
-    "load_kind", "arrival", "latency_unit", "column_map", "name")}
+    "load_kind", "arrival", "burstiness", "latency_unit", "column_map", "name")}
 #: How many imports this session has made: part of the file uploader's key, so that a new one starts empty.
 UPLOAD_COUNT = "data.upload_count"
 

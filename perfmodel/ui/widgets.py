@@ -183,6 +183,11 @@ def upload_form(home: str) -> tuple[bool, list[tuple[str, bytes]], UploadForm]:
                 "Arrival (request-rate runs)", [AS_IN_FILE, *ARRIVALS], key=f["arrival"],
                 help="How a rate sweep's requests arrived, where the file does not say (inference-perf, SGLang): "
                      "constant spacing, Poisson, gamma (vLLM's burstiness) or a replayed trace.")
+            values["burstiness"] = c5.number_input(
+                "Burstiness", min_value=0.0, value=None, step=0.1, format="%g", key=f["burstiness"],
+                placeholder=AS_IN_FILE,
+                help="With Arrival gamma: the shape of its gaps, as vLLM's --burstiness (> 0; below 1 burstier "
+                     "than Poisson, above 1 more even; 1 is Arrival poisson).")
             values["column_map"] = st.text_area(
                 COLUMN_MAP_LABEL, key=f["column_map"], height=68,
                 placeholder="batch_size=concurrency, output_throughput_tok_s=tps (canonical=the file's column)",
