@@ -427,14 +427,17 @@ def fit_cmd(ctx: click.Context, dataset: str, by: tuple[str, ...], shape: str, i
     """Fit a saturation curve (throughput vs batch) per configuration of DATASET (a stored dataset or a result
     file); report plateaus and knees."""
     from .curve_tables import (
+        curve_by_for_x,
+        curve_x_options,
         default_curve_by,
         fit_import_warnings,
         fits_summary,
         has_positive,
         import_caveats,
         kv_full_batches,
+        x_axis_note,
     )
-    from .curves import fit_curves, x_words
+    from .curves import fit_curves
 
     want_json = _want_json(ctx, as_json)
     if want_json and output is not None:
@@ -449,16 +452,16 @@ def fit_cmd(ctx: click.Context, dataset: str, by: tuple[str, ...], shape: str, i
 
         runs = _load_training_runs(dataset, "fit")
         issues = Store().issues(dataset)
-    by_cols = list(by) if by else default_curve_by(runs)
-    added = ""
-    if not by and x_col != "batch_size":
-        # a curve along another column (--x input_len_tok) is one per configuration and batch: grouped by the
-        # x column too, every group had held one point and no curve was fitted. A load axis (a request rate)
-        # replaces the batch, so the batch is not added (its NaNs had formed a silent group of their own).
-        by_cols = [c for c in by_cols if c != x_col]
-        if x_col not in ("request_rate_rps", "measured_concurrency") and has_positive(runs):
-            by_cols.append("batch_size")
-            added = f"batch_size added to the grouping (a curve along {x_col} is one per batch; choose with --by)"
+    switched = ""
+    if x_col == "batch_size" and not has_positive(runs) and curve_x_options(runs):
+        # a rate sweep records no batch: it had read "0 configuration(s) ... 0 distinct batch size(s)"; as the
+        # Curves page does, the curves run along the first load the runs hold, and a --x given is kept
+        if ctx.get_parameter_source("x_col") is not click.core.ParameterSource.DEFAULT:
+            raise click.UsageError(f"{dataset} records no batch size; its runs have "
+                                   f"{' and '.join(curve_x_options(runs))}: fit along one with --x")
+        x_col = curve_x_options(runs)[0]
+        switched = f"the runs record no batch size: curves along {x_col} (choose with --x)"
+    by_cols, added = (list(by), "") if by else curve_by_for_x(runs, default_curve_by(runs), x_col)
     table, _ = fit_curves(runs, by_cols, shape=_SHAPE_ALIASES.get(shape, shape), x=x_col, y=y_col,
                           intervals=intervals, n_boot=n_boot, seed=seed, return_fits=True)
     # the batch at which the KV cache fills, as the printed table has it (the file and JSON had lacked it); NaN on
@@ -480,11 +483,7 @@ def fit_cmd(ctx: click.Context, dataset: str, by: tuple[str, ...], shape: str, i
                f"{len(summary) - n_ok} not ({y_col} vs {x_col}, intervals: {shown_intervals})")
     on_batch = x_col == "batch_size"
     if not on_batch:
-        word, words, unit = x_words(x_col)
-        click.echo(f"x: {word}" + (f" ({unit})" if unit else "") + f"; knees, b90 and b95 are {words}"
-                   + (f" in {unit}" if unit else "")
-                   + ", and no KV-full batch is given (it counts sequences at once, not this x)"
-                   + (f"; {added}" if added else ""))
+        click.echo(x_axis_note(x_col) + "".join(f"; {w}" for w in (added, switched) if w))
     if n_ok == 0 and len(summary) and x_col != "batch_size" and not by:
         click.echo(f"note: no configuration has three {x_col} values once grouped by the columns above (in this "
                    f"data {x_col} may vary only together with one of them): choose the grouping with --by", err=True)

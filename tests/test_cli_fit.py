@@ -283,3 +283,11 @@ def test_fit_along_the_request_rate_names_rates_and_keeps_the_grouping(runner: C
     [rec] = json.loads(out)
     assert rec["kv_full_batch"] is None and rec["plateau_reached"] and rec["x_name"] == "request_rate_rps"
     assert "batch" not in rec["message"] and rec["c_lo"] <= 6357 <= rec["c_hi"]
+    # without --x a sweep that records no batch runs along the load it holds, and says so (it had read "0
+    # configuration(s)" and nothing of the rates); a --x batch_size given asks for another
+    code, auto, err = invoke(runner, "fit", "rates", "--n-boot", "50")
+    assert code == 0, err
+    assert "the runs record no batch size: curves along request_rate_rps (choose with --x)" in auto
+    assert " nrh " in auto.splitlines()[3]
+    code, _, err = invoke(runner, "fit", "rates", "--x", "batch_size")
+    assert code == 2 and "records no batch size; its runs have request_rate_rps" in err, err
