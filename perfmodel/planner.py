@@ -54,7 +54,10 @@ Method, per candidate configuration (hardware, model, framework, devices per rep
    and across the band where any batch does (a robust batch first). A
    candidate whose SLOs hold only at the optimistic end of the band gets status
    ``optimistic_only`` and says so; one that meets them centrally but not at the
-   pessimistic end has ``robust = False``.
+   pessimistic end has ``robust = False``. Where a robust batch is planned and a
+   faster one that is not robust needs materially fewer devices
+   (:data:`CHEAPER_FRACTION`), the row's ``cheaper_*`` columns, its note and the
+   summary name that batch, its devices and why it is not robust.
 5. **Sizing**: ``replicas = ceil(demand_output_tok_s * (1 + headroom) /
    throughput)``, ``devices = replicas * device_count``; ``cost_per_hour = devices
    * price``; cost per million tokens is that hourly cost over the tokens served
@@ -105,6 +108,7 @@ __all__ = [
     "PREDICTED_BATCHES",
     "LATENCY_BANDS",
     "MIN_LATENCY_REPEATS",
+    "CHEAPER_FRACTION",
     "plan",
     "plan_inputs_from_dict",
     "load_plan_inputs",
@@ -339,7 +343,10 @@ class PlanResult:
         the cost is the fleet's), ``energy_basis``, ``e2e_s``,
         ``ttft_s``, ``tpot_s``, ``latency_basis``, ``latency_band`` (what the
         pessimistic and optimistic latencies come from, :data:`LATENCY_BANDS`), ``overloaded`` (planned at a
-        request rate its runs did not deliver, :func:`undelivered_rates`: never robust), ``memory_need_gb`` and
+        request rate its runs did not deliver, :func:`undelivered_rates`: never robust), ``cheaper_batch``,
+        ``cheaper_devices`` and ``cheaper_reason`` (on a robust row, the batch of the same candidate that meets
+        the targets only centrally and needs the fewest devices, where it saves at least :data:`CHEAPER_FRACTION`
+        of them, and why it is not robust; NaN and ``""`` elsewhere), ``memory_need_gb`` and
         ``memory_gb`` (both in 1e9 B: the latter is the devices' memory, whose
         catalog figure is binary, 85.9 for one "80 GB" H100), ``lengths``,
         ``source``, ``confidence``, ``note``, and the measurement setting the row is sized at where the
@@ -444,7 +451,21 @@ class PlanResult:
                    and np.isfinite(rec.get("e2e_at_load_s", math.nan)) else "")
         return (f"{head}: {dev} running {rec['model']} on {rec['framework']} with {rec['device_count']} "
                 f"device(s) per replica in batches of up to {_batch_text(rec['batch_size'])}{cost_txt}."
-                f"{at_load}{extra}")
+                f"{at_load}{extra}{self._cheaper_text(rec)}")
+
+    def _cheaper_text(self, rec: Mapping[str, Any]) -> str:
+        """The sentence naming a batch of the recommended candidate that needs materially fewer devices but is
+        not robust (``cheaper_batch``), else ``""``: robust first had planned 17 H200s for the H200 sample
+        where batch 64 needs 5, without a word."""
+        alt_b = float(rec.get("cheaper_batch", math.nan) if rec.get("cheaper_batch") is not None else math.nan)
+        if not np.isfinite(alt_b):
+            return ""
+        n = int(rec["cheaper_devices"])
+        price = float(rec.get("price_per_device_hour", math.nan) or math.nan)
+        cost = (f": {n * price:,.2f} {self.currency}/h against {rec['cost_per_hour']:,.2f}"
+                if np.isfinite(price) else "")
+        return (f" Cheaper but not robust: batch {_batch_text(alt_b)} would need {n} x {rec['hardware']} "
+                f"({int(rec['devices']) - n} fewer{cost}), but {rec['cheaper_reason']}.")
 
 
     def lengths_caveat(self, column: str = "measured at") -> str:
@@ -1228,7 +1249,8 @@ _BOUNDED = ("throughput_tok_s", "throughput_per_device_tok_s", "devices", "cost_
 _TABLE_COLUMNS = [*CANDIDATE_KEYS, "status", "robust", "batch_size", "replicas",
                   *[c + s for c in _BOUNDED for s in ("", "_lo", "_hi")],
                   "price_per_device_hour", "price_source", "energy_basis", "e2e_s", "ttft_s", "tpot_s",
-                  "load_batch", "e2e_at_load_s", "latency_basis", "latency_band", "overloaded", "memory_need_gb", "memory_gb", "lengths", "source", "confidence", "note",
+                  "load_batch", "e2e_at_load_s", "latency_basis", "latency_band", "overloaded", "cheaper_batch",
+                  "cheaper_devices", "cheaper_reason", "memory_need_gb", "memory_gb", "lengths", "source", "confidence", "note",
                   *SETTING_COLUMNS]
 _POINT_COLUMNS = [*CANDIDATE_KEYS, "batch_size", "throughput_tok_s", "throughput_tok_s_lo", "throughput_tok_s_hi",
                   "throughput_per_device_tok_s", "e2e_s", "ttft_s", "tpot_s", "memory_ok", "slo_ok", "slo_ok_lo",
@@ -1334,14 +1356,17 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
     lat: dict[str, np.ndarray] = {}
     basis: dict[str, str] = {}
     reps: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    cols: dict[str, str | None] = {}
     for stem, name in (("e2e_latency", "e2e"), ("ttft", "ttft"), ("tpot", "tpot")):
         col, bs = _lat_col(stem, pct, sub) if at is not None else (None, "derived")
         lat[name] = _stat_at(sub, col, b)
         basis[name] = bs if col is not None else "derived"
         reps[name] = _repeats_at(sub, col, b)
+        cols[name] = col
     if ttft is not None and np.isfinite(ttft).any():  # the predictor's TTFT model (a mean)
         lat["ttft"], basis["ttft"] = np.asarray(ttft, dtype=float), "predicted"
         reps["ttft"] = _repeats_at(sub, None, b)
+        cols["ttft"] = None
     out_len = w.mean_lengths[1]  # the workload's requests, whatever lengths the throughput was measured at
     derived_e2e = b * out_len / curve.mid
     derived_tpot = b / curve.mid
@@ -1545,9 +1570,25 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
                      else "TTFT not measured: TTFT target not checked")
     if not (known["e2e"][j] and known["tpot"][j]):
         extra.append("latency derived from throughput and batch where not measured")
+    robust = bool(ok_lo[j]) and status == "ok" and not outside and not overloaded
+    # Robust first, but not silently: a faster batch that meets the targets only centrally may need far fewer
+    # devices (the H200 sample's 512/512 against a mean e2e of 17 s: batch 64 needs 5 H200s but one of its 3 runs
+    # took 19.5 s; the robust batch 16 needs 17). The row names it and why it is not robust, for a buyer to weigh.
+    cheaper_b, cheaper_dev, cheaper_why = math.nan, math.nan, ""
+    others = fits & delivered & ok_mid & ~choice & (devices > 0)
+    if robust and others.any():
+        k = int(np.argmax(np.where(others, curve.mid, -np.inf)))
+        if devices[k] < dev and devices[k] <= dev * (1 - CHEAPER_FRACTION):
+            cheaper_b, cheaper_dev = float(b[k]), float(devices[k])
+            cheaper_why = _fragile_reason(
+                k, slo=slo, pct=pct, basis=basis, known=known, spread=spread,
+                worst={n: ends(n, scale_lo, 2) for n in lat}, sub=sub, cols=cols, batches=b,
+                outside=curve.in_domain_at is not None and not bool(curve.in_domain_at[k]),
+                no_band=bool(no_band[k]))
+            extra.append(f"batch {_batch_text(cheaper_b)} would need {cheaper_dev:g} devices, not {dev}, but is "
+                         f"not robust: {cheaper_why}")
     e_basis = "measured" if np.isfinite(power[j]) else ("tdp" if np.isfinite(tdp_w) else "none")
-    rows.append({**key, "status": status,
-                 "robust": bool(ok_lo[j]) and status == "ok" and not outside and not overloaded,
+    rows.append({**key, "status": status, "robust": robust,
                  "batch_size": float(b[j]), "replicas": rep,
                  "throughput_tok_s": t, "throughput_tok_s_lo": t_lo, "throughput_tok_s_hi": t_hi,
                  "throughput_per_device_tok_s": t / n_dev, "throughput_per_device_tok_s_lo": t_lo / n_dev,
@@ -1565,10 +1606,62 @@ def _evaluate_candidate(cand: dict[str, Any], curve: _Curve, at: pd.DataFrame | 
                  "price_per_device_hour": price, "price_source": price_src, "energy_basis": e_basis,
                  "e2e_s": float(lat["e2e"][j]), "ttft_s": float(lat["ttft"][j]), "tpot_s": float(lat["tpot"][j]),
                  "load_batch": load_b, "e2e_at_load_s": load_e2e, "latency_basis": lat_basis,
-                 "latency_band": band, "overloaded": overloaded, "memory_need_gb": float(need[j]), "memory_gb": mem_gb,
+                 "latency_band": band, "overloaded": overloaded, "cheaper_batch": cheaper_b,
+                 "cheaper_devices": cheaper_dev, "cheaper_reason": cheaper_why,
+                 "memory_need_gb": float(need[j]), "memory_gb": mem_gb,
                  "lengths": f"{lengths[0]:g}/{lengths[1]:g}", "source": curve.source,
                  "confidence": (curve.confidence if curve.confidence_at is None else float(curve.confidence_at[j])),
                  "note": "; ".join(filter(None, [note, *extra]))})
+
+
+CHEAPER_FRACTION = 0.1
+"""How much fewer devices a batch that is not robust must need than the robust one planned for the plan to name it
+(``cheaper_batch``): at least one device and this fraction of the count, so that a rounding (17 against 16) is not
+offered as a saving worth the risk."""
+
+
+def _fragile_reason(k: int, *, slo: SLO, pct: str, basis: Mapping[str, str], known: Mapping[str, np.ndarray],
+                    spread: Mapping[str, np.ndarray], worst: Mapping[str, np.ndarray], sub: pd.DataFrame,
+                    cols: Mapping[str, str | None], batches: np.ndarray, outside: bool, no_band: bool) -> str:
+    """Why the batch at index ``k``, which meets the targets centrally, is not robust, in words: the runs that
+    missed a target ("1 of its 3 runs measured a mean e2e of 19.5 s against the 17 s target"), or the throughput
+    band's low end, or no band, or an extrapolation."""
+    if outside:
+        return "it is outside the predictor's training domain (an extrapolation)"
+    if no_band:
+        return "its predictor gives no throughput band (the targets were checked at the central estimate only)"
+    why = []
+    for name, label in (("e2e", "e2e"), ("ttft", "TTFT"), ("tpot", "TPOT")):
+        target = getattr(slo, f"{name}_s")
+        end = float(worst[name][k])
+        if target is None or not (np.isfinite(end) and end > target * (1 + 1e-12)):
+            continue
+        stat = pct if basis[name] == "measured" and bool(known[name][k]) else "mean"
+        col = cols.get(name)
+        if bool(spread[name][k]) and col is not None:
+            vals = pd.to_numeric(sub.loc[sub["batch_size"] == batches[k], col], errors="coerce").dropna()
+            over = vals[vals > target * (1 + 1e-12)]
+            of = "of " if len(over) == 1 else "of up to "
+            v_txt, t_txt = _apart(float(over.max()), target)
+            why.append(f"{len(over)} of its {len(vals)} runs measured a {stat} {label} {of}{v_txt} against the "
+                       f"{t_txt} target")
+        else:
+            how = "measured once" if bool(known[name][k]) and basis[name] != "predicted" else \
+                "predicted" if basis[name] == "predicted" and bool(known[name][k]) else "derived from throughput"
+            v_txt, t_txt = _apart(end, target)
+            why.append(f"its {stat} {label} ({how}) would be {v_txt} at the low end of its throughput band, "
+                       f"against the {t_txt} target")
+    return "; ".join(why) or "its targets are missed at the pessimistic end"
+
+
+def _apart(value: float, target: float) -> tuple[str, str]:
+    """``value`` and ``target`` in seconds with the fewest digits (3 to 6) that tell them apart: a latency just
+    over its target had read "8 s ... against the 8 s target"; closer still, the value is "just over" it."""
+    for digits in (3, 4, 5, 6):
+        v, t = in_seconds(value, digits), in_seconds(target, digits)
+        if v != t:
+            return v, t
+    return f"just over {in_seconds(target)}", in_seconds(target)
 
 
 LATENCY_BANDS = ("repeats", "throughput band", "repeats and throughput band", "")

@@ -971,3 +971,60 @@ def test_a_measured_candidate_whose_recorded_devices_cannot_hold_it_says_the_rec
                predictor=_FakePredictor())
     reason = res.infeasible.iloc[0]["reason"]
     assert "memory" in reason and "run(s) were measured" not in reason
+
+
+def _h200_out512(tmp_path: Path) -> pd.DataFrame:
+    """The H200 sample's Llama-3-8B-shaped model at 512/512, three runs a batch (batch 64: 11.3, 12.6, 19.5 s)."""
+    from perfmodel.api import import_files, load_runs
+    from perfmodel.store import Store
+
+    store = Store(tmp_path)
+    path = Path(__file__).resolve().parents[1] / "sample_runs" / "perfmodel-large-llama_h200_local-sweep-out512.csv"
+    info, _ = import_files([path], store=store)
+    runs = load_runs(info.id, store=store)
+    return runs[(runs["input_len_tok"] == 512) & (runs["output_len_tok"] == 512)]
+
+
+def test_a_robust_plan_names_the_cheaper_batch_that_is_not_robust_and_why(tmp_path) -> None:  # noqa: ANN001
+    """Robust first planned the H200 sample at batch 16, 17 H200s, against a mean e2e of 17 s and said nothing of
+    batch 64, which needs 5 and misses 17 s in one of its 3 runs (19.5 s): the row, its note and the summary name
+    it, with its devices, its cost where a price is known, and the run that makes it fragile."""
+    runs = _h200_out512(tmp_path)
+    w = {"request_rate_rps": 20, "input_len_tok": 512, "output_len_tok": 512}
+    res = plan({"workload": w, "slo": {"e2e_s": 17.0, "percentile": "mean"}}, runs)
+    row = res.table.iloc[0]
+    assert row["batch_size"] == 16 and row["robust"] and row["devices"] == 17
+    assert row["cheaper_batch"] == 64 and row["cheaper_devices"] == 5
+    why = "1 of its 3 runs measured a mean e2e of 19.5 s against the 17 s target"
+    assert row["cheaper_reason"] == why
+    assert f"batch 64 would need 5 devices, not 17, but is not robust: {why}" in row["note"]
+    assert res.summary().endswith(f" Cheaper but not robust: batch 64 would need 5 x h200 (12 fewer), but {why}.")
+    priced = plan({"workload": w, "slo": {"e2e_s": 17.0, "percentile": "mean"}, "prices": {"h200": 3.5}}, runs)
+    assert "batch 64 would need 5 x h200 (12 fewer: 17.50 USD/h against 59.50), but" in priced.summary()
+    # against 12.5 s batch 64's mean (14.5 s) misses too: nothing cheaper meets the targets, nothing is named
+    res = plan({"workload": w, "slo": {"e2e_s": 12.5, "percentile": "mean"}}, runs)
+    assert np.isnan(res.table.iloc[0]["cheaper_batch"]) and res.table.iloc[0]["cheaper_reason"] == ""
+    assert "Cheaper" not in res.summary() and "would need" not in res.table.iloc[0]["note"]
+
+
+def test_a_cheaper_batch_fragile_by_the_throughput_band_says_so_and_a_small_saving_is_not_named(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import perfmodel.planner as planner_mod
+
+    # derived latencies: batch 32's mean e2e is 10.0 s centrally, 10.3 s at the band's low end
+    res = plan(inputs(slo={"e2e_s": 10.1}), synthetic_runs(noise=0.05))
+    row = res.table.iloc[0]
+    assert row["batch_size"] == 16 and row["robust"] and row["cheaper_batch"] == 32
+    assert row["cheaper_reason"] == ("its mean e2e (derived from throughput) would be 10.3 s at the low end of its "
+                                     "throughput band, against the 10.1 s target")
+    assert "batch 32 would need 4 x h100-sxm (2 fewer: 8.00 USD/h against 12.00)" in res.summary()
+    # a latency measured once, a hair over its target at the band's end: told apart from the target, not "8 s"
+    once = synthetic_runs(noise=0.05, latency=True)
+    once = once[once["repeat_idx"] == 2].reset_index(drop=True)
+    row = plan(inputs(slo={"e2e_s": 8.0}), once).table.iloc[0]
+    assert row["cheaper_reason"] == ("its p90 e2e (measured once) would be just over 8 s at the low end of its "
+                                     "throughput band, against the 8 s target")
+    # 4 devices for 6 is a third fewer; a saving under CHEAPER_FRACTION is not offered as worth the risk
+    monkeypatch.setattr(planner_mod, "CHEAPER_FRACTION", 0.4)
+    res = plan(inputs(slo={"e2e_s": 10.1}), synthetic_runs(noise=0.05))
+    assert np.isnan(res.table.iloc[0]["cheaper_batch"]) and "Cheaper" not in res.summary()

@@ -119,3 +119,13 @@ def test_the_baseline_is_the_lowest_rates_share_within_bounds() -> None:
     # other loads, and rate runs without a throughput, are never flagged
     assert not undelivered_rates(runs(asked * 0.5).assign(load_kind="concurrency")).any()
     assert not undelivered_rates(runs(asked * np.nan)).any()
+
+
+def test_an_undelivered_rate_is_never_offered_as_the_cheaper_batch(inference_perf) -> None:  # noqa: ANN001
+    """Under a p99 TTFT of 5 s the three undelivered stages (101-103 req/s completed) meet the target and need
+    fewer H100s than the delivered 92 req/s planned: no operating point, so not named as a cheaper one."""
+    res = plan({"workload": WORKLOAD, "slo": {"ttft_s": 5.0, "percentile": "p99"}}, inference_perf)
+    pts = res.points
+    rec = res.recommendation
+    assert (pts.loc[pts["slo_ok"].astype(bool), "devices"] < rec["devices"]).any()
+    assert math.isnan(rec["cheaper_batch"]) and "Cheaper" not in res.summary()
