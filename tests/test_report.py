@@ -453,3 +453,65 @@ def test_the_no_plan_headline_leaves_out_runs_faster_than_physics() -> None:
     plain = build_report(runs, dataset_name="d", accuracy=False, predictions=False).section(
         "Executive summary").paragraphs[1]
     assert plain.startswith(f"Highest measured output throughput: {honest:,.0f} tok/s") and "suspect" not in plain
+
+
+def _imported(files: list[Path], tmp_path: Path, **meta: object) -> pd.DataFrame:
+    from perfmodel.api import import_files, load_runs
+    from perfmodel.importers.base import ImportMeta
+    from perfmodel.store import Store
+
+    store = Store(tmp_path)
+    info, _ = import_files(files, meta=ImportMeta(**meta), store=store)
+    return load_runs(info.id, store=store)
+
+
+def test_an_overloaded_row_says_the_rate_was_not_delivered_not_the_bands_not_robust(formats_dir: Path,
+                                                                                   tmp_path: Path) -> None:
+    """inference-perf's vLLM sweep on one H100, its three undelivered stages alone (101-103 of 123-183 req/s
+    completed): the report's status read "ok (not robust)" and its key explained that by the throughput band, and
+    the at-offered-load cell read a load off a line from nothing to the saturated peak, which the summary omits."""
+    files = sorted((formats_dir / "inference-perf").glob("*stage_[4-6]_lifecycle_metrics.json"))
+    runs = _imported(files, tmp_path, hardware="h100", model="llama-3-8b", framework="vllm")
+    plan = {"workload": {"request_rate_rps": 250, "input_len_tok": 204, "output_len_tok": 62}}
+    rep = build_report(runs, dataset_name="d", plan_inputs=plan, accuracy=False, predictions=False)
+    cand = rep.section("Candidates")
+    row = cand.tables[0][1].iloc[0]
+    assert row["status"] == "ok (overloaded: rate not delivered)"
+    assert row["at offered load"] == "n/a (overloaded)"
+    assert "Overloaded: planned at a request rate the server did not deliver" in cand.paragraphs[0]
+    assert "Overloaded: the server did not deliver" in rep.section("Executive summary").paragraphs[0]
+
+
+def test_the_report_says_latency_ends_from_repeats_and_names_the_cheaper_fragile_batch(tmp_path: Path) -> None:
+    """The H200 sample at 512/512 against a mean e2e of 17 s: batch 16 (17 H200s) is planned because one of batch
+    64's three runs took 19.5 s; the report's key had explained robustness by the throughput band only, and said
+    nothing of batch 64's 5 H200s."""
+    path = Path(__file__).resolve().parents[1] / "sample_runs" / "perfmodel-large-llama_h200_local-sweep-out512.csv"
+    runs = _imported([path], tmp_path)
+    plan = {"workload": {"request_rate_rps": 20, "input_len_tok": 512, "output_len_tok": 512},
+            "slo": {"e2e_s": 17, "percentile": "mean"}}
+    rep = build_report(runs, dataset_name="d", plan_inputs=plan, accuracy=False, predictions=False)
+    cand = rep.section("Candidates")
+    row = cand.tables[0][1].iloc[0]
+    assert (row["batch"], row["status"]) == ("16", "ok")
+    assert "slowest of the runs at the planned batch where several runs measured it (repeats)" in cand.paragraphs[0]
+    summary = rep.section("Executive summary").paragraphs[0]
+    assert ("Cheaper but not robust: batch 64 would need 5 x h200 (12 fewer), but 1 of its 3 runs measured a mean "
+            "e2e of 19.5 s against the 17 s target.") in summary
+    notes = dict(zip(cand.tables[-1][1]["note"], cand.tables[-1][1]["text"], strict=True))
+    assert notes[row["latency basis"]] == ("e2e: measured, ttft: measured, tpot: measured; ends from the repeats "
+                                           "(slowest and fastest run at this batch)")
+    assert notes[row["note"]].startswith("batch 64 would need 5 devices, not 17, but is not robust")
+
+
+def test_a_candidate_tied_on_cost_says_why_it_comes_second_in_the_planners_words() -> None:
+    from perfmodel.report.build import _tie_words
+
+    top = {"status": "ok", "robust": True, "overloaded": False, "latency_band": "repeats"}
+    assert _tie_words(top, {**top, "robust": False, "overloaded": True}) == \
+        "but at a request rate the server did not deliver (overloaded)"
+    assert _tie_words(top, {**top, "robust": False}) == "but not robust (the slowest of its repeats misses the SLOs)"
+    assert _tie_words(top, {**top, "robust": False, "latency_band": "throughput band"}) == \
+        "but not robust (the SLOs are missed at the pessimistic end of its band)"
+    assert _tie_words(top, {**top, "status": "optimistic_only", "robust": False}) == \
+        "but only for the fastest of its repeats"

@@ -158,6 +158,27 @@ def _devices(n: int) -> str:
     return str(n) if n >= 0 else "unbounded"
 
 
+#: What a row's pessimistic and optimistic latencies come from (the planner's ``latency_band``), as the candidates
+#: table's latency basis says it; none without a latency target.
+LATENCY_END_WORDS = {"repeats": "repeats (slowest and fastest run at this batch)",
+                     "throughput band": "throughput band",
+                     "repeats and throughput band": "repeats where measured several times, else the throughput band"}
+
+
+def _flag(v: Any) -> bool:
+    """A boolean column's value; a missing one (NaN, which is truthy, or None) is False."""
+    return isinstance(v, bool | np.bool_) and bool(v)
+
+
+def _status_text(r: Mapping[str, Any]) -> str:
+    """A candidate's status cell: an overloaded rate in its own words (it had read "(not robust)", the band's
+    word, for a rate the server did not deliver), else "(not robust)" where the SLOs fail at the pessimistic end."""
+    word = STATUS_WORDS.get(r["status"], r["status"])
+    if _flag(r.get("overloaded")):
+        return f"{word} (overloaded: rate not delivered)"
+    return word + ("" if r["robust"] or r["status"] != "ok" else " (not robust)")
+
+
 def _candidate_table(res: PlanResult) -> pd.DataFrame:
     t = res.table
     cur = res.currency
@@ -166,8 +187,7 @@ def _candidate_table(res: PlanResult) -> pd.DataFrame:
         rows.append({
             "hardware": r["hardware"], "framework": r["framework"], "model": r["model"],
             "devices/replica": int(r["device_count"]), "batch": f"{r['batch_size']:g}",
-            "status": STATUS_WORDS.get(r["status"], r["status"])
-            + ("" if r["robust"] or r["status"] != "ok" else " (not robust)"),
+            "status": _status_text(r),
             "sized from": f"{r['source']} at {r['lengths']}",
             "tok/s per device [band]": _band(r["throughput_per_device_tok_s"], r["throughput_per_device_tok_s_lo"],
                                              r["throughput_per_device_tok_s_hi"]),
@@ -184,10 +204,15 @@ def _candidate_table(res: PlanResult) -> pd.DataFrame:
             "kWh/M output tok": _band(*(r[f"energy_j_per_output_tok{s}"] / _J_PER_KWH_PER_M
                                         for s in ("", "_lo", "_hi"))),
             "e2e latency": in_seconds(r["e2e_s"]),
-            # where a replica settles at the demand (planner.at_offered_load), below the planned batch
-            "at offered load": (f"{r['load_batch']:,.1f} in flight, {in_seconds(r['e2e_at_load_s'])}"
+            # where a replica settles at the demand (planner.at_offered_load), below the planned batch; not at an
+            # overloaded rate, where it is read off a line from nothing to a saturated peak (as the summary says)
+            "at offered load": ("n/a (overloaded)" if _flag(r.get("overloaded")) else
+                                f"{r['load_batch']:,.1f} in flight, {in_seconds(r['e2e_at_load_s'])}"
                                 if np.isfinite(r.get("load_batch", math.nan)) else "n/a"),
-            "latency basis": r["latency_basis"],
+            # with what its ends come from, in the note the basis already has (a column of its own ran the printed
+            # table past the page's edge)
+            "latency basis": r["latency_basis"] + (f"; ends from the {ends}" if (ends := LATENCY_END_WORDS.get(
+                str(r.get("latency_band") or ""))) else ""),
             "price source": r["price_source"], "note": r["note"],
         })
     return pd.DataFrame(rows)
@@ -260,14 +285,19 @@ def _plan_sections(res: PlanResult) -> tuple[Section, Section, Section]:
     if len(res.infeasible):
         tables.append(("Infeasible candidates", res.infeasible.copy()))
     if len(notes):
-        tables.append(("Notes to the candidates: what each was sized from, its latency basis, price source and "
-                       "notes", notes))
+        tables.append(("Notes to the candidates: what each was sized from, its latency basis (and what its "
+                       "latency's ends come from), price source and notes", notes))
     feas = res.points[res.points["memory_ok"].astype(bool) & res.points["slo_ok"].astype(bool)] \
         if len(res.points) else res.points
     figs = tuple(front_figure(feas, name, currency=res.currency) for name in FRONTS) if len(feas) else ()
     cand = Section("Candidates", paragraphs=(
-        "Status ok: the SLOs hold at the central throughput; optimistic only: they hold only at the optimistic end "
-        "of the band; not robust: they are missed at the pessimistic end. Energy is the whole fleet's power over "
+        "Status ok: the SLOs hold at the central estimate; optimistic only: they hold only at the optimistic end; "
+        "not robust: they are missed at the pessimistic end. A latency's ends (said in its latency basis note) are "
+        "the fastest and slowest of the runs at the planned batch where several runs measured it (repeats), else "
+        "the throughput band's (a latency derived from throughput, predicted or measured once). Overloaded: planned at "
+        "a request rate the server did not deliver (its runs completed fewer requests a second than asked, and "
+        "their latency grew with the run), a saturated peak rather than an operating point, never robust; the "
+        "notes list the rates not delivered. Energy is the whole fleet's power over "
         "the demand, as the cost is the fleet's over the demand: basis tdp means TDP x devices (an upper bound, "
         "every device at its rated power); measured means the power recorded at the planned batch.",), tables=tuple(tables), figures=figs)
     return wl, cand, _summary_section(res)
@@ -277,10 +307,15 @@ def _tie_words(top: Mapping[str, Any], alt: Mapping[str, Any]) -> str:
     """Why ``alt``, at the recommendation's cost, comes after it, in the order :func:`perfmodel.planner.plan`
     sorts: robustness, then the fleet's capacity, then latency. A fixed "with less throughput headroom" had been
     said of 2 replicas of 1 H100 (11,955 tok/s) behind 1 replica of 2 (8,208 tok/s)."""
+    if _flag(alt.get("overloaded")) and not _flag(top.get("overloaded")):
+        return "but at a request rate the server did not deliver (overloaded)"
+    band = str(alt.get("latency_band") or "")
     if top["status"] != alt["status"]:
-        return "but only at the optimistic end of its throughput band"
+        return ("but only for the fastest of its repeats" if band == "repeats" else
+                "but only at the optimistic end of its throughput band")
     if bool(top["robust"]) != bool(alt["robust"]):
-        return "but not robust (the SLOs are missed at the pessimistic end of its band)"
+        return ("but not robust (the slowest of its repeats misses the SLOs)" if band == "repeats" else
+                "but not robust (the SLOs are missed at the pessimistic end of its band)")
     cap_top = float(top["throughput_tok_s"]) * float(top["replicas"])
     cap_alt = float(alt["throughput_tok_s"]) * float(alt["replicas"])
     if cap_alt < cap_top:
