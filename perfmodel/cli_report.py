@@ -200,13 +200,41 @@ def _check_names(inputs: Any, runs: Any, dataset: str, plan_file: Path | None, f
         raise ValidationError("plan: options that match nothing in the data:", problems)
 
 
+def _status_text(table: Any) -> list[str]:
+    """Each row's status as printed: the planner's, with ", not robust" where the SLOs fail at the pessimistic end
+    and ", overloaded" at a request rate the server did not deliver (the table had shown "ok" for both, the
+    ``robust`` and ``overloaded`` columns only in --json and -o)."""
+    out = []
+    for _, r in table.iterrows():
+        st = str(r["status"])
+        if str(r.get("overloaded")) == "True":  # a Python or numpy True; missing (NaN) is not
+            st += ", overloaded"
+        elif st == "ok" and not bool(r["robust"]):
+            st += ", not robust"
+        out.append(st)
+    return out
+
+
+def _who(r: Any) -> str:
+    """A candidate as the lists below the table name it: "h100-sxm vllm x1 llama-3-8b"."""
+    d = r["device_count"]
+    devices = "" if d is None or (isinstance(d, float) and math.isnan(d)) else f"x{float(d):g}"
+    return " ".join(str(p) for p in (r["hardware"], r["framework"], devices, r["model"]) if p)
+
+
 def _plan_text(res: Any) -> str:
-    """The candidates table as printed: the model, the measured lengths where they differ, "—" for unknowns."""
+    """The candidates table as printed: the model, the measured lengths where they differ, "—" for unknowns,
+    whether a row is robust or overloaded in its status."""
     i, o = res.inputs.workload.mean_lengths
     cols = [c for c in _PLAN_COLUMNS
             if (c != "lengths" or (res.table["lengths"].astype(str) != f"{i:g}/{o:g}").any())
             and (c != "source" or res.table["source"].astype(str).str.startswith("predicted").any())]
-    return res.table[cols].rename(columns={"lengths": _LENGTHS_HEADER, "source": _SOURCE_HEADER}).to_string(
+    status = _status_text(res.table)
+    table = res.table[cols].assign(status=status)
+    # no load is read off an overloaded rate's line from nothing to its saturated peak (as the summary says)
+    over = [s.endswith(", overloaded") for s in status]
+    table.loc[over, [c for c in ("load_batch", "e2e_at_load_s") if c in cols]] = float("nan")
+    return table.rename(columns={"lengths": _LENGTHS_HEADER, "source": _SOURCE_HEADER}).to_string(
         index=False, na_rep=_MISSING, float_format=lambda v: f"{v:,.4g}")
 
 
@@ -225,6 +253,11 @@ def plan_cmd(ctx: click.Context, dataset: str, plan_file: Path | None, output: P
 
     By default a candidate is sized from its runs at the workload's lengths, or the nearest measured ones.
     With --predict, what the runs do not cover is predicted (see --predict).
+
+    Each candidate is planned at a robust batch where one exists: one whose SLOs hold at the pessimistic end
+    (the slowest run where a batch was measured more than once, else the throughput band's low end). A faster
+    batch that would need materially fewer devices but is not robust is named in the summary, with why. A
+    request rate the server did not deliver is no operating point: a row planned at one reads "overloaded".
     """
     from .cli import _echo_json, _want_json
     from .planner import plan
@@ -267,13 +300,17 @@ def plan_cmd(ctx: click.Context, dataset: str, plan_file: Path | None, output: P
         click.echo(f"note: {n}")
     if len(res.table):
         click.echo(_plan_text(res))
+        # what each row's status rests on (why not robust, an overloaded rate, a cheaper batch that is not robust):
+        # the notes had been only in --json and -o
+        noted = res.table[res.table["note"].astype(str).str.strip() != ""]
+        if len(noted):
+            click.echo("\ncandidate notes:")
+            for _, r in noted.iterrows():
+                click.echo(f"  {_who(r)}: {r['note']}")
     if len(res.infeasible):
         click.echo("\ninfeasible:")
         for _, r in res.infeasible.iterrows():
-            d = r["device_count"]
-            devices = "" if d is None or (isinstance(d, float) and math.isnan(d)) else f"x{float(d):g}"
-            who = " ".join(str(p) for p in (r["hardware"], r["framework"], devices, r["model"]) if p)
-            click.echo(f"  {who}: {r['reason']}")
+            click.echo(f"  {_who(r)}: {r['reason']}")
     if output is not None:
         click.echo(f"wrote {output}")
     if saved is not None:

@@ -253,3 +253,57 @@ def test_a_p99_target_judged_against_means_is_said_in_the_cli_and_the_report(dat
     r = CliRunner().invoke(main, ["report", aid, "-o", str(tmp_path / "r.html"), "--no-accuracy"])
     assert r.exit_code == 0, r.output
     assert said in (tmp_path / "r.html").read_text()
+
+
+def _import_cli(files: list[Path], *extra: str) -> str:
+    r = CliRunner().invoke(main, ["import", *map(str, files), "--dataset", "d", *extra])
+    assert r.exit_code == 0, r.output
+    return "d"
+
+
+def _row(output: str, hardware: str) -> str:
+    return next(line for line in output.splitlines() if line.lstrip().startswith(hardware))
+
+
+def test_plan_table_says_not_robust_and_prints_each_candidates_notes(tmp_path: Path) -> None:
+    """The printed table's status read "ok" for a row that is not robust (its robust column and its note, which
+    says why, were only in --json and -o)."""
+    slow = synthetic_runs(latency=True)
+    slow = slow[slow["batch_size"] >= 16].copy()
+    slow.loc[slow["batch_size"] == 16, "e2e_latency_p90_s"] = [6.0, 8.0, 13.0]
+    slow.to_csv(tmp_path / "slow.csv", index=False)
+    ds = _import_cli([tmp_path / "slow.csv"])
+    r = CliRunner().invoke(main, ["plan", ds, "--rate", "10", "--input-len", "1000", "--output-len", "1000",
+                                  "--e2e", "12", "--percentile", "p90"])
+    assert r.exit_code == 0, r.output
+    assert " ok, not robust " in _row(r.output, "h100-sxm")
+    notes = r.output.split("\ncandidate notes:\n")[1].splitlines()
+    assert notes[0].startswith("  h100-sxm vllm x1 llama-3-8b: SLO missed at the pessimistic end: the slowest of "
+                               "the repeats measured at this batch")
+
+
+def test_plan_names_the_cheaper_batch_that_is_not_robust_on_the_h200_sample(tmp_path: Path) -> None:
+    sample = Path(__file__).resolve().parents[1] / "sample_runs" / "perfmodel-large-llama_h200_local-sweep-out512.csv"
+    ds = _import_cli([sample])
+    r = CliRunner().invoke(main, ["plan", ds, "--rate", "20", "--input-len", "512", "--output-len", "512",
+                                  "--e2e", "17", "--percentile", "mean"])
+    assert r.exit_code == 0, r.output
+    summary = r.output.splitlines()[0]
+    assert summary.startswith("Serving 20 req/s (10,240 output tok/s) of 512/512 input/output tokens: 17 x h200")
+    assert summary.endswith("Cheaper but not robust: batch 64 would need 5 x h200 (12 fewer), but 1 of its 3 runs "
+                            "measured a mean e2e of 19.5 s against the 17 s target.")
+    assert " ok " in _row(r.output, "h200")
+    assert "  h200 transformers x1 perfmodel-large-llama: batch 64 would need 5 devices, not 17" in r.output
+    help_text = CliRunner().invoke(main, ["plan", "--help"]).output
+    assert "robust batch" in help_text and "overloaded" in help_text
+
+
+def test_plan_table_says_overloaded_with_no_load_read_off_its_peak(formats_dir: Path) -> None:
+    files = sorted((formats_dir / "inference-perf").glob("*stage_[4-6]_lifecycle_metrics.json"))
+    ds = _import_cli(files, "--hardware", "h100", "--model", "llama-3-8b", "--framework", "vllm")
+    r = CliRunner().invoke(main, ["plan", ds, "--rate", "250", "--input-len", "204", "--output-len", "62"])
+    assert r.exit_code == 0, r.output
+    row = _row(r.output, "h100-sxm").split()
+    assert row[4:6] == ["ok,", "overloaded"] and row[-2:] == ["—", "—"]  # load_batch, e2e_at_load_s
+    assert "an overloaded rate: its run(s) completed 103.1 of the 183.4 req/s asked" in \
+        r.output.split("\ncandidate notes:\n")[1]
