@@ -450,3 +450,33 @@ def test_a_rate_the_server_did_not_deliver_is_not_planned_and_the_page_says_so(f
     df = at.dataframe[0].value
     assert df["status"].tolist() == ["ok, overloaded (rate not delivered)"]
     assert "Overloaded: the server did not deliver the planned request rate" in at.markdown[0].value
+
+
+def test_the_page_names_the_cheaper_batch_that_is_not_robust_on_the_h200_sample() -> None:
+    """The H200 sample at 512/512 against a mean e2e of 17 s: the page recommended 17 H200s at batch 16 and said
+    nothing of batch 64, which needs 5 but one of whose 3 runs took 19.5 s."""
+    info, _ = import_files([REPO / "sample_runs" / "perfmodel-large-llama_h200_local-sweep-out512.csv"],
+                           name="h200 out512")
+    at = _page("pages/planner.py")
+    at.session_state[P.KEYS["dataset"]] = info.id
+    at.run()
+    for key, value in (("rate", 20.0), ("input_len", 512.0), ("output_len", 512.0), ("e2e", 17.0)):
+        at.number_input(key=P.KEYS[key]).set_value(value)
+    at.selectbox(key=P.KEYS["percentile"]).set_value("mean")
+    at.run()
+    _ok(at)
+    summary = at.markdown[0].value
+    assert "17 x h200" in summary and ("Cheaper but not robust: batch 64 would need 5 x h200 (12 fewer), but 1 of "
+                                       "its 3 runs measured a mean e2e of 19.5 s against the 17 s target.") in summary
+    df = at.dataframe[0].value
+    assert df["status"].tolist() == ["ok"] and df["batch"].tolist() == [16]
+    assert df["note"].iloc[0].startswith("batch 64 would need 5 devices, not 17, but is not robust")
+
+
+def test_an_overloaded_row_shows_no_load_read_off_its_peak() -> None:
+    table = pd.DataFrame({"status": ["ok", "ok"], "robust": [True, False], "overloaded": [False, True],
+                          "load_batch": [13.1, 318.3], "e2e_at_load_s": [11.1, 4.41]})
+    out = P.display_table(table, "USD")
+    assert out["status"].tolist() == ["ok", "ok, overloaded (rate not delivered)"]
+    assert out[P.LOAD_BATCH_HEADER].iloc[0] == 13.1 and pd.isna(out[P.LOAD_BATCH_HEADER].iloc[1])
+    assert pd.isna(out[P.LOAD_E2E_HEADER].iloc[1])

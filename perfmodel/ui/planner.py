@@ -552,6 +552,10 @@ def display_table(table: pd.DataFrame, currency: str, lengths: str | None = None
         over = table["overloaded"].fillna(False).astype(bool)
         out["status"] = [f"{st_.removesuffix(', not robust')}, overloaded (rate not delivered)" if o else st_
                          for st_, o in zip(out["status"].astype(str), over, strict=True)]
+        # no load is read off its line from nothing to a saturated peak, as the summary and the report say none
+        for c in (LOAD_BATCH_HEADER, LOAD_E2E_HEADER):
+            if c in out.columns:
+                out[c] = pd.to_numeric(out[c], errors="coerce").where(~over.to_numpy())
     if lengths and {"status", "lengths"} <= set(table.columns):
         other = table["lengths"].astype(str) != str(lengths)
         out["status"] = [f"{st_}, sized at {ln}" if o else st_ for st_, ln, o in
