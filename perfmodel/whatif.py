@@ -803,7 +803,8 @@ def whatif(model: Predictor, train: pd.DataFrame, point: Mapping[str, Any], batc
                         overhead_note=None if blocked else overhead_reason(model, q, table))
 
 
-_SAID_BY_THE_PAGE = frozenset({"unseen", "batch_range", "length_range", "device_range", "family_devices"})
+_SAID_BY_THE_PAGE = frozenset({"unseen", "batch_range", "length_range", "device_range", "family_devices",
+                               "combination"})
 """The kinds of predictor reason (:class:`perfmodel.models.base.Reason`) the page states itself
 (:func:`domain_reasons`)."""
 

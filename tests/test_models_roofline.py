@@ -1638,3 +1638,43 @@ def test_a_query_answered_over_its_settings_has_a_ttft_band_over_them_too() -> N
     pred, band = m.predict_with_ttft_band(q.drop(columns="fw_n_batch"))
     assert band is not None and band[1][0] == pytest.approx(lo[0]) and band[2][0] == pytest.approx(hi[0])
     assert m.predict_ttft(q.drop(columns="fw_n_batch"))[0] == pytest.approx(t[0])
+
+
+def test_an_engine_on_a_platform_it_has_no_backend_for_cannot_run() -> None:
+    # TensorRT-LLM on an MI300X had been answered 1,050 tok/s in domain, llama.cpp on a Gaudi2 85 tok/s, vLLM on a
+    # SambaNova SN40L 2,092.
+    from perfmodel.models.base import cannot_run_at_all, engine_unsupported
+
+    q = pd.DataFrame({"hardware": ["mi300x", "gaudi2", "gaudi2", "sn40l", "h100-sxm", "h100-sxm", "gaudi2", "mi300x",
+                                   "no-such-gpu"],
+                      "framework": ["tensorrt-llm", "llama.cpp", "vllm", "vllm", "sambaflow", "tensorrt-llm",
+                                    "deepspeed", "llama.cpp", "tensorrt-llm"]})
+    why = engine_unsupported(q)
+    assert why[0] == "cannot run: tensorrt-llm does not run on mi300x (rocm platform): it runs on cuda only"
+    assert why[1] == "cannot run: llama.cpp does not run on gaudi2 (synapseai platform): it has no backend for synapseai"
+    assert why[3] == "cannot run: vllm does not run on sn40l (sambaflow platform): sn40l runs sambaflow only"
+    assert why[4] is not None and why[4].startswith("cannot run: sambaflow does not run on h100-sxm")
+    assert [w is None for w in why] == [False, False, True, False, False, True, True, True, True]
+    # every predictor masks it as weights that do not fit are masked: no number, confidence 0
+    df = _synthetic()
+    m = RooflineGBM(n_estimators=50, random_state=0, calibration_folds=0).fit(df)
+    rows = df.head(2).drop(columns="output_throughput_tok_s").assign(hardware="mi300x")
+    rows["framework"] = ["tensorrt-llm", "vllm"]
+    pred = m.predict(rows)
+    assert np.isnan(pred["pred_throughput_tok_s"].iloc[0]) and pred["pred_throughput_tok_s"].iloc[1] > 0
+    assert cannot_run_at_all(rows)[0] == why[0] and m.domain_reasons(rows)[0][0] == why[0]
+
+
+def test_a_hardware_framework_and_model_each_trained_but_never_together_are_out_of_domain() -> None:
+    # GH200 with TensorRT-LLM and Llama-3-70B had been in domain (312 tok/s) where the What-if page said the answer
+    # transfers from other combinations.
+    df = _synthetic()
+    gap = (df["hardware"] == "mi300x") & (df["framework"] == "llama.cpp") & (df["model"] == MODELS[0])
+    m = RooflineGBM(n_estimators=50, random_state=0).fit(df[~gap])
+    q = df[gap].head(1).drop(columns="output_throughput_tok_s")
+    q = pd.concat([q, q.assign(framework="vllm")], ignore_index=True)
+    assert m.predict(q)["in_domain"].tolist() == [False, True]
+    why = m.domain_reasons(q)
+    assert why[0] == [f"mi300x x llama.cpp x {MODELS[0]} was never measured together: the answer transfers from other "
+                      "combinations"] and why[1] == []
+    assert why[0][0].kind == "combination"  # the What-if page says it itself

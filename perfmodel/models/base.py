@@ -95,7 +95,8 @@ class Reason(str):
 
     Kinds: ``"unseen"`` (a hardware, framework or model no training row had), ``"batch_range"``,
     ``"length_range"``, ``"device_range"`` (the trained ranges over all rows), ``"family_devices"`` (device
-    counts a hardware x framework x model was measured on); ``""`` for the rest."""
+    counts a hardware x framework x model was measured on), ``"combination"`` (a hardware, framework and model
+    each trained, never together); ``""`` for the rest."""
 
     kind: str
 
@@ -671,9 +672,63 @@ def heads_unsplit(runs: pd.DataFrame) -> list[str | None]:
     return out
 
 
+ENGINE_ONLY_ON: dict[str, frozenset[str]] = {
+    "tensorrt-llm": frozenset({"cuda"}),
+    "sambaflow": frozenset({"sambaflow"}),
+}
+"""Engines that run on one vendor's software platform only (:attr:`perfmodel.catalog.HardwareSpec.platform`,
+lower-case): TensorRT-LLM on NVIDIA GPUs (CUDA; https://github.com/NVIDIA/TensorRT-LLM, "TensorRT LLM ... to
+optimize inference on NVIDIA GPUs"), SambaFlow on SambaNova RDUs (https://docs.sambanova.ai)."""
+
+PLATFORM_ONLY_RUNS: dict[str, frozenset[str]] = {"sambaflow": frozenset({"sambaflow"})}
+"""Platforms that run their own engine only: a SambaNova RDU serves through SambaFlow / SambaStudio
+(https://docs.sambanova.ai), not vLLM or llama.cpp."""
+
+ENGINE_NOT_ON: dict[str, frozenset[str]] = {"llama.cpp": frozenset({"synapseai"})}
+"""Platforms an engine has no backend for: llama.cpp's backends (CPU, Metal, CUDA, HIP, SYCL, Vulkan, CANN,
+MUSA, OpenCL, ...; https://github.com/ggml-org/llama.cpp#supported-backends) include none for Intel Gaudi
+(SynapseAI)."""
+
+
+def engine_unsupported(runs: pd.DataFrame) -> list[str | None]:
+    """Why each query's engine cannot run on its hardware (:data:`ENGINE_ONLY_ON`, :data:`PLATFORM_ONLY_RUNS`,
+    :data:`ENGINE_NOT_ON`), or None (also for hardware the catalog does not know or gives no platform). TensorRT-LLM
+    on an MI300X had been answered 1,050 tok/s in domain, llama.cpp on a Gaudi2 85 tok/s."""
+    from .. import catalog
+
+    n = len(runs)
+    out: list[str | None] = [None] * n
+    if not n or not {"hardware", "framework"} <= set(runs.columns):
+        return out
+    fw = runs["framework"].astype("string").str.lower().to_numpy(dtype=object, na_value="")
+    hw = runs["hardware"].astype("string").to_numpy(dtype=object, na_value="")
+    platforms: dict[str, str] = {}
+    for i in range(n):
+        f, h = fw[i], hw[i]
+        if not f or not h:
+            continue
+        if h not in platforms:
+            try:
+                platforms[h] = str(catalog.resolve_hardware(h).platform or "").lower()
+            except PerfmodelError:
+                platforms[h] = ""
+        p = platforms[h]
+        if not p:
+            continue
+        only, closed, never = ENGINE_ONLY_ON.get(f), PLATFORM_ONLY_RUNS.get(p), ENGINE_NOT_ON.get(f, frozenset())
+        if (only is not None and p not in only) or (closed is not None and f not in closed) or p in never:
+            out[i] = (f"{MEMORY_REASON_PREFIX}{f} does not run on {h} ({p} platform)"
+                      + (f": it runs on {', '.join(sorted(only))} only" if only is not None and p not in only
+                         else f": {h} runs {', '.join(sorted(closed))} only" if closed is not None and f not in closed
+                         else f": it has no backend for {p}"))
+    return out
+
+
 def cannot_run_at_all(runs: pd.DataFrame) -> list[str | None]:
-    """Why each query cannot run: :func:`weights_over_memory`, else :func:`heads_unsplit`; None where it can."""
-    return [m if m is not None else h for m, h in zip(weights_over_memory(runs), heads_unsplit(runs), strict=True)]
+    """Why each query cannot run: :func:`weights_over_memory`, else :func:`heads_unsplit`, else
+    :func:`engine_unsupported`; None where it can."""
+    return [m if m is not None else h if h is not None else e
+            for m, h, e in zip(weights_over_memory(runs), heads_unsplit(runs), engine_unsupported(runs), strict=True)]
 
 
 def cannot_run_reasons(predictor: Any, runs: pd.DataFrame) -> list[str | None]:

@@ -3024,7 +3024,8 @@ class RooflineGBM(Predictor):
             & np.array([w is None for w in self._setting_unmeasured(keys)], dtype=bool) \
             & ~self._dtype_unseen(knn) & ~self._devices_out(runs) & ~self._config_batch_out(keys, bb)[0] \
             & ~self._layout_unseen(runs) \
-            & np.array([c is None for c in self._family_devices_out(keys)], dtype=bool)
+            & np.array([c is None for c in self._family_devices_out(keys)], dtype=bool) \
+            & ~self._family_unseen(keys, unknown)
         # Neither the answer nor its band runs faster than the bound no measurement may beat
         # (physics.flag_suspect): far from the data the band's width alone took it 10x above.
         # Past the batch whose KV cache fills the memory no more sequences run at once, so the bound stops there:
@@ -3390,6 +3391,15 @@ class RooflineGBM(Predictor):
                 out[i], which[i] = True, (lo, hi)
         return out, which
 
+    def _family_unseen(self, keys: np.ndarray, unknown: dict[str, np.ndarray]) -> np.ndarray:
+        """Which queries name a hardware, framework and model each trained but never together: GH200 with
+        TensorRT-LLM and Llama-3-70B (GH200 measured on one device, never with a 70 B model) had been in domain,
+        where the What-if page said the answer transfers from other combinations."""
+        fam = self._family()
+        known = ~(unknown["hardware"] | unknown["framework"] | unknown["model"])
+        return known & np.array([k not in self.anchors_ and _family_of(k) not in fam for k in keys.tolist()],
+                                dtype=bool)
+
     def _family_devices_out(self, keys: np.ndarray) -> list[list[float] | None]:
         """Per query of a known family (hardware, framework, model) on a device count it was never measured on,
         the counts it was: 8 H100s with vLLM and Llama-3-8B (measured on 1, 2 and 4) had been in domain because
@@ -3507,6 +3517,10 @@ class RooflineGBM(Predictor):
         for i, why in enumerate(self._setting_unmeasured(_config_keys(done).to_numpy())):
             if why is not None:
                 out[i].append(why)
+        for i in np.flatnonzero(self._family_unseen(keys_done, unknown)):
+            hw, fw, model = _family_of(keys_done[i])
+            out[i].append(Reason(f"{hw} x {fw} x {model} was never measured together: the answer transfers from "
+                                 "other combinations", "combination"))
         global_out = self._devices_out(done)  # said below, with the trained range
         for i, counts in enumerate(self._family_devices_out(keys_done)):
             if counts is not None and not global_out[i]:
