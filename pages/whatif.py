@@ -145,8 +145,8 @@ m2.metric(f"{res.level:.0%} band", band)
 m3.metric("Confidence", "n/a" if math.isnan(at_b["confidence"]) else
           "< 0.01" if at_b["confidence"] < 0.005 else f"{at_b['confidence']:.2f}",
           help=W.confidence_help(values["predictor"], LOW_CONFIDENCE))
-m4.metric("Roofline bound", "n/a" if not math.isfinite(at_b["roofline_tok_s"]) else f"{W.rate(at_b['roofline_tok_s'])} tok/s",
-          help="Physical upper bound from the catalogs (n/a: the catalog lacks a figure it needs: the bandwidth, the FLOPS, or the model's KV-cache size, which DeciLM-7B's per-layer KV heads leave undefined).")
+roof_value, roof_help = W.roofline_tile(at_b["roofline_tok_s"])
+m4.metric("Roofline bound", roof_value, help=roof_help)
 l1, l2, l3, l4 = st.columns(4)
 l1.metric("Total throughput", f"{W.rate(at_b['pred_total_throughput_tok_s'])} tok/s",
           help="Input and output tokens per second: output throughput x (input + output) / output.")

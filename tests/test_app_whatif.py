@@ -129,6 +129,10 @@ def test_page_trains_on_sample_and_draws_curve_band_and_measured_points() -> Non
     metas = [t.get("meta") for t in traces]
     assert metas.count("band") == 2 and "prediction" in metas and "measured" in metas
     assert "roofline" in metas  # at the fp32 the sample ran (the catalog has no bf16 peak for its CPU)
+    # The Roofline bound tile says why it is n/a only where it is: its help had said "n/a: the catalog lacks a
+    # figure ..." beside a value.
+    [roof] = [m for m in at.metric if m.label == "Roofline bound"]
+    assert roof.value.endswith(" tok/s") and roof.proto.help == W.ROOFLINE_HELP and "n/a" not in roof.proto.help
     pred = next(t for t in traces if t.get("meta") == "prediction")
     assert pred["x"] == [1, 2, 4, 8, 16, 32, 64, 128]
     table = at.dataframe[0].value
@@ -743,6 +747,14 @@ def test_metric_tiles_never_show_e_notation() -> None:
     assert W.seconds(4.41e5 * 60) == "306 d" and W.seconds(3 * 3600) == "3 h" and W.seconds(1e12) == "11,574,074 d"
     assert W.seconds(0.0123) == "12.3 ms" and W.seconds(2.345) == "2.35 s" and W.seconds(600.0) == "10 min"
     assert W.seconds(float("nan")) == "n/a"
+
+
+def test_the_roofline_tile_explains_n_a_only_where_it_shows_n_a() -> None:
+    value, text = W.roofline_tile(2499.3)
+    assert value == "2,499 tok/s" and "n/a" not in text and "lacks a figure" not in text
+    for missing in (float("nan"), float("inf")):
+        value, text = W.roofline_tile(missing)
+        assert value == "n/a" and text.startswith(W.ROOFLINE_HELP) and "n/a here: the catalog lacks a figure" in text
 
 
 def test_the_end_to_end_tile_reads_in_the_tables_seconds() -> None:

@@ -35,6 +35,8 @@ from .widgets import show_error
 
 __all__ = [
     "confidence_help",
+    "roofline_tile",
+    "ROOFLINE_HELP",
     "P",
     "KEYS",
     "QP",
@@ -1005,6 +1007,35 @@ def rate(v: float) -> str:
 def seconds(v: float) -> str:
     """A latency for a metric tile: :func:`perfmodel.plots.compact_seconds` (0.691 ms, 340 ms, 2.35 s, 1.9 min)."""
     return compact_seconds(v)
+
+
+ROOFLINE_HELP = ("Physical upper bound on output throughput from the catalogs: the prompts' prefill at peak FLOPS, "
+                 "then each decode step reading the weights and the KV cache at peak memory bandwidth (or doing its "
+                 "FLOPs at peak, whichever takes longer). No run of this configuration can be faster: a measured point "
+                 "above it is marked suspect.")
+"""The Roofline bound tile's help where it shows a value."""
+_ROOFLINE_NA = ("It reads n/a here: the catalog lacks a figure it needs: the bandwidth, the FLOPS, or the model's "
+                "KV-cache size, which DeciLM-7B's per-layer KV heads leave undefined.")
+
+
+def roofline_tile(bound_tok_s: float) -> tuple[str, str]:
+    """The Roofline bound tile's value and help: why it is n/a only where it is (the help had said "n/a: the
+    catalog lacks a figure ..." beside a bound of 2,499 tok/s).
+
+    Parameters
+    ----------
+    bound_tok_s
+        The predictions table's ``roofline_tok_s`` at the batch shown (NaN where the catalog lacks a figure).
+
+    Returns
+    -------
+    (str, str)
+        ``"2,499 tok/s"`` or ``"n/a"``, and the help.
+    """
+    v = float(bound_tok_s)
+    if math.isfinite(v):
+        return f"{rate(v)} tok/s", ROOFLINE_HELP
+    return "n/a", f"{ROOFLINE_HELP} {_ROOFLINE_NA}"
 
 
 def e2e_seconds(v: float) -> str:
