@@ -778,7 +778,7 @@ def train_cmd(data: str, predictor_name: str, feature_set: str | None, y_col: st
 
 _POINT_OPTIONS = {"hardware": "--hardware", "model": "--model", "framework": "--framework",
                  "device_count": "--device-count", "input_len_tok": "--input-len", "output_len_tok": "--output-len",
-                 "batch_size": "--batch"}
+                 "batch_size": "--batch", "fw_n_batch": "--n-batch", "fw_num_threads": "--num-threads"}
 """Query column -> the option that gives it in the one-point form (``predict``, ``monitor``)."""
 
 

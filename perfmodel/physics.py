@@ -216,6 +216,16 @@ def _optional_problems(runs: pd.DataFrame, rows: np.ndarray, file: str | None) -
         for i in [i for i, v in enumerate(lk) if not _is_missing(v) and str(v) not in LOAD_KINDS][:10]:
             out.append(Problem(f"unknown load_kind {as_written(lk.iloc[i])}; valid: {', '.join(LOAD_KINDS)}",
                                file=file, row=int(rows[i]), column="load_kind"))
+    from .curves import VARYING_BY
+
+    for c in (c for c in VARYING_BY if c in runs.columns):  # n_batch -5, 0, inf, 2.5 or "abc" had been answered
+        raw = runs[c].astype(object)
+        v = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+        bad = [i for i in range(len(raw)) if not _is_missing(raw.iloc[i])
+               and not (np.isfinite(v[i]) and v[i] >= 1 and np.round(v[i]) == v[i])]
+        for i in bad[:10]:
+            out.append(Problem(f"expected a whole number >= 1 ({c.removeprefix('fw_')}), got {as_written(raw.iloc[i])}",
+                               file=file, row=int(rows[i]), column=c))
     if "tp_size" in runs.columns and "device_count" in runs.columns:
         def num(c: str) -> np.ndarray:
             return pd.to_numeric(runs[c], errors="coerce").to_numpy(dtype=float) if c in runs.columns \

@@ -459,6 +459,9 @@ def test_a_llama_cpp_query_outside_what_llama_cpp_was_measured_at_is_out_of_doma
     assert float(eight.stdout.split(" tok/s")[0].replace(",", "")) < 1.2 * at4, (eight.output, res.output)
     measured = CliRunner().invoke(main, [*point, "--batch", "1", "--device-count", "8", "--n-batch", "64"])
     assert "n_batch 1; n_batch 16" not in measured.output, measured.output  # 64 was measured on 4: nothing to give
+    # a setting that is no whole number of at least 1 is refused, naming the option (n_batch -5 had been answered)
+    bad = CliRunner().invoke(main, [*point, "--batch", "1", "--n-batch", "-5"])
+    assert bad.exit_code == 2 and "option --n-batch: expected a whole number >= 1 (n_batch), got -5" in bad.output
     # the setting is a one-point option only: beside a query file it is refused like the others
     both = CliRunner().invoke(main, ["predict", str(h100_a100_roofline), str(h100_a100_roofline / "metadata.json"),
                                      "--n-batch", "64"])

@@ -233,3 +233,16 @@ def test_an_empty_kv_cache_dtype_cell_reads_as_an_absent_column() -> None:
     one = physics.roofline(_row(weight_dtype="fp8", kv_cache_dtype="fp8", batch_size=64.0, input_len_tok=1024.0,
                                 output_len_tok=1024.0))
     assert one["output_tok_s_max"].iloc[0] > absent["output_tok_s_max"].iloc[0]  # a stated fp8 cache is read
+
+
+def test_a_query_s_measurement_setting_is_a_whole_number_of_at_least_one() -> None:
+    # llama.cpp's n_batch -5, 0, inf, 2.5 and "abc" had all been answered (99.2, 100.9, 70.5 tok/s ...), exit 0
+    q = pd.DataFrame({"hardware": "h100-sxm", "model": "llama-3-8b", "framework": "llama.cpp", "device_count": 1,
+                      "input_len_tok": 1024.0, "output_len_tok": 1024.0, "batch_size": 1.0,
+                      "fw_n_batch": ["-5", "0", "inf", "2.5", "abc", "64", None]})
+    with pytest.raises(ValidationError) as exc:
+        physics.check_query(q, query=True)
+    assert [(p.row, p.column) for p in exc.value.problems] == [(r, "fw_n_batch") for r in (1, 2, 3, 4, 5)]
+    assert "expected a whole number >= 1 (n_batch), got '2.5'" in str(exc.value)
+    physics.check_query(q.iloc[5:], query=True)  # 64 and none are fine
+    physics.check_query(q)  # measurements are the importers' to check
