@@ -226,7 +226,7 @@ if protocol in done:
             st.caption("Not scored: " + "; ".join(f"{r['set']} / {r['learner']} ({r['note'] or 'no test rows'})"
                                                   for _, r in unscored.iterrows()) + ".")
         if failing:
-            st.caption(f"R² below {X.FAILING_R2:g} (far worse than predicting the mean: the learner does not "
+            st.caption(f"R² below {X.threshold_text(X.FAILING_R2)} (far worse than predicting the mean: the learner does not "
                        f"carry over to the held-out rows on this set): {', '.join(failing)}.")
         if (shown["set"].astype(str).str.contains("framework|all")).any():
             st.caption(X.FRAMEWORK_SCORE_CAVEAT)

@@ -63,6 +63,9 @@ def test_page_shows_importance_dependence_and_waterfall_by_kind() -> None:
     # the sample's PCIe contention is batch / 16 on its GPU rows and missing on its CPU rows: said under the ranking
     together = [c.value for c in at.caption if "order the rows alike" in c.value]
     assert together and any("batch size" in c and "PCIe contention" in c and "has no value on" in c for c in together)
+    # the bar they pass, as set: their smallest |ρ| of 1.0 (batch and log2 batch) had read "Spearman |ρ| ≥ 1.00"
+    assert all(f"Spearman |ρ| ≥ {X.threshold_text(E.READ_TOGETHER_RHO)} where" in c and "1.00" not in c
+               for c in together), together
     # rerun: everything comes from the caches
     t0 = time.perf_counter()
     at.run()

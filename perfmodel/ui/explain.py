@@ -36,6 +36,8 @@ __all__ = [
     "COMPARISON_COLUMNS",
     "comparison_order",
     "FAILING_R2",
+    "threshold_text",
+    "beside_threshold",
     "split_comparison",
     "top_features_in_words",
     "FRAMEWORK_SCORE_CAVEAT",
@@ -330,7 +332,7 @@ def split_comparison(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, l
     # first, for its linear R² in the last column.
     failing = []
     for _, r in scored.iterrows():
-        low = [f"{_r2_words(c)} {float(v):.2f}" for c in comparison_order(r2)
+        low = [f"{_r2_words(c)} {beside_threshold(float(v), FAILING_R2)}" for c in comparison_order(r2)
                if pd.notna(v := pd.to_numeric(r[c], errors="coerce")) and float(v) < FAILING_R2]
         if low:
             failing.append(f"{r['set']} / {r['learner']} ({', '.join(low)})")
@@ -519,6 +521,47 @@ def feature_labels(names: Sequence[str]) -> list[str]:
     return [f"{lab} [{n}]" if seen[lab] > 1 else lab for lab, n in zip(labels, names, strict=True)]
 
 
+def threshold_text(x: float) -> str:
+    """A threshold as set, never rounded into another value: the shortest decimal that reads back as ``x``
+    (``0.99``, ``0.995``, ``-1``), where ``:.2f`` had written a |ρ| bar met at 0.9996 as ``1.00``.
+
+    Parameters
+    ----------
+    x
+        The threshold.
+
+    Returns
+    -------
+    str
+    """
+    return np.format_float_positional(float(x), trim="-")
+
+
+def beside_threshold(value: float, threshold: float, decimals: int = 2) -> str:
+    """A value said beside a threshold it is compared with: to ``decimals`` places, more where fewer would round
+    it onto the threshold or across it (an R² of -1.004 under the bar -1 reads ``-1.004``, not ``-1.00``).
+
+    Parameters
+    ----------
+    value, threshold
+        The number and the bar it is said against.
+    decimals
+        The places shown where they keep the two apart.
+
+    Returns
+    -------
+    str
+    """
+    v, t = float(value), float(threshold)
+    if not (math.isfinite(v) and math.isfinite(t)) or v == t:
+        return f"{v:.{decimals}f}"
+    for d in range(decimals, 16):
+        shown = float(text := f"{v:.{d}f}")
+        if shown != t and (shown < t) == (v < t):
+            return text
+    return repr(v)
+
+
 def read_together_notes(ex: E.Explanation, imp: pd.DataFrame, top: int = 8) -> list[str]:
     """One sentence per group of features among the ``top`` of the ranking that order the rows alike
     (:meth:`perfmodel.explain.Explanation.read_together`): their shares are one effect, divided arbitrarily.
@@ -540,11 +583,13 @@ def read_together_notes(ex: E.Explanation, imp: pd.DataFrame, top: int = 8) -> l
         rows ...".
     """
     share = dict(zip(imp["feature"], imp["share"], strict=True))
+    rho = E.READ_TOGETHER_RHO
     notes = []
-    for g in ex.read_together(imp["feature"].head(top).tolist()):
+    for g in ex.read_together(imp["feature"].head(top).tolist(), min_rho=rho):
         names = feature_labels(g.features)
         listed = ", ".join(names[:-1]) + f" and {names[-1]}"
-        text = (f"{listed} order the rows alike (Spearman |ρ| ≥ {math.floor(g.min_rho * 100) / 100:.2f} where both have a value): the "
+        # the bar the group passed, as set: its smallest |ρ| (1.0 for batch and log2 batch) had read "≥ 1.00"
+        text = (f"{listed} order the rows alike (Spearman |ρ| ≥ {threshold_text(rho)} where both have a value): the "
                 "trees could split on any of them and SHAP divides one effect among them arbitrarily, so read "
                 f"their shares together ({sum(share.get(f, 0.0) for f in g.features):.0%}).")
         for f, n in g.missing.items():
