@@ -527,6 +527,38 @@ def _runs() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _significant_digits(text: str) -> int:
+    mantissa = text.lstrip("-").lower().split("e")[0].replace(".", "")
+    return len(mantissa.strip("0"))
+
+
+def test_the_download_writes_clean_numbers_in_the_tables_columns() -> None:
+    # It had written floats such as 91.72733500000002.
+    import io
+
+    from _predict_data import synthetic_runs
+
+    runs = synthetic_runs(noise=0.02)
+    point = {c: runs[c].iloc[0] for c in core.POINT_COLUMNS}
+    model, rows = core.fit_whatif_model(runs, "roofline-gbm", settings={"n_estimators": 10, "calibration_folds": 0})
+    res = core.whatif(model, rows, point, [1.0, 3.0, 48.0, 1000.0], level=0.9)
+    text = W.result_csv(res).decode()
+    shown = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+    want = list(res.table.columns)
+    want.insert(want.index("pred_upper") + 1, "level")
+    assert list(shown.columns) == want  # names and order unchanged
+    back = pd.read_csv(io.StringIO(text))
+    floats = [c for c in res.table.columns if pd.api.types.is_float_dtype(res.table[c])]
+    assert "pred_throughput_tok_s" in floats and "roofline_tok_s" in floats
+    for c in floats:
+        for cell, v in zip(shown[c], res.table[c], strict=True):
+            assert cell == "" or float(v).is_integer() or _significant_digits(cell) <= W.CSV_SIGNIFICANT, (c, cell)
+        # nothing meaningful lost: each number within the 6th significant digit, a whole one exact
+        np.testing.assert_allclose(back[c].to_numpy(dtype=float), res.table[c].to_numpy(dtype=float), rtol=5e-6,
+                                   equal_nan=True, err_msg=c)
+    assert (back["batch_size"] == [1.0, 3.0, 48.0, 1000.0]).all()
+
+
 def test_batch_grid_and_domain_reasons() -> None:
     assert core.batch_grid(3, 40) == [3.0, 4.0, 8.0, 16.0, 32.0, 40.0]
     with pytest.raises(ValidationError, match="batch_min"):
