@@ -429,9 +429,10 @@ def domain_reasons(train: pd.DataFrame, point: Mapping[str, Any], batches: Seque
     -------
     list of str
         Unseen hardware, model or framework; a hardware x model x framework combination (or its device
-        count) never measured together; batch, input or output length outside the trained range (by more
-        than ``range_factor``), or beyond it but within the factor; device count outside the trained range.
-        Empty when none applies.
+        count) never measured together; batch, input or output length outside the range of all training runs
+        (by more than ``range_factor``), or beyond it but within the factor; device count outside that range.
+        The range is said to be all the runs', as the predictor's own reasons name narrower ones (the batches
+        the query's framework or configuration was trained at). Empty when none applies.
     """
     out: list[str] = []
     for c, what in (("hardware", "hardware"), ("model", "model"), ("framework", "framework")):
@@ -471,14 +472,19 @@ def domain_reasons(train: pd.DataFrame, point: Mapping[str, Any], batches: Seque
         tol = range_factor if col != "device_count" or range_factor == 1.0 else math.inf
         far = [x for x in vals if x < lo / tol or x > hi * tol]
         near = [x for x in vals if (x < lo or x > hi) and x not in far]
+        # Whose range: roofline-gbm adds "at batch 256, 512: ... the batches tensorrt-llm was trained at (1-64)"
+        # below, and beside it "batch 512 beyond the trained range 1-256, but within twice of it" had read as if
+        # the two ranges were one.
+        trained = f"the range of all training runs ({lo:g})" if lo == hi else f"the range of all training runs " \
+            f"({lo:g}-{hi:g})"
         if far:
             beyond = "" if tol == 1.0 else f"more than {_factor_words(tol)} "
-            out.append(f"{label} {_listed(far)} {beyond}outside the trained range {lo:g}-{hi:g}")
+            out.append(f"{label} {_listed(far)} {beyond}outside {trained}")
         if near:
             within = (f", but within {_factor_words(tol)} of it" if math.isfinite(tol)
                       else f" (this predictor puts no range limit on the {label}: only the distance to its "
                            "training points can put it out of its domain)")
-            out.append(f"{label} {_listed(near)} beyond the trained range {lo:g}-{hi:g}{within}: extrapolated")
+            out.append(f"{label} {_listed(near)} beyond {trained}{within}: extrapolated")
     if (ratio := _ratio_reason(train, point)) is not None:
         out.append(ratio)
     return out

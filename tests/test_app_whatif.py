@@ -191,13 +191,13 @@ def test_shared_link_restores_every_input_and_far_query_is_out_of_domain() -> No
     assert f"**Out of domain** at batch {', '.join(out[:8])}" in warning and f"({len(out)} of 10)" in warning
     sample = pd.concat([pd.read_csv(f, usecols=["input_len_tok", "batch_size"]) for f in samples.sample_files()])
     lengths, batches = sample["input_len_tok"], sample["batch_size"]
-    assert f"input length 16384 more than twice outside the trained range {lengths.min():g}-{lengths.max():g}" \
-        in warning
+    assert f"input length 16384 more than twice outside the range of all training runs ({lengths.min():g}-" \
+        f"{lengths.max():g})" in warning
     # roofline-gbm counts a batch up to twice the largest trained one in its domain: the reasons say so.
     grid = (4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
     far = [b for b in grid if b > 2 * batches.max()]
     near = [b for b in grid if batches.max() < b <= 2 * batches.max()]
-    trained = f"the trained range {batches.min():g}-{batches.max():g}"
+    trained = f"the range of all training runs ({batches.min():g}-{batches.max():g})"
     assert f"batch {', '.join(map(str, far))} more than twice outside {trained}" in warning
     assert f"batch {', '.join(map(str, near))} beyond {trained}, but within twice of it: extrapolated" in warning
     pred = next(t for t in _traces(at) if t.get("meta") == "prediction")
@@ -568,8 +568,8 @@ def test_batch_grid_and_domain_reasons() -> None:
     reasons = core.domain_reasons(_runs(), point, [1.0, 64.0])
     assert reasons[0].startswith("hardware 'mi300x' is not in the training data")
     assert reasons[1].startswith("framework 'sglang'")
-    assert "batch 64 outside the trained range 1-32" in reasons
-    assert "output length 4096 outside the trained range 128-128" in reasons
+    assert "batch 64 outside the range of all training runs (1-32)" in reasons
+    assert "output length 4096 outside the range of all training runs (128)" in reasons
     assert not [r for r in reasons if "together" in r]  # the unseen hardware already says it
 
 
@@ -596,13 +596,39 @@ def test_out_of_domain_batches_and_the_reasons_naming_them_agree() -> None:
              "output_len_tok": 128.0, "device_count": 1.0}
     res = core.whatif(model, rows, point, [2.0, 4.0, 512.0, 1024.0])
     assert W.out_of_domain_text(res) == "batch 2, 1024 (2 of 4)"
-    assert "batch 2, 1024 more than twice outside the trained range 8-256" in res.reasons
-    assert "batch 4, 512 beyond the trained range 8-256, but within twice of it: extrapolated" in res.reasons
+    assert "batch 2, 1024 more than twice outside the range of all training runs (8-256)" in res.reasons
+    assert "batch 4, 512 beyond the range of all training runs (8-256), but within twice of it: extrapolated" \
+        in res.reasons
     # The predictor's own reasons say the same.
     q = pd.DataFrame([{**point, "batch_size": b} for b in (2.0, 4.0, 512.0, 1024.0)])
     assert [bool(r) for r in model.domain_reasons(q)] == [True, False, False, True]
     # A predictor that flags anything outside the range (factor 1) keeps the plain wording.
-    assert "batch 512, 1024 outside the trained range 8-256" in core.domain_reasons(rows, point, [512.0, 1024.0])
+    assert "batch 512, 1024 outside the range of all training runs (8-256)" \
+        in core.domain_reasons(rows, point, [512.0, 1024.0])
+
+
+def test_the_range_of_all_runs_and_a_frameworks_own_batches_read_as_two_ranges() -> None:
+    """Beside roofline-gbm's "at batch 256, 512: ... the batches tensorrt-llm was trained at (1-64)" the page had
+    said "batch 512 beyond the trained range 1-256, but within twice of it", as if the two were one range."""
+    rows = []
+    for fw, top in (("vllm", 256), ("tensorrt-llm", 64)):
+        for hw in ("h100-sxm", "a100-80gb"):
+            for n in (128.0, 512.0):
+                rows += [{"hardware": hw, "model": "llama-3-8b", "framework": fw, "device_count": 1,
+                          "input_len_tok": n, "output_len_tok": n, "batch_size": float(2 ** k),
+                          "output_throughput_tok_s": 40.0 * 2 ** (0.8 * k)} for k in range(top.bit_length())]
+    model, train = core.fit_whatif_model(pd.DataFrame(rows), "roofline-gbm",
+                                         settings={"n_estimators": 10, "calibration_folds": 0})
+    point = {"hardware": "h100-sxm", "model": "llama-3-8b", "framework": "tensorrt-llm", "input_len_tok": 128.0,
+             "output_len_tok": 128.0, "device_count": 1.0}
+    res = core.whatif(model, train, point, [16.0, 64.0, 256.0, 512.0, 1024.0])
+    assert W.out_of_domain_text(res) == "batch 256, 512, 1024 (3 of 5)"
+    batch = [r for r in res.reasons if "batch" in r]
+    assert batch == [
+        "batch 1024 more than twice outside the range of all training runs (1-256)",
+        "batch 512 beyond the range of all training runs (1-256), but within twice of it: extrapolated",
+        "at batch 256, 512: the batch is more than twice outside the batches tensorrt-llm was trained at (1-64)",
+    ], res.reasons
 
 
 def test_domain_reasons_name_a_combination_or_device_count_never_measured_together() -> None:

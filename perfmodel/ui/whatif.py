@@ -991,9 +991,9 @@ def kv_caption(res: W.WhatIfResult) -> str | None:
 
 def out_of_domain_text(res: W.WhatIfResult) -> str:
     """Which batches of the curve are out of domain (the predictor's ``in_domain``), named, e.g.
-    ``batch 2048 (1 of 12)``. The reasons below the warning call outside the trained range the batches the
-    predictor's range rule flags (:func:`perfmodel.whatif.domain_reasons` with its ``domain_range_factor``),
-    and only extrapolated those within it, so the two agree."""
+    ``batch 2048 (1 of 12)``. The reasons below the warning call outside the range of all training runs the
+    batches the predictor's range rule flags (:func:`perfmodel.whatif.domain_reasons` with its
+    ``domain_range_factor``), and only extrapolated those within it, so the two agree."""
     table = res.table
     out = table.loc[~table["in_domain"].astype(bool), "batch_size"].astype(float).tolist()
     shown = ", ".join(f"{b:g}" for b in out[:8]) + (", ..." if len(out) > 8 else "")
