@@ -724,11 +724,39 @@ def engine_unsupported(runs: pd.DataFrame) -> list[str | None]:
     return out
 
 
+def beyond_context(runs: pd.DataFrame) -> list[str | None]:
+    """Why each query's requests cannot be served: input + output tokens beyond its model's context in the catalog
+    (``max_context``: a server refuses such a request), or None (also for a model the catalog does not know or
+    gives no context). Llama-3-8B at 8,192 + 8,192 tokens had been answered 117.7 tok/s, confidence 0.80."""
+    from .. import catalog
+
+    n = len(runs)
+    out: list[str | None] = [None] * n
+    if not n or not {"model", "input_len_tok", "output_len_tok"} <= set(runs.columns):
+        return out
+    models = runs["model"].astype("string").to_numpy(dtype=object, na_value="")
+    total = (pd.to_numeric(runs["input_len_tok"], errors="coerce").to_numpy(dtype=float)
+             + pd.to_numeric(runs["output_len_tok"], errors="coerce").to_numpy(dtype=float))
+    limits: dict[str, Any] = {}
+    for m in dict.fromkeys(models.tolist()):  # once per model, not per row (10,000-row query files)
+        try:
+            limits[m] = catalog.resolve_model(m).max_context if m else None
+        except PerfmodelError:
+            limits[m] = None
+    for i in range(n):
+        limit = limits.get(models[i])
+        if limit is not None and np.isfinite(total[i]) and total[i] > limit:
+            out[i] = (f"{MEMORY_REASON_PREFIX}input + output length {total[i]:,.0f} tokens exceed {models[i]}'s "
+                      f"context of {limit:,} tokens (max_context in the model catalog): a server refuses such a request")
+    return out
+
+
 def cannot_run_at_all(runs: pd.DataFrame) -> list[str | None]:
     """Why each query cannot run: :func:`weights_over_memory`, else :func:`heads_unsplit`, else
-    :func:`engine_unsupported`; None where it can."""
-    return [m if m is not None else h if h is not None else e
-            for m, h, e in zip(weights_over_memory(runs), heads_unsplit(runs), engine_unsupported(runs), strict=True)]
+    :func:`engine_unsupported`, else :func:`beyond_context`; None where it can."""
+    return [next((r for r in reasons if r is not None), None)
+            for reasons in zip(weights_over_memory(runs), heads_unsplit(runs), engine_unsupported(runs),
+                               beyond_context(runs), strict=True)]
 
 
 def cannot_run_reasons(predictor: Any, runs: pd.DataFrame) -> list[str | None]:
@@ -999,8 +1027,8 @@ def flag_nonpositive(pred: pd.DataFrame) -> pd.DataFrame:
 
 def query_notes(predictor: Any, runs: pd.DataFrame, pred: pd.DataFrame) -> list[str]:
     """Per query, what a prediction file should say beside its numbers (``""`` where nothing): a configuration
-    that cannot run (:meth:`Predictor.cannot_run`, its row left blank), requests longer than the model's
-    context in the catalog, and a throughput of zero or less (:data:`NONPOSITIVE_NOTE`). The CLI's blank rows
+    that cannot run (:meth:`Predictor.cannot_run`, its row left blank: requests longer than the model's
+    context in the catalog among them), and a throughput of zero or less (:data:`NONPOSITIVE_NOTE`). The CLI's blank rows
     and impossible numbers had come without a word, where the What-if page explains each.
 
     Parameters
@@ -1016,20 +1044,8 @@ def query_notes(predictor: Any, runs: pd.DataFrame, pred: pd.DataFrame) -> list[
     -------
     list of str
     """
-    from .. import catalog
-
     blocked = cannot_run_reasons(predictor, runs)
     tp = pd.to_numeric(pred["pred_throughput_tok_s"], errors="coerce").to_numpy(dtype=float)
-    models = runs["model"].astype(str).to_numpy() if "model" in runs.columns else np.full(len(runs), "")
-    limits: dict[str, Any] = {}
-    for m in dict.fromkeys(models.tolist()):  # once per model, not per row (10,000-row query files)
-        try:
-            limits[m] = catalog.resolve_model(m).max_context
-        except PerfmodelError:
-            limits[m] = None
-    total = (pd.to_numeric(runs.get("input_len_tok"), errors="coerce").to_numpy(dtype=float)
-             + pd.to_numeric(runs.get("output_len_tok"), errors="coerce").to_numpy(dtype=float)) \
-        if {"input_len_tok", "output_len_tok"} <= set(runs.columns) else np.full(len(runs), np.nan)
     nonpositive = nonpositive_note(str(getattr(predictor, "name", "") or ""))
     # what the predictor left out of a query (a setting of another engine: llama.cpp's n_batch on vLLM)
     ignored = predictor.ignored_notes(runs) if hasattr(predictor, "ignored_notes") else [None] * len(runs)
@@ -1041,10 +1057,6 @@ def query_notes(predictor: Any, runs: pd.DataFrame, pred: pd.DataFrame) -> list[
         # a memory reason already says so ("cannot run: cannot run: llama-3-70b's weights ..." had been written)
         parts = ([why if str(why).startswith(MEMORY_REASON_PREFIX) else MEMORY_REASON_PREFIX + str(why)]
                  if why is not None else [])
-        limit = limits.get(models[i])
-        if limit is not None and np.isfinite(total[i]) and total[i] > limit:
-            parts.append(f"input + output length {total[i]:,.0f} tokens exceed {models[i]}'s context of {limit:,} "
-                         "tokens (max_context in the model catalog): no real request is that long")
         if np.isfinite(tp[i]) and tp[i] <= 0:
             parts.append(nonpositive)
         if ignored[i]:
