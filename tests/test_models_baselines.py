@@ -83,3 +83,14 @@ def test_golden_random_split_on_all_results(all_results_csv):
     assert 50 < ape["linear"] < 400
     assert 5 < ape["xgboost"] < 30
     assert ape["linear"] > 5 * ape["xgboost"]
+
+
+def test_an_unseen_name_close_to_a_trained_one_is_named() -> None:
+    # A misspelt framework ('vlm') is no catalog error (frameworks are open-ended): it had been answered as a
+    # framework never seen, without a word of the one meant.
+    from perfmodel.models.base import unseen_reason
+
+    assert unseen_reason("framework", "vlm", ["vllm", "llama.cpp"]) == \
+        "framework 'vlm' is not in the training data; did you mean vllm?"
+    assert unseen_reason("framework", "sglang", ["vllm", "llama.cpp"]) == "framework 'sglang' is not in the training data"
+    assert unseen_reason("framework", "vlm", ["vllm"]).kind == "unseen"

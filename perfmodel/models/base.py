@@ -28,7 +28,7 @@ import json
 import math
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -69,6 +69,10 @@ __all__ = [
     "weights_over_memory",
     "mask_weights_over_memory",
     "cannot_run_reasons",
+    "Reason",
+    "unseen_reason",
+    "engine_unsupported",
+    "beyond_context",
 ]
 
 PREDICTION_COLUMNS = ("pred_throughput_tok_s", "pred_lower", "pred_upper", "confidence", "in_domain")
@@ -104,6 +108,17 @@ class Reason(str):
         obj = super().__new__(cls, text)
         obj.kind = kind
         return obj
+
+
+def unseen_reason(column: str, value: object, seen: Iterable[str]) -> Reason:
+    """``"framework 'vlm' is not in the training data"``, with the closest trained names where one is close
+    (``"; did you mean vllm?"``): a misspelt framework, which the catalog does not check (frameworks are
+    open-ended), had been answered as a framework never seen, without a word of the one meant."""
+    import difflib
+
+    close = difflib.get_close_matches(str(value).lower(), sorted({str(v) for v in seen}), n=2, cutoff=0.75)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    return Reason(f"{column} {str(value)!r} is not in the training data{hint}", "unseen")
 
 
 class NotFittedError(PerfmodelError, ValueError):

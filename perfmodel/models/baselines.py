@@ -39,13 +39,13 @@ from ..errors import PerfmodelError, Problem, ValidationError
 from .base import (
     NotFittedError,
     Predictor,
-    Reason,
     as_queries,
     check_level,
     check_target,
     prediction_frame,
     read_predictor_metadata,
     register,
+    unseen_reason,
     write_metadata,
 )
 
@@ -107,7 +107,7 @@ def unseen_reasons(runs: pd.DataFrame, seen: dict[str, list[str]]) -> list[list[
     for c in CATEGORICAL_COLUMNS:
         values = runs[c].astype("string")
         for i in np.flatnonzero(~values.isin(seen[c]).fillna(False).to_numpy(dtype=bool)):
-            out[i].append(Reason(f"{c} {str(values.iloc[i])!r} is not in the training data", "unseen"))
+            out[i].append(unseen_reason(c, values.iloc[i], seen[c]))
     return out
 
 

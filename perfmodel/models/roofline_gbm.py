@@ -149,6 +149,7 @@ from .base import (
     prediction_frame,
     read_metadata,
     register,
+    unseen_reason,
     write_metadata,
 )
 
@@ -3502,7 +3503,7 @@ class RooflineGBM(Predictor):
         unknown = self._unknown_parts(done, self.seen_)
         for col in _IDENTITY:
             for i in np.flatnonzero(unknown[col]):
-                out[i].append(Reason(f"{col} {_values(done, col)[i]!r} is not in the training data", "unseen"))
+                out[i].append(unseen_reason(col, _values(done, col)[i], self.seen_[col]))
         bb = _floats(done, "batch_size")
         b_lo, b_hi = self.batch_range_
         tol = self.domain_range_factor
