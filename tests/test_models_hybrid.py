@@ -80,3 +80,21 @@ def test_real_subset_trains_quickly(all_results_csv):
     ape = np.abs(model.predict(sub)["pred_throughput_tok_s"].to_numpy() - y) / y
     assert model.n_configs_ > model.n_fitted_ > 150  # configurations with < 3 batch sizes are left out
     assert np.median(ape) < 0.25
+
+
+def test_a_batch_or_length_more_than_twice_outside_the_trained_ones_is_out_of_domain(fitted, tmp_path):
+    # Batch 1,024, four times the largest trained, had been in domain at confidence 0.98, where every other
+    # predictor said it was not.
+    runs, model = fitted
+    q = runs.iloc[:1].drop(columns="output_throughput_tok_s")
+    b_hi, l_hi = runs["batch_size"].max(), runs["input_len_tok"].max()
+    q = pd.concat([q, q.assign(batch_size=4 * b_hi), q.assign(batch_size=2 * b_hi), q.assign(input_len_tok=3 * l_hi)],
+                  ignore_index=True)
+    inside = model.predict(q)["in_domain"].tolist()
+    assert inside[0] and inside[2] and not inside[1] and not inside[3]
+    why = model.domain_reasons(q)
+    assert why[1][-1] == f"batch {4 * b_hi:g} is more than twice outside the trained batches " \
+        f"{runs['batch_size'].min():g}-{b_hi:g}" and why[1][-1].kind == "batch_range"
+    assert why[3][-1].startswith(f"input length {3 * l_hi:g} is more than twice outside the trained input lengths")
+    model.save(tmp_path / "m")
+    assert load_predictor(tmp_path / "m").predict(q)["in_domain"].tolist() == inside
