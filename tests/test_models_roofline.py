@@ -474,8 +474,15 @@ def test_far_past_the_kv_full_batch_the_answer_stops_moving_with_the_batch(all_r
     m.kv_cap = False
     free = m.predict(q)["pred_throughput_tok_s"].to_numpy()
     assert np.ptp(np.fmin(free[2:], held[0])) > 0.01 * held[1]  # holding to the KV-full answer alone still wandered
-    np.testing.assert_allclose(held[2:], held[1], rtol=1e-12)  # the answer at twice the KV-full batch
-    assert held[1] == pytest.approx(min(free[1], held[0]), rel=1e-12)
+    # the answer at twice the KV-full batch (228.9 x 2), no higher than any batch between (456 among them)
+    np.testing.assert_allclose(held[2:], held[2], rtol=1e-12)
+    assert held[2] <= held[1] <= min(free[1], held[0]) * (1 + 1e-12)
+    # past the KV-full batch no larger batch runs faster than a smaller one (the answer had dipped and risen again)
+    grid = q.assign(batch_size=[228.0, 260.0, 300.0, 340.0, 380.0, 420.0])
+    path = m.predict(grid)["pred_throughput_tok_s"].to_numpy()
+    # (taken at half-doublings from the KV-full batch: a dip between two of them may still show, by 2 % here)
+    assert np.all(path <= np.minimum.accumulate(path) * 1.02)
+    assert (np.fmin(free, held[0])[1] > held[1]) or np.ptp(np.fmin(free[1:], held[0])) > 0  # it asks what it says
     # A batch measured beyond twice the KV-full one keeps its own answer: Llama-2-70B on one MI300X at 2,048 +
     # 2,048 tokens fits 35 sequences and was measured at batch 256.
     mi = pd.DataFrame({"hardware": "mi300x", "model": "llama-2-70b", "framework": "vllm", "input_len_tok": 2048.0,

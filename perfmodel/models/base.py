@@ -359,6 +359,9 @@ class Predictor(ABC):
     value below ``min / factor`` or above ``max * factor`` makes it out of domain (1.0: any value outside
     the range; ``math.inf``: the range alone never does). What-if reasons name batches with it, so they
     agree with ``in_domain``."""
+    context_in_domain: ClassVar[bool] = False
+    """The predictor's ``in_domain`` and domain reasons cover a request beyond the model's context
+    (:func:`beyond_context`), so a prediction file's note need not say it again."""
     applies_cannot_run: ClassVar[bool] = False
     """True when :meth:`predict` itself gives the queries :meth:`cannot_run` names no prediction (and
     :meth:`predict_with_ttft_band` no TTFT): :func:`predict_with_latency` then checks them no second time."""
@@ -740,9 +743,11 @@ def engine_unsupported(runs: pd.DataFrame) -> list[str | None]:
 
 
 def beyond_context(runs: pd.DataFrame) -> list[str | None]:
-    """Why each query's requests cannot be served: input + output tokens beyond its model's context in the catalog
-    (``max_context``: a server refuses such a request), or None (also for a model the catalog does not know or
-    gives no context). Llama-3-8B at 8,192 + 8,192 tokens had been answered 117.7 tok/s, confidence 0.80."""
+    """Per query, its input + output tokens beyond its model's context in the catalog (``max_context``), in words,
+    or None (also for a model the catalog does not know or gives no context). Not a reason the query cannot run:
+    a server started with a longer ``max_model_len`` serves them (LLM-Inference-Bench ran BLOOM-7B1, OPT-6.7B and
+    GPT-J-6B, 2,048-token models, at 2,048 + 2,048 tokens with vLLM on a GH200), but no default one does, and
+    the predictors know nothing of what it costs: roofline-gbm puts such a query out of domain."""
     from .. import catalog
 
     n = len(runs)
@@ -761,17 +766,17 @@ def beyond_context(runs: pd.DataFrame) -> list[str | None]:
     for i in range(n):
         limit = limits.get(models[i])
         if limit is not None and np.isfinite(total[i]) and total[i] > limit:
-            out[i] = (f"{MEMORY_REASON_PREFIX}input + output length {total[i]:,.0f} tokens exceed {models[i]}'s "
-                      f"context of {limit:,} tokens (max_context in the model catalog): a server refuses such a request")
+            out[i] = (f"input + output length {total[i]:,.0f} tokens exceed {models[i]}'s context of {limit:,} "
+                      "tokens (max_context in the model catalog): a server started with its defaults refuses such "
+                      "a request")
     return out
 
 
 def cannot_run_at_all(runs: pd.DataFrame) -> list[str | None]:
     """Why each query cannot run: :func:`weights_over_memory`, else :func:`heads_unsplit`, else
-    :func:`engine_unsupported`, else :func:`beyond_context`; None where it can."""
+    :func:`engine_unsupported`; None where it can."""
     return [next((r for r in reasons if r is not None), None)
-            for reasons in zip(weights_over_memory(runs), heads_unsplit(runs), engine_unsupported(runs),
-                               beyond_context(runs), strict=True)]
+            for reasons in zip(weights_over_memory(runs), heads_unsplit(runs), engine_unsupported(runs), strict=True)]
 
 
 def cannot_run_reasons(predictor: Any, runs: pd.DataFrame) -> list[str | None]:
@@ -1042,8 +1047,8 @@ def flag_nonpositive(pred: pd.DataFrame) -> pd.DataFrame:
 
 def query_notes(predictor: Any, runs: pd.DataFrame, pred: pd.DataFrame) -> list[str]:
     """Per query, what a prediction file should say beside its numbers (``""`` where nothing): a configuration
-    that cannot run (:meth:`Predictor.cannot_run`, its row left blank: requests longer than the model's
-    context in the catalog among them), and a throughput of zero or less (:data:`NONPOSITIVE_NOTE`). The CLI's blank rows
+    that cannot run (:meth:`Predictor.cannot_run`, its row left blank), requests longer than the model's
+    context in the catalog (:func:`beyond_context`), and a throughput of zero or less (:data:`NONPOSITIVE_NOTE`). The CLI's blank rows
     and impossible numbers had come without a word, where the What-if page explains each.
 
     Parameters
@@ -1061,6 +1066,7 @@ def query_notes(predictor: Any, runs: pd.DataFrame, pred: pd.DataFrame) -> list[
     """
     blocked = cannot_run_reasons(predictor, runs)
     tp = pd.to_numeric(pred["pred_throughput_tok_s"], errors="coerce").to_numpy(dtype=float)
+    context = [None] * len(runs) if getattr(predictor, "context_in_domain", False) else beyond_context(runs)
     nonpositive = nonpositive_note(str(getattr(predictor, "name", "") or ""))
     # what the predictor left out of a query (a setting of another engine: llama.cpp's n_batch on vLLM)
     ignored = predictor.ignored_notes(runs) if hasattr(predictor, "ignored_notes") else [None] * len(runs)
@@ -1072,6 +1078,8 @@ def query_notes(predictor: Any, runs: pd.DataFrame, pred: pd.DataFrame) -> list[
         # a memory reason already says so ("cannot run: cannot run: llama-3-70b's weights ..." had been written)
         parts = ([why if str(why).startswith(MEMORY_REASON_PREFIX) else MEMORY_REASON_PREFIX + str(why)]
                  if why is not None else [])
+        if context[i]:
+            parts.append(str(context[i]))
         if np.isfinite(tp[i]) and tp[i] <= 0:
             parts.append(nonpositive)
         if ignored[i]:

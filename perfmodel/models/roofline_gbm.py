@@ -142,6 +142,7 @@ from .base import (
     ProgressCallback,
     Reason,
     as_queries,
+    beyond_context,
     cannot_run_at_all,
     check_level,
     check_target,
@@ -168,6 +169,7 @@ _BEYOND_LENGTH = 6
 _GAIN_COLUMN = 10  # the edge gain's column among the difficulty model's inputs (_sigma_features)
 _KV_STRETCH = 2.0  # batch doublings beyond the data that one doubling past the KV-full batch counts as
 _KV_QUEUE = 2.0  # past this many times its KV-full batch a configuration's answer no longer moves with the batch
+_PATH_STEPS = 2  # batches a doubling past the KV-full batch where the answer is taken no higher than there
 _MAX_SPLITS = 10  # rows/configurations: run k of up to 10 folds (each trains on 90 %)
 _LOGO_MAX_GROUPS = 10  # up to this many hardware/frameworks, calibrate by leaving each one out in turn
 
@@ -1682,6 +1684,7 @@ class RooflineGBM(Predictor):
 
     name: ClassVar[str] = "roofline-gbm"
     domain_range_factor: ClassVar[float] = 2.0  # batch or lengths "more than twice outside" the trained ones
+    context_in_domain: ClassVar[bool] = True
     applies_cannot_run: ClassVar[bool] = True
 
     def __init__(self, *, features: str = "static", n_estimators: int = 300, learning_rate: float = 0.08,
@@ -3026,7 +3029,8 @@ class RooflineGBM(Predictor):
             & ~self._dtype_unseen(knn) & ~self._devices_out(runs) & ~self._config_batch_out(keys, bb)[0] \
             & ~self._layout_unseen(runs) \
             & np.array([c is None for c in self._family_devices_out(keys)], dtype=bool) \
-            & ~self._family_unseen(keys, unknown)
+            & ~self._family_unseen(keys, unknown) \
+            & np.array([c is None for c in beyond_context(runs)], dtype=bool)
         # Neither the answer nor its band runs faster than the bound no measurement may beat
         # (physics.flag_suspect): far from the data the band's width alone took it 10x above.
         # Past the batch whose KV cache fills the memory no more sequences run at once, so the bound stops there:
@@ -3185,6 +3189,24 @@ class RooflineGBM(Predictor):
             own_low[far] = np.minimum(own_low[far], queue["pred_lower"].to_numpy(dtype=float))
             low[past] = np.minimum(own_low, at["pred_lower"].to_numpy(dtype=float))
         mid[past] = np.fmin(own, at["pred_throughput_tok_s"].to_numpy(dtype=float))
+        # Past the KV-full batch only more sequences wait: a larger batch runs no faster than any batch between
+        # (half-doublings from the KV-full batch up to the row's, or its queue batch). The answer had dipped and
+        # risen again: GH200 x 2 with TensorRT-LLM and Llama-3-70B at 1,024 + 1,024 tokens (66 sequences fit)
+        # read 312 tok/s at batch 128, 437 at 200.
+        # A batch the configuration was measured at keeps its answer, and the path starts at the largest.
+        top = bb[past].copy()
+        top[far] = queue_at[far]
+        start = np.fmax(in_flight[past], measured)
+        steps = np.maximum(np.floor(_PATH_STEPS * np.log2(np.maximum(top / start, 1.0)) - 1e-9), 0).astype(int)
+        steps[bb[past] <= measured] = 0
+        if steps.max(initial=0) > 0:
+            owner = np.repeat(np.arange(len(past)), steps)
+            j = np.concatenate([np.arange(1, k + 1) for k in steps if k > 0])
+            path = self._predict(runs.iloc[past[owner]].assign(
+                batch_size=np.round(start[owner] * 2 ** (j / _PATH_STEPS))), lvl, capped=True)
+            lowest = pd.Series(path["pred_throughput_tok_s"].to_numpy(dtype=float)).groupby(owner).min()
+            with np.errstate(invalid="ignore"):
+                mid[past[lowest.index.to_numpy()]] = np.fmin(mid[past[lowest.index.to_numpy()]], lowest.to_numpy())
         return out.assign(pred_throughput_tok_s=mid, pred_lower=low)
 
     def step_overhead_bound(self, runs: pd.DataFrame) -> pd.DataFrame:
@@ -3516,6 +3538,9 @@ class RooflineGBM(Predictor):
             span = f"{f_lo:g}" if f_lo == f_hi else f"{f_lo:g}-{f_hi:g}"
             out[i].append(f"batch {bb[i]:g} is more than twice outside the batches {fw} was trained at ({span})")
         for i, why in enumerate(self._setting_unmeasured(_config_keys(done).to_numpy())):
+            if why is not None:
+                out[i].append(why)
+        for i, why in enumerate(beyond_context(done)):
             if why is not None:
                 out[i].append(why)
         for i in np.flatnonzero(self._family_unseen(keys_done, unknown)):
