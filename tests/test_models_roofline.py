@@ -1685,3 +1685,10 @@ def test_a_hardware_framework_and_model_each_trained_but_never_together_are_out_
     assert why[0] == [f"mi300x x llama.cpp x {MODELS[0]} was never measured together: the answer transfers from other "
                       "combinations"] and why[1] == []
     assert why[0][0].kind == "combination"  # the What-if page says it itself
+
+
+def test_a_setting_no_training_run_recorded_is_said_so(fitted: tuple[RooflineGBM, pd.DataFrame]) -> None:
+    # "num_threads ignored: a setting of no framework in the training data, not of llama.cpp"
+    m, df = fitted
+    q = df[df["framework"] == "llama.cpp"].head(1).drop(columns="output_throughput_tok_s").assign(fw_num_threads=4.0)
+    assert m.ignored_notes(q) == ["num_threads ignored: no training run recorded it"]

@@ -3483,10 +3483,12 @@ class RooflineGBM(Predictor):
         out: list[str | None] = [None] * len(runs)
         own = _setting_frameworks(self.anchors_)
         for c, rows in foreign_settings(runs, self.anchors_).items():
-            runs_with = ", ".join(sorted(own.get(c, ()))) or "no framework"
+            runs_with = ", ".join(sorted(own.get(c, ())))
             for i in np.flatnonzero(rows):
+                # a setting no training run recorded had read "a setting of no framework in the training data"
                 text = (f"{c.removeprefix('fw_')} ignored: a setting of {runs_with} in the training data, not of "
-                        f"{_values(runs, 'framework')[i]}")
+                        f"{_values(runs, 'framework')[i]}" if runs_with else
+                        f"{c.removeprefix('fw_')} ignored: no training run recorded it")
                 out[i] = text if out[i] is None else f"{out[i]}; {text}"
         return out
 
