@@ -128,6 +128,19 @@ for flagged, label, why, key, config in (
             st.caption(why + KEEP)
             st.dataframe(flagged, hide_index=True, placeholder="—", key=key, column_config=config)
 
+faster = ui.superlinear_runs(home, selected, stamp)
+if len(faster):
+    with st.expander(f"{len(faster):,} batch(es) faster per sequence than a smaller batch", icon=":material/report:"):
+        st.caption("Throughput that grew faster than the batch from the next smaller batch measured in the same "
+                   "configuration: each sequence ran faster beside more sequences, which a serving engine does not "
+                   "do, so one of the two measurements is suspect (a slow warm-up at the smaller batch, a miscounted "
+                   "batch). They stay in training: which of the two is wrong is not known.")
+        st.dataframe(faster, hide_index=True, key="data.superlinear", column_config={
+            "growth_over_batch": st.column_config.NumberColumn("growth / batch ratio", format="%.2f"),
+            "output_throughput_tok_s": st.column_config.NumberColumn("throughput (tok/s)", format="%.1f"),
+            "smaller_throughput_tok_s": st.column_config.NumberColumn("at the smaller batch (tok/s)",
+                                                                      format="%.1f")})
+
 chart_tab, runs_tab, issues_tab = st.tabs(["Chart", "Runs", f"Issues ({len(issues):,})"])
 with chart_tab:
     c1, c2, c3, c4 = st.columns([2, 2, 2, 1], vertical_alignment="bottom")

@@ -1186,3 +1186,53 @@ def import_caveats(labels: Sequence[str], warnings: Sequence[Sequence[str]], *, 
         whom = shown if len(names) <= max_names else f"{len(names):,} configurations ({shown})"
         out.append(f"{IMPORT_WARNING_LEAD} for {whom}: {w}")
     return out
+
+
+# --------------------------------------------------------------------------- batches that outrun the batch
+SUPERLINEAR_TOLERANCE = 1.1
+"""How much faster than the batch ratio a larger batch's throughput may grow before :func:`superlinear_runs`
+lists it (10 %: repeat-to-repeat noise)."""
+
+
+def superlinear_runs(runs: pd.DataFrame, *, tolerance: float = SUPERLINEAR_TOLERANCE) -> pd.DataFrame:
+    """Measured batches whose throughput grew faster than the batch from the next smaller batch of the same
+    configuration (:func:`default_curve_by`): each sequence ran faster beside more sequences, which a serving
+    engine does not do, so one of the two measurements is suspect (a slow warm-up at the smaller batch, a
+    miscounted batch). LLM-Inference-Bench's MI300X with vLLM ran Qwen2-7B at 128/128 tokens at 42.8 tok/s at
+    batch 1 and 1,414 at batch 16 (33 times for 16 times the sequences); 13 such pairs in all, 12 of them
+    MI300X's. They stay in training: which of the two is wrong is not known.
+
+    Parameters
+    ----------
+    runs
+        A runs table (``batch_size`` and ``output_throughput_tok_s``; repeats are averaged per batch).
+    tolerance
+        The factor beyond the batch ratio that is listed.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per pair: ``configuration``, ``batch_size``, ``output_throughput_tok_s``, ``smaller_batch``,
+        ``smaller_throughput_tok_s`` and ``growth_over_batch`` (throughput ratio over batch ratio); empty
+        (those columns) where none.
+    """
+    cols = ["configuration", "batch_size", "output_throughput_tok_s", "smaller_batch", "smaller_throughput_tok_s",
+            "growth_over_batch"]
+    if not len(runs) or not {"batch_size", "output_throughput_tok_s"} <= set(runs.columns):
+        return pd.DataFrame(columns=cols)
+    by = [c for c in default_curve_by(runs) if c != "batch_size"]
+    b = pd.to_numeric(runs["batch_size"], errors="coerce")
+    t = pd.to_numeric(runs["output_throughput_tok_s"], errors="coerce")
+    ok = (b > 0) & (t > 0)
+    if not ok.any():
+        return pd.DataFrame(columns=cols)
+    data = runs.loc[ok, by].assign(batch_size=b[ok], tput=t[ok])
+    mean = data.groupby([*by, "batch_size"], dropna=False, sort=True)["tput"].mean().reset_index()
+    out = []
+    for key, sub in mean.groupby(by, dropna=False, sort=True) if by else [((), mean)]:
+        bs, ts = sub["batch_size"].to_numpy(dtype=float), sub["tput"].to_numpy(dtype=float)
+        growth = (ts[1:] / ts[:-1]) / (bs[1:] / bs[:-1])
+        for i in np.flatnonzero(growth > tolerance):
+            label = config_label(dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True)))
+            out.append((label, bs[i + 1], ts[i + 1], bs[i], ts[i], growth[i]))
+    return pd.DataFrame(out, columns=cols)

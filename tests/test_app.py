@@ -498,6 +498,12 @@ def test_data_page_lists_suspect_runs(suspect_dataset: None) -> None:
     t = fast[0].dataframe[0].value
     assert t["batch_size"].tolist() == [16.0] and t["ttft_s"].tolist() == [0.001]
     assert abs(float(t["ttft_floor_s"].iloc[0]) - 2 * 8.03e9 * 8192 / 989.5e12) < 1e-3
+    # and batch 8 ran 10 times batch 4's throughput for twice the sequences: listed, not left out of training
+    faster = [e for e in at.expander if "faster per sequence than a smaller batch" in e.label]
+    assert len(faster) == 1 and faster[0].label.startswith("1 batch(es)")
+    f = faster[0].dataframe[0].value
+    assert f[["batch_size", "smaller_batch"]].values.tolist() == [[8.0, 4.0]]
+    assert f["growth_over_batch"].iloc[0] == pytest.approx(5.0)
 
 
 def test_dataset_table_lists_each_format_once() -> None:

@@ -596,3 +596,19 @@ def test_constant_and_poisson_arrivals_at_one_rate_are_two_curves() -> None:
     assert len(table) == 2 and set(table["arrival"]) == {"constant", "poisson"}
     one = runs[runs["arrival"] == "constant"]
     assert "arrival" not in default_curve_by(one)  # one process: the labels stay as they were
+
+
+def test_batches_whose_throughput_grew_faster_than_the_batch_are_listed() -> None:
+    # LLM-Inference-Bench's MI300X with vLLM ran Qwen2-7B at 42.8 tok/s at batch 1 and 1,414 at batch 16 (33 times
+    # for 16 times the sequences): nothing said so.
+    from perfmodel.curve_tables import superlinear_runs
+
+    runs = pd.DataFrame({"hardware": "mi300x", "device_count": 1, "framework": "vllm", "model": "qwen2-7b",
+                         "input_len_tok": 128.0, "output_len_tok": 128.0,
+                         "batch_size": [1.0, 1.0, 16.0, 32.0, 64.0],
+                         "output_throughput_tok_s": [42.0, 43.6, 1414.0, 2600.0, 4000.0]})
+    out = superlinear_runs(runs)
+    assert out[["batch_size", "smaller_batch"]].values.tolist() == [[16.0, 1.0]]  # 32 and 64 grew less than 2x
+    assert out["growth_over_batch"].iloc[0] == pytest.approx(1414 / 42.8 / 16)
+    assert out["configuration"].iloc[0].startswith("mi300x")
+    assert superlinear_runs(runs.iloc[2:]).empty

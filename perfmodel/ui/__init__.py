@@ -23,6 +23,7 @@ from .cached import (
     open_store,
     runs_figure,
     store_stamp,
+    superlinear_runs,
 )
 from .forms import AS_IN_FILE, AUTO_FORMAT, UploadForm, import_uploads, in_form_words, to_meta
 from .links import absolute as absolute_link
@@ -65,6 +66,7 @@ __all__ = [
     "open_store",
     "runs_figure",
     "store_stamp",
+    "superlinear_runs",
     "AS_IN_FILE",
     "AUTO_FORMAT",
     "UploadForm",

@@ -142,6 +142,26 @@ def dataset_runs(home: str, dataset_id: str, stamp: int) -> pd.DataFrame:
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
+def superlinear_runs(home: str, dataset_id: str, stamp: int) -> pd.DataFrame:
+    """:func:`perfmodel.curve_tables.superlinear_runs` of a dataset (the Data page lists them).
+
+    Parameters
+    ----------
+    home, dataset_id
+        Where and which.
+    stamp
+        :func:`store_stamp` of ``home`` (part of the key only).
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    from ..curve_tables import superlinear_runs as pairs
+
+    return pairs(dataset_runs(home, dataset_id, stamp))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
 def dataset_issues(home: str, dataset_id: str, stamp: int) -> pd.DataFrame:
     """Every import issue of a dataset, errors first.
 
