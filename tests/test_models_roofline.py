@@ -1467,23 +1467,25 @@ def test_the_band_stops_at_the_roofline_of_the_sequences_that_fit(fitted: tuple[
     assert cap[0] == pytest.approx(at_fit["output_tok_s_max"].iloc[0]) and np.isnan(cap[1])
 
 
+def _device_family() -> pd.DataFrame:
+    """Two accelerators x two models with vLLM on 1, 2 and 4 devices at batch 1-64: 40 % of the one-device
+    roofline, 25 % more per device doubling, saturating with the batch."""
+    rows = [{"hardware": hw, "framework": "vllm", "model": m, "device_count": dev, "input_len_tok": 512.0,
+             "output_len_tok": 512.0, "batch_size": b}
+            for hw in HW[:2] for m in MODELS[:2] for dev in (1, 2, 4) for b in (1.0, 4.0, 16.0, 64.0)]
+    df = pd.DataFrame(rows)
+    one = physics.roofline(df.assign(device_count=1))["output_tok_s_max"].to_numpy()
+    gain = 1.25 ** np.log2(df["device_count"].to_numpy())  # 25 % a doubling
+    sat = 1.0 / (1.0 + df.batch_size.to_numpy() / 256.0)
+    return df.assign(output_throughput_tok_s=one * 0.4 * gain * sat)
+
+
 def test_more_devices_than_any_trained_sibling_gain_no_more_than_the_siblings_did() -> None:
     # 8 H100s with vLLM and Llama-3-8B, measured on 1, 2 and 4 (3,484, 4,170 and 4,801 tok/s at batch 64), had
     # read 7,904 tok/s in domain: the trees learnt device scaling from the few accelerators measured on 8. With
     # every family's largest device count held out of LLM-Inference-Bench the answer was 25.0 / 99.5 median /
     # p90 APE, its band covering 59 %.
-    rows = []
-    for hw in HW[:2]:
-        for m in MODELS[:2]:
-            for dev in (1, 2, 4):
-                for b in (1.0, 4.0, 16.0, 64.0):
-                    rows.append({"hardware": hw, "framework": "vllm", "model": m, "device_count": dev,
-                                 "input_len_tok": 512.0, "output_len_tok": 512.0, "batch_size": b})
-    df = pd.DataFrame(rows)
-    one = physics.roofline(df.assign(device_count=1))["output_tok_s_max"].to_numpy()
-    gain = 1.25 ** np.log2(df["device_count"].to_numpy())  # 25 % a doubling
-    sat = 1.0 / (1.0 + df.batch_size.to_numpy() / 256.0)
-    df["output_throughput_tok_s"] = one * 0.4 * gain * sat
+    df = _device_family()
     q = df[(df["device_count"] == 4) & (df["hardware"] == HW[0]) & (df["model"] == MODELS[0])]
     q = q.drop(columns="output_throughput_tok_s").assign(device_count=8).reset_index(drop=True)
     at4 = df[(df["device_count"] == 4) & (df["hardware"] == HW[0]) & (df["model"] == MODELS[0])]
@@ -1508,18 +1510,7 @@ def test_more_devices_beyond_the_siblings_batches_gain_what_the_siblings_did_at_
     # The device cap held only batches both siblings measured: 8 H100s with vLLM and Llama-3-8B went from 5,527
     # tok/s at batch 64 to 8,306 at 96, where 4 devices read 5,432. Beyond, the largest sibling's own answer
     # times the gain per doubling measured at the largest batch both measured holds it.
-    rows = []
-    for hw in HW[:2]:
-        for m in MODELS[:2]:
-            for dev in (1, 2, 4):
-                for b in (1.0, 4.0, 16.0, 64.0):
-                    rows.append({"hardware": hw, "framework": "vllm", "model": m, "device_count": dev,
-                                 "input_len_tok": 512.0, "output_len_tok": 512.0, "batch_size": b})
-    df = pd.DataFrame(rows)
-    one = physics.roofline(df.assign(device_count=1))["output_tok_s_max"].to_numpy()
-    gain = 1.25 ** np.log2(df["device_count"].to_numpy())  # 25 % a doubling
-    sat = 1.0 / (1.0 + df.batch_size.to_numpy() / 256.0)
-    df["output_throughput_tok_s"] = one * 0.4 * gain * sat
+    df = _device_family()
     q4 = pd.DataFrame({"hardware": HW[0], "framework": "vllm", "model": MODELS[0], "device_count": 4,
                        "input_len_tok": 512.0, "output_len_tok": 512.0, "batch_size": [96.0, 128.0, 256.0]})
     q8 = q4.assign(device_count=8)
