@@ -3187,7 +3187,8 @@ class RooflineGBM(Predictor):
         answer is the one there: within the trained batches the trees learnt what a full cache costs, and
         beyond them their answer wandered with the batch (Llama-3-8B on one H100 at 1,024 + 1,024 tokens, 228
         sequences fitting: 4,041, 3,738, 3,937 and 3,812 tok/s at batch 512 to 4,096), where only more
-        sequences wait."""
+        sequences wait. Past both the KV-full batch and the configuration's measured batches, an answer is also
+        no higher than the answers at half-doublings between (:data:`_PATH_STEPS`)."""
         in_flight = _in_flight(bb, kv_fit)
         past = np.flatnonzero(in_flight < bb)
         if not len(past):
@@ -3225,8 +3226,8 @@ class RooflineGBM(Predictor):
                 batch_size=np.round(start[owner] * 2 ** (j / _PATH_STEPS))).set_axis(range(len(owner))), lvl,
                 capped=True)
             lowest = pd.Series(path["pred_throughput_tok_s"].to_numpy(dtype=float)).groupby(owner).min()
-            with np.errstate(invalid="ignore"):
-                mid[past[lowest.index.to_numpy()]] = np.fmin(mid[past[lowest.index.to_numpy()]], lowest.to_numpy())
+            rows = past[lowest.index.to_numpy()]
+            mid[rows] = np.fmin(mid[rows], lowest.to_numpy())
         return out.assign(pred_throughput_tok_s=mid, pred_lower=low)
 
     def step_overhead_bound(self, runs: pd.DataFrame) -> pd.DataFrame:
