@@ -184,12 +184,16 @@ def import_cmd(ctx: click.Context, files: tuple[Path, ...], fmt: str | None, har
                           latency_unit=latency_unit)  # type: ignore[arg-type]
     except PydanticError as exc:
         raise click.UsageError(_meta_errors(exc)) from exc
+    from .store import Store
+
+    known = {i.id: i.name for i in Store().datasets()}  # the same content again is the dataset stored before
     info, results = import_files(list(files), format=fmt, meta=meta, name=dataset_name, strict=strict)
     issues = [i for r in results for i in r.issues]
     counts = {s: sum(1 for i in issues if i.severity == s) for s in ("error", "warning", "info")}
     if _want_json(ctx, as_json):
         _echo_json({
             "dataset": _info_dict(info),
+            "already_stored": info.id in known,
             "files": [{"file": r.file, "format": r.format, "rows": len(r.runs),
                        "issues": {s: sum(1 for i in r.issues if i.severity == s) for s in counts}}
                       for r in results],
@@ -199,7 +203,11 @@ def import_cmd(ctx: click.Context, files: tuple[Path, ...], fmt: str | None, har
         })
         return
     click.echo(f"dataset {info.id}  {info.name!r}: {info.n_runs} rows from {len(results)} file(s)")
-    if dataset_name and dataset_name.strip() and info.name != dataset_name.strip():
+    if info.id in known:  # as the Data page says it ("Already stored"); the CLI had said nothing
+        former = known[info.id]
+        click.echo("note: already stored: these files, with these settings, are this dataset; nothing was added"
+                   + (f" (renamed from {former!r} as given)" if former != info.name else ""), err=True)
+    elif dataset_name and dataset_name.strip() and info.name != dataset_name.strip():
         click.echo(f"note: a dataset is already named {dataset_name.strip()!r}; this one is {info.name!r}",
                    err=True)
     for r in results:

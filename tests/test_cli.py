@@ -65,6 +65,22 @@ def test_import_show_export_delete(runner: CliRunner, tmp_path: Path) -> None:
     assert code == 0 and "deleted" in out and Store(home).datasets() == []
 
 
+def test_importing_the_same_files_again_says_they_are_stored(runner: CliRunner, tmp_path: Path) -> None:
+    # The Data page said "Already stored"; the CLI printed the dataset as if imported, and a new --dataset name
+    # renamed the stored one without a word.
+    home = tmp_path / "home"
+    src = write_canonical_csv(tmp_path / "mine.csv", 12, seed=3)
+    code, _, err = invoke(runner, "--home", str(home), "import", str(src), "--dataset", "first")
+    assert code == 0 and "already stored" not in err
+    code, out, err = invoke(runner, "--home", str(home), "import", str(src), "--dataset", "second")
+    assert code == 0, err
+    assert "note: already stored: these files, with these settings, are this dataset; nothing was added " \
+        "(renamed from 'first' as given)" in err
+    assert [i.name for i in Store(home).datasets()] == ["second"] and Store(home).datasets()[0].n_runs == 12
+    code, out, _ = invoke(runner, "--home", str(home), "--json", "import", str(src))
+    assert json.loads(out)["already_stored"] is True
+
+
 def test_import_json_and_issues(runner: CliRunner, tmp_path: Path) -> None:
     src = write_canonical_csv(tmp_path / "x.csv", 10, seed=2)
     df = pd.read_csv(src, dtype=str)
