@@ -175,17 +175,22 @@ def test_poor_fits_are_flagged_with_their_message() -> None:
     assert (review["r2"] < 0.99).all() and review["message"].str.contains("converged").all()
 
 
-def test_too_few_batch_sizes_says_not_enough_points(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _store_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, **columns: object) -> None:
+    """A store holding only these synthetic canonical runs (no sample data)."""
     monkeypatch.setattr(samples, "SAMPLE_DIR", tmp_path / "none")
-    src = tmp_path / "two_batches.csv"
-    pd.DataFrame({
-        "hardware": ["h100-sxm"] * 4 + ["a100-80gb"] * 2, "device_count": 1, "framework": "vllm",
-        "model": "llama-3-8b", "input_len_tok": 512.0, "output_len_tok": 128.0, "load_kind": "static_batch",
-        "batch_size": [1.0, 8.0, 1.0, 8.0, 4.0, 4.0], "output_throughput_tok_s": [90.0, 600.0, 95.0, 610.0, 300.0,
-                                                                                  320.0],
-        "repeat_idx": [0, 0, 1, 1, 0, 1], "source_format": "synthetic", "source_file": "two.csv",
-        "source_row": range(1, 7)}).to_csv(src, index=False)
+    src = tmp_path / name
+    n = max(len(v) for v in columns.values() if isinstance(v, list))
+    pd.DataFrame({**columns, "source_format": "synthetic", "source_file": name,
+                  "source_row": range(1, n + 1)}).to_csv(src, index=False)
     import_files([src], format="canonical", store=Store())
+
+
+def test_too_few_batch_sizes_says_not_enough_points(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _store_only(tmp_path, monkeypatch, "two.csv",
+                hardware=["h100-sxm"] * 4 + ["a100-80gb"] * 2, device_count=1, framework="vllm",
+                model="llama-3-8b", input_len_tok=512.0, output_len_tok=128.0, load_kind="static_batch",
+                batch_size=[1.0, 8.0, 1.0, 8.0, 4.0, 4.0],
+                output_throughput_tok_s=[90.0, 600.0, 95.0, 610.0, 300.0, 320.0], repeat_idx=[0, 0, 1, 1, 0, 1])
     at = _curves()
     _no_exception(at)
     assert at.warning and "Not enough points" in at.warning[0].value
@@ -212,16 +217,10 @@ def test_suspect_points_are_drawn_as_x_with_hover(suspect_dataset: None) -> None
 
 def test_suspect_points_are_drawn_along_the_chosen_axis(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Along the requests measured in flight the page drew no suspect marker at all (its markers sat at the batch).
-    monkeypatch.setattr(samples, "SAMPLE_DIR", tmp_path / "none")
-    src = tmp_path / "suspect.csv"
-    pd.DataFrame({
-        "hardware": "h100-sxm", "device_count": 1, "framework": "vllm", "model": "llama-3-8b",
-        "input_len_tok": 512.0, "output_len_tok": 128.0, "load_kind": "concurrency",
-        "batch_size": [1.0, 4.0, 8.0, 16.0], "measured_concurrency": [0.9, 3.7, 7.5, 14.8],
-        "output_throughput_tok_s": [90.0, 300.0, 3000.0, 900.0],
-        "repeat_idx": 0, "source_format": "synthetic", "source_file": "s.csv", "source_row": range(1, 5)},
-    ).to_csv(src, index=False)
-    import_files([src], format="canonical", store=Store())
+    _store_only(tmp_path, monkeypatch, "s.csv", hardware="h100-sxm", device_count=1, framework="vllm",
+                model="llama-3-8b", input_len_tok=512.0, output_len_tok=128.0, load_kind="concurrency",
+                batch_size=[1.0, 4.0, 8.0, 16.0], measured_concurrency=[0.9, 3.7, 7.5, 14.8],
+                output_throughput_tok_s=[90.0, 300.0, 3000.0, 900.0], repeat_idx=0)
     at = _curves(x="measured_concurrency")
     _no_exception(at)
     assert at.selectbox(key="curves.x").value == "measured_concurrency"
@@ -404,15 +403,11 @@ def test_import_warning_on_the_batch_axis_stands_beside_the_fit(tmp_path: Path, 
 def test_a_rise_between_measured_batches_reads_as_a_range(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A100-40GB / DeepSpeed-MII / Llama-2-7B 2048/2048 (LLM-Inference-Bench): flat from batch 16; b90 had read
     # 2.72 [2.62, 2.82]
-    monkeypatch.setattr(samples, "SAMPLE_DIR", tmp_path / "none")
-    src = tmp_path / "gap.csv"
-    pd.DataFrame({
-        "hardware": "a100-40gb", "device_count": 1, "framework": "deepspeed-mii", "model": "llama-2-7b",
-        "input_len_tok": 2048.0, "output_len_tok": 2048.0, "load_kind": "static_batch",
-        "batch_size": [1.0, 16.0, 32.0, 64.0],
-        "output_throughput_tok_s": [59.11264725337496, 513.4978786200209, 443.57693797860445, 464.51767480862184],
-        "source_format": "synthetic", "source_file": "gap.csv", "source_row": range(1, 5)}).to_csv(src, index=False)
-    import_files([src], format="canonical", store=Store())
+    _store_only(tmp_path, monkeypatch, "gap.csv", hardware="a100-40gb", device_count=1, framework="deepspeed-mii",
+                model="llama-2-7b", input_len_tok=2048.0, output_len_tok=2048.0, load_kind="static_batch",
+                batch_size=[1.0, 16.0, 32.0, 64.0],
+                output_throughput_tok_s=[59.11264725337496, 513.4978786200209, 443.57693797860445,
+                                         464.51767480862184])
     at = _curves()
     _no_exception(at)
     row = at.dataframe[0].value.iloc[0]
